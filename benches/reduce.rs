@@ -1,0 +1,66 @@
+//! Criterion benches of reduce, one group per backend present (the backend is in every
+//! name). Each sample is timed with the backend's device timer around `iters` whole
+//! reduces (every pass), so the device's own completion is inside the timed region.
+
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use dynsmem::host::backend::Probe;
+use dynsmem::host::kernels::reduce::{ReduceElement, ReduceKernels, ReduceOp, ReducePlan, ReduceProblem};
+use dynsmem_kernels::Dtype;
+
+fn bench_backend<B: ReduceKernels>(c: &mut Criterion, backend: &B) {
+    let n: u64 = if backend.info().is_cpu { 1 << 20 } else { 1 << 26 };
+    let data = f32::inputs(n as usize, 1);
+    let input = backend.htod(&data).expect("upload");
+    let problem = ReduceProblem { n, op: ReduceOp::Sum, dtype: Dtype::F32 };
+    let mut group = c.benchmark_group(format!("reduce/{}", backend.kind()));
+    group.throughput(Throughput::Bytes(n * 4));
+    for &variant in backend.reduce_variants() {
+        let plan = ReducePlan::new(backend, problem, backend.reduce_default_config(), variant).expect("plan");
+        let partials = plan.alloc_partials::<f32>().expect("partials");
+        plan.verify(&data, backend.dtoh(plan.launch(&input, &partials).expect("launch")).expect("dtoh")[0])
+            .expect("verified before it is timed");
+        group.bench_function(format!("sum_f32/n={n}/{variant}"), |b| {
+            b.iter_custom(|iters| {
+                // Timed in groups: a wgpu timing scope holds a bounded number of passes.
+                let mut ms = 0.0;
+                let mut left = iters;
+                while left > 0 {
+                    let now = left.min(32);
+                    ms += backend
+                        .time_ms(&mut || {
+                            for _ in 0..now {
+                                plan.launch(&input, &partials)?;
+                            }
+                            Ok(())
+                        })
+                        .expect("timed run");
+                    left -= now;
+                }
+                Duration::from_secs_f64(ms * 1e-3)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn reduce(c: &mut Criterion) {
+    if let Probe::Ready(cuda) = dynsmem::cuda(0) {
+        bench_backend(c, &cuda);
+    } else {
+        eprintln!("SKIPPED: no CUDA device (reduce/cuda benches)");
+    }
+    if let Probe::Ready(wgsl) = dynsmem::wgsl() {
+        bench_backend(c, &wgsl);
+    } else {
+        eprintln!("SKIPPED: no Vulkan adapter (reduce/wgsl benches)");
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    targets = reduce
+}
+criterion_main!(benches);

@@ -1,0 +1,214 @@
+//! The only module that touches `core::arch::nvptx`, `core::arch::amdgpu` and the GPU
+//! intrinsics. Kernels call `gpu::*`, so one kernel source serves both targets.
+//!
+//! Everything here is 1-D (`x`) because every kernel family launches 1-D blocks and
+//! derives 2-D coordinates itself; add `y`/`z` when a family needs them.
+
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+use crate::layout::Slice;
+
+/// The alignment the launch-sized region is requested with. `gpu_launch_sized_workgroup_mem`
+/// aligns the base only to the alignment of the type it is asked with, so asking with a
+/// 16-byte-aligned type makes 16-byte vector access to any 16-aligned sub-array legal.
+pub const REGION_ALIGN: u32 = 16;
+
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+#[repr(C, align(16))]
+struct RegionAlign([u8; 16]);
+
+// ---------------------------------------------------------------------------------------
+// NVIDIA (nvptx64)
+// ---------------------------------------------------------------------------------------
+
+#[cfg(target_arch = "nvptx64")]
+mod arch {
+    use core::arch::nvptx;
+
+    #[inline(always)]
+    pub fn thread_idx_x() -> u32 {
+        // SAFETY: reading a special register has no side effects.
+        unsafe { nvptx::_thread_idx_x() }
+    }
+    #[inline(always)]
+    pub fn block_idx_x() -> u32 {
+        unsafe { nvptx::_block_idx_x() }
+    }
+    #[inline(always)]
+    pub fn block_dim_x() -> u32 {
+        unsafe { nvptx::_block_dim_x() }
+    }
+    #[inline(always)]
+    pub fn grid_dim_x() -> u32 {
+        unsafe { nvptx::_grid_dim_x() }
+    }
+    /// `bar.sync 0`: orders shared-memory accesses among the block's threads.
+    #[inline(always)]
+    pub fn barrier() {
+        unsafe { nvptx::_syncthreads() }
+    }
+    /// Bytes of launch-sized shared memory this launch was given (`%dynamic_smem_size`).
+    #[inline(always)]
+    pub fn dynamic_smem_size() -> u32 {
+        let bytes: u32;
+        // SAFETY: reads a special register.
+        unsafe {
+            core::arch::asm!("mov.u32 {}, %dynamic_smem_size;", out(reg32) bytes, options(pure, nomem, nostack));
+        }
+        bytes
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// AMD (amdgpu): ids from the hardware registers, dims from the HSA dispatch packet.
+// ---------------------------------------------------------------------------------------
+
+#[cfg(target_arch = "amdgpu")]
+mod arch {
+    use core::arch::amdgpu;
+    use core::sync::atomic::{Ordering, fence};
+
+    /// Byte offsets into the HSA kernel dispatch packet (`hsa_kernel_dispatch_packet_t`).
+    const WORKGROUP_SIZE_X: usize = 4; // u16
+    const GRID_SIZE_X: usize = 12; // u32, in work-items
+    const GROUP_SEGMENT_SIZE: usize = 28; // u32, static + dynamic LDS bytes
+
+    #[inline(always)]
+    fn packet_u16(offset: usize) -> u16 {
+        let p = core::intrinsics::gpu::amdgpu_dispatch_ptr() as *const u8;
+        // SAFETY: the dispatch packet is valid for the whole kernel and the offset is in it.
+        unsafe { p.add(offset).cast::<u16>().read() }
+    }
+    #[inline(always)]
+    fn packet_u32(offset: usize) -> u32 {
+        let p = core::intrinsics::gpu::amdgpu_dispatch_ptr() as *const u8;
+        unsafe { p.add(offset).cast::<u32>().read() }
+    }
+
+    #[inline(always)]
+    pub fn thread_idx_x() -> u32 {
+        amdgpu::workitem_id_x()
+    }
+    #[inline(always)]
+    pub fn block_idx_x() -> u32 {
+        amdgpu::workgroup_id_x()
+    }
+    #[inline(always)]
+    pub fn block_dim_x() -> u32 {
+        packet_u16(WORKGROUP_SIZE_X) as u32
+    }
+    #[inline(always)]
+    pub fn grid_dim_x() -> u32 {
+        packet_u32(GRID_SIZE_X).div_ceil(block_dim_x())
+    }
+    /// `s_barrier` does not order memory by itself; HIP's `__syncthreads` brackets it
+    /// with workgroup-scope fences. Rust has no scoped fence, so these are system-scope:
+    /// correct, and conservative.
+    #[inline(always)]
+    pub fn barrier() {
+        fence(Ordering::Release);
+        amdgpu::s_barrier();
+        fence(Ordering::Acquire);
+    }
+    #[inline(always)]
+    pub fn dynamic_smem_size() -> u32 {
+        packet_u32(GROUP_SEGMENT_SIZE) - amdgpu::groupstaticsize()
+    }
+}
+
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+pub use arch::{barrier, block_dim_x, block_idx_x, dynamic_smem_size, grid_dim_x, thread_idx_x};
+
+/// Stops the kernel: the launch fails with an error the host sees
+/// (`CUDA_ERROR_ILLEGAL_INSTRUCTION` on NVIDIA) instead of running on or hanging.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+#[inline(always)]
+pub fn trap() -> ! {
+    core::intrinsics::abort_immediate()
+}
+
+/// The launch-sized region of this launch, after checking that it holds `required` bytes.
+///
+/// Traps when the launch gave less than the kernel's carve needs, so a host that
+/// computed `shared_mem_bytes` wrongly gets a failed launch, never a silent overrun.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+#[inline(always)]
+pub fn launch_region(required: u32) -> Region {
+    let bytes = dynamic_smem_size();
+    if required > bytes {
+        trap();
+    }
+    Region { base: core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<RegionAlign>().cast() }
+}
+
+/// The base of the launch-sized region, checked to be large enough for a carve.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+#[derive(Clone, Copy)]
+pub struct Region {
+    base: *mut u8,
+}
+
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+impl Region {
+    /// The sub-array `slice` of the region. The carve was checked against the launch
+    /// size by [`launch_region`], so this is in bounds.
+    #[inline(always)]
+    pub fn array<T: Copy>(self, slice: Slice<T>) -> SharedArray<T> {
+        SharedArray {
+            // SAFETY: offset + len * size_of::<T>() <= required <= launch size.
+            ptr: unsafe { self.base.add(slice.offset() as usize).cast() },
+            len: slice.len(),
+        }
+    }
+}
+
+/// A typed array in workgroup memory, shared by every thread of the block.
+///
+/// Accesses are raw (no `&mut`), because many threads touch it at once; ordering between
+/// threads is the caller's job ([`barrier`]). With the `checked` feature every index is
+/// bounds-checked and an overrun traps.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+#[derive(Clone, Copy)]
+pub struct SharedArray<T> {
+    ptr: *mut T,
+    len: u32,
+}
+
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+impl<T: Copy> SharedArray<T> {
+    #[inline(always)]
+    pub fn len(self) -> u32 {
+        self.len
+    }
+    #[inline(always)]
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+    #[inline(always)]
+    fn check(self, i: u32) {
+        if cfg!(feature = "checked") && i >= self.len {
+            trap();
+        }
+    }
+    /// # Safety
+    /// `i < len`, and no other thread writes element `i` without a barrier in between.
+    #[inline(always)]
+    pub unsafe fn read(self, i: u32) -> T {
+        self.check(i);
+        unsafe { self.ptr.add(i as usize).read() }
+    }
+    /// # Safety
+    /// `i < len`, and no other thread accesses element `i` without a barrier in between.
+    #[inline(always)]
+    pub unsafe fn write(self, i: u32, value: T) {
+        self.check(i);
+        unsafe { self.ptr.add(i as usize).write(value) }
+    }
+    /// The same memory seen as an array of `U` (e.g. 16-byte vectors for wide copies).
+    ///
+    /// # Safety
+    /// The array's offset must be aligned for `U` (carve it with that alignment).
+    #[inline(always)]
+    pub unsafe fn cast<U: Copy>(self) -> SharedArray<U> {
+        SharedArray { ptr: self.ptr.cast(), len: ((self.len as usize * size_of::<T>()) / size_of::<U>()) as u32 }
+    }
+}

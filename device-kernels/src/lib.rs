@@ -1,0 +1,57 @@
+//! dynsmem device kernels.
+//!
+//! Every kernel takes its tiles and scratch from the launch-sized workgroup-memory region
+//! (`core::intrinsics::gpu::gpu_launch_sized_workgroup_mem`; CUDA "dynamic shared memory",
+//! HIP "dynamic LDS"), carved by [`layout`]. Built as a `cdylib` for `nvptx64-nvidia-cuda`
+//! (PTX) and `amdgcn-amd-amdhsa` (an HSA code object) by the root package's build script;
+//! on the host the same crate is a plain library of layouts, configs and entry names, so
+//! both sides compute shared-memory sizes with one piece of code.
+//!
+//! Modules: [`gpu`] (the only code touching `core::arch::*`), [`layout`] (carving), one
+//! module per kernel family.
+#![no_std]
+#![cfg_attr(
+    any(target_arch = "nvptx64", target_arch = "amdgpu"),
+    feature(abi_gpu_kernel, core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem),
+    allow(internal_features)
+)]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+#![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu))]
+
+pub mod gpu;
+pub mod layout;
+pub mod reduce;
+
+/// Element types the kernels are instantiated for.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dtype {
+    F32,
+    U32,
+}
+
+impl Dtype {
+    pub const ALL: [Dtype; 2] = [Dtype::F32, Dtype::U32];
+
+    /// Bytes per element.
+    pub const fn bytes(self) -> u32 {
+        match self {
+            Dtype::F32 | Dtype::U32 => 4,
+        }
+    }
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::U32 => "u32",
+        }
+    }
+}
+
+/// A panic on the device (an index check, an overflow in a checked build) must stop the
+/// kernel with an error the host sees: `loop {}` here would hang the GPU.
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    gpu::trap()
+}

@@ -1,0 +1,77 @@
+//! Layout math, on the host: the same code the kernels run to find their offsets.
+
+use dynsmem_kernels::Dtype;
+use dynsmem_kernels::layout::{Carve, LayoutError};
+use dynsmem_kernels::reduce::{MAX_GRID, ReduceConfig, ReduceLayout};
+
+#[test]
+fn arrays_are_aligned_and_packed() {
+    let mut c = Carve::new();
+    let a = c.array::<u8>(3).unwrap();
+    let b = c.array::<u32>(5).unwrap();
+    let v = c.array_aligned::<f32>(4, 16).unwrap();
+    let d = c.array::<u64>(1).unwrap();
+    assert_eq!((a.offset(), a.len(), a.bytes()), (0, 3, 3));
+    assert_eq!((b.offset(), b.end()), (4, 24));
+    assert_eq!((v.offset(), v.end()), (32, 48));
+    assert_eq!((d.offset(), d.end()), (48, 56));
+    assert_eq!(c.bytes(), 56);
+    // Alignment never shrinks below the type's own.
+    let mut c = Carve::new();
+    c.array::<u8>(1).unwrap();
+    assert_eq!(c.array_aligned::<u64>(1, 1).unwrap().offset(), 8);
+    // Empty arrays take no space but keep their alignment.
+    let mut c = Carve::new();
+    c.array::<u8>(1).unwrap();
+    let e = c.array_aligned::<f32>(0, 16).unwrap();
+    assert_eq!((e.offset(), e.len(), c.bytes()), (16, 0, 16));
+}
+
+#[test]
+fn overflow_and_bad_alignment_are_errors() {
+    let mut c = Carve::new();
+    assert_eq!(
+        c.array::<u32>(u32::MAX / 2),
+        Err(LayoutError::Overflow { offset: 0, len: u32::MAX / 2, elem_bytes: 4 })
+    );
+    assert_eq!(c.bytes(), 0, "a failed carve does not move the cursor");
+    let mut c = Carve::new();
+    c.array::<u8>(u32::MAX - 2).unwrap();
+    assert!(matches!(c.array::<u32>(1), Err(LayoutError::Overflow { .. })), "aligning up past u32::MAX");
+    assert_eq!(Carve::new().array_aligned::<u8>(1, 32), Err(LayoutError::BadAlign { align: 32 }));
+    assert_eq!(Carve::new().array_aligned::<u8>(1, 3), Err(LayoutError::BadAlign { align: 3 }));
+    assert!(LayoutError::BadAlign { align: 3 }.to_string().contains("power of two"));
+}
+
+#[test]
+fn reduce_layout_totals() {
+    // Unstaged: one element of scratch per thread.
+    let l = ReduceLayout::new::<f32>(256, 0).unwrap();
+    assert_eq!((l.tile_len, l.scratch_offset, l.bytes), (0, 0, 1024));
+    // Staged: the tile first (16-aligned), then the scratch.
+    let cfg = ReduceConfig { block: 256, items_per_thread: 200, staged: true };
+    let l = cfg.layout(Dtype::F32).unwrap();
+    assert_eq!((l.tile_offset, l.tile_len, l.scratch_offset, l.bytes), (0, 51_200, 204_800, 205_824));
+    assert_eq!(cfg.shared_bytes(Dtype::U32), Ok(205_824));
+    // The H100's opt-in limit exactly, and 4 bytes past it.
+    assert_eq!(ReduceConfig { block: 256, items_per_thread: 226, staged: true }.shared_bytes(Dtype::F32), Ok(232_448));
+    assert_eq!(ReduceConfig { block: 9, items_per_thread: 6456, staged: true }.shared_bytes(Dtype::F32), Ok(232_452));
+    // block * ipt past u32 is an error, not a wrapped size.
+    assert!(ReduceConfig { block: 1 << 16, items_per_thread: 1 << 16, staged: true }.layout(Dtype::F32).is_err());
+}
+
+#[test]
+fn reduce_grid_and_passes() {
+    let cfg = ReduceConfig { block: 512, items_per_thread: 32, staged: false };
+    assert_eq!(cfg.chunk(), Some(16_384));
+    assert_eq!(cfg.grid(0), 1, "n = 0 still launches one block, which writes the identity");
+    assert_eq!(cfg.grid(1), 1);
+    assert_eq!(cfg.grid(16_384), 1);
+    assert_eq!(cfg.grid(16_385), 2);
+    assert_eq!(cfg.grid(1 << 28), 16_384);
+    assert_eq!(cfg.pass_count(1 << 28), 2);
+    assert_eq!(cfg.pass_count(1), 1);
+    let tiny = ReduceConfig { block: 32, items_per_thread: 1, staged: false };
+    assert_eq!(tiny.grid(1 << 28), MAX_GRID, "blocks loop over chunks past the grid limit");
+    assert_eq!(tiny.pass_count(1 << 28), 5); // 2^28 -> 65535 -> 2048 -> 64 -> 2 -> 1
+}

@@ -1,0 +1,48 @@
+//! Thin `Result` wrappers over the CUDA driver calls cudarc's safe layer does not cover,
+//! mapping `DriverError` into [`Error`] with the call named.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, DriverError, sys};
+
+use crate::backend::BackendKind;
+use crate::error::{Error, Result};
+
+pub(crate) fn driver_err(call: &'static str) -> impl FnOnce(DriverError) -> Error {
+    move |e| Error::Driver { backend: BackendKind::Cuda, call, message: e.to_string() }
+}
+
+/// Whether `libcuda` can be loaded. cudarc panics on first use when it cannot, so this is
+/// asked before anything else.
+pub(crate) fn library_present() -> bool {
+    // SAFETY: only tries to dlopen the library.
+    unsafe { sys::is_culib_present() }
+}
+
+pub(crate) fn device_count() -> Result<usize> {
+    cudarc::driver::result::init().map_err(driver_err("cuInit"))?;
+    Ok(CudaContext::device_count().map_err(driver_err("cuDeviceGetCount"))? as usize)
+}
+
+pub(crate) fn attribute(ctx: &Arc<CudaContext>, attr: sys::CUdevice_attribute) -> Result<i32> {
+    ctx.attribute(attr).map_err(driver_err("cuDeviceGetAttribute"))
+}
+
+/// "CUDA 13.0" from `cuDriverGetVersion`.
+pub(crate) fn api_version() -> String {
+    let mut v = 0;
+    // SAFETY: writes one int.
+    let ok = unsafe { sys::cuDriverGetVersion(&mut v) } == sys::CUresult::CUDA_SUCCESS;
+    if ok { format!("CUDA {}.{}", v / 1000, (v % 1000) / 10) } else { "CUDA (version unknown)".into() }
+}
+
+/// The kernel-module driver version ("580.159.04") where Linux exposes it.
+pub(crate) fn kernel_driver_version() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
+    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..."
+    text.lines()
+        .next()?
+        .split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
+        .map(str::to_string)
+}

@@ -1,0 +1,289 @@
+//! CUDA backend: the Rust kernels' PTX through the CUDA driver (cudarc), with
+//! launch-sized shared memory up to the device's opt-in limit.
+
+mod driver;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use cudarc::driver::sys::{CUdevice_attribute as Attr, CUfunction_attribute};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, sys};
+use cudarc::nvrtc::Ptx;
+
+use self::driver::{attribute, driver_err};
+use super::{Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, Probe};
+use crate::element::Element;
+use crate::error::{Error, Result};
+
+/// Allocations are rounded up to this many bytes, so an empty buffer still has a valid
+/// pointer and 16-byte vector loads of a tail stay inside the allocation.
+const ALLOC_GRANULE: usize = 16;
+
+/// A kernel of the loaded PTX module.
+pub struct CudaKernel {
+    name: String,
+    func: CudaFunction,
+    /// The `MAX_DYNAMIC_SHARED_SIZE_BYTES` currently set on the function.
+    optin_bytes: Cell<u32>,
+}
+
+impl KernelName for CudaKernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// One CUDA device, one stream, one loaded PTX image.
+pub struct CudaBackend {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    info: DeviceInfo,
+    kernels: RefCell<HashMap<String, Rc<CudaKernel>>>,
+    timer: (CudaEvent, CudaEvent),
+}
+
+impl CudaBackend {
+    /// Finds device `ordinal` and loads `ptx` on it; a missing driver or device is
+    /// [`Probe::Unavailable`] with the reason, never a panic.
+    pub fn probe(ordinal: usize, ptx: &str) -> Probe<CudaBackend> {
+        if !driver::library_present() {
+            return Probe::Unavailable(
+                BackendKind::Cuda,
+                "libcuda.so not found (no NVIDIA driver on this machine)".into(),
+            );
+        }
+        // cudarc panics when a driver symbol it expects is missing (an older driver):
+        // turn that into a reason too.
+        let attempt = std::panic::catch_unwind(|| -> Result<CudaBackend> {
+            let count = driver::device_count()?;
+            if ordinal >= count {
+                return Err(Error::Unavailable {
+                    backend: BackendKind::Cuda,
+                    reason: if count == 0 {
+                        "the driver reports no CUDA device".into()
+                    } else {
+                        format!("device {ordinal} asked for, {count} present")
+                    },
+                });
+            }
+            CudaBackend::new(ordinal, ptx)
+        });
+        match attempt {
+            Ok(Ok(b)) => Probe::Ready(b),
+            Ok(Err(e)) => Probe::Unavailable(BackendKind::Cuda, e.to_string()),
+            Err(_) => Probe::Unavailable(
+                BackendKind::Cuda,
+                "the CUDA driver is too old for this build (a driver call is missing)".into(),
+            ),
+        }
+    }
+
+    /// Opens device `ordinal` and loads `ptx`. Prefer [`CudaBackend::probe`] where the
+    /// machine may have no driver.
+    pub fn new(ordinal: usize, ptx: &str) -> Result<CudaBackend> {
+        if !driver::library_present() {
+            return Err(Error::Unavailable { backend: BackendKind::Cuda, reason: "libcuda.so not found".into() });
+        }
+        let ctx = CudaContext::new(ordinal).map_err(driver_err("cuCtxCreate"))?;
+        // One stream, used in order: cudarc's per-buffer event tracking buys nothing here
+        // and would put event records between timed launches.
+        // SAFETY: all work goes to `stream`, so stream order is the only order needed.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let module = ctx.load_module(Ptx::from_src(ptx)).map_err(driver_err("cuModuleLoadData"))?;
+
+        let limits = Limits {
+            max_threads_per_block: attribute(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32,
+            max_grid_x: attribute(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)? as u64,
+            launch_shared_default: attribute(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u32,
+            launch_shared_max: attribute(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
+            static_shared_max: attribute(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as u32,
+            shared_per_multiprocessor: Some(attribute(
+                &ctx,
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+            )? as u32),
+            multiprocessors: Some(attribute(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32),
+            max_buffer_bytes: u64::MAX,
+            memory_bytes: Some(ctx.total_mem().map_err(driver_err("cuDeviceTotalMem"))? as u64),
+        };
+        let (major, minor) = ctx.compute_capability().map_err(driver_err("cuDeviceGetAttribute"))?;
+        let api = driver::api_version();
+        let info = DeviceInfo {
+            backend: BackendKind::Cuda,
+            name: ctx.name().map_err(driver_err("cuDeviceGetName"))?,
+            driver: driver::kernel_driver_version().unwrap_or_else(|| api.clone()),
+            api: format!("{api}, sm_{major}{minor}"),
+            is_cpu: false,
+            limits,
+        };
+        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let timer = (
+            ctx.new_event(timing).map_err(driver_err("cuEventCreate"))?,
+            ctx.new_event(timing).map_err(driver_err("cuEventCreate"))?,
+        );
+        Ok(CudaBackend { ctx, stream, module, info, kernels: RefCell::new(HashMap::new()), timer })
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The kernel `name` of the loaded image (cached).
+    pub fn kernel(&self, name: &str) -> Result<Rc<CudaKernel>> {
+        if let Some(k) = self.kernels.borrow().get(name) {
+            return Ok(k.clone());
+        }
+        let func = self.module.load_function(name).map_err(|e| Error::MissingKernel {
+            name: name.into(),
+            backend: BackendKind::Cuda,
+            detail: e.to_string(),
+        })?;
+        let k = Rc::new(CudaKernel {
+            name: name.into(),
+            func,
+            optin_bytes: Cell::new(self.info.limits.launch_shared_default),
+        });
+        self.kernels.borrow_mut().insert(name.into(), k.clone());
+        Ok(k)
+    }
+
+    fn alloc_bytes(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+        let padded = bytes.max(1).next_multiple_of(ALLOC_GRANULE);
+        self.stream.alloc_zeros::<u8>(padded).map_err(|e| self.alloc_error(e, padded))
+    }
+
+    fn alloc_error(&self, e: cudarc::driver::DriverError, bytes: usize) -> Error {
+        if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            let (free, total) = self.ctx.mem_get_info().unwrap_or((0, 0));
+            Error::OutOfMemory {
+                backend: BackendKind::Cuda,
+                requested: bytes as u64,
+                free: free as u64,
+                total: total as u64,
+            }
+        } else {
+            driver_err("cuMemAlloc")(e)
+        }
+    }
+}
+
+impl Backend for CudaBackend {
+    type Raw = CudaSlice<u8>;
+    type Kernel = Rc<CudaKernel>;
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<Self::Raw, T>> {
+        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
+            backend: BackendKind::Cuda,
+            requested: u64::MAX,
+            free: 0,
+            total: self.info.limits.memory_bytes.unwrap_or(0),
+        })?;
+        Ok(Buffer::from_raw(self.alloc_bytes(bytes)?, len))
+    }
+
+    fn htod<T: Element>(&self, data: &[T]) -> Result<Buffer<Self::Raw, T>> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let mut raw = self.alloc_bytes(bytes.len())?;
+        if !bytes.is_empty() {
+            self.stream.memcpy_htod(bytes, &mut raw.slice_mut(0..bytes.len())).map_err(driver_err("cuMemcpyHtoD"))?;
+        }
+        Ok(Buffer::from_raw(raw, data.len()))
+    }
+
+    fn dtoh<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); buf.len()];
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        if !bytes.is_empty() {
+            let n = bytes.len();
+            self.stream.memcpy_dtoh(&buf.raw().slice(0..n), bytes).map_err(driver_err("cuMemcpyDtoH"))?;
+        }
+        self.synchronize()?;
+        Ok(out)
+    }
+
+    fn copy<T: Element>(&self, src: &Buffer<Self::Raw, T>, dst: &mut Buffer<Self::Raw, T>) -> Result<()> {
+        if src.len() != dst.len() {
+            return Err(Error::InvalidProblem {
+                kernel: "copy".into(),
+                reason: format!("source has {} elements, destination {}", src.len(), dst.len()),
+            });
+        }
+        let n = src.bytes() as usize;
+        self.stream
+            .memcpy_dtod(&src.raw().slice(0..n), &mut dst.raw.slice_mut(0..n))
+            .map_err(driver_err("cuMemcpyDtoD"))
+    }
+
+    fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
+        self.check_launch(&kernel.name, dims)?;
+        if dims.shared_bytes > kernel.optin_bytes.get() {
+            // Above 48 KB the launch fails with CUDA_ERROR_INVALID_VALUE unless the
+            // function was opted in first.
+            self.ctx.bind_to_thread().map_err(driver_err("cuCtxSetCurrent"))?;
+            kernel
+                .func
+                .set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dims.shared_bytes as i32,
+                )
+                .map_err(driver_err("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
+            kernel.optin_bytes.set(dims.shared_bytes);
+        }
+        // Every argument gets an 8-byte slot; the driver reads each parameter's size
+        // from the kernel's signature, so a u32 in the low half of a slot is right on
+        // this little-endian ABI.
+        let mut slots: Vec<u64> = Vec::with_capacity(args.len());
+        for a in args {
+            slots.push(match *a {
+                Arg::Buffer(raw) => raw.device_ptr(&self.stream).0,
+                Arg::U32(v) => v as u64,
+                Arg::U64(v) => v,
+                Arg::F32(v) => v.to_bits() as u64,
+            });
+        }
+        let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| s as *mut u64 as *mut c_void).collect();
+        // SAFETY: the function belongs to this context; `params` matches the kernel's
+        // signature (the family launchers pass the documented arguments in order), and
+        // the buffers outlive the launch because the caller holds them until sync.
+        unsafe {
+            cudarc::driver::result::launch_kernel(
+                kernel.func.cu_function(),
+                (dims.grid, 1, 1),
+                (dims.block, 1, 1),
+                dims.shared_bytes,
+                self.stream.cu_stream(),
+                &mut params,
+            )
+        }
+        .map_err(driver_err("cuLaunchKernel"))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))
+    }
+
+    fn time_ms(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+        let (start, end) = &self.timer;
+        start.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
+        work()?;
+        end.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
+        end.synchronize().map_err(driver_err("cuEventSynchronize"))?;
+        Ok(start.elapsed_ms(end).map_err(driver_err("cuEventElapsedTime"))? as f64)
+    }
+
+    fn timer_name(&self) -> &'static str {
+        "cuda-events"
+    }
+}

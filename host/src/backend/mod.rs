@@ -1,0 +1,242 @@
+//! Backends behind one small trait: allocate, copy in and out, launch with a per-launch
+//! shared-memory size, synchronize, time on the device, report limits.
+//!
+//! Each backend lives in its own folder and is layered like cudarc: the driver's raw calls
+//! (cudarc's `sys`, wgpu-hal, `libloading` symbols) -> thin `Result` wrappers -> the safe
+//! [`Backend`] implementation here. Kernel families are generic over [`Backend`] and add
+//! one small per-backend trait that says how to obtain their kernels.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::{Deserialize, Serialize};
+
+use crate::element::Element;
+use crate::error::{Error, Result};
+
+pub mod cuda;
+pub mod wgpu;
+
+/// Which backend a device, record or error belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// Rust kernels (PTX) through the CUDA driver, launch-sized shared memory.
+    Cuda,
+    /// WGSL kernels with static `var<workgroup>` arrays through wgpu (Vulkan).
+    Wgsl,
+    /// Rust kernels (HSA code objects) through HIP.
+    Hip,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cuda => "cuda",
+            BackendKind::Wgsl => "wgsl",
+            BackendKind::Hip => "hip",
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a device is and what it allows, as the backend reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub backend: BackendKind,
+    /// e.g. "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)".
+    pub name: String,
+    /// Driver version as the vendor writes it (e.g. "580.159.04"), or what the API reports.
+    pub driver: String,
+    /// API and its version, e.g. "CUDA 13.0", "Vulkan 1.3.230".
+    pub api: String,
+    /// True for a software rasterizer / CPU adapter (lavapipe): timings are not GPU timings.
+    pub is_cpu: bool,
+    pub limits: Limits,
+}
+
+/// Workgroup-memory and launch limits, in bytes and threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_threads_per_block: u32,
+    pub max_grid_x: u64,
+    /// Launch-sized bytes a kernel gets without opting in (CUDA: 48 KB); 0 where the
+    /// backend has no launch-sized workgroup memory (WGSL).
+    pub launch_shared_default: u32,
+    /// Launch-sized bytes per block with opt-in (CUDA: `MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
+    pub launch_shared_max: u32,
+    /// Static (compile-time sized) workgroup bytes per block (WGSL:
+    /// `max_compute_workgroup_storage_size`; CUDA: 48 KB).
+    pub static_shared_max: u32,
+    /// Shared memory per multiprocessor / compute unit, where the backend tells.
+    pub shared_per_multiprocessor: Option<u32>,
+    pub multiprocessors: Option<u32>,
+    /// Largest single buffer a kernel may bind (wgpu's storage binding limit).
+    pub max_buffer_bytes: u64,
+    pub memory_bytes: Option<u64>,
+}
+
+/// The grid, block and launch-sized shared bytes of one launch (1-D).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LaunchDims {
+    pub grid: u32,
+    pub block: u32,
+    pub shared_bytes: u32,
+}
+
+/// A device buffer of `len` elements of `T`, holding the backend's raw allocation `R`.
+/// One type for every backend; [`Backend`] fixes `R`.
+pub struct Buffer<R, T> {
+    raw: R,
+    len: usize,
+    _elem: PhantomData<T>,
+}
+
+impl<R, T: Element> Buffer<R, T> {
+    pub(crate) fn from_raw(raw: R, len: usize) -> Self {
+        Buffer { raw, len, _elem: PhantomData }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn bytes(&self) -> u64 {
+        self.len as u64 * size_of::<T>() as u64
+    }
+    pub fn raw(&self) -> &R {
+        &self.raw
+    }
+    /// This buffer as a kernel argument.
+    pub fn arg(&self) -> Arg<'_, R> {
+        Arg::Buffer(&self.raw)
+    }
+}
+
+impl<R, T> fmt::Debug for Buffer<R, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Buffer<{}>[{}]", std::any::type_name::<T>(), self.len)
+    }
+}
+
+/// One kernel argument. Buffers are passed by their raw allocation; scalars by value.
+/// On WGSL the scalars are packed, 4 bytes each (`U64` as lo, hi), into a uniform block
+/// bound after the buffers.
+#[derive(Debug)]
+pub enum Arg<'a, R> {
+    Buffer(&'a R),
+    U32(u32),
+    U64(u64),
+    F32(f32),
+}
+
+// By hand: a derive would demand `R: Copy`, and raw allocations are not.
+impl<R> Clone for Arg<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<R> Copy for Arg<'_, R> {}
+
+/// A named, loaded kernel of some backend.
+pub trait KernelName {
+    fn name(&self) -> &str;
+}
+
+impl<K: KernelName> KernelName for std::rc::Rc<K> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+}
+
+/// The operations every backend provides.
+pub trait Backend {
+    /// The untyped device allocation.
+    type Raw;
+    /// A loaded kernel (function, pipeline, ...).
+    type Kernel: KernelName;
+
+    fn info(&self) -> &DeviceInfo;
+
+    fn kind(&self) -> BackendKind {
+        self.info().backend
+    }
+
+    /// A zero-filled buffer of `len` elements.
+    fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<Self::Raw, T>>;
+    /// A new buffer holding `data`.
+    fn htod<T: Element>(&self, data: &[T]) -> Result<Buffer<Self::Raw, T>>;
+    /// The buffer's contents (waits for queued work).
+    fn dtoh<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<Vec<T>>;
+    /// Queues a device-to-device copy of `src` into `dst` (same length). Timed by
+    /// [`Backend::time_ms`] like a launch: it is the bandwidth anchor.
+    fn copy<T: Element>(&self, src: &Buffer<Self::Raw, T>, dst: &mut Buffer<Self::Raw, T>) -> Result<()>;
+
+    /// Queues one launch. Implementations call [`Backend::check_launch`] first, so a
+    /// launch over a limit is a typed error and nothing is queued.
+    fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()>;
+
+    /// Waits for all queued work and reports any asynchronous error.
+    fn synchronize(&self) -> Result<()>;
+
+    /// Device time, in milliseconds, of the work `work` queues (CUDA events, wgpu
+    /// timestamp queries); waits for it.
+    fn time_ms(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<f64>;
+
+    /// What timing [`Backend::time_ms`] uses, for records.
+    fn timer_name(&self) -> &'static str;
+
+    /// The limit checks every launch must pass, against [`DeviceInfo::limits`].
+    fn check_launch(&self, kernel: &str, dims: LaunchDims) -> Result<()> {
+        let info = self.info();
+        let l = &info.limits;
+        if dims.block == 0 {
+            return Err(Error::InvalidConfig { kernel: kernel.into(), reason: "block of 0 threads".into() });
+        }
+        if dims.block > l.max_threads_per_block {
+            return Err(Error::BlockTooLarge {
+                kernel: kernel.into(),
+                backend: info.backend,
+                requested: dims.block,
+                limit: l.max_threads_per_block,
+            });
+        }
+        if dims.grid == 0 || dims.grid as u64 > l.max_grid_x {
+            return Err(Error::GridTooLarge {
+                kernel: kernel.into(),
+                backend: info.backend,
+                requested: dims.grid as u64,
+                limit: l.max_grid_x,
+            });
+        }
+        if dims.shared_bytes > l.launch_shared_max {
+            return Err(Error::SharedMemoryLimit {
+                kernel: kernel.into(),
+                backend: info.backend,
+                kind: "launch-sized",
+                requested: dims.shared_bytes as u64,
+                limit: l.launch_shared_max as u64,
+                limit_name: match info.backend {
+                    BackendKind::Cuda => "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+                    BackendKind::Hip => "hipDeviceAttributeSharedMemPerBlockOptin",
+                    BackendKind::Wgsl => "WGSL has no launch-sized workgroup memory",
+                },
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The result of looking for one backend on this machine.
+#[derive(Debug)]
+pub enum Probe<B> {
+    Ready(B),
+    /// Why the backend cannot be used, in one line.
+    Unavailable(BackendKind, String),
+}

@@ -1,0 +1,114 @@
+//! Measuring configs into [`Record`]s: the anchor (device-to-device copy) and one
+//! function per family. A config that fails to build, launch or verify becomes a record
+//! with its error: a sweep or a bench table never stops at one bad config.
+
+use serde_json::json;
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::kernels::Variant;
+use crate::kernels::reduce::{ReduceConfig, ReduceElement, ReduceKernels, ReducePlan, ReduceProblem};
+use crate::measure::{self, TimingOptions};
+use crate::report::{Provenance, Record};
+
+/// Device-to-device copy of `bytes` bytes: the bandwidth every bandwidth-bound family is
+/// compared with. Its figure counts bytes read plus bytes written (`2 * bytes`).
+pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, prov: &Provenance) -> Record {
+    let mut rec = Record::new("copy", "anchor", "device-to-device copy", backend.info(), prov);
+    rec.problem = json!({ "bytes": bytes });
+    rec.timer = backend.timer_name().into();
+    rec.warmup = timing.warmup;
+    let result = (|| -> Result<_> {
+        let words = (bytes / 4) as usize;
+        let src = backend.htod(&(0..words as u32).collect::<Vec<u32>>())?;
+        let mut dst = backend.alloc::<u32>(words)?;
+        let t = measure::time(backend, timing, &mut || backend.copy(&src, &mut dst))?;
+        // Spot-check the copy, so the anchor is a real copy and not an empty launch.
+        let back = backend.dtoh(&dst)?;
+        let ok = back.iter().enumerate().step_by((words / 4096).max(1)).all(|(i, &v)| v == i as u32);
+        Ok((t, ok))
+    })();
+    match result {
+        Ok((t, ok)) => {
+            rec.bytes = Some(2 * bytes);
+            rec.gbps = (bytes > 0).then(|| measure::gbps(2 * bytes, t.median_ms));
+            rec.median_ms = Some(t.median_ms);
+            rec.min_ms = Some(t.min_ms);
+            rec.max_ms = Some(t.max_ms);
+            rec.times_ms = t.times_ms;
+            rec.verified = ok;
+            if !ok {
+                rec.error = Some("copied data differs from the source".into());
+            }
+        }
+        Err(e) => rec.error = Some(e.to_string()),
+    }
+    rec
+}
+
+/// One reduce config over `data`: verify the result against the CPU reference, then time
+/// the whole reduce (every pass). The figure is the bytes of input read over the time.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce<B: ReduceKernels, T: ReduceElement>(
+    backend: &B,
+    data: &[T],
+    problem: ReduceProblem,
+    config: ReduceConfig,
+    variant: Variant,
+    timing: TimingOptions,
+    prov: &Provenance,
+    anchor: Option<&Record>,
+) -> Record {
+    let kernel = crate::kernels::reduce::entry_name(problem.op, problem.dtype, config.staged);
+    let mut rec = Record::new("reduce", variant.name(), kernel, backend.info(), prov);
+    rec.problem = serde_json::to_value(problem).expect("serializable");
+    rec.config = serde_json::to_value(config).expect("serializable");
+    rec.timer = backend.timer_name().into();
+    rec.warmup = timing.warmup;
+    if let Some(a) = anchor {
+        rec.anchor = Some(format!("{} {}", a.backend, a.kernel));
+        rec.anchor_gbps = a.gbps;
+    }
+    let result = (|| -> Result<_> {
+        if data.len() as u64 != problem.n || T::DTYPE != problem.dtype {
+            return Err(Error::InvalidProblem {
+                kernel: kernel.into(),
+                reason: format!("{} elements of {} for {problem:?}", data.len(), T::DTYPE.name()),
+            });
+        }
+        let plan = ReducePlan::new(backend, problem, config, variant)?;
+        let input = backend.htod(data)?;
+        let partials = plan.alloc_partials::<T>()?;
+        let out = plan.launch(&input, &partials)?;
+        let got = backend.dtoh(out)?[0];
+        plan.verify(data, got)?;
+        let t = measure::time(backend, timing, &mut || plan.launch(&input, &partials).map(|_| ()))?;
+        Ok((plan.kernel_name().to_string(), plan.shared_bytes, plan.static_shared_bytes, t))
+    })();
+    match result {
+        Ok((name, shared, static_bytes, t)) => {
+            let bytes = problem.n * size_of::<T>() as u64;
+            rec.kernel = name;
+            rec.shared_bytes = shared;
+            rec.static_shared_bytes = static_bytes;
+            rec.verified = true;
+            rec.bytes = Some(bytes);
+            rec.gbps = (bytes > 0).then(|| measure::gbps(bytes, t.median_ms));
+            rec.ratio = rec.gbps.zip(rec.anchor_gbps).map(|(g, a)| g / a);
+            rec.median_ms = Some(t.median_ms);
+            rec.min_ms = Some(t.min_ms);
+            rec.max_ms = Some(t.max_ms);
+            rec.times_ms = t.times_ms;
+        }
+        Err(e) => {
+            if let Ok(b) = backend.reduce_launch_bytes(problem.dtype, &config, variant) {
+                rec.shared_bytes = b;
+            }
+            if let Ok(b) = backend.reduce_static_bytes(problem.dtype, &config, variant) {
+                rec.static_shared_bytes = b;
+            }
+            rec.error = Some(e.to_string());
+        }
+    }
+    rec
+}

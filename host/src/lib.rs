@@ -1,0 +1,20 @@
+//! dynsmem host library: backends (CUDA through cudarc, WGSL through wgpu), the host side
+//! of every kernel family (launchers, WGSL sources, CPU references), verification, timing
+//! and records.
+//!
+//! The device images come from the root package (`dynsmem::kernels`), which embeds what
+//! `build.rs` compiled from `device-kernels`; this crate takes them as parameters
+//! (e.g. [`backend::cuda::CudaBackend::new`] takes the PTX text), so tests can inject any.
+
+pub mod backend;
+pub mod bench;
+pub mod element;
+pub mod error;
+pub mod kernels;
+pub mod measure;
+pub mod report;
+pub mod rng;
+pub mod verify;
+
+pub use dynsmem_kernels as device;
+pub use error::{Error, Result};

@@ -1,0 +1,85 @@
+//! Device timing: warm-up, repeats, raw times, median and spread.
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Backend;
+use crate::error::Result;
+
+/// How many runs to throw away and how many to keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimingOptions {
+    pub warmup: u32,
+    pub repeats: u32,
+}
+
+impl Default for TimingOptions {
+    fn default() -> Self {
+        TimingOptions { warmup: 3, repeats: 20 }
+    }
+}
+
+/// Raw device times of the kept runs, in milliseconds, and their summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub times_ms: Vec<f64>,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Timing {
+    pub fn from_times(times_ms: Vec<f64>) -> Timing {
+        let mut sorted = times_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median_ms = median_sorted(&sorted);
+        Timing {
+            min_ms: sorted.first().copied().unwrap_or(f64::NAN),
+            max_ms: sorted.last().copied().unwrap_or(f64::NAN),
+            median_ms,
+            times_ms,
+        }
+    }
+}
+
+/// The median of sorted values (mean of the middle two for an even count; NaN if empty).
+pub fn median_sorted(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// Times `work` (the launches of one run) on the device: `warmup` untimed runs, then
+/// `repeats` runs each timed on its own with the backend's device timer.
+pub fn time<B: Backend>(backend: &B, opts: TimingOptions, work: &mut dyn FnMut() -> Result<()>) -> Result<Timing> {
+    for _ in 0..opts.warmup {
+        work()?;
+    }
+    backend.synchronize()?;
+    let mut times = Vec::with_capacity(opts.repeats as usize);
+    for _ in 0..opts.repeats.max(1) {
+        times.push(backend.time_ms(work)?);
+    }
+    Ok(Timing::from_times(times))
+}
+
+/// Gigabytes (1e9 bytes) per second.
+pub fn gbps(bytes: u64, ms: f64) -> f64 {
+    bytes as f64 / (ms * 1e-3) / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_spread() {
+        let t = Timing::from_times(vec![3.0, 1.0, 2.0, 10.0]);
+        assert_eq!((t.median_ms, t.min_ms, t.max_ms), (2.5, 1.0, 10.0));
+        assert_eq!(t.times_ms, vec![3.0, 1.0, 2.0, 10.0], "raw times keep their order");
+        assert_eq!(Timing::from_times(vec![5.0, 1.0, 9.0]).median_ms, 5.0);
+        assert!(Timing::from_times(vec![]).median_ms.is_nan());
+        assert!((gbps(2_000_000_000, 1000.0) - 2.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,127 @@
+//! Plain-text and Markdown tables.
+
+use crate::report::Record;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableStyle {
+    Text,
+    Markdown,
+}
+
+/// Rows of cells under a header; columns sized to fit.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Table {
+        Table { header: header.iter().map(|s| s.to_string()).collect(), rows: Vec::new() }
+    }
+
+    pub fn push(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+
+    pub fn render(&self, style: TableStyle) -> String {
+        let cols = self.header.len();
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, c) in row.iter().enumerate().take(cols) {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: &[String]| -> String {
+            let padded: Vec<String> = (0..cols)
+                .map(|i| {
+                    let c = cells.get(i).map(String::as_str).unwrap_or("");
+                    format!("{c:<w$}", w = widths[i])
+                })
+                .collect();
+            match style {
+                TableStyle::Text => padded.join("  ").trim_end().to_string(),
+                TableStyle::Markdown => format!("| {} |", padded.join(" | ")),
+            }
+        };
+        let mut out = vec![line(&self.header)];
+        out.push(match style {
+            TableStyle::Text => widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "),
+            TableStyle::Markdown => {
+                format!("|{}|", widths.iter().map(|w| "-".repeat(w + 2)).collect::<Vec<_>>().join("|"))
+            }
+        });
+        out.extend(self.rows.iter().map(|r| line(r)));
+        out.join("\n") + "\n"
+    }
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "-".into())
+}
+
+/// The comparison table of a set of records: one row per record.
+pub fn records_table(records: &[Record]) -> Table {
+    let mut t = Table::new(&[
+        "family",
+        "backend",
+        "variant",
+        "device",
+        "problem",
+        "config",
+        "launch B",
+        "static B",
+        "median ms",
+        "GB/s",
+        "anchor GB/s",
+        "ratio",
+        "verified",
+    ]);
+    for r in records {
+        let compact = |v: &serde_json::Value| match v {
+            serde_json::Value::Object(m) => m
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
+                .collect::<Vec<_>>()
+                .join(","),
+            serde_json::Value::Null => "-".into(),
+            other => other.to_string(),
+        };
+        t.push(vec![
+            r.family.clone(),
+            r.backend.to_string(),
+            r.variant.clone(),
+            r.device.clone(),
+            compact(&r.problem),
+            compact(&r.config),
+            r.shared_bytes.to_string(),
+            r.static_shared_bytes.to_string(),
+            opt(r.median_ms, 4),
+            opt(r.gbps, 1),
+            opt(r.anchor_gbps, 1),
+            opt(r.ratio, 3),
+            match (&r.error, r.verified) {
+                (Some(e), _) => format!("ERROR: {e}"),
+                (None, true) => "yes".into(),
+                (None, false) => "no".into(),
+            },
+        ]);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_align_in_both_styles() {
+        let mut t = Table::new(&["a", "long header"]);
+        t.push(vec!["wide cell".into(), "x".into()]);
+        assert_eq!(t.render(TableStyle::Text), "a          long header\n---------  -----------\nwide cell  x\n");
+        assert_eq!(
+            t.render(TableStyle::Markdown),
+            "| a         | long header |\n|-----------|-------------|\n| wide cell | x           |\n"
+        );
+    }
+}

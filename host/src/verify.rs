@@ -1,0 +1,183 @@
+//! Comparing device results with CPU references, with a tolerance that knows the dtype.
+//!
+//! Integers compare exactly. Floats compare with `|actual - expected| <= atol + rtol * scale`
+//! where `scale` is what the rounding error of the computation is proportional to (for a
+//! sum: the sum of absolute values, not the sum, which cancellation can make tiny).
+
+use std::fmt;
+
+use crate::element::Element;
+
+/// How close a float result must be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// Relative to the scale of the computation.
+    pub rtol: f64,
+    /// Absolute floor.
+    pub atol: f64,
+}
+
+impl Tolerance {
+    /// Exact equality (integers, min/max of floats: both select an input element).
+    pub const EXACT: Tolerance = Tolerance { rtol: 0.0, atol: 0.0 };
+
+    /// For a sum of `T` evaluated as a tree whose longest chain of dependent additions
+    /// is `depth`: the classic bound `|error| <= depth * eps * sum |x_i|`, doubled for the
+    /// rounding of the reference itself. Zero for integer types.
+    pub fn summation<T: Element>(depth: u64) -> Tolerance {
+        Tolerance { rtol: 2.0 * depth.max(1) as f64 * T::EPSILON, atol: 0.0 }
+    }
+
+    pub fn allows(&self, expected: f64, actual: f64, scale: f64) -> bool {
+        if expected.is_nan() {
+            return actual.is_nan();
+        }
+        if expected.is_infinite() {
+            return actual == expected;
+        }
+        (actual - expected).abs() <= self.atol + self.rtol * scale.abs()
+    }
+}
+
+/// A result that does not match its reference: which element, what was expected, what
+/// the device returned, and the bound it broke.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct Mismatch {
+    pub kernel: String,
+    pub index: usize,
+    pub expected: String,
+    pub actual: String,
+    /// The allowed absolute difference at that element (0 for exact comparison).
+    pub allowed: f64,
+    /// How many elements differ in all.
+    pub count: usize,
+    pub len: usize,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: result differs from the CPU reference at index {}: expected {}, got {}",
+            self.kernel, self.index, self.expected, self.actual
+        )?;
+        if self.allowed > 0.0 {
+            write!(f, " (allowed difference {:.3e})", self.allowed)?;
+        }
+        if self.count > 1 {
+            write!(f, "; {} of {} elements differ", self.count, self.len)?;
+        }
+        Ok(())
+    }
+}
+
+/// Compares a scalar result. `scale` as in [`Tolerance::allows`].
+pub fn check_scalar<T: Element>(
+    kernel: &str,
+    expected: f64,
+    actual: T,
+    scale: f64,
+    tol: Tolerance,
+) -> Result<(), Mismatch> {
+    let ok = if T::EPSILON == 0.0 { actual.to_f64() == expected } else { tol.allows(expected, actual.to_f64(), scale) };
+    if ok {
+        Ok(())
+    } else {
+        Err(Mismatch {
+            kernel: kernel.to_string(),
+            index: 0,
+            expected: format_expected::<T>(expected),
+            actual: actual.to_string(),
+            allowed: tol.atol + tol.rtol * scale.abs(),
+            count: 1,
+            len: 1,
+        })
+    }
+}
+
+/// Compares arrays element by element; `scale(i)` gives the error scale of element `i`.
+pub fn check_slice<T: Element>(
+    kernel: &str,
+    expected: &[f64],
+    actual: &[T],
+    scale: impl Fn(usize) -> f64,
+    tol: Tolerance,
+) -> Result<(), Mismatch> {
+    if expected.len() != actual.len() {
+        return Err(Mismatch {
+            kernel: kernel.to_string(),
+            index: expected.len().min(actual.len()),
+            expected: format!("{} elements", expected.len()),
+            actual: format!("{} elements", actual.len()),
+            allowed: 0.0,
+            count: 1,
+            len: expected.len(),
+        });
+    }
+    let mut first = None;
+    let mut count = 0;
+    for (i, (&e, &a)) in expected.iter().zip(actual).enumerate() {
+        let ok = if T::EPSILON == 0.0 { a.to_f64() == e } else { tol.allows(e, a.to_f64(), scale(i)) };
+        if !ok {
+            count += 1;
+            first.get_or_insert(i);
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some(i) => Err(Mismatch {
+            kernel: kernel.to_string(),
+            index: i,
+            expected: format_expected::<T>(expected[i]),
+            actual: actual[i].to_string(),
+            allowed: tol.atol + tol.rtol * scale(i).abs(),
+            count,
+            len: expected.len(),
+        }),
+    }
+}
+
+fn format_expected<T: Element>(v: f64) -> String {
+    if T::EPSILON == 0.0 { format!("{}", v as u64) } else { format!("{v}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_compare_exactly() {
+        assert!(check_scalar::<u32>("k", 5.0, 5, 0.0, Tolerance::EXACT).is_ok());
+        let e = check_scalar::<u32>("k", 5.0, 6, 1e9, Tolerance::summation::<u32>(100)).unwrap_err();
+        assert_eq!((e.expected.as_str(), e.actual.as_str()), ("5", "6"));
+    }
+
+    #[test]
+    fn summation_tolerance_scales_with_depth_and_magnitude() {
+        let tol = Tolerance::summation::<f32>(10);
+        // 10 chained additions over values summing (in magnitude) to 1000.
+        let bound = 2.0 * 10.0 * f32::EPSILON as f64 * 1000.0;
+        assert!(tol.allows(500.0, 500.0 + 0.99 * bound, 1000.0));
+        assert!(!tol.allows(500.0, 500.0 + 1.01 * bound, 1000.0));
+        assert!(!tol.allows(1.0, f64::NAN, 1.0));
+        assert!(tol.allows(f64::NAN, f64::NAN, 1.0));
+        assert!(!tol.allows(f64::INFINITY, 1e30, 1.0));
+    }
+
+    #[test]
+    fn slice_mismatch_names_first_index_and_count() {
+        let e = check_slice::<f32>(
+            "reduce_sum_f32",
+            &[1.0, 2.0, 3.0, 4.0],
+            &[1.0, 2.5, 3.0, 9.0],
+            |_| 1.0,
+            Tolerance::summation::<f32>(1),
+        )
+        .unwrap_err();
+        assert_eq!((e.index, e.count, e.len), (1, 2, 4));
+        assert_eq!(e.expected, "2");
+        assert_eq!(e.actual, "2.5");
+        let msg = e.to_string();
+        assert!(msg.contains("index 1") && msg.contains("expected 2") && msg.contains("got 2.5"), "{msg}");
+    }
+}

@@ -1,0 +1,99 @@
+//! The benchmark suite `dynsmem bench` runs: every family present, on every backend this
+//! machine has, at default sizes, each beside the anchor measured in the same run.
+
+use dynsmem_host::backend::{Backend, Probe};
+use dynsmem_host::bench;
+use dynsmem_host::kernels::reduce::{ReduceConfig, ReduceElement, ReduceKernels, ReduceOp, ReduceProblem};
+use dynsmem_host::measure::TimingOptions;
+use dynsmem_host::report::Record;
+use dynsmem_kernels::Dtype;
+
+/// Default problem size of bandwidth-bound families on a GPU: 2^28 4-byte elements
+/// (1 GiB), far past the H100's 50 MB L2.
+pub const GPU_ELEMENTS: u64 = 1 << 28;
+/// On a CPU adapter (lavapipe) the same kernels at 2^22 elements: a check, not a figure.
+pub const CPU_ELEMENTS: u64 = 1 << 22;
+
+/// A staged reduce config with 200 KB of launch-sized tile per block: past the 48 KB a
+/// kernel gets without opt-in, and past what static WGSL arrays may hold.
+pub const STAGED_200K: ReduceConfig = ReduceConfig { block: 256, items_per_thread: 200, staged: true };
+
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub timing: TimingOptions,
+    /// Overrides the default element count.
+    pub n: Option<u64>,
+    pub seed: u64,
+    pub command: String,
+}
+
+/// What the bench found and measured.
+pub struct BenchReport {
+    /// One line per backend: what it is, or why it cannot be used.
+    pub backends: Vec<String>,
+    pub records: Vec<Record>,
+}
+
+/// Runs the suite. `progress` gets a line before each measurement.
+pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport {
+    let mut backends = Vec::new();
+    let mut records = Vec::new();
+    let mut inputs: Option<(u64, Vec<f32>)> = None;
+
+    match crate::cuda(0) {
+        Probe::Ready(cuda) => {
+            backends.push(describe(&cuda));
+            let n = opts.n.unwrap_or(GPU_ELEMENTS);
+            family_reduce(&cuda, n, opts, &mut inputs, &mut records, progress);
+        }
+        Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
+    }
+    match crate::wgsl() {
+        Probe::Ready(wgsl) => {
+            backends.push(describe(&wgsl));
+            let n = opts.n.unwrap_or(if wgsl.info().is_cpu { CPU_ELEMENTS } else { GPU_ELEMENTS });
+            family_reduce(&wgsl, n, opts, &mut inputs, &mut records, progress);
+        }
+        Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
+    }
+    BenchReport { backends, records }
+}
+
+/// One line about a ready backend.
+pub fn describe<B: Backend>(b: &B) -> String {
+    let i = b.info();
+    format!(
+        "{}: {} ({}; driver {}){}",
+        i.backend,
+        i.name,
+        i.api,
+        i.driver,
+        if i.is_cpu { " [CPU adapter: its timings are CPU timings]" } else { "" }
+    )
+}
+
+fn family_reduce<B: ReduceKernels>(
+    backend: &B,
+    n: u64,
+    opts: &BenchOptions,
+    inputs: &mut Option<(u64, Vec<f32>)>,
+    records: &mut Vec<Record>,
+    progress: &mut dyn FnMut(&str),
+) {
+    let prov = crate::provenance(backend.kind(), &opts.command);
+    progress(&format!("{}: copy anchor, {} MB", backend.kind(), n * 4 / 1_000_000));
+    let anchor = bench::copy_anchor(backend, n * 4, opts.timing, &prov);
+    if inputs.as_ref().is_none_or(|(m, _)| *m != n) {
+        progress(&format!("generating {n} f32 inputs"));
+        *inputs = Some((n, f32::inputs(n as usize, opts.seed)));
+    }
+    let data = &inputs.as_ref().expect("set above").1;
+    let problem = ReduceProblem { n, op: ReduceOp::Sum, dtype: Dtype::F32 };
+    for config in [backend.reduce_default_config(), STAGED_200K] {
+        for &variant in backend.reduce_variants() {
+            progress(&format!("{}: reduce {variant} {config:?}", backend.kind()));
+            records.push(bench::reduce(backend, data, problem, config, variant, opts.timing, &prov, Some(&anchor)));
+        }
+    }
+    records.push(anchor);
+}

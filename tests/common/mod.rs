@@ -1,0 +1,56 @@
+//! Shared by the integration tests: finding backends (or skipping with a visible line),
+//! and the conformance suite written once and run per backend.
+#![allow(dead_code)]
+
+pub mod conformance;
+
+use std::io::Write;
+
+use dynsmem::host::backend::Probe;
+use dynsmem::host::backend::cuda::CudaBackend;
+use dynsmem::host::backend::wgpu::WgpuBackend;
+
+/// Writes straight to stderr: the test harness captures `println!`/`eprintln!`, and a
+/// skip or the adapter a suite ran on must show in CI's log.
+pub fn note(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "{msg}");
+}
+
+/// The CUDA backend, or `None` after printing `SKIPPED: no CUDA device`.
+pub fn cuda_or_skip(test: &str) -> Option<CudaBackend> {
+    match dynsmem::cuda(0) {
+        Probe::Ready(b) => Some(b),
+        Probe::Unavailable(_, why) => {
+            note(&format!("SKIPPED: no CUDA device ({test}: {why})"));
+            None
+        }
+    }
+}
+
+/// The WGSL backend. Without an adapter it skips with a printed line, unless
+/// `DYNSMEM_REQUIRE_WGSL=1` (set by CI, which installs lavapipe), where it fails.
+pub fn wgsl_or_skip(test: &str) -> Option<WgpuBackend> {
+    match dynsmem::wgsl() {
+        Probe::Ready(b) => {
+            note(&format!("{test}: running on wgsl adapter \"{}\" ({})", b_name(&b), b_driver(&b)));
+            Some(b)
+        }
+        Probe::Unavailable(_, why) => {
+            if std::env::var("DYNSMEM_REQUIRE_WGSL").is_ok_and(|v| v == "1") {
+                panic!("{test}: DYNSMEM_REQUIRE_WGSL=1 but no wgsl adapter: {why}");
+            }
+            note(&format!("SKIPPED: no Vulkan adapter ({test}: {why})"));
+            None
+        }
+    }
+}
+
+fn b_name(b: &WgpuBackend) -> String {
+    use dynsmem::host::backend::Backend;
+    b.info().name.clone()
+}
+
+fn b_driver(b: &WgpuBackend) -> String {
+    use dynsmem::host::backend::Backend;
+    b.info().driver.clone()
+}

@@ -1,0 +1,110 @@
+//! GPU-free checks of the device images build.rs embedded: every reduce entry point is in
+//! the PTX and the amdgpu code object, launch-sized memory is an `.extern .shared` symbol,
+//! nothing spills to local memory, and the code object asks for no static LDS.
+
+use dynsmem::kernels;
+use dynsmem_kernels::reduce;
+use object::{Object, ObjectSymbol};
+
+/// The PTX text of one `.entry`, from its header to the closing brace.
+fn ptx_entry<'a>(ptx: &'a str, name: &str) -> Option<&'a str> {
+    let start = ptx.find(&format!(".entry {name}("))?;
+    let body = &ptx[start..];
+    let end = body.find("\n}\n").map(|e| e + 2).unwrap_or(body.len());
+    Some(&body[..end])
+}
+
+#[test]
+fn ptx_has_every_reduce_entry() {
+    assert!(kernels::PTX.contains(&format!(".target {}", kernels::PTX_ARCH)), "built for {}", kernels::PTX_ARCH);
+    let entries: Vec<_> = reduce::entries().collect();
+    assert_eq!(entries.len(), 12);
+    for (name, ..) in entries {
+        let entry = ptx_entry(kernels::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
+        assert!(kernels::PTX.contains(&format!(".visible .entry {name}(")), "{name} is not visible");
+        // (input, partials, n, items_per_thread)
+        for (i, ty) in ["u64", "u64", "u64", "u32"].iter().enumerate() {
+            assert!(
+                entry.contains(&format!(".param .{ty}")) && entry.contains(&format!("{name}_param_{i}")),
+                "{name} param {i}"
+            );
+        }
+        assert!(entry.contains("%dynamic_smem_size"), "{name} checks its carve against the launch size");
+        assert!(entry.contains("bar.sync") || entry.contains("barrier.sync"), "{name} has a barrier");
+        assert!(!entry.contains(".local"), "{name} uses local memory (a spill or a stack array)");
+    }
+}
+
+#[test]
+fn launch_sized_memory_is_extern_shared_and_16_aligned() {
+    let externs: Vec<&str> = kernels::PTX.lines().filter(|l| l.starts_with(".extern .shared")).collect();
+    assert!(!externs.is_empty(), "no .extern .shared symbol: the kernels would have no launch-sized memory");
+    for l in &externs {
+        assert!(l.contains(".align 16") && l.trim_end().ends_with("[];"), "{l}");
+    }
+    // No kernel declares static shared memory: every byte is sized at launch.
+    assert!(!kernels::PTX.lines().any(|l| l.trim_start().starts_with(".shared") || l.contains(".global .shared")));
+}
+
+#[test]
+fn staged_kernels_use_16_byte_vector_copies() {
+    let entry = ptx_entry(kernels::PTX, "reduce_staged_sum_f32").unwrap();
+    assert!(entry.contains("ld.global.v4"), "16-byte global loads");
+    assert!(entry.contains("st.shared.v4"), "16-byte shared stores");
+    let direct = ptx_entry(kernels::PTX, "reduce_sum_f32").unwrap();
+    assert!(direct.contains("ld.global.v4"), "16-byte global loads");
+}
+
+/// The AMDGPU metadata note (NT_AMDGPU_METADATA, msgpack) of a code object.
+fn amdgpu_metadata(elf: &[u8]) -> rmpv::Value {
+    use object::read::elf::{ElfFile64, SectionHeader};
+    let file = ElfFile64::<object::Endianness>::parse(elf).expect("an ELF64 code object");
+    let endian = file.endian();
+    for section in file.elf_section_table().iter() {
+        if let Ok(Some(mut notes)) = section.notes(endian, elf) {
+            while let Ok(Some(note)) = notes.next() {
+                if note.name() == b"AMDGPU" && note.n_type(endian) == 32 {
+                    let mut desc = note.desc();
+                    return rmpv::decode::read_value(&mut desc).expect("msgpack metadata");
+                }
+            }
+        }
+    }
+    panic!("no NT_AMDGPU_METADATA note");
+}
+
+fn get<'a>(map: &'a rmpv::Value, key: &str) -> Option<&'a rmpv::Value> {
+    map.as_map()?.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v)
+}
+
+#[test]
+fn amdgpu_objects_have_every_kernel_and_no_static_lds() {
+    assert!(!kernels::AMDGPU.is_empty());
+    for (arch, elf) in kernels::AMDGPU {
+        let file = object::File::parse(*elf).expect("ELF");
+        let symbols: Vec<String> = file.symbols().filter_map(|s| s.name().ok().map(str::to_string)).collect();
+        let meta = amdgpu_metadata(elf);
+        let kernels_meta = get(&meta, "amdhsa.kernels").and_then(|v| v.as_array()).expect("amdhsa.kernels");
+        for (name, ..) in reduce::entries() {
+            assert!(symbols.iter().any(|s| s == name), "{arch}: symbol {name}");
+            assert!(symbols.iter().any(|s| *s == format!("{name}.kd")), "{arch}: descriptor {name}.kd");
+            let k = kernels_meta
+                .iter()
+                .find(|k| get(k, ".name").and_then(|v| v.as_str()) == Some(name))
+                .unwrap_or_else(|| panic!("{arch}: {name} not in metadata"));
+            assert_eq!(get(k, ".group_segment_fixed_size").and_then(|v| v.as_u64()), Some(0), "{arch} {name}");
+            // The kernarg layout the host packs: two pointers, a u64 and a u32.
+            let args = get(k, ".args").and_then(|v| v.as_array()).expect(".args");
+            let layout: Vec<(u64, u64)> = args
+                .iter()
+                .map(|a| {
+                    (
+                        get(a, ".offset").and_then(|v| v.as_u64()).unwrap(),
+                        get(a, ".size").and_then(|v| v.as_u64()).unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(layout, vec![(0, 8), (8, 8), (16, 8), (24, 4)], "{arch} {name}");
+        }
+    }
+}
