@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the project root, after `../shared/device/stage.sh` staged
+# .device/ here: the steps named on the command line, outputs under $OUT.
+#   tests       every test executable (.device/run.sh), logs packed into test-logs.tgz
+#   devices     nvidia-smi + `dynsmem devices`
+#   bench       `dynsmem bench --markdown --json` -> bench.md, bench.jsonl
+#   sweep       reduce configs at 2^28 on CUDA -> sweep.jsonl
+#   crosscheck  PyTorch's sum and copy on the same GPU -> crosscheck.txt
+set -uo pipefail
+OUT=${OUT:-/tmp/dynsmem-out}
+mkdir -p "$OUT"
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+B=.device/bin/dynsmem
+status=0
+for step in "$@"; do
+  echo "=== $step"
+  case $step in
+    tests)
+      logs=$(mktemp -d)
+      OUT=$logs bash .device/run.sh > "$OUT/tests.txt" 2>&1 || status=1
+      tar czf "$OUT/test-logs.tgz" -C "$logs" .
+      grep -hE "^test result|FAILED|panicked|SKIPPED" "$logs"/*.log | sort | uniq -c | head -40
+      ;;
+    devices)
+      { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; $B devices; } 2>&1 | tee "$OUT/devices.txt"
+      ;;
+    bench)
+      $B bench --markdown --json "$OUT/bench.jsonl" > "$OUT/bench.md" 2> "$OUT/bench.err" || status=1
+      cat "$OUT/bench.md"
+      ;;
+    sweep)
+      for block in 256 512 1024; do
+        for ipt in 8 16 32 64; do
+          $B run reduce --backend cuda --n 268435456 --block $block --ipt $ipt --repeats 10 \
+            --json "$OUT/sweep.jsonl" 2>&1 | grep -E "^(kernel|time|anchor|verified)" | tr '\n' ' '; echo
+        done
+      done
+      ;;
+    crosscheck)
+      python3 ci/gpu_crosscheck.py 2>&1 | tee "$OUT/crosscheck.txt"
+      ;;
+    *) echo "unknown step $step"; status=1 ;;
+  esac
+done
+exit $status
