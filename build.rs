@@ -250,9 +250,14 @@ fn emit_provenance(root: &Path) {
         Some(if dirty { format!("{head}-dirty") } else { head })
     });
     println!("cargo:rustc-env=DYNSMEM_GIT_COMMIT={}", commit.unwrap_or_else(|| "unknown".into()));
-    for f in [".git/HEAD", ".git/index"] {
-        if root.join(f).exists() {
-            println!("cargo:rerun-if-changed={f}");
-        }
+    // A commit rewrites the index and the branch's ref; a checkout rewrites HEAD.
+    let mut watch = vec![".git/HEAD".to_string(), ".git/index".to_string(), ".git/packed-refs".to_string()];
+    if let Ok(head) = fs::read_to_string(root.join(".git/HEAD"))
+        && let Some(r) = head.strip_prefix("ref: ")
+    {
+        watch.push(format!(".git/{}", r.trim()));
+    }
+    for f in watch.iter().filter(|f| root.join(f).exists()) {
+        println!("cargo:rerun-if-changed={f}");
     }
 }
