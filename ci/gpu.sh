@@ -11,6 +11,14 @@ OUT=${OUT:-/tmp/dynsmem-out}
 mkdir -p "$OUT"
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 B=.device/bin/dynsmem
+# The NVIDIA Vulkan ICD needs the glvnd libraries and the Vulkan loader: bring them when the
+# image lacks them (carried as .debs in .gl/, see the device tool's README).
+if [ -d .gl ]; then
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
+[ -e /usr/share/vulkan/icd.d/nvidia_icd.json ] || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[ -e /usr/share/glvnd/egl_vendor.d/10_nvidia.json ] || export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 status=0
 for step in "$@"; do
   echo "=== $step"
