@@ -5,6 +5,7 @@
 #   devices     nvidia-smi + `dynsmem devices`
 #   bench       `dynsmem bench --markdown --json` -> bench.md, bench.jsonl
 #   sweep       reduce configs at 2^28 on CUDA -> sweep.jsonl
+#   wgsl-sweep  reduce configs at 2^28 on WGSL, runtime checks on and off -> wgsl-sweep.jsonl
 #   crosscheck  PyTorch's sum and copy on the same GPU -> crosscheck.txt
 set -uo pipefail
 OUT=${OUT:-/tmp/dynsmem-out}
@@ -41,6 +42,18 @@ for step in "$@"; do
         for ipt in 8 16 32 64; do
           $B run reduce --backend cuda --n 268435456 --block $block --ipt $ipt --repeats 10 \
             --json "$OUT/sweep.jsonl" 2>&1 | grep -E "^(kernel|time|anchor|verified)" | tr '\n' ' '; echo
+        done
+      done
+      ;;
+    wgsl-sweep)
+      for checks in on off; do
+        for cfg in "128 16" "256 16" "256 32" "512 16" "512 32" "1024 8" "1024 16"; do
+          read -r block ipt <<< "$cfg"
+          for variant in wgsl-literal wgsl-override; do
+            echo -n "checks=$checks block=$block ipt=$ipt $variant: "
+            DYNSMEM_WGSL_RUNTIME_CHECKS=$checks $B run reduce --backend wgsl --variant $variant --n 268435456 \
+              --block "$block" --ipt "$ipt" --repeats 10 --json "$OUT/wgsl-sweep.jsonl" 2>&1 | grep -E "^time" ; echo
+          done
         done
       done
       ;;

@@ -5,6 +5,12 @@
 //! config is a pipeline of its own. Pipelines are cached, and the time to create one is
 //! kept on the kernel ([`WgpuKernel::create_ms`]): it is the cost launch-time sizing removes.
 //!
+//! wgpu adds runtime checks to every shader (index clamping where the driver has no robust
+//! access, and a counter in every loop so none can run forever). They are on by default, as
+//! every wgpu user has them; `DYNSMEM_WGSL_RUNTIME_CHECKS=off` creates modules without them
+//! (our kernels index only inside host-validated bounds and every loop is bounded), so
+//! their cost can be measured. Records carry the setting in `api`.
+//!
 //! Kernel ABI: buffer arguments bind to `@group(0) @binding(0..k)` in order; scalar
 //! arguments are packed, 4 bytes each (`u64` as lo, hi), into a uniform block bound at
 //! `@binding(k)`.
@@ -86,6 +92,8 @@ pub struct WgpuBackend {
     scope: RefCell<Option<Scope>>,
     /// Errors wgpu reports outside an error scope (it would panic by default).
     uncaptured: Arc<Mutex<Vec<String>>>,
+    /// wgpu's shader runtime checks (bounds, loop bounding) on?
+    runtime_checks: bool,
 }
 
 fn source_hash(source: &str) -> u64 {
@@ -180,6 +188,7 @@ impl WgpuBackend {
         });
 
         let is_cpu = ainfo.device_type == wgpu::DeviceType::Cpu;
+        let runtime_checks = !std::env::var("DYNSMEM_WGSL_RUNTIME_CHECKS").is_ok_and(|v| v == "off");
         let info = DeviceInfo {
             backend: BackendKind::Wgsl,
             name: ainfo.name.clone(),
@@ -188,7 +197,11 @@ impl WgpuBackend {
             } else {
                 format!("{} {}", ainfo.driver, ainfo.driver_info)
             },
-            api: format!("Vulkan via wgpu 30 ({:?})", ainfo.device_type),
+            api: format!(
+                "Vulkan via wgpu 30 ({:?}); runtime checks {}",
+                ainfo.device_type,
+                if runtime_checks { "on" } else { "off" }
+            ),
             is_cpu,
             limits: Limits {
                 max_threads_per_block: alimits
@@ -213,6 +226,7 @@ impl WgpuBackend {
             pipelines: RefCell::new(HashMap::new()),
             scope: RefCell::new(None),
             uncaptured,
+            runtime_checks,
         })
     }
 
@@ -251,10 +265,17 @@ impl WgpuBackend {
             .borrow_mut()
             .entry(hash)
             .or_insert_with(|| {
-                self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                let module = wgpu::ShaderModuleDescriptor {
                     label: Some(&desc.name),
                     source: wgpu::ShaderSource::Wgsl(desc.source.into()),
-                })
+                };
+                if self.runtime_checks {
+                    self.device.create_shader_module(module)
+                } else {
+                    // SAFETY: the kernels of this crate index only inside bounds their host
+                    // launchers validate, and every loop is bounded by its arguments.
+                    unsafe { self.device.create_shader_module_trusted(module, wgpu::ShaderRuntimeChecks::unchecked()) }
+                }
             })
             .clone();
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
