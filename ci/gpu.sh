@@ -6,6 +6,7 @@
 #   bench       `dynsmem bench --markdown --json` -> bench.md, bench.jsonl
 #   sweep       reduce configs at 2^28 on CUDA -> sweep.jsonl
 #   wgsl-sweep  reduce configs at 2^28 on WGSL, runtime checks on and off -> wgsl-sweep.jsonl
+#   limits      200 KB of launch-sized memory runs; 232452 B is refused before launch -> limits.txt
 #   crosscheck  PyTorch's sum and copy on the same GPU -> crosscheck.txt
 set -uo pipefail
 OUT=${OUT:-/tmp/dynsmem-out}
@@ -56,6 +57,16 @@ for step in "$@"; do
           done
         done
       done
+      ;;
+    limits)
+      {
+        echo "\$ dynsmem run reduce --backend cuda --staged --block 256 --ipt 200 --n 268435456"
+        $B run reduce --backend cuda --staged --block 256 --ipt 200 --n 268435456 --json "$OUT/limits.jsonl"; echo "exit code $?"
+        echo "\$ dynsmem run reduce --backend cuda --staged --block 256 --ipt 226 --n 268435456"
+        $B run reduce --backend cuda --staged --block 256 --ipt 226 --n 268435456 --json "$OUT/limits.jsonl"; echo "exit code $?"
+        echo "\$ dynsmem run reduce --backend cuda --staged --block 9 --ipt 6456 --n 268435456"
+        RUST_BACKTRACE=0 $B run reduce --backend cuda --staged --block 9 --ipt 6456 --n 268435456; echo "exit code $?"
+      } 2>&1 | tee "$OUT/limits.txt"
       ;;
     crosscheck)
       python3 ci/gpu_crosscheck.py 2>&1 | tee "$OUT/crosscheck.txt"

@@ -53,9 +53,12 @@ enum RunFamily {
 
 #[derive(clap::Args, Clone, Copy)]
 struct TimingArgs {
-    /// Untimed runs before timing.
+    /// Untimed runs before timing (at least).
     #[arg(long, default_value_t = 3)]
     warmup: u32,
+    /// Milliseconds of warm-up before timing (at least): an idle GPU clocks down.
+    #[arg(long, default_value_t = 200.0)]
+    warmup_ms: f64,
     /// Timed runs (the median is reported; every time is recorded).
     #[arg(long, default_value_t = 20)]
     repeats: u32,
@@ -212,7 +215,8 @@ fn reduce_on<B: ReduceKernels>(backend: &B, args: &ReduceArgs) -> anyhow::Result
         DtypeArg::U32 => Dtype::U32,
     };
     let problem = ReduceProblem { n, op, dtype };
-    let timing = TimingOptions { warmup: args.timing.warmup, repeats: args.timing.repeats };
+    let timing =
+        TimingOptions { warmup: args.timing.warmup, warmup_ms: args.timing.warmup_ms, repeats: args.timing.repeats };
     let prov = dynsmem::provenance(backend.kind(), &command_line());
     println!("{}", suite::describe(backend));
     // Validate before generating gigabytes of input, so bad input fails fast.
@@ -272,7 +276,7 @@ fn print_run(rec: &Record, passes: usize, anchor: &Record) {
 
 fn run_bench(json: Option<PathBuf>, markdown: bool, n: Option<u64>, timing: TimingArgs) -> anyhow::Result<()> {
     let opts = suite::BenchOptions {
-        timing: TimingOptions { warmup: timing.warmup, repeats: timing.repeats },
+        timing: TimingOptions { warmup: timing.warmup, warmup_ms: timing.warmup_ms, repeats: timing.repeats },
         n,
         seed: timing.seed,
         command: command_line(),

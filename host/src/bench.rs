@@ -29,7 +29,8 @@ pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, p
         Ok((t, ok))
     })();
     match result {
-        Ok((t, ok)) => {
+        Ok(((t, warmups), ok)) => {
+            rec.warmup = warmups;
             rec.bytes = Some(2 * bytes);
             rec.gbps = (bytes > 0).then(|| measure::gbps(2 * bytes, t.median_ms));
             rec.median_ms = Some(t.median_ms);
@@ -82,11 +83,12 @@ pub fn reduce<B: ReduceKernels, T: ReduceElement>(
         let out = plan.launch(&input, &partials)?;
         let got = backend.dtoh(out)?[0];
         plan.verify(data, got)?;
-        let t = measure::time(backend, timing, &mut || plan.launch(&input, &partials).map(|_| ()))?;
-        Ok((plan.kernel_name().to_string(), plan.shared_bytes, plan.static_shared_bytes, t))
+        let (t, warmups) = measure::time(backend, timing, &mut || plan.launch(&input, &partials).map(|_| ()))?;
+        Ok((plan.kernel_name().to_string(), plan.shared_bytes, plan.static_shared_bytes, t, warmups))
     })();
     match result {
-        Ok((name, shared, static_bytes, t)) => {
+        Ok((name, shared, static_bytes, t, warmups)) => {
+            rec.warmup = warmups;
             let bytes = problem.n * size_of::<T>() as u64;
             rec.kernel = name;
             rec.shared_bytes = shared;

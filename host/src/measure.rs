@@ -6,15 +6,19 @@ use crate::backend::Backend;
 use crate::error::Result;
 
 /// How many runs to throw away and how many to keep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TimingOptions {
+    /// Untimed runs before timing, at least.
     pub warmup: u32,
+    /// Keep warming up until this much wall time has passed: an idle GPU runs at low
+    /// clocks (an H100 idles at 345 MHz) and a few short runs do not wake it up.
+    pub warmup_ms: f64,
     pub repeats: u32,
 }
 
 impl Default for TimingOptions {
     fn default() -> Self {
-        TimingOptions { warmup: 3, repeats: 20 }
+        TimingOptions { warmup: 3, warmup_ms: 200.0, repeats: 20 }
     }
 }
 
@@ -50,18 +54,30 @@ pub fn median_sorted(sorted: &[f64]) -> f64 {
     }
 }
 
-/// Times `work` (the launches of one run) on the device: `warmup` untimed runs, then
-/// `repeats` runs each timed on its own with the backend's device timer.
-pub fn time<B: Backend>(backend: &B, opts: TimingOptions, work: &mut dyn FnMut() -> Result<()>) -> Result<Timing> {
-    for _ in 0..opts.warmup {
+/// Times `work` (the launches of one run) on the device: at least `warmup` untimed runs
+/// and `warmup_ms` of warm-up, then `repeats` runs each timed on its own with the
+/// backend's device timer. Returns the timing and the number of warm-up runs made.
+pub fn time<B: Backend>(
+    backend: &B,
+    opts: TimingOptions,
+    work: &mut dyn FnMut() -> Result<()>,
+) -> Result<(Timing, u32)> {
+    let started = std::time::Instant::now();
+    let mut warmups = 0u32;
+    while warmups < opts.warmup || started.elapsed().as_secs_f64() * 1e3 < opts.warmup_ms {
         work()?;
+        warmups += 1;
+        // Waiting each time keeps the queue short, so the elapsed time is device time.
+        backend.synchronize()?;
+        if warmups >= 100_000 {
+            break;
+        }
     }
-    backend.synchronize()?;
     let mut times = Vec::with_capacity(opts.repeats as usize);
     for _ in 0..opts.repeats.max(1) {
         times.push(backend.time_ms(work)?);
     }
-    Ok(Timing::from_times(times))
+    Ok((Timing::from_times(times), warmups))
 }
 
 /// Gigabytes (1e9 bytes) per second.

@@ -48,6 +48,7 @@ pub struct Record {
     pub static_shared_bytes: u32,
     /// `cuda-events`, `timestamp-query` or `host-wallclock`.
     pub timer: String,
+    /// Untimed warm-up runs made before timing.
     pub warmup: u32,
     /// Raw device times of every kept run, in milliseconds.
     pub times_ms: Vec<f64>,
