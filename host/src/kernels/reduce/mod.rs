@@ -116,8 +116,8 @@ impl ReduceKernels for WgpuBackend {
     }
 
     fn reduce_default_config(&self) -> ReduceConfig {
-        // The fastest of a sweep on the H100 through NVIDIA's Vulkan driver
-        // (results/2026-11-22-h100-reduce-wgsl-sweep.jsonl).
+        // Among the fastest of a sweep on the H100 through NVIDIA's Vulkan driver; the WGSL
+        // figures there move between processes for the same pipeline (results/README.md).
         ReduceConfig { block: 256, items_per_thread: 32, staged: false }
     }
 
