@@ -52,6 +52,7 @@ pub fn image_name(backend: BackendKind) -> String {
             format!("amdgcn-amd-amdhsa {}", archs.join(","))
         }
         BackendKind::Wgsl => "wgsl source (naga -> SPIR-V)".into(),
+        BackendKind::Cpu => format!("{} host build of dynsmem-kernels (same source)", std::env::consts::ARCH),
     }
 }
 

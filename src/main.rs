@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::backend::{Backend, BackendKind, Probe};
 use dynsmem::host::bench;
 use dynsmem::host::kernels::Variant;
@@ -37,7 +38,7 @@ enum Command {
         /// Print the table as Markdown.
         #[arg(long)]
         markdown: bool,
-        /// Elements per problem (default: 2^28 on a GPU, 2^22 on a CPU adapter).
+        /// Elements per problem (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
         #[arg(long)]
         n: Option<u64>,
         #[command(flatten)]
@@ -67,10 +68,14 @@ struct TimingArgs {
     seed: u64,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BackendArg {
+    /// Rust kernels (PTX) on an NVIDIA GPU.
     Cuda,
+    /// The static-WGSL kernels through wgpu on a Vulkan adapter.
     Wgsl,
+    /// Rust kernels on the host: one OS thread per kernel thread, real barriers, checked.
+    Cpu,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -95,7 +100,7 @@ enum VariantArg {
 
 #[derive(clap::Args)]
 struct ReduceArgs {
-    /// Number of elements (default: 2^28 on a GPU, 2^22 on a CPU adapter).
+    /// Number of elements (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
     #[arg(long)]
     n: Option<u64>,
     #[arg(long, value_enum, default_value = "sum")]
@@ -111,7 +116,7 @@ struct ReduceArgs {
     /// Stage each chunk through a launch-sized tile of block * ipt elements.
     #[arg(long)]
     staged: bool,
-    /// Backend (default: cuda when present, else wgsl).
+    /// Backend (default: cuda when present, else wgsl on a GPU adapter, else cpu).
     #[arg(long, value_enum)]
     backend: Option<BackendArg>,
     /// Variant (default: the backend's first: launch-sized on cuda, wgsl-literal on wgsl).
@@ -172,27 +177,46 @@ fn devices() -> anyhow::Result<()> {
         BackendKind::Hip,
         dynsmem::image_name(BackendKind::Hip)
     );
+    let cpu = CpuBackend::new();
+    println!("{}\n    {}", suite::describe(&cpu), limits_line(&cpu));
     Ok(())
 }
 
 fn run_reduce(args: ReduceArgs) -> anyhow::Result<()> {
-    let want = args.backend;
-    if !matches!(want, Some(BackendArg::Wgsl)) {
-        match dynsmem::cuda(0) {
-            Probe::Ready(b) => return reduce_on(&b, &args),
-            Probe::Unavailable(k, why) if want.is_some() => bail!("{k} unavailable: {why}"),
-            Probe::Unavailable(k, why) => eprintln!("{k} unavailable ({why}); using wgsl"),
+    // Without --backend: CUDA if present, else a Vulkan GPU, else the CPU backend.
+    match args.backend {
+        Some(BackendArg::Cuda) => match dynsmem::cuda(0) {
+            Probe::Ready(b) => reduce_on(&b, &args),
+            Probe::Unavailable(k, why) => bail!("{k} unavailable: {why}"),
+        },
+        Some(BackendArg::Wgsl) => match dynsmem::wgsl() {
+            Probe::Ready(b) => reduce_on(&b, &args),
+            Probe::Unavailable(k, why) => bail!("{k} unavailable: {why}"),
+        },
+        Some(BackendArg::Cpu) => reduce_on(&CpuBackend::new(), &args),
+        None => {
+            match dynsmem::cuda(0) {
+                Probe::Ready(b) => return reduce_on(&b, &args),
+                Probe::Unavailable(k, why) => eprintln!("{k} unavailable ({why})"),
+            }
+            match dynsmem::wgsl() {
+                Probe::Ready(b) if !b.info().is_cpu => return reduce_on(&b, &args),
+                Probe::Ready(b) => eprintln!("wgsl adapter {} is a CPU adapter", b.info().name),
+                Probe::Unavailable(k, why) => eprintln!("{k} unavailable ({why})"),
+            }
+            eprintln!("no GPU: using the CPU backend (--backend wgsl runs the WGSL kernels on the CPU Vulkan adapter)");
+            reduce_on(&CpuBackend::new(), &args)
         }
-    }
-    match dynsmem::wgsl() {
-        Probe::Ready(b) => reduce_on(&b, &args),
-        Probe::Unavailable(k, why) => bail!("{k} unavailable: {why}"),
     }
 }
 
 fn reduce_on<B: ReduceKernels>(backend: &B, args: &ReduceArgs) -> anyhow::Result<()> {
     let info = backend.info();
-    let n = args.n.unwrap_or(if info.is_cpu { suite::CPU_ELEMENTS } else { suite::GPU_ELEMENTS });
+    let n = args.n.unwrap_or(match (info.backend, info.is_cpu) {
+        (BackendKind::Cpu, _) => suite::CPU_BACKEND_ELEMENTS,
+        (_, true) => suite::CPU_ELEMENTS,
+        _ => suite::GPU_ELEMENTS,
+    });
     let default = backend.reduce_default_config();
     let config = ReduceConfig {
         block: args.block.unwrap_or(default.block),

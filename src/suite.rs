@@ -1,6 +1,7 @@
 //! The benchmark suite `dynsmem bench` runs: every family present, on every backend this
 //! machine has, at default sizes, each beside the anchor measured in the same run.
 
+use dynsmem_host::backend::cpu::CpuBackend;
 use dynsmem_host::backend::{Backend, Probe};
 use dynsmem_host::bench;
 use dynsmem_host::kernels::reduce::{ReduceConfig, ReduceElement, ReduceKernels, ReduceOp, ReduceProblem};
@@ -13,6 +14,9 @@ use dynsmem_kernels::Dtype;
 pub const GPU_ELEMENTS: u64 = 1 << 28;
 /// On a CPU adapter (lavapipe) the same kernels at 2^22 elements: a check, not a figure.
 pub const CPU_ELEMENTS: u64 = 1 << 22;
+/// On the CPU backend (one OS thread per kernel thread, a context switch per barrier)
+/// 2^16 elements.
+pub const CPU_BACKEND_ELEMENTS: u64 = 1 << 16;
 
 /// A staged reduce config with 200 KB of launch-sized tile per block: past the 48 KB a
 /// kernel gets without opt-in, and past what static WGSL arrays may hold.
@@ -40,8 +44,10 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport
     let mut records = Vec::new();
     let mut inputs: Option<(u64, Vec<f32>)> = None;
 
+    let mut have_cuda = false;
     match crate::cuda(0) {
         Probe::Ready(cuda) => {
+            have_cuda = true;
             backends.push(describe(&cuda));
             let n = opts.n.unwrap_or(GPU_ELEMENTS);
             family_reduce(&cuda, n, opts, &mut inputs, &mut records, progress);
@@ -56,6 +62,16 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
+    // Without a CUDA device the Rust kernels still run, on the CPU backend: the same
+    // source as the PTX, checked and timed (CPU timings, labelled as such).
+    if have_cuda {
+        backends.push("cpu: not run (a CUDA device is present; the CPU backend is for machines without one)".into());
+    } else {
+        let cpu = CpuBackend::new();
+        backends.push(describe(&cpu));
+        let n = opts.n.unwrap_or(CPU_BACKEND_ELEMENTS);
+        family_reduce(&cpu, n, opts, &mut inputs, &mut records, progress);
+    }
     BenchReport { backends, records }
 }
 
@@ -68,7 +84,7 @@ pub fn describe<B: Backend>(b: &B) -> String {
         i.name,
         i.api,
         i.driver,
-        if i.is_cpu { " [CPU adapter: its timings are CPU timings]" } else { "" }
+        if i.is_cpu { " [runs on the CPU: its timings are CPU timings, not GPU figures]" } else { "" }
     )
 }
 

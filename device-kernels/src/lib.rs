@@ -7,20 +7,27 @@
 //! on the host the same crate is a plain library of layouts, configs and entry names, so
 //! both sides compute shared-memory sizes with one piece of code.
 //!
-//! Modules: [`gpu`] (the only code touching `core::arch::*`), [`layout`] (carving), one
+//! Modules: [`gpu`] (the only code touching `core::arch::*`, with a host implementation
+//! for the CPU backend), [`layout`] (carving), [`entry`] (the kernel definition form), one
 //! module per kernel family.
 #![no_std]
 #![cfg_attr(
-    any(target_arch = "nvptx64", target_arch = "amdgpu"),
+    gpu,
     feature(abi_gpu_kernel, core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem),
     allow(internal_features)
 )]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 #![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu))]
 
+pub mod entry;
 pub mod gpu;
 pub mod layout;
 pub mod reduce;
+
+pub use entry::{KernelEntry, KernelParam, ParamKind};
+
+/// Every kernel of the image, family by family.
+pub const KERNELS: &[&[KernelEntry]] = &[reduce::KERNELS];
 
 /// Element types the kernels are instantiated for.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
@@ -50,7 +57,7 @@ impl Dtype {
 
 /// A panic on the device (an index check, an overflow in a checked build) must stop the
 /// kernel with an error the host sees: `loop {}` here would hang the GPU.
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+#[cfg(gpu)]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     gpu::trap()

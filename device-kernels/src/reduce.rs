@@ -245,195 +245,218 @@ impl Combine<u32> for Max {
     }
 }
 
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
-mod device {
-    use super::*;
-    use crate::gpu::{self, SharedArray};
+use crate::gpu::{self, SharedArray};
 
-    /// Four elements loaded or stored as one 16-byte access.
-    #[repr(C, align(16))]
-    #[derive(Clone, Copy)]
-    struct Vec4<T>([T; 4]);
+/// Four elements loaded or stored as one 16-byte access.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct Vec4<T>([T; 4]);
 
-    #[inline(always)]
-    fn fold4<T: Copy, Op: Combine<T>>(v: Vec4<T>) -> T {
-        Op::combine(Op::combine(v.0[0], v.0[1]), Op::combine(v.0[2], v.0[3]))
-    }
+#[inline(always)]
+fn fold4<T: Copy, Op: Combine<T>>(v: Vec4<T>) -> T {
+    Op::combine(Op::combine(v.0[0], v.0[1]), Op::combine(v.0[2], v.0[3]))
+}
 
-    /// One pass; see the module documentation for the mapping.
-    ///
-    /// # Safety
-    /// `input` holds `n` elements, `partials` holds `grid_dim_x()` elements, and the
-    /// launch gave at least the layout's bytes (checked: the kernel traps otherwise).
-    #[inline(always)]
-    pub unsafe fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
-        input: *const T,
-        partials: *mut T,
-        n: u64,
-        items_per_thread: u32,
-    ) {
-        let tid = gpu::thread_idx_x();
-        let block = gpu::block_dim_x();
-        let bid = gpu::block_idx_x();
-        let grid = gpu::grid_dim_x();
-        let ipt = items_per_thread;
+/// One pass; see the module documentation for the mapping.
+///
+/// # Safety
+/// `input` holds `n` elements, `partials` holds `grid_dim_x()` elements, and the
+/// launch gave at least the layout's bytes (checked: the kernel traps otherwise).
+#[inline(always)]
+pub unsafe fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
+    input: *const T,
+    partials: *mut T,
+    n: u64,
+    items_per_thread: u32,
+) {
+    let tid = gpu::thread_idx_x();
+    let block = gpu::block_dim_x();
+    let bid = gpu::block_idx_x();
+    let grid = gpu::grid_dim_x();
+    let ipt = items_per_thread;
 
-        let Some(chunk_len) = block.checked_mul(ipt) else { gpu::trap() };
-        let tile_len = if STAGED { chunk_len } else { 0 };
-        let layout = match ReduceLayout::new::<T>(block, tile_len) {
-            Ok(l) => l,
-            Err(_) => gpu::trap(),
-        };
-        let region = gpu::launch_region(layout.bytes);
-        let mut carve = Carve::new();
-        let tile: SharedArray<T> = region.array(match carve.array_aligned(tile_len, 16) {
-            Ok(s) => s,
-            Err(_) => gpu::trap(),
-        });
-        let scratch: SharedArray<T> = region.array(match carve.array(block) {
-            Ok(s) => s,
-            Err(_) => gpu::trap(),
-        });
+    let Some(chunk_len) = block.checked_mul(ipt) else { gpu::trap() };
+    let tile_len = if STAGED { chunk_len } else { 0 };
+    let layout = match ReduceLayout::new::<T>(block, tile_len) {
+        Ok(l) => l,
+        Err(_) => gpu::trap(),
+    };
+    let region = gpu::launch_region(layout.bytes);
+    let mut carve = Carve::new();
+    let tile: SharedArray<T> = region.array(match carve.array_aligned(tile_len, 16) {
+        Ok(s) => s,
+        Err(_) => gpu::trap(),
+    });
+    let scratch: SharedArray<T> = region.array(match carve.array(block) {
+        Ok(s) => s,
+        Err(_) => gpu::trap(),
+    });
 
-        let chunk = chunk_len as u64;
-        let n_chunks = n.div_ceil(chunk);
-        let vectors = ipt / 4;
-        let vec_ok = (input as usize).is_multiple_of(16);
-        let mut acc = Op::identity();
+    let chunk = chunk_len as u64;
+    let n_chunks = n.div_ceil(chunk);
+    let vectors = ipt / 4;
+    let vec_ok = (input as usize).is_multiple_of(16);
+    let mut acc = Op::identity();
 
-        let mut c = bid as u64;
-        while c < n_chunks {
-            let start = c * chunk;
-            let base = unsafe { input.add(start as usize) };
-            if start + chunk <= n {
-                if STAGED {
-                    unsafe { stage_chunk(base, tile, block, tid, ipt, vec_ok) };
-                    gpu::barrier();
-                    let mut k = 0;
-                    while k < ipt {
-                        acc = Op::combine(acc, unsafe { tile.read(k * block + tid) });
-                        k += 1;
-                    }
-                    // The next chunk overwrites the tile.
-                    gpu::barrier();
-                } else if vec_ok {
-                    let v = base as *const Vec4<T>;
-                    let mut k = 0;
-                    // Four independent 16-byte loads in flight per thread.
-                    while k + 4 <= vectors {
-                        let (a, b, c2, d) = unsafe {
-                            (
-                                v.add((k * block + tid) as usize).read(),
-                                v.add(((k + 1) * block + tid) as usize).read(),
-                                v.add(((k + 2) * block + tid) as usize).read(),
-                                v.add(((k + 3) * block + tid) as usize).read(),
-                            )
-                        };
-                        let ab = Op::combine(fold4::<T, Op>(a), fold4::<T, Op>(b));
-                        let cd = Op::combine(fold4::<T, Op>(c2), fold4::<T, Op>(d));
-                        acc = Op::combine(acc, Op::combine(ab, cd));
-                        k += 4;
-                    }
-                    while k < vectors {
-                        acc = Op::combine(acc, fold4::<T, Op>(unsafe { v.add((k * block + tid) as usize).read() }));
-                        k += 1;
-                    }
-                    let rest = unsafe { base.add((vectors * 4 * block) as usize) };
-                    let mut k = 0;
-                    while k < ipt % 4 {
-                        acc = Op::combine(acc, unsafe { rest.add((k * block + tid) as usize).read() });
-                        k += 1;
-                    }
-                } else {
-                    let mut k = 0;
-                    while k < ipt {
-                        acc = Op::combine(acc, unsafe { base.add((k * block + tid) as usize).read() });
-                        k += 1;
-                    }
-                }
-            } else {
-                // The last, partial chunk: element-wise with bounds checks. Staged kernels
-                // read it directly too: it is at most one chunk of the whole input.
-                let rem = n - start;
+    let mut c = bid as u64;
+    while c < n_chunks {
+        let start = c * chunk;
+        let base = unsafe { input.add(start as usize) };
+        if start + chunk <= n {
+            if STAGED {
+                unsafe { stage_chunk(base, tile, block, tid, ipt, vec_ok) };
+                gpu::barrier();
                 let mut k = 0;
                 while k < ipt {
-                    let i = k as u64 * block as u64 + tid as u64;
-                    if i < rem {
-                        acc = Op::combine(acc, unsafe { base.add(i as usize).read() });
-                    }
+                    acc = Op::combine(acc, unsafe { tile.read(k * block + tid) });
+                    k += 1;
+                }
+                // The next chunk overwrites the tile.
+                gpu::barrier();
+            } else if vec_ok {
+                let v = base as *const Vec4<T>;
+                let mut k = 0;
+                // Four independent 16-byte loads in flight per thread.
+                while k + 4 <= vectors {
+                    let (a, b, c2, d) = unsafe {
+                        (
+                            v.add((k * block + tid) as usize).read(),
+                            v.add(((k + 1) * block + tid) as usize).read(),
+                            v.add(((k + 2) * block + tid) as usize).read(),
+                            v.add(((k + 3) * block + tid) as usize).read(),
+                        )
+                    };
+                    let ab = Op::combine(fold4::<T, Op>(a), fold4::<T, Op>(b));
+                    let cd = Op::combine(fold4::<T, Op>(c2), fold4::<T, Op>(d));
+                    acc = Op::combine(acc, Op::combine(ab, cd));
+                    k += 4;
+                }
+                while k < vectors {
+                    acc = Op::combine(acc, fold4::<T, Op>(unsafe { v.add((k * block + tid) as usize).read() }));
+                    k += 1;
+                }
+                let rest = unsafe { base.add((vectors * 4 * block) as usize) };
+                let mut k = 0;
+                while k < ipt % 4 {
+                    acc = Op::combine(acc, unsafe { rest.add((k * block + tid) as usize).read() });
+                    k += 1;
+                }
+            } else {
+                let mut k = 0;
+                while k < ipt {
+                    acc = Op::combine(acc, unsafe { base.add((k * block + tid) as usize).read() });
                     k += 1;
                 }
             }
-            c += grid as u64;
-        }
-
-        unsafe {
-            scratch.write(tid, acc);
-            gpu::barrier();
-            let mut active = block;
-            while active > 1 {
-                let half = active.div_ceil(2);
-                if tid + half < active {
-                    scratch.write(tid, Op::combine(scratch.read(tid), scratch.read(tid + half)));
-                }
-                gpu::barrier();
-                active = half;
-            }
-            if tid == 0 {
-                partials.add(bid as usize).write(scratch.read(0));
-            }
-        }
-    }
-
-    /// Copies one full chunk into the tile with the same mapping as the direct path.
-    #[inline(always)]
-    unsafe fn stage_chunk<T: Copy>(base: *const T, tile: SharedArray<T>, block: u32, tid: u32, ipt: u32, vec_ok: bool) {
-        let mut first_scalar = 0;
-        if vec_ok {
-            let vectors = ipt / 4;
-            let src = base as *const Vec4<T>;
-            // SAFETY: the tile is carved 16-byte aligned.
-            let dst: SharedArray<Vec4<T>> = unsafe { tile.cast() };
+        } else {
+            // The last, partial chunk: element-wise with bounds checks. Staged kernels
+            // read it directly too: it is at most one chunk of the whole input.
+            let rem = n - start;
             let mut k = 0;
-            while k < vectors {
-                let i = k * block + tid;
-                // Rebuilt element-wise: a plain struct copy is lowered as two 8-byte moves;
-                // four scalars with the 16-byte-aligned store become one `st.shared.v4`.
-                let v = unsafe { src.add(i as usize).read() }.0;
-                unsafe { dst.write(i, Vec4([v[0], v[1], v[2], v[3]])) };
+            while k < ipt {
+                let i = k as u64 * block as u64 + tid as u64;
+                if i < rem {
+                    acc = Op::combine(acc, unsafe { base.add(i as usize).read() });
+                }
                 k += 1;
             }
-            first_scalar = vectors * 4 * block;
         }
-        let mut i = first_scalar + tid;
-        let end = block * ipt;
-        while i < end {
-            unsafe { tile.write(i, base.add(i as usize).read()) };
-            i += block;
-        }
+        c += grid as u64;
     }
 
-    macro_rules! reduce_entry {
-        ($($name:ident => $t:ty, $op:ty, $staged:literal;)*) => {$(
-            #[unsafe(no_mangle)]
-            pub unsafe extern "gpu-kernel" fn $name(input: *const $t, partials: *mut $t, n: u64, items_per_thread: u32) {
-                unsafe { reduce::<$t, $op, $staged>(input, partials, n, items_per_thread) }
+    unsafe {
+        scratch.write(tid, acc);
+        gpu::barrier();
+        let mut active = block;
+        while active > 1 {
+            let half = active.div_ceil(2);
+            if tid + half < active {
+                scratch.write(tid, Op::combine(scratch.read(tid), scratch.read(tid + half)));
             }
-        )*};
+            gpu::barrier();
+            active = half;
+        }
+        if tid == 0 {
+            partials.add(bid as usize).write(scratch.read(0));
+        }
     }
+}
 
-    reduce_entry! {
-        reduce_sum_f32 => f32, Sum, false;
-        reduce_min_f32 => f32, Min, false;
-        reduce_max_f32 => f32, Max, false;
-        reduce_sum_u32 => u32, Sum, false;
-        reduce_min_u32 => u32, Min, false;
-        reduce_max_u32 => u32, Max, false;
-        reduce_staged_sum_f32 => f32, Sum, true;
-        reduce_staged_min_f32 => f32, Min, true;
-        reduce_staged_max_f32 => f32, Max, true;
-        reduce_staged_sum_u32 => u32, Sum, true;
-        reduce_staged_min_u32 => u32, Min, true;
-        reduce_staged_max_u32 => u32, Max, true;
+/// Copies one full chunk into the tile with the same mapping as the direct path.
+#[inline(always)]
+unsafe fn stage_chunk<T: Copy>(base: *const T, tile: SharedArray<T>, block: u32, tid: u32, ipt: u32, vec_ok: bool) {
+    let mut first_scalar = 0;
+    if vec_ok {
+        let vectors = ipt / 4;
+        let src = base as *const Vec4<T>;
+        // SAFETY: the tile is carved 16-byte aligned.
+        let dst: SharedArray<Vec4<T>> = unsafe { tile.cast() };
+        let mut k = 0;
+        while k < vectors {
+            let i = k * block + tid;
+            // Rebuilt element-wise: a plain struct copy is lowered as two 8-byte moves;
+            // four scalars with the 16-byte-aligned store become one `st.shared.v4`.
+            let v = unsafe { src.add(i as usize).read() }.0;
+            unsafe { dst.write(i, Vec4([v[0], v[1], v[2], v[3]])) };
+            k += 1;
+        }
+        first_scalar = vectors * 4 * block;
+    }
+    let mut i = first_scalar + tid;
+    let end = block * ipt;
+    while i < end {
+        unsafe { tile.write(i, base.add(i as usize).read()) };
+        i += block;
+    }
+}
+
+crate::kernels! { KERNELS;
+    /// Sum of `n` f32; see the module documentation.
+    pub fn reduce_sum_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<f32, Sum, false>(input, partials, n, items_per_thread) }
+    }
+    /// Minimum of `n` f32 (NaN operands ignored).
+    pub fn reduce_min_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<f32, Min, false>(input, partials, n, items_per_thread) }
+    }
+    /// Maximum of `n` f32 (NaN operands ignored).
+    pub fn reduce_max_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<f32, Max, false>(input, partials, n, items_per_thread) }
+    }
+    /// Sum of `n` u32, modulo 2^32.
+    pub fn reduce_sum_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<u32, Sum, false>(input, partials, n, items_per_thread) }
+    }
+    /// Minimum of `n` u32.
+    pub fn reduce_min_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<u32, Min, false>(input, partials, n, items_per_thread) }
+    }
+    /// Maximum of `n` u32.
+    pub fn reduce_max_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<u32, Max, false>(input, partials, n, items_per_thread) }
+    }
+    /// Sum of `n` f32, each chunk staged through the launch-sized tile.
+    pub fn reduce_staged_sum_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<f32, Sum, true>(input, partials, n, items_per_thread) }
+    }
+    /// Minimum of `n` f32, staged.
+    pub fn reduce_staged_min_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<f32, Min, true>(input, partials, n, items_per_thread) }
+    }
+    /// Maximum of `n` f32, staged.
+    pub fn reduce_staged_max_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<f32, Max, true>(input, partials, n, items_per_thread) }
+    }
+    /// Sum of `n` u32 modulo 2^32, staged.
+    pub fn reduce_staged_sum_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<u32, Sum, true>(input, partials, n, items_per_thread) }
+    }
+    /// Minimum of `n` u32, staged.
+    pub fn reduce_staged_min_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<u32, Min, true>(input, partials, n, items_per_thread) }
+    }
+    /// Maximum of `n` u32, staged.
+    pub fn reduce_staged_max_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
+        unsafe { reduce::<u32, Max, true>(input, partials, n, items_per_thread) }
     }
 }

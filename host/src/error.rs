@@ -59,6 +59,20 @@ pub enum Error {
     /// The operation exists, but not on this backend or not in this form.
     #[error("{backend}: {what} is not supported")]
     Unsupported { backend: BackendKind, what: String },
+    /// The arguments of a launch do not match the kernel's parameters.
+    #[error("{kernel}: launched with arguments {got}, the kernel takes {expected}")]
+    ArgumentMismatch { kernel: String, expected: String, got: String },
+    /// A kernel faulted: on the CPU backend an access outside its carve, a carve larger
+    /// than the launch, a trap or a divergent barrier, with where it happened.
+    #[error("{backend}: kernel fault: {detail}")]
+    KernelFault {
+        backend: BackendKind,
+        kernel: String,
+        workgroup: u32,
+        thread: u32,
+        detail: String,
+        fault: Option<dynsmem_kernels::gpu::host::FaultKind>,
+    },
     /// A result differs from the CPU reference beyond the tolerance.
     #[error(transparent)]
     Mismatch(#[from] Mismatch),

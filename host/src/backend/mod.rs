@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::element::Element;
 use crate::error::{Error, Result};
 
+pub mod cpu;
 pub mod cuda;
 pub mod wgpu;
 
@@ -27,6 +28,8 @@ pub enum BackendKind {
     Wgsl,
     /// Rust kernels (HSA code objects) through HIP.
     Hip,
+    /// Rust kernels run on the host, one OS thread per kernel thread.
+    Cpu,
 }
 
 impl BackendKind {
@@ -35,6 +38,7 @@ impl BackendKind {
             BackendKind::Cuda => "cuda",
             BackendKind::Wgsl => "wgsl",
             BackendKind::Hip => "hip",
+            BackendKind::Cpu => "cpu",
         }
     }
 }
@@ -149,6 +153,12 @@ pub trait KernelName {
     fn name(&self) -> &str;
 }
 
+impl<K: KernelName + ?Sized> KernelName for &K {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+}
+
 impl<K: KernelName> KernelName for std::rc::Rc<K> {
     fn name(&self) -> &str {
         (**self).name()
@@ -226,11 +236,18 @@ pub trait Backend {
                     BackendKind::Cuda => "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
                     BackendKind::Hip => "hipDeviceAttributeSharedMemPerBlockOptin",
                     BackendKind::Wgsl => "WGSL has no launch-sized workgroup memory",
+                    BackendKind::Cpu => "the CPU backend's H100 opt-in limit",
                 },
             });
         }
         Ok(())
     }
+}
+
+/// A backend that runs the Rust kernels of `dynsmem-kernels` (PTX on CUDA, code objects
+/// on HIP, the host build on the CPU), which it finds by entry name.
+pub trait RustKernels: Backend {
+    fn rust_kernel(&self, name: &str) -> Result<Self::Kernel>;
 }
 
 /// The result of looking for one backend on this machine.

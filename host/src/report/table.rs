@@ -56,8 +56,13 @@ impl Table {
     }
 }
 
+/// `digits` decimals, more for small values so a CPU figure does not print as 0.0.
 fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "-".into())
+    v.map(|x| {
+        let digits = if x != 0.0 && x.abs() < 1.0 { digits.max(3) } else { digits };
+        format!("{x:.digits$}")
+    })
+    .unwrap_or_else(|| "-".into())
 }
 
 /// The comparison table of a set of records: one row per record.

@@ -14,7 +14,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice
 use cudarc::nvrtc::Ptx;
 
 use self::driver::{attribute, driver_err};
-use super::{Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, Probe};
+use super::{Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, Probe, RustKernels};
 use crate::element::Element;
 use crate::error::{Error, Result};
 
@@ -285,5 +285,11 @@ impl Backend for CudaBackend {
 
     fn timer_name(&self) -> &'static str {
         "cuda-events"
+    }
+}
+
+impl RustKernels for CudaBackend {
+    fn rust_kernel(&self, name: &str) -> Result<Self::Kernel> {
+        self.kernel(name)
     }
 }

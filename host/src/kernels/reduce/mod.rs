@@ -11,9 +11,8 @@ pub use dynsmem_kernels::reduce::{MAX_GRID, ReduceConfig, ReduceOp, entry_name};
 use serde::{Deserialize, Serialize};
 
 use super::{Variant, fill_template};
-use crate::backend::cuda::CudaBackend;
 use crate::backend::wgpu::{PipelineDesc, WgpuBackend};
-use crate::backend::{Arg, Backend, BackendKind, Buffer, KernelName, LaunchDims};
+use crate::backend::{Arg, Backend, BackendKind, Buffer, KernelName, LaunchDims, RustKernels};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
@@ -48,30 +47,35 @@ fn unsupported_variant(backend: BackendKind, variant: Variant) -> Error {
     Error::Unsupported { backend, what: format!("the {variant} variant of reduce") }
 }
 
-fn layout_bytes(kernel: &str, dtype: Dtype, cfg: &ReduceConfig) -> Result<u32> {
-    cfg.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: kernel.into(), source })
-}
-
-impl ReduceKernels for CudaBackend {
+/// Every backend that runs the Rust kernels (CUDA, HIP, the CPU) launches them the same
+/// way: by entry name, with the launch-sized bytes of the shared layout.
+impl<B: RustKernels> ReduceKernels for B {
     fn reduce_variants(&self) -> &'static [Variant] {
         &[Variant::LaunchSized]
     }
 
     fn reduce_default_config(&self) -> ReduceConfig {
-        // Within 1% of the best of a 12-config sweep at 2^28 on the H100, in two passes
-        // (results/2026-11-22-h100-reduce-cuda-sweep.jsonl).
-        ReduceConfig { block: 512, items_per_thread: 32, staged: false }
+        if self.info().is_cpu {
+            // Few kernel threads per workgroup, many items each: every kernel thread is an
+            // OS thread on the CPU backend, and every barrier a round of context switches.
+            ReduceConfig { block: 32, items_per_thread: 128, staged: false }
+        } else {
+            // Within 1% of the best of a 12-config sweep at 2^28 on the H100, in two
+            // passes (results/2026-11-22-h100-reduce-cuda-sweep.jsonl).
+            ReduceConfig { block: 512, items_per_thread: 32, staged: false }
+        }
     }
 
     fn reduce_kernel(&self, op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<Self::Kernel> {
         if variant != Variant::LaunchSized {
-            return Err(unsupported_variant(BackendKind::Cuda, variant));
+            return Err(unsupported_variant(self.kind(), variant));
         }
-        self.kernel(entry_name(op, dtype, cfg.staged))
+        self.rust_kernel(entry_name(op, dtype, cfg.staged))
     }
 
     fn reduce_launch_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, _: Variant) -> Result<u32> {
-        layout_bytes(entry_name(ReduceOp::Sum, dtype, cfg.staged), dtype, cfg)
+        let kernel = entry_name(ReduceOp::Sum, dtype, cfg.staged);
+        cfg.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: kernel.into(), source })
     }
 
     fn reduce_static_bytes(&self, _: Dtype, _: &ReduceConfig, _: Variant) -> Result<u32> {

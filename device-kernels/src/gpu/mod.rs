@@ -1,20 +1,23 @@
 //! The only module that touches `core::arch::nvptx`, `core::arch::amdgpu` and the GPU
-//! intrinsics. Kernels call `gpu::*`, so one kernel source serves both targets.
+//! intrinsics. Kernels call `gpu::*`, so one kernel source serves both GPU targets and,
+//! through [`host`], the CPU backend, which runs every thread of a workgroup on an OS
+//! thread with a real barrier and checks what a GPU would let pass.
 //!
 //! Everything here is 1-D (`x`) because every kernel family launches 1-D blocks and
 //! derives 2-D coordinates itself; add `y`/`z` when a family needs them.
 
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+#[cfg(not(gpu))]
+use core::panic::Location;
+
 use crate::layout::Slice;
+
+#[cfg(not(gpu))]
+pub mod host;
 
 /// The alignment the launch-sized region is requested with. `gpu_launch_sized_workgroup_mem`
 /// aligns the base only to the alignment of the type it is asked with, so asking with a
 /// 16-byte-aligned type makes 16-byte vector access to any 16-aligned sub-array legal.
 pub const REGION_ALIGN: u32 = 16;
-
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
-#[repr(C, align(16))]
-struct RegionAlign([u8; 16]);
 
 // ---------------------------------------------------------------------------------------
 // NVIDIA (nvptx64)
@@ -115,48 +118,112 @@ mod arch {
     }
 }
 
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
-pub use arch::{barrier, block_dim_x, block_idx_x, dynamic_smem_size, grid_dim_x, thread_idx_x};
+#[cfg(gpu)]
+#[repr(C, align(16))]
+struct RegionAlign([u8; 16]);
 
-/// Stops the kernel: the launch fails with an error the host sees
-/// (`CUDA_ERROR_ILLEGAL_INSTRUCTION` on NVIDIA) instead of running on or hanging.
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+#[cfg(gpu)]
 #[inline(always)]
+fn region_base() -> *mut u8 {
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<RegionAlign>().cast()
+}
+
+#[cfg(not(gpu))]
+use host as arch;
+
+#[cfg(not(gpu))]
+#[inline(always)]
+fn region_base() -> *mut u8 {
+    host::region_base()
+}
+
+/// This thread's index in its block.
+#[inline(always)]
+pub fn thread_idx_x() -> u32 {
+    arch::thread_idx_x()
+}
+/// This block's index in the grid.
+#[inline(always)]
+pub fn block_idx_x() -> u32 {
+    arch::block_idx_x()
+}
+/// Threads per block.
+#[inline(always)]
+pub fn block_dim_x() -> u32 {
+    arch::block_dim_x()
+}
+/// Blocks in the grid.
+#[inline(always)]
+pub fn grid_dim_x() -> u32 {
+    arch::grid_dim_x()
+}
+/// Bytes of launch-sized workgroup memory this launch was given.
+#[inline(always)]
+pub fn dynamic_smem_size() -> u32 {
+    arch::dynamic_smem_size()
+}
+
+/// Waits until every thread of the block arrives, and orders workgroup-memory accesses
+/// across it. Every thread must reach the same barrier: on the CPU backend a barrier only
+/// part of the block reaches is reported with its source location instead of hanging.
+#[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
+pub fn barrier() {
+    arch::barrier()
+}
+
+/// Stops the kernel: on a GPU the launch fails with an error the host sees
+/// (`CUDA_ERROR_ILLEGAL_INSTRUCTION` on NVIDIA) instead of running on or hanging; on the
+/// CPU backend it is reported with the workgroup, thread and source location.
+#[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
 pub fn trap() -> ! {
-    core::intrinsics::abort_immediate()
+    #[cfg(gpu)]
+    {
+        core::intrinsics::abort_immediate()
+    }
+    #[cfg(not(gpu))]
+    {
+        host::fault(host::FaultKind::Trap { at: Location::caller() })
+    }
 }
 
 /// The launch-sized region of this launch, after checking that it holds `required` bytes.
 ///
-/// Traps when the launch gave less than the kernel's carve needs, so a host that
+/// Fails (traps) when the launch gave less than the kernel's carve needs, so a host that
 /// computed `shared_mem_bytes` wrongly gets a failed launch, never a silent overrun.
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 #[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
 pub fn launch_region(required: u32) -> Region {
     let bytes = dynamic_smem_size();
     if required > bytes {
+        #[cfg(gpu)]
         trap();
+        #[cfg(not(gpu))]
+        host::fault(host::FaultKind::CarveTooLarge { required, launched: bytes, at: Location::caller() });
     }
-    Region { base: core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<RegionAlign>().cast() }
+    Region { base: region_base(), bytes }
 }
 
 /// The base of the launch-sized region, checked to be large enough for a carve.
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 #[derive(Clone, Copy)]
 pub struct Region {
     base: *mut u8,
+    bytes: u32,
 }
 
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 impl Region {
-    /// The sub-array `slice` of the region. The carve was checked against the launch
-    /// size by [`launch_region`], so this is in bounds.
+    /// The sub-array `slice` of the region.
     #[inline(always)]
     pub fn array<T: Copy>(self, slice: Slice<T>) -> SharedArray<T> {
         SharedArray {
-            // SAFETY: offset + len * size_of::<T>() <= required <= launch size.
-            ptr: unsafe { self.base.add(slice.offset() as usize).cast() },
+            // The carve was checked against the launch size by `launch_region`, and every
+            // access is checked against `len` on the CPU backend (and on GPUs with the
+            // `checked` feature); `wrapping_add` keeps a wrong slice from being UB here.
+            ptr: self.base.wrapping_add(slice.offset() as usize).cast(),
             len: slice.len(),
+            offset: slice.offset(),
+            region_bytes: self.bytes,
         }
     }
 }
@@ -164,16 +231,18 @@ impl Region {
 /// A typed array in workgroup memory, shared by every thread of the block.
 ///
 /// Accesses are raw (no `&mut`), because many threads touch it at once; ordering between
-/// threads is the caller's job ([`barrier`]). With the `checked` feature every index is
-/// bounds-checked and an overrun traps.
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+/// threads is the caller's job ([`barrier`]). On the CPU backend every index is checked
+/// and an overrun is reported with the byte offset and the region's size; on GPUs only
+/// with the `checked` feature (an overrun traps).
 #[derive(Clone, Copy)]
 pub struct SharedArray<T> {
     ptr: *mut T,
     len: u32,
+    /// Byte offset of element 0 in the region, and the region's size (for reports).
+    offset: u32,
+    region_bytes: u32,
 }
 
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 impl<T: Copy> SharedArray<T> {
     #[inline(always)]
     pub fn len(self) -> u32 {
@@ -184,14 +253,28 @@ impl<T: Copy> SharedArray<T> {
         self.len == 0
     }
     #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
     fn check(self, i: u32) {
+        #[cfg(gpu)]
         if cfg!(feature = "checked") && i >= self.len {
             trap();
+        }
+        #[cfg(not(gpu))]
+        if i >= self.len {
+            host::fault(host::FaultKind::RegionOverrun {
+                offset: self.offset as u64 + i as u64 * size_of::<T>() as u64,
+                access_bytes: size_of::<T>() as u32,
+                region_bytes: self.region_bytes,
+                index: i,
+                len: self.len,
+                at: Location::caller(),
+            });
         }
     }
     /// # Safety
     /// `i < len`, and no other thread writes element `i` without a barrier in between.
     #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
     pub unsafe fn read(self, i: u32) -> T {
         self.check(i);
         unsafe { self.ptr.add(i as usize).read() }
@@ -199,6 +282,7 @@ impl<T: Copy> SharedArray<T> {
     /// # Safety
     /// `i < len`, and no other thread accesses element `i` without a barrier in between.
     #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
     pub unsafe fn write(self, i: u32, value: T) {
         self.check(i);
         unsafe { self.ptr.add(i as usize).write(value) }
@@ -209,6 +293,11 @@ impl<T: Copy> SharedArray<T> {
     /// The array's offset must be aligned for `U` (carve it with that alignment).
     #[inline(always)]
     pub unsafe fn cast<U: Copy>(self) -> SharedArray<U> {
-        SharedArray { ptr: self.ptr.cast(), len: ((self.len as usize * size_of::<T>()) / size_of::<U>()) as u32 }
+        SharedArray {
+            ptr: self.ptr.cast(),
+            len: ((self.len as usize * size_of::<T>()) / size_of::<U>()) as u32,
+            offset: self.offset,
+            region_bytes: self.region_bytes,
+        }
     }
 }

@@ -1,0 +1,144 @@
+//! The kernel definition form: one source, three builds.
+//!
+//! [`kernels!`](crate::kernels) turns each `pub fn name(args) { body }` into
+//! - on a GPU target, the entry point `#[unsafe(no_mangle)] pub unsafe extern "gpu-kernel" fn`;
+//! - on the host, a plain `pub unsafe fn` the CPU backend calls once per thread,
+//!
+//! and adds a table of [`KernelEntry`]s naming each kernel and its parameters, which the
+//! CPU backend launches by name and against which every backend's argument packing is
+//! checked. Kernel parameters are raw pointers and the scalars of [`ParamKind`].
+//!
+//! ```
+//! dynsmem_kernels::kernels! { EXAMPLES;
+//!     /// Writes each thread's index.
+//!     pub fn write_ids(out: *mut u32, n: u32) {
+//!         let t = dynsmem_kernels::gpu::block_idx_x() * dynsmem_kernels::gpu::block_dim_x()
+//!             + dynsmem_kernels::gpu::thread_idx_x();
+//!         if t < n {
+//!             unsafe { out.add(t as usize).write(t) };
+//!         }
+//!     }
+//! }
+//! assert_eq!(EXAMPLES[0].name, "write_ids");
+//! assert_eq!(EXAMPLES[0].params, &[dynsmem_kernels::ParamKind::Ptr, dynsmem_kernels::ParamKind::U32]);
+//! ```
+
+/// How one kernel parameter is passed: a device address, or a scalar by value. Every
+/// backend packs arguments in this order and these sizes (HSA kernargs: naturally aligned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A pointer to device memory (8 bytes).
+    Ptr,
+    U32,
+    U64,
+    F32,
+}
+
+impl ParamKind {
+    /// Size in bytes as the kernel receives it.
+    pub const fn bytes(self) -> u32 {
+        match self {
+            ParamKind::Ptr | ParamKind::U64 => 8,
+            ParamKind::U32 | ParamKind::F32 => 4,
+        }
+    }
+}
+
+/// A type a kernel may take as a parameter.
+pub trait KernelParam {
+    const KIND: ParamKind;
+    /// Rebuilds the value from the 8-byte slot the host packed it in (the CUDA backend's
+    /// packing: addresses and `u64` whole, `u32` in the low half, `f32` as its bits).
+    fn from_slot(slot: u64) -> Self;
+}
+
+impl<T> KernelParam for *const T {
+    const KIND: ParamKind = ParamKind::Ptr;
+    fn from_slot(slot: u64) -> Self {
+        slot as usize as *const T
+    }
+}
+impl<T> KernelParam for *mut T {
+    const KIND: ParamKind = ParamKind::Ptr;
+    fn from_slot(slot: u64) -> Self {
+        slot as usize as *mut T
+    }
+}
+impl KernelParam for u32 {
+    const KIND: ParamKind = ParamKind::U32;
+    fn from_slot(slot: u64) -> Self {
+        slot as u32
+    }
+}
+impl KernelParam for u64 {
+    const KIND: ParamKind = ParamKind::U64;
+    fn from_slot(slot: u64) -> Self {
+        slot
+    }
+}
+impl KernelParam for f32 {
+    const KIND: ParamKind = ParamKind::F32;
+    fn from_slot(slot: u64) -> Self {
+        f32::from_bits(slot as u32)
+    }
+}
+
+/// One kernel of an image: its name and parameters, and on the host the function the CPU
+/// backend runs for each thread.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelEntry {
+    pub name: &'static str,
+    pub params: &'static [ParamKind],
+    /// Runs the kernel body for the calling thread (the CPU backend has installed the
+    /// thread's context). `slots` holds one packed argument per parameter.
+    ///
+    /// # Safety
+    /// `slots` must match `params` and point to memory valid for the kernel's accesses.
+    #[cfg(not(gpu))]
+    pub run: unsafe fn(slots: &[u64]),
+}
+
+/// Defines kernels once for every build: see the [module documentation](crate::entry).
+/// `kernels! { TABLE; pub fn a(..) {..} pub fn b(..) {..} }` also defines
+/// `pub const TABLE: &[KernelEntry]`.
+#[macro_export]
+macro_rules! kernels {
+    ($table:ident; $( $(#[$attr:meta])* pub fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block )*) => {
+        $(
+            $(#[$attr])*
+            ///
+            /// # Safety
+            /// Launched with arguments valid for the kernel and its launch-sized layout.
+            #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "gpu-kernel" fn $name($($arg: $ty),*) $body
+
+            $(#[$attr])*
+            ///
+            /// On the host: runs the kernel body for the calling thread of a CPU-backend launch.
+            ///
+            /// # Safety
+            /// Only the CPU backend may call it, with arguments valid for the kernel.
+            #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+            pub unsafe fn $name($($arg: $ty),*) $body
+        )*
+
+        /// Every kernel this module defines, with its parameters.
+        pub const $table: &[$crate::KernelEntry] = &[$(
+            $crate::KernelEntry {
+                name: stringify!($name),
+                params: &[$(<$ty as $crate::KernelParam>::KIND),*],
+                #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+                run: {
+                    unsafe fn run(slots: &[u64]) {
+                        #[allow(unused_mut, unused_variables)]
+                        let mut slots = slots.iter().copied();
+                        $(let $arg = <$ty as $crate::KernelParam>::from_slot(slots.next().unwrap_or(0));)*
+                        unsafe { $name($($arg),*) }
+                    }
+                    run
+                },
+            }
+        ),*];
+    };
+}

@@ -1,0 +1,153 @@
+//! The `gpu` module on the host: what the CPU backend needs to run the same kernel source.
+//!
+//! The CPU backend (`dynsmem_host::backend::cpu`) runs each thread of a workgroup on its own
+//! OS thread and installs a [`ThreadContext`] there with [`with_context`]; `gpu::*` read it.
+//! The workgroup's barrier is the backend's ([`Workgroup`]), so a barrier is a real one.
+//! What a GPU would let pass is raised as a [`Fault`] (by unwinding with it as the payload,
+//! which skips the panic hook): an access outside a carved array, a carve larger than the
+//! launch gave, a trap, a barrier only part of the workgroup reaches.
+
+extern crate std;
+
+use core::cell::Cell;
+use core::fmt;
+use core::panic::Location;
+use std::boxed::Box;
+use std::string::String;
+
+/// The workgroup a thread belongs to: its barrier.
+pub trait Workgroup: Sync {
+    /// Returns when every thread of the workgroup has called `barrier` at the same source
+    /// location; raises a [`Fault`] (via [`fault`]) when that cannot happen.
+    fn barrier(&self, thread: u32, at: &'static Location<'static>);
+}
+
+/// What one kernel thread sees: its ids, the grid, its workgroup's region and barrier.
+#[derive(Clone, Copy)]
+pub struct ThreadContext<'a> {
+    pub kernel: &'static str,
+    pub workgroup: u32,
+    pub thread: u32,
+    pub block_dim: u32,
+    pub grid_dim: u32,
+    /// The workgroup's launch-sized region (16-byte aligned) and its size.
+    pub region: *mut u8,
+    pub region_bytes: u32,
+    pub sync: &'a dyn Workgroup,
+}
+
+/// What went wrong in a kernel thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultKind {
+    /// An access to element `index` of a carved array of `len` elements: bytes
+    /// `offset..offset + access_bytes` of a `region_bytes`-byte launch-sized region.
+    RegionOverrun {
+        offset: u64,
+        access_bytes: u32,
+        region_bytes: u32,
+        index: u32,
+        len: u32,
+        at: &'static Location<'static>,
+    },
+    /// The kernel's carve needs `required` bytes; the launch gave `launched`.
+    CarveTooLarge { required: u32, launched: u32, at: &'static Location<'static> },
+    /// `gpu::trap()` (or a panic in kernel code).
+    Trap { at: &'static Location<'static> },
+    /// A barrier only part of the workgroup reaches.
+    BarrierDivergence(String),
+    /// A panic in kernel code (an arithmetic overflow, a slice index) with its message.
+    Panic(String),
+    /// This thread stopped because another thread of its workgroup faulted.
+    Aborted,
+}
+
+/// A fault with where it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    pub kernel: &'static str,
+    pub workgroup: u32,
+    pub thread: u32,
+    pub kind: FaultKind,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} workgroup {} thread {}: ", self.kernel, self.workgroup, self.thread)?;
+        match &self.kind {
+            FaultKind::RegionOverrun { offset, access_bytes, region_bytes, index, len, at } => write!(
+                f,
+                "access outside the launch-sized region's carve at {at}: element {index} of an array of {len} \
+                 (bytes {offset}..{} of a {region_bytes}-byte region)",
+                offset + *access_bytes as u64
+            ),
+            FaultKind::CarveTooLarge { required, launched, at } => {
+                write!(
+                    f,
+                    "the kernel's carve needs {required} bytes of launch-sized memory, the launch gave {launched} ({at})"
+                )
+            }
+            FaultKind::Trap { at } => write!(f, "trap at {at}"),
+            FaultKind::BarrierDivergence(msg) => write!(f, "barrier divergence: {msg}"),
+            FaultKind::Panic(msg) => write!(f, "panic: {msg}"),
+            FaultKind::Aborted => write!(f, "aborted after another thread faulted"),
+        }
+    }
+}
+
+std::thread_local! {
+    static CONTEXT: Cell<*const ThreadContext<'static>> = const { Cell::new(core::ptr::null()) };
+}
+
+/// Runs `f` with `ctx` as this thread's GPU context (restored afterwards, also when `f`
+/// unwinds).
+pub fn with_context<R>(ctx: &ThreadContext<'_>, f: impl FnOnce() -> R) -> R {
+    struct Restore(*const ThreadContext<'static>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CONTEXT.with(|c| c.set(self.0));
+        }
+    }
+    // The pointer is only dereferenced while `ctx` is borrowed here.
+    let ptr = (ctx as *const ThreadContext<'_>).cast::<ThreadContext<'static>>();
+    let _restore = Restore(CONTEXT.with(|c| c.replace(ptr)));
+    f()
+}
+
+/// This thread's context. Outside a CPU-backend launch there is none: calling `gpu::*`
+/// there is a bug in the caller.
+pub fn context() -> ThreadContext<'static> {
+    let ptr = CONTEXT.with(|c| c.get());
+    assert!(!ptr.is_null(), "gpu::* called outside a kernel launched by the CPU backend");
+    // SAFETY: set by `with_context`, which outlives every use on this thread.
+    unsafe { *ptr }
+}
+
+/// Stops this kernel thread with `kind`, reported with the kernel, workgroup and thread.
+pub fn fault(kind: FaultKind) -> ! {
+    let c = context();
+    std::panic::resume_unwind(Box::new(Fault { kernel: c.kernel, workgroup: c.workgroup, thread: c.thread, kind }))
+}
+
+pub(super) fn thread_idx_x() -> u32 {
+    context().thread
+}
+pub(super) fn block_idx_x() -> u32 {
+    context().workgroup
+}
+pub(super) fn block_dim_x() -> u32 {
+    context().block_dim
+}
+pub(super) fn grid_dim_x() -> u32 {
+    context().grid_dim
+}
+pub(super) fn dynamic_smem_size() -> u32 {
+    context().region_bytes
+}
+pub(super) fn region_base() -> *mut u8 {
+    context().region
+}
+#[track_caller]
+pub(super) fn barrier() {
+    let c = context();
+    c.sync.barrier(c.thread, Location::caller());
+}

@@ -1,0 +1,184 @@
+//! Deliberately broken kernels on the CPU backend: each fault is caught and reported with
+//! the kernel, workgroup, thread and what went wrong, and nothing hangs.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dynsmem::host::Error;
+use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::backend::{Backend, LaunchDims};
+use dynsmem_kernels::gpu;
+use dynsmem_kernels::gpu::host::FaultKind;
+use dynsmem_kernels::layout::Carve;
+
+dynsmem_kernels::kernels! { BROKEN;
+    /// Thread `t` writes element `t + 1` of a `block`-element scratch: the last thread
+    /// writes one element past the carve.
+    pub fn overrun_by_one(out: *mut u32) {
+        let block = gpu::block_dim_x();
+        let mut carve = Carve::new();
+        let scratch = carve.array::<u32>(block).unwrap_or_else(|_| gpu::trap());
+        let shared = gpu::launch_region(carve.bytes()).array(scratch);
+        let t = gpu::thread_idx_x();
+        unsafe { shared.write(t + 1, t) };
+        gpu::barrier();
+        if t == 0 {
+            unsafe { out.write(shared.read(1)) };
+        }
+    }
+
+    /// Carves 4096 bytes whatever the launch gave.
+    pub fn carve_too_large(out: *mut u32) {
+        let _ = gpu::launch_region(4096);
+        unsafe { out.write(1) };
+    }
+
+    /// A barrier inside a thread-dependent branch: only even threads reach it.
+    pub fn barrier_in_branch(out: *mut u32) {
+        if gpu::thread_idx_x() % 2 == 0 {
+            gpu::barrier();
+        }
+        if gpu::thread_idx_x() == 0 {
+            unsafe { out.write(7) };
+        }
+    }
+
+    /// Both sides of a thread-dependent branch have a barrier: two barriers in the source.
+    #[allow(clippy::if_same_then_else)]
+    pub fn barriers_in_both_branches(out: *mut u32) {
+        if gpu::thread_idx_x() < 16 {
+            gpu::barrier();
+        } else {
+            gpu::barrier();
+        }
+        if gpu::thread_idx_x() == 0 {
+            unsafe { out.write(7) };
+        }
+    }
+
+    /// Traps in workgroup 1, thread 3.
+    pub fn trap_in_one_thread(out: *mut u32) {
+        gpu::barrier();
+        if gpu::block_idx_x() == 1 && gpu::thread_idx_x() == 3 {
+            gpu::trap();
+        }
+        gpu::barrier();
+        unsafe { out.write(1) };
+    }
+
+    /// A correct kernel: workgroup sums of `input` through launch-sized scratch.
+    pub fn block_sums(input: *const u32, out: *mut u32) {
+        let (t, b, block) = (gpu::thread_idx_x(), gpu::block_idx_x(), gpu::block_dim_x());
+        let mut carve = Carve::new();
+        let scratch = carve.array::<u32>(block).unwrap_or_else(|_| gpu::trap());
+        let shared = gpu::launch_region(carve.bytes()).array(scratch);
+        unsafe { shared.write(t, input.add((b * block + t) as usize).read()) };
+        gpu::barrier();
+        if t == 0 {
+            let mut sum = 0u32;
+            for i in 0..block {
+                sum = sum.wrapping_add(unsafe { shared.read(i) });
+            }
+            unsafe { out.add(b as usize).write(sum) };
+        }
+    }
+}
+
+/// Launches `kernel` on a fresh backend in another thread; fails the test if it does not
+/// come back within 20 s (a hang is exactly what the CPU backend must not do).
+fn launch(kernel: &'static str, dims: LaunchDims) -> dynsmem::host::Result<()> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let cpu = CpuBackend::with_kernels(&[BROKEN]);
+        let result = (|| {
+            let out = cpu.alloc::<u32>(64)?;
+            let k = cpu.kernel(kernel)?;
+            cpu.launch(&k, dims, &[out.arg()])
+        })();
+        let _ = tx.send(result);
+    });
+    rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("{kernel} hung the CPU backend"))
+}
+
+fn fault(result: dynsmem::host::Result<()>) -> (String, u32, u32, FaultKind, String) {
+    match result {
+        Err(e @ Error::KernelFault { .. }) => {
+            let msg = e.to_string();
+            let Error::KernelFault { kernel, workgroup, thread, fault: Some(kind), .. } = e else { unreachable!() };
+            (kernel, workgroup, thread, kind, msg)
+        }
+        other => panic!("expected a kernel fault, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_overrun_of_the_carve_is_reported_with_its_offset() {
+    let (kernel, workgroup, thread, kind, msg) =
+        fault(launch("overrun_by_one", LaunchDims { grid: 3, block: 32, shared_bytes: 128 }));
+    assert_eq!((kernel.as_str(), workgroup, thread), ("overrun_by_one", 0, 31));
+    match kind {
+        FaultKind::RegionOverrun { offset, access_bytes, region_bytes, index, len, at } => {
+            assert_eq!((offset, access_bytes, region_bytes, index, len), (128, 4, 128, 32, 32));
+            assert!(at.file().ends_with("cpu_faults.rs"), "{at}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(msg.contains("workgroup 0 thread 31") && msg.contains("bytes 128..132 of a 128-byte region"), "{msg}");
+}
+
+#[test]
+fn a_carve_larger_than_the_launch_is_reported() {
+    let (_, workgroup, _, kind, _) =
+        fault(launch("carve_too_large", LaunchDims { grid: 1, block: 4, shared_bytes: 1024 }));
+    assert_eq!(workgroup, 0);
+    assert!(matches!(kind, FaultKind::CarveTooLarge { required: 4096, launched: 1024, .. }), "{kind:?}");
+}
+
+#[test]
+fn a_barrier_only_some_threads_reach_is_reported_not_hung() {
+    let (_, workgroup, _, kind, msg) =
+        fault(launch("barrier_in_branch", LaunchDims { grid: 2, block: 8, shared_bytes: 0 }));
+    assert_eq!(workgroup, 0);
+    assert!(matches!(kind, FaultKind::BarrierDivergence(_)), "{kind:?}");
+    assert!(msg.contains("cpu_faults.rs"), "names the barrier's source location: {msg}");
+}
+
+#[test]
+fn barriers_at_different_source_locations_are_reported() {
+    let (_, _, _, kind, msg) =
+        fault(launch("barriers_in_both_branches", LaunchDims { grid: 1, block: 32, shared_bytes: 0 }));
+    let FaultKind::BarrierDivergence(detail) = kind else { panic!("{msg}") };
+    assert!(detail.contains("while thread") && detail.matches("cpu_faults.rs").count() == 2, "{detail}");
+}
+
+#[test]
+fn a_trap_names_its_workgroup_and_thread() {
+    let (_, workgroup, thread, kind, _) =
+        fault(launch("trap_in_one_thread", LaunchDims { grid: 3, block: 8, shared_bytes: 0 }));
+    assert_eq!((workgroup, thread), (1, 3));
+    assert!(matches!(kind, FaultKind::Trap { .. }), "{kind:?}");
+}
+
+#[test]
+fn the_backend_survives_faults_and_runs_a_correct_kernel() {
+    let cpu = CpuBackend::with_kernels(&[BROKEN]);
+    let bad = cpu.kernel("overrun_by_one").unwrap();
+    let out = cpu.alloc::<u32>(4).unwrap();
+    assert!(cpu.launch(&bad, LaunchDims { grid: 1, block: 16, shared_bytes: 64 }, &[out.arg()]).is_err());
+    let input: Vec<u32> = (0..4 * 50).collect();
+    let input = cpu.htod(&input).unwrap();
+    let good = cpu.kernel("block_sums").unwrap();
+    cpu.launch(&good, LaunchDims { grid: 4, block: 50, shared_bytes: 200 }, &[input.arg(), out.arg()]).unwrap();
+    let sums = cpu.dtoh(&out).unwrap();
+    let expect: Vec<u32> = (0..4).map(|b| (b * 50..(b + 1) * 50).sum()).collect();
+    assert_eq!(sums, expect);
+}
+
+#[test]
+fn arguments_that_do_not_match_the_kernel_are_refused() {
+    let cpu = CpuBackend::with_kernels(&[BROKEN]);
+    let good = cpu.kernel("block_sums").unwrap();
+    let out = cpu.alloc::<u32>(4).unwrap();
+    let r = cpu.launch(&good, LaunchDims { grid: 1, block: 4, shared_bytes: 16 }, &[out.arg()]);
+    assert!(matches!(r, Err(Error::ArgumentMismatch { .. })), "{r:?}");
+}
