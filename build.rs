@@ -10,7 +10,8 @@
 //! Settings (environment):
 //! - `DYNSMEM_CUDA_ARCH` (default `sm_90`) and `DYNSMEM_CUDA_PTX` (default `ptx80`): the
 //!   PTX target, e.g. `sm_80` + `ptx75` for an image that also loads on an A100.
-//! - `DYNSMEM_AMDGPU_ARCH` (default `gfx942`): one or more comma-separated `gfx` names.
+//! - `DYNSMEM_AMDGPU_ARCH` (default `gfx90a,gfx942`): one or more comma-separated `gfx`
+//!   names (gfx1100 and other RDNA targets build too; each arch compiles `core` once).
 //! - `DYNSMEM_KERNELS_CHECKED=1`: bounds-check every shared-memory access on the device.
 //! - `DYNSMEM_GIT_COMMIT`: the commit recorded in results, when `git` cannot tell.
 
@@ -51,7 +52,7 @@ fn main() {
     let cuda_arch = env::var("DYNSMEM_CUDA_ARCH").unwrap_or_else(|_| "sm_90".into());
     let cuda_ptx = env::var("DYNSMEM_CUDA_PTX").unwrap_or_else(|_| "ptx80".into());
     let amdgpu_archs: Vec<String> = env::var("DYNSMEM_AMDGPU_ARCH")
-        .unwrap_or_else(|_| "gfx942".into())
+        .unwrap_or_else(|_| "gfx90a,gfx942".into())
         .split(',')
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())

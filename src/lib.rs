@@ -19,6 +19,7 @@ pub use dynsmem_host as host;
 pub use dynsmem_kernels as device;
 
 use dynsmem_host::backend::cuda::CudaBackend;
+use dynsmem_host::backend::hip::HipBackend;
 use dynsmem_host::backend::wgpu::WgpuBackend;
 use dynsmem_host::backend::{BackendKind, Probe};
 use dynsmem_host::report::Provenance;
@@ -36,6 +37,11 @@ pub const COMMIT: &str = env!("DYNSMEM_GIT_COMMIT");
 /// CUDA device `ordinal` with the embedded PTX loaded, or why not.
 pub fn cuda(ordinal: usize) -> Probe<CudaBackend> {
     CudaBackend::probe(ordinal, kernels::PTX)
+}
+
+/// AMD GPU `ordinal` through HIP with the embedded code object for its `gfx` target, or why not.
+pub fn hip(ordinal: usize) -> Probe<HipBackend> {
+    HipBackend::probe(ordinal, kernels::AMDGPU)
 }
 
 /// The preferred Vulkan adapter through wgpu, or why not.

@@ -74,6 +74,8 @@ enum BackendArg {
     Cuda,
     /// The static-WGSL kernels through wgpu on a Vulkan adapter.
     Wgsl,
+    /// Rust kernels (HSA code objects) on an AMD GPU through HIP.
+    Hip,
     /// Rust kernels on the host: one OS thread per kernel thread, real barriers, checked.
     Cpu,
 }
@@ -116,7 +118,7 @@ struct ReduceArgs {
     /// Stage each chunk through a launch-sized tile of block * ipt elements.
     #[arg(long)]
     staged: bool,
-    /// Backend (default: cuda when present, else wgsl on a GPU adapter, else cpu).
+    /// Backend (default: cuda when present, else hip, else wgsl on a GPU adapter, else cpu).
     #[arg(long, value_enum)]
     backend: Option<BackendArg>,
     /// Variant (default: the backend's first: launch-sized on cuda, wgsl-literal on wgsl).
@@ -172,11 +174,10 @@ fn devices() -> anyhow::Result<()> {
         Probe::Ready(b) => println!("{}\n    {}", suite::describe(&b), limits_line(&b)),
         Probe::Unavailable(k, why) => println!("{k}: unavailable: {why}"),
     }
-    println!(
-        "{}: unavailable: not built into this binary yet (the amdgpu images are built: {})",
-        BackendKind::Hip,
-        dynsmem::image_name(BackendKind::Hip)
-    );
+    match dynsmem::hip(0) {
+        Probe::Ready(b) => println!("{}\n    {}", suite::describe(&b), limits_line(&b)),
+        Probe::Unavailable(k, why) => println!("{k}: unavailable: {why}"),
+    }
     let cpu = CpuBackend::new();
     println!("{}\n    {}", suite::describe(&cpu), limits_line(&cpu));
     Ok(())
@@ -193,9 +194,17 @@ fn run_reduce(args: ReduceArgs) -> anyhow::Result<()> {
             Probe::Ready(b) => reduce_on(&b, &args),
             Probe::Unavailable(k, why) => bail!("{k} unavailable: {why}"),
         },
+        Some(BackendArg::Hip) => match dynsmem::hip(0) {
+            Probe::Ready(b) => reduce_on(&b, &args),
+            Probe::Unavailable(k, why) => bail!("{k} unavailable: {why}"),
+        },
         Some(BackendArg::Cpu) => reduce_on(&CpuBackend::new(), &args),
         None => {
             match dynsmem::cuda(0) {
+                Probe::Ready(b) => return reduce_on(&b, &args),
+                Probe::Unavailable(k, why) => eprintln!("{k} unavailable ({why})"),
+            }
+            match dynsmem::hip(0) {
                 Probe::Ready(b) => return reduce_on(&b, &args),
                 Probe::Unavailable(k, why) => eprintln!("{k} unavailable ({why})"),
             }

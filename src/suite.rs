@@ -54,6 +54,16 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
+    let mut have_hip = false;
+    match crate::hip(0) {
+        Probe::Ready(hip) => {
+            have_hip = true;
+            backends.push(describe(&hip));
+            let n = opts.n.unwrap_or(GPU_ELEMENTS);
+            family_reduce(&hip, n, opts, &mut inputs, &mut records, progress);
+        }
+        Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
+    }
     match crate::wgsl() {
         Probe::Ready(wgsl) => {
             backends.push(describe(&wgsl));
@@ -62,10 +72,10 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
-    // Without a CUDA device the Rust kernels still run, on the CPU backend: the same
+    // Without a CUDA or HIP device the Rust kernels still run, on the CPU backend: the same
     // source as the PTX, checked and timed (CPU timings, labelled as such).
-    if have_cuda {
-        backends.push("cpu: not run (a CUDA device is present; the CPU backend is for machines without one)".into());
+    if have_cuda || have_hip {
+        backends.push("cpu: not run (a GPU backend is present; the CPU backend is for machines without one)".into());
     } else {
         let cpu = CpuBackend::new();
         backends.push(describe(&cpu));

@@ -78,33 +78,53 @@ fn get<'a>(map: &'a rmpv::Value, key: &str) -> Option<&'a rmpv::Value> {
 }
 
 #[test]
-fn amdgpu_objects_have_every_kernel_and_no_static_lds() {
-    assert!(!kernels::AMDGPU.is_empty());
+fn amdgpu_code_objects_match_the_host_argument_packing() {
+    let archs: Vec<&str> = kernels::AMDGPU.iter().map(|(a, _)| *a).collect();
+    for required in ["gfx90a", "gfx942"] {
+        assert!(archs.contains(&required), "default build embeds {required}: {archs:?}");
+    }
+    let entries: Vec<&dynsmem_kernels::KernelEntry> = dynsmem_kernels::KERNELS.iter().flat_map(|t| t.iter()).collect();
     for (arch, elf) in kernels::AMDGPU {
         let file = object::File::parse(*elf).expect("ELF");
         let symbols: Vec<String> = file.symbols().filter_map(|s| s.name().ok().map(str::to_string)).collect();
         let meta = amdgpu_metadata(elf);
         let kernels_meta = get(&meta, "amdhsa.kernels").and_then(|v| v.as_array()).expect("amdhsa.kernels");
-        for (name, ..) in reduce::entries() {
+        assert_eq!(kernels_meta.len(), entries.len(), "{arch}: one metadata record per kernels! entry");
+        // CDNA (gfx9) runs 64-wide wavefronts, RDNA (gfx10+) 32-wide by default.
+        let wave = if arch.starts_with("gfx9") { 64 } else { 32 };
+        for entry in &entries {
+            let name = entry.name;
             assert!(symbols.iter().any(|s| s == name), "{arch}: symbol {name}");
-            assert!(symbols.iter().any(|s| *s == format!("{name}.kd")), "{arch}: descriptor {name}.kd");
+            assert!(symbols.iter().any(|s| *s == format!("{name}.kd")), "{arch}: kernel descriptor {name}.kd");
             let k = kernels_meta
                 .iter()
                 .find(|k| get(k, ".name").and_then(|v| v.as_str()) == Some(name))
-                .unwrap_or_else(|| panic!("{arch}: {name} not in metadata"));
-            assert_eq!(get(k, ".group_segment_fixed_size").and_then(|v| v.as_u64()), Some(0), "{arch} {name}");
-            // The kernarg layout the host packs: two pointers, a u64 and a u32.
+                .unwrap_or_else(|| panic!("{arch}: {name} not in the metadata"));
+            let u = |key: &str| get(k, key).and_then(|v| v.as_u64());
+            assert_eq!(u(".group_segment_fixed_size"), Some(0), "{arch} {name}: static LDS");
+            assert_eq!(u(".wavefront_size"), Some(wave), "{arch} {name}: wavefront size");
+            assert_eq!(
+                u(".kernarg_segment_size"),
+                Some(dynsmem_kernels::kernarg_size(entry.params) as u64),
+                "{arch} {name}"
+            );
+            // Every explicit argument where the HIP backend packs it, and of the right kind.
             let args = get(k, ".args").and_then(|v| v.as_array()).expect(".args");
-            let layout: Vec<(u64, u64)> = args
+            let layout: Vec<(u64, u64, String)> = args
                 .iter()
                 .map(|a| {
-                    (
-                        get(a, ".offset").and_then(|v| v.as_u64()).unwrap(),
-                        get(a, ".size").and_then(|v| v.as_u64()).unwrap(),
-                    )
+                    let n = |key: &str| get(a, key).and_then(|v| v.as_u64()).unwrap();
+                    (n(".offset"), n(".size"), get(a, ".value_kind").and_then(|v| v.as_str()).unwrap().to_string())
                 })
                 .collect();
-            assert_eq!(layout, vec![(0, 8), (8, 8), (16, 8), (24, 4)], "{arch} {name}");
+            let expected: Vec<(u64, u64, String)> = dynsmem_kernels::kernarg_layout(entry.params)
+                .zip(entry.params)
+                .map(|((o, s), p)| {
+                    let kind = if *p == dynsmem_kernels::ParamKind::Ptr { "global_buffer" } else { "by_value" };
+                    (o as u64, s as u64, kind.to_string())
+                })
+                .collect();
+            assert_eq!(layout, expected, "{arch} {name}: kernarg layout");
         }
     }
 }

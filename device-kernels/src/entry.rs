@@ -44,6 +44,25 @@ impl ParamKind {
     }
 }
 
+/// Where each parameter sits in an HSA kernarg segment: `(offset, size)` in bytes, each
+/// naturally aligned after the previous one (the AMDGPU code-object ABI; the HIP backend
+/// packs its argument buffer with exactly this, and CI checks it against every code
+/// object's metadata).
+pub fn kernarg_layout(params: &[ParamKind]) -> impl Iterator<Item = (u32, u32)> + '_ {
+    let mut end = 0u32;
+    params.iter().map(move |p| {
+        let size = p.bytes();
+        let offset = end.next_multiple_of(size);
+        end = offset + size;
+        (offset, size)
+    })
+}
+
+/// Bytes of the kernarg segment of `params` (the end of the last parameter).
+pub fn kernarg_size(params: &[ParamKind]) -> u32 {
+    kernarg_layout(params).last().map(|(o, s)| o + s).unwrap_or(0)
+}
+
 /// A type a kernel may take as a parameter.
 pub trait KernelParam {
     const KIND: ParamKind;

@@ -24,7 +24,7 @@ pub mod gpu;
 pub mod layout;
 pub mod reduce;
 
-pub use entry::{KernelEntry, KernelParam, ParamKind};
+pub use entry::{KernelEntry, KernelParam, ParamKind, kernarg_layout, kernarg_size};
 
 /// Every kernel of the image, family by family.
 pub const KERNELS: &[&[KernelEntry]] = &[reduce::KERNELS];

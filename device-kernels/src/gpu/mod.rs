@@ -157,6 +157,21 @@ pub fn block_dim_x() -> u32 {
 pub fn grid_dim_x() -> u32 {
     arch::grid_dim_x()
 }
+/// Threads that execute in lockstep: 32 on NVIDIA, the wavefront size on AMD (64 on CDNA
+/// such as gfx90a/gfx942, 32 on RDNA such as gfx1100), 32 on the CPU backend. Kernels that
+/// do warp-level work must ask, never assume 32.
+#[inline(always)]
+pub fn wave_size() -> u32 {
+    #[cfg(target_arch = "amdgpu")]
+    {
+        core::arch::amdgpu::wavefrontsize()
+    }
+    #[cfg(not(target_arch = "amdgpu"))]
+    {
+        32
+    }
+}
+
 /// Bytes of launch-sized workgroup memory this launch was given.
 #[inline(always)]
 pub fn dynamic_smem_size() -> u32 {

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 
 pub mod cpu;
 pub mod cuda;
+pub mod hip;
 pub mod wgpu;
 
 /// Which backend a device, record or error belongs to.
