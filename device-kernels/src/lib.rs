@@ -21,13 +21,14 @@
 
 pub mod entry;
 pub mod gpu;
+pub mod histogram;
 pub mod layout;
 pub mod reduce;
 
 pub use entry::{KernelEntry, KernelParam, ParamKind, kernarg_layout, kernarg_size};
 
 /// Every kernel of the image, family by family.
-pub const KERNELS: &[&[KernelEntry]] = &[reduce::KERNELS];
+pub const KERNELS: &[&[KernelEntry]] = &[reduce::KERNELS, histogram::KERNELS];
 
 /// Element types the kernels are instantiated for.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]

@@ -61,3 +61,39 @@ fn reduce_dtype<B: ReduceKernels, T: ReduceElement>(backend: &B, m: &ReduceMatri
     ));
     checked
 }
+
+use dynsmem::host::kernels::{Kernels, Workload};
+
+/// Prepares, runs and checks one case; panics with `what` and the error on failure.
+pub fn run_case<W: Workload>(what: &str, prepared: dynsmem::host::Result<W>) {
+    let w = prepared.unwrap_or_else(|e| panic!("{what}: prepare: {e}"));
+    w.run().unwrap_or_else(|e| panic!("{what}: run: {e}"));
+    w.check().unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+/// Histogram: every size and bin count with the backend's default config and two odd
+/// ones, 10% of keys out of range, every variant. Returns the number of checked cases.
+pub fn histogram<B: Kernels>(backend: &B, sizes: &[u64], bins: &[u32]) -> usize {
+    use dynsmem::host::device::histogram::HistogramConfig;
+    use dynsmem::host::kernels::histogram::{HistogramProblem, default_config, prepare};
+    let mut checked = 0;
+    for &n in sizes {
+        for &b in bins {
+            let problem = HistogramProblem { n, bins: b, out_of_range_pct: 10 };
+            let configs = [
+                default_config(backend, &problem),
+                HistogramConfig { block: 64, grid: 3, copies: 2 },
+                HistogramConfig { block: 96, grid: 1, copies: 1 },
+            ];
+            for config in configs {
+                for &variant in backend.variants() {
+                    let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
+                    run_case(&what, prepare(backend, problem, config, variant, n ^ b as u64));
+                    checked += 1;
+                }
+            }
+        }
+    }
+    note(&format!("histogram conformance: {}: {checked} cases verified", backend.kind()));
+    checked
+}

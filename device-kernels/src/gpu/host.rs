@@ -151,3 +151,17 @@ pub(super) fn barrier() {
     let c = context();
     c.sync.barrier(c.thread, Location::caller());
 }
+
+pub(super) unsafe fn shared_atomic_add_u32(p: *mut u32, v: u32) {
+    // SAFETY: `p` points into the workgroup's region, which its threads share.
+    unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, core::sync::atomic::Ordering::Relaxed);
+}
+pub(super) fn exp2(x: f32) -> f32 {
+    x.exp2()
+}
+pub(super) fn sqrt(x: f32) -> f32 {
+    x.sqrt()
+}
+pub(super) fn rsqrt(x: f32) -> f32 {
+    1.0 / x.sqrt()
+}

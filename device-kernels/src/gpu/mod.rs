@@ -49,6 +49,36 @@ mod arch {
     pub fn barrier() {
         unsafe { nvptx::_syncthreads() }
     }
+    /// `red.shared.add.u32`: an atomic add in shared memory without a return value, at
+    /// the SM (core's atomics would be `.sys`-scoped generic atomics).
+    #[inline(always)]
+    pub unsafe fn shared_atomic_add_u32(p: *mut u32, v: u32) {
+        // SAFETY: `p` points into this block's shared memory (the caller's contract).
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u64 %sa; cvta.to.shared.u64 %sa, {p}; red.shared.add.u32 [%sa], {v}; }}",
+                p = in(reg64) p,
+                v = in(reg32) v,
+                options(nostack)
+            );
+        }
+    }
+    #[inline(always)]
+    pub fn exp2(x: f32) -> f32 {
+        core::intrinsics::exp2(x)
+    }
+    #[inline(always)]
+    pub fn sqrt(x: f32) -> f32 {
+        core::intrinsics::sqrt(x)
+    }
+    /// `rsqrt.approx.f32`: about 1 ulp on sm_70+, one instruction.
+    #[inline(always)]
+    pub fn rsqrt(x: f32) -> f32 {
+        let r: f32;
+        // SAFETY: pure arithmetic.
+        unsafe { core::arch::asm!("rsqrt.approx.f32 {}, {};", out(reg32) r, in(reg32) x, options(pure, nomem, nostack)) };
+        r
+    }
     /// Bytes of launch-sized shared memory this launch was given (`%dynamic_smem_size`).
     #[inline(always)]
     pub fn dynamic_smem_size() -> u32 {
@@ -116,6 +146,24 @@ mod arch {
     pub fn dynamic_smem_size() -> u32 {
         packet_u32(GROUP_SEGMENT_SIZE) - amdgpu::groupstaticsize()
     }
+    /// An LDS atomic (`ds_add_u32` once LLVM infers the address space of the pointer).
+    #[inline(always)]
+    pub unsafe fn shared_atomic_add_u32(p: *mut u32, v: u32) {
+        // SAFETY: `p` is a valid, 4-aligned pointer into LDS (the caller's contract).
+        unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, Ordering::Relaxed);
+    }
+    #[inline(always)]
+    pub fn exp2(x: f32) -> f32 {
+        core::intrinsics::exp2(x)
+    }
+    #[inline(always)]
+    pub fn sqrt(x: f32) -> f32 {
+        core::intrinsics::sqrt(x)
+    }
+    #[inline(always)]
+    pub fn rsqrt(x: f32) -> f32 {
+        1.0 / core::intrinsics::sqrt(x)
+    }
 }
 
 #[cfg(gpu)]
@@ -176,6 +224,56 @@ pub fn wave_size() -> u32 {
 #[inline(always)]
 pub fn dynamic_smem_size() -> u32 {
     arch::dynamic_smem_size()
+}
+
+/// 2^x (the hardware's approximation on GPUs: `ex2.approx.f32`, `v_exp_f32`).
+#[inline(always)]
+pub fn exp2(x: f32) -> f32 {
+    arch::exp2(x)
+}
+
+/// e^x through [`exp2`].
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    arch::exp2(x * core::f32::consts::LOG2_E)
+}
+
+#[inline(always)]
+pub fn sqrt(x: f32) -> f32 {
+    arch::sqrt(x)
+}
+
+/// 1/sqrt(x) (approximate on NVIDIA: `rsqrt.approx.f32`).
+#[inline(always)]
+pub fn rsqrt(x: f32) -> f32 {
+    arch::rsqrt(x)
+}
+
+/// Atomically adds `v` to the `u32` at `p` in device (global) memory; returns the old value.
+///
+/// # Safety
+/// `p` is valid, 4-aligned device memory that every accessor touches atomically.
+#[inline(always)]
+pub unsafe fn atomic_add_global_u32(p: *mut u32, v: u32) -> u32 {
+    unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, core::sync::atomic::Ordering::Relaxed)
+}
+
+/// Loads a `u64` in device memory with acquire ordering (for flags other blocks publish).
+///
+/// # Safety
+/// As [`atomic_add_global_u32`], 8-aligned.
+#[inline(always)]
+pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
+    unsafe { core::sync::atomic::AtomicU64::from_ptr(p.cast_mut()) }.load(core::sync::atomic::Ordering::Acquire)
+}
+
+/// Stores a `u64` in device memory with release ordering (publishing to other blocks).
+///
+/// # Safety
+/// As [`load_acquire_u64`].
+#[inline(always)]
+pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
+    unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }.store(v, core::sync::atomic::Ordering::Release)
 }
 
 /// Waits until every thread of the block arrives, and orders workgroup-memory accesses
@@ -256,6 +354,19 @@ pub struct SharedArray<T> {
     /// Byte offset of element 0 in the region, and the region's size (for reports).
     offset: u32,
     region_bytes: u32,
+}
+
+impl SharedArray<u32> {
+    /// Atomically adds `v` to element `i`: a shared-memory (LDS) atomic on GPUs.
+    ///
+    /// # Safety
+    /// `i < len`; every concurrent access to element `i` is atomic.
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub unsafe fn atomic_add(self, i: u32, v: u32) {
+        self.check(i);
+        unsafe { arch::shared_atomic_add_u32(self.ptr.add(i as usize), v) }
+    }
 }
 
 impl<T: Copy> SharedArray<T> {

@@ -189,6 +189,11 @@ pub trait Backend {
     /// [`Backend::time_ms`] like a launch: it is the bandwidth anchor.
     fn copy<T: Element>(&self, src: &Buffer<Self::Raw, T>, dst: &mut Buffer<Self::Raw, T>) -> Result<()>;
 
+    /// Queues zero-filling `buf` (in stream order with launches, and inside a
+    /// [`Backend::time_ms`] scope like a launch): kernels that accumulate into an output
+    /// (histogram bins, scan flags) start from it.
+    fn fill_zero<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<()>;
+
     /// Queues one launch. Implementations call [`Backend::check_launch`] first, so a
     /// launch over a limit is a typed error and nothing is queued.
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()>;

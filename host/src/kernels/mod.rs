@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod histogram;
 pub mod reduce;
 
 /// How a kernel gets its workgroup memory: the axis the project compares along.
@@ -42,4 +43,137 @@ pub(crate) fn fill_template(template: &str, slots: &[(&str, &str)]) -> String {
     }
     debug_assert!(!out.contains("{{"), "unfilled template slot in:\n{out}");
     out
+}
+
+use crate::backend::wgpu::{PipelineDesc, WgpuBackend};
+use crate::backend::{Backend, BackendKind, RustKernels};
+use crate::error::{Error, Result};
+
+/// One WGSL pipeline of a family's kernel: the text, its entry point, the `override`
+/// values, and what it declares.
+#[derive(Debug, Clone)]
+pub struct WgslSpec {
+    /// Kernel name for errors and records, e.g. `histogram_u32[wgsl-literal,bins=256]`.
+    pub name: String,
+    pub source: String,
+    pub entry: &'static str,
+    pub constants: Vec<(&'static str, f64)>,
+    pub workgroup_size: u32,
+    /// Bytes of the static `var<workgroup>` arrays the text declares.
+    pub static_bytes: u32,
+}
+
+/// One kernel of a family, as every backend can build it: the Rust entry point with the
+/// launch-sized bytes of its layout, and the WGSL pipeline for each sizing.
+pub struct KernelSpec<'a> {
+    pub entry: &'static str,
+    pub launch_bytes: u32,
+    pub wgsl: &'a dyn Fn(Variant) -> WgslSpec,
+}
+
+/// A built kernel and the workgroup memory it uses.
+pub struct Built<K> {
+    pub kernel: K,
+    pub launch_bytes: u32,
+    pub static_bytes: u32,
+}
+
+/// How a backend builds the kernels of the families that use [`KernelSpec`].
+pub trait Kernels: Backend {
+    /// The variants this backend runs.
+    fn variants(&self) -> &'static [Variant];
+    fn build(&self, spec: &KernelSpec<'_>, variant: Variant) -> Result<Built<Self::Kernel>>;
+}
+
+impl<B: RustKernels> Kernels for B {
+    fn variants(&self) -> &'static [Variant] {
+        &[Variant::LaunchSized]
+    }
+
+    fn build(&self, spec: &KernelSpec<'_>, variant: Variant) -> Result<Built<Self::Kernel>> {
+        if variant != Variant::LaunchSized {
+            return Err(Error::Unsupported { backend: self.kind(), what: format!("the {variant} variant of {}", spec.entry) });
+        }
+        Ok(Built { kernel: self.rust_kernel(spec.entry)?, launch_bytes: spec.launch_bytes, static_bytes: 0 })
+    }
+}
+
+impl Kernels for WgpuBackend {
+    fn variants(&self) -> &'static [Variant] {
+        &[Variant::WgslLiteral, Variant::WgslOverride]
+    }
+
+    fn build(&self, spec: &KernelSpec<'_>, variant: Variant) -> Result<Built<Self::Kernel>> {
+        if !matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) {
+            return Err(Error::Unsupported {
+                backend: BackendKind::Wgsl,
+                what: format!("the {variant} variant of {}", spec.entry),
+            });
+        }
+        let w = (spec.wgsl)(variant);
+        let static_bytes = w.static_bytes;
+        let kernel = self.pipeline(PipelineDesc {
+            name: w.name,
+            source: &w.source,
+            entry: w.entry,
+            constants: &w.constants,
+            workgroup_size: w.workgroup_size,
+            static_shared_bytes: w.static_bytes,
+        })?;
+        Ok(Built { kernel, launch_bytes: 0, static_bytes })
+    }
+}
+
+/// The WGSL sizing declarations of a template: `const` lines for the literal variant,
+/// `override` lines (values set at pipeline creation) for the override variant.
+pub(crate) fn wgsl_sizing(variant: Variant, items: &[(&'static str, &'static str, f64)]) -> (String, Vec<(&'static str, f64)>) {
+    match variant {
+        Variant::WgslOverride => (
+            items.iter().map(|(name, ty, _)| format!("override {name}: {ty};")).collect::<Vec<_>>().join("\n"),
+            items.iter().map(|(name, _, v)| (*name, *v)).collect(),
+        ),
+        _ => (
+            items
+                .iter()
+                .map(|(name, ty, v)| match *ty {
+                    "bool" => format!("const {name}: bool = {};", *v != 0.0),
+                    "f32" => format!("const {name}: f32 = {v:?};"),
+                    _ => format!("const {name}: {ty} = {}u;", *v as u64),
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Vec::new(),
+        ),
+    }
+}
+
+/// One validated config of a family on one backend, inputs uploaded and the reference
+/// computed: what `run`, `bench` and the conformance suites drive.
+pub trait Workload {
+    /// The kernel(s), as records name them.
+    fn kernel_name(&self) -> String;
+    /// Launch-sized bytes per block of its largest launch.
+    fn shared_bytes(&self) -> u32;
+    /// Static workgroup bytes its kernels declare.
+    fn static_shared_bytes(&self) -> u32;
+    /// Bytes the algorithm must read and write once (0 for compute-bound families).
+    fn bytes(&self) -> u64;
+    /// Floating-point operations of one run (0 for bandwidth-bound families).
+    fn flops(&self) -> f64 {
+        0.0
+    }
+    /// Queues one run (every launch of it).
+    fn run(&self) -> Result<()>;
+    /// Reads the output back and checks it against the CPU reference.
+    fn check(&self) -> Result<()>;
+}
+
+/// Validation errors of a family's config, named after its kernel.
+pub(crate) fn invalid(kernel: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidConfig { kernel: kernel.into(), reason: reason.into() }
+}
+
+/// Validation errors of a family's problem.
+pub(crate) fn invalid_problem(kernel: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidProblem { kernel: kernel.into(), reason: reason.into() }
 }

@@ -288,6 +288,13 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn fill_zero<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<()> {
+        // SAFETY: owned memory of at least `buf.bytes()` bytes; no launch runs concurrently
+        // (launches on this backend return when they finish).
+        unsafe { std::ptr::write_bytes(buf.raw().ptr.as_ptr(), 0, buf.bytes() as usize) };
+        Ok(())
+    }
+
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
         self.check_launch(kernel.name, dims)?;
         let kinds: Vec<ParamKind> = args

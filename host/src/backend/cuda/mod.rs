@@ -226,6 +226,13 @@ impl Backend for CudaBackend {
             .map_err(driver_err("cuMemcpyDtoD"))
     }
 
+    fn fill_zero<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<()> {
+        let (ptr, _) = buf.raw().device_ptr(&self.stream);
+        // SAFETY: the allocation holds at least `buf.bytes()` bytes; stream-ordered.
+        unsafe { cudarc::driver::result::memset_d8_async(ptr, 0, buf.bytes() as usize, self.stream.cu_stream()) }
+            .map_err(driver_err("cuMemsetD8Async"))
+    }
+
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
         self.check_launch(&kernel.name, dims)?;
         if dims.shared_bytes > kernel.optin_bytes.get() {

@@ -287,6 +287,12 @@ impl Backend for HipBackend {
         self.api.check(code, "hipMemcpyDtoD")
     }
 
+    fn fill_zero<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<()> {
+        // SAFETY: the allocation holds at least `buf.bytes()` bytes.
+        let code = unsafe { (self.api.hipMemsetD8)(buf.raw().ptr, 0, buf.bytes() as usize) };
+        self.api.check(code, "hipMemsetD8")
+    }
+
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
         self.check_launch(kernel.entry.name, dims)?;
         let kinds = param_kinds(args);

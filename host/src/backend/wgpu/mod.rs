@@ -467,6 +467,21 @@ impl Backend for WgpuBackend {
         )
     }
 
+    fn fill_zero<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<()> {
+        let mut scope = self.scope.borrow_mut();
+        match scope.as_mut() {
+            // Recorded in the timed encoder, between the passes around it.
+            Some(s) => s.encoder.clear_buffer(buf.raw(), 0, None),
+            None => {
+                let mut enc = self.device.create_command_encoder(&Default::default());
+                enc.clear_buffer(buf.raw(), 0, None);
+                self.queue.submit([enc.finish()]);
+            }
+        }
+        drop(scope);
+        self.take_uncaptured("clear_buffer")
+    }
+
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
         self.check_launch(&kernel.name, dims)?;
         if dims.block != kernel.workgroup_size {

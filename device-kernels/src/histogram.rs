@@ -1,0 +1,125 @@
+//! Histogram: counts of `u32` keys in `num_bins` bins, with per-workgroup bins in
+//! launch-sized shared memory.
+//!
+//! # Algorithm
+//! Each block zeroes `copies` private copies of the bins in shared memory, walks the keys
+//! grid-stride (16-byte loads: thread `g = block_idx * block + tid` reads key vectors
+//! `g, g + grid * block, ...`), and counts each key with a shared-memory atomic in the
+//! copy of its warp (`(tid / 32) % copies`: several copies spread the atomics of popular
+//! bins over more banks), then merges: thread `t` sums bin `b = t, t + block, ...` over the
+//! copies and adds it to the global bins with one global atomic (skipped when zero).
+//! Keys `>= num_bins` are not counted. The global bins must be zeroed before the launch.
+//!
+//! # Launch-sized memory ([`HistogramConfig::layout`])
+//! `counters`: `copies * num_bins` `u32`. One copy of 49152 bins is 192 KB: past the 48 KB
+//! a static array may hold, within an H100's 227 KB opt-in limit.
+//!
+//! # Entry point
+//! `histogram_u32(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32)`,
+//! launched with `grid` blocks of `block` threads.
+
+use crate::gpu::{self, SharedArray};
+use crate::layout::{Carve, LayoutError, Slice};
+
+/// The launch-time tunables of a histogram launch.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HistogramConfig {
+    pub block: u32,
+    /// Blocks in the grid (each walks the keys grid-stride).
+    pub grid: u32,
+    /// Private copies of the bins per block (1 for bin counts near the memory limit).
+    pub copies: u32,
+}
+
+impl HistogramConfig {
+    /// The carve for `num_bins` bins.
+    pub fn layout(&self, num_bins: u32) -> Result<Slice<u32>, LayoutError> {
+        let len = num_bins.checked_mul(self.copies).ok_or(LayoutError::Overflow {
+            offset: 0,
+            len: num_bins,
+            elem_bytes: self.copies.saturating_mul(4),
+        })?;
+        Carve::new().array::<u32>(len)
+    }
+
+    pub fn shared_bytes(&self, num_bins: u32) -> Result<u32, LayoutError> {
+        Ok(self.layout(num_bins)?.bytes())
+    }
+}
+
+/// Four keys as one 16-byte load.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct Keys4([u32; 4]);
+
+/// # Safety
+/// `keys` holds `n` keys, `bins` holds `num_bins` zeroed counters, the launch gave the
+/// layout's bytes (checked: traps otherwise).
+#[inline(always)]
+unsafe fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32) {
+    let tid = gpu::thread_idx_x();
+    let block = gpu::block_dim_x();
+    let cfg = HistogramConfig { block, grid: gpu::grid_dim_x(), copies };
+    let Ok(slice) = cfg.layout(num_bins) else { gpu::trap() };
+    if copies == 0 {
+        gpu::trap();
+    }
+    let counters: SharedArray<u32> = gpu::launch_region(slice.bytes()).array(slice);
+
+    let mut i = tid;
+    while i < counters.len() {
+        unsafe { counters.write(i, 0) };
+        i += block;
+    }
+    gpu::barrier();
+
+    let base = ((tid / 32) % copies) * num_bins;
+    let count = |key: u32| {
+        if key < num_bins {
+            unsafe { counters.atomic_add(base + key, 1) };
+        }
+    };
+    let stride = cfg.grid as u64 * block as u64;
+    let first = gpu::block_idx_x() as u64 * block as u64 + tid as u64;
+    let vec_ok = (keys as usize).is_multiple_of(16);
+    let n_vec = if vec_ok { n / 4 } else { 0 };
+    let v = keys as *const Keys4;
+    let mut g = first;
+    while g < n_vec {
+        let k = unsafe { v.add(g as usize).read() }.0;
+        count(k[0]);
+        count(k[1]);
+        count(k[2]);
+        count(k[3]);
+        g += stride;
+    }
+    // The keys past the last whole vector (all of them if `keys` is not 16-byte aligned).
+    let mut g = n_vec * 4 + first;
+    while g < n {
+        count(unsafe { keys.add(g as usize).read() });
+        g += stride;
+    }
+    gpu::barrier();
+
+    let mut b = tid;
+    while b < num_bins {
+        let mut sum = 0u32;
+        let mut c = 0;
+        while c < copies {
+            sum = sum.wrapping_add(unsafe { counters.read(c * num_bins + b) });
+            c += 1;
+        }
+        if sum != 0 {
+            unsafe { gpu::atomic_add_global_u32(bins.add(b as usize), sum) };
+        }
+        b += block;
+    }
+}
+
+crate::kernels! { KERNELS;
+    /// Counts `n` keys into `num_bins` bins; see the module documentation.
+    pub fn histogram_u32(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32) {
+        unsafe { histogram(keys, n, bins, num_bins, copies) }
+    }
+}

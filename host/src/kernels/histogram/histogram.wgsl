@@ -1,0 +1,63 @@
+// Histogram on the static-WGSL path: the algorithm and mapping of
+// device-kernels/src/histogram.rs (read that first), with the per-workgroup bins in a
+// `var<workgroup>` array whose size, BINS * COPIES, is fixed when the pipeline is created.
+// Keys >= BINS are not counted; the global bins are zeroed before the dispatch.
+//
+// Template slot (the name in double braces), filled by host/src/kernels/histogram/mod.rs:
+//   SIZING   declarations of BLOCK, BINS and COPIES (u32)
+
+{{SIZING}}
+
+struct Params {
+    // Number of keys; the WGSL path takes n < 2^31 (the host refuses more).
+    n_lo: u32,
+    n_hi: u32,
+    num_bins: u32,
+    copies: u32,
+}
+
+@group(0) @binding(0) var<storage, read> keys: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> bins: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> params: Params;
+
+var<workgroup> counters: array<atomic<u32>, BINS * COPIES>;
+
+@compute @workgroup_size(BLOCK)
+fn histogram(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    for (var i = tid; i < BINS * COPIES; i += BLOCK) {
+        atomicStore(&counters[i], 0u);
+    }
+    workgroupBarrier();
+
+    let n = params.n_lo;
+    let base = ((tid / 32u) % COPIES) * BINS;
+    let stride = nwg.x * BLOCK;
+    let first = wid.x * BLOCK + tid;
+    let n_vec = n / 4u;
+    for (var g = first; g < n_vec; g += stride) {
+        let k = keys[g];
+        if (k.x < BINS) { atomicAdd(&counters[base + k.x], 1u); }
+        if (k.y < BINS) { atomicAdd(&counters[base + k.y], 1u); }
+        if (k.z < BINS) { atomicAdd(&counters[base + k.z], 1u); }
+        if (k.w < BINS) { atomicAdd(&counters[base + k.w], 1u); }
+    }
+    for (var g = n_vec * 4u + first; g < n; g += stride) {
+        let k = keys[g >> 2u][g & 3u];
+        if (k < BINS) { atomicAdd(&counters[base + k], 1u); }
+    }
+    workgroupBarrier();
+
+    for (var b = tid; b < BINS; b += BLOCK) {
+        var sum = 0u;
+        for (var c = 0u; c < COPIES; c++) {
+            sum += atomicLoad(&counters[c * BINS + b]);
+        }
+        if (sum != 0u) {
+            atomicAdd(&bins[b], sum);
+        }
+    }
+}
