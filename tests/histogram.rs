@@ -63,7 +63,9 @@ fn wgsl_cannot_express_bins_past_its_static_limit() {
     let config = HistogramConfig { block: 256, grid: 2, copies: 1 };
     for variant in [Variant::WgslLiteral, Variant::WgslOverride] {
         match prepare(&wgsl, problem, config, variant, 1) {
-            Err(Error::SharedMemoryLimit { kind: "static", requested: 196_608, limit: l, .. }) => assert_eq!(l, limit as u64),
+            Err(Error::SharedMemoryLimit { kind: "static", requested: 196_608, limit: l, .. }) => {
+                assert_eq!(l, limit as u64)
+            }
             Err(e) => panic!("{variant}: {e}"),
             Ok(_) => panic!("{variant}: 196608 B of static workgroup memory was accepted"),
         }

@@ -19,16 +19,21 @@
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 #![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu))]
 
+pub mod conv1d;
 pub mod entry;
 pub mod gpu;
 pub mod histogram;
 pub mod layout;
 pub mod reduce;
+pub mod softmax;
+pub mod stencil2d;
+pub mod transpose;
 
 pub use entry::{KernelEntry, KernelParam, ParamKind, kernarg_layout, kernarg_size};
 
 /// Every kernel of the image, family by family.
-pub const KERNELS: &[&[KernelEntry]] = &[reduce::KERNELS, histogram::KERNELS];
+pub const KERNELS: &[&[KernelEntry]] =
+    &[reduce::KERNELS, histogram::KERNELS, transpose::KERNELS, softmax::KERNELS, conv1d::KERNELS, stencil2d::KERNELS];
 
 /// Element types the kernels are instantiated for.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]

@@ -97,3 +97,96 @@ pub fn histogram<B: Kernels>(backend: &B, sizes: &[u64], bins: &[u32]) -> usize 
     note(&format!("histogram conformance: {}: {checked} cases verified", backend.kind()));
     checked
 }
+
+/// Transpose: square, tall, wide and degenerate shapes, smaller than one tile and not
+/// multiples of it, with the default config and a few tile/padding choices.
+pub fn transpose<B: Kernels>(backend: &B, shapes: &[(u32, u32)]) -> usize {
+    use dynsmem::host::device::transpose::TransposeConfig;
+    use dynsmem::host::kernels::transpose::{TransposeProblem, default_config, prepare};
+    let mut checked = 0;
+    for &(rows, cols) in shapes {
+        let problem = TransposeProblem { rows, cols };
+        for config in [
+            default_config(backend),
+            TransposeConfig { block: 64, tile: 16, pad: 0 },
+            TransposeConfig { block: 32, tile: 8, pad: 3 },
+        ] {
+            for &variant in backend.variants() {
+                let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
+                run_case(&what, prepare(backend, problem, config, variant, rows as u64 * 31 + cols as u64));
+                checked += 1;
+            }
+        }
+    }
+    note(&format!("transpose conformance: {}: {checked} cases verified", backend.kind()));
+    checked
+}
+
+/// Softmax: row lengths from 1 up (odd, not multiples of 4 or of the block).
+pub fn softmax<B: Kernels>(backend: &B, shapes: &[(u32, u32)]) -> usize {
+    use dynsmem::host::device::softmax::SoftmaxConfig;
+    use dynsmem::host::kernels::softmax::{SoftmaxProblem, default_config, prepare};
+    let mut checked = 0;
+    for &(rows, cols) in shapes {
+        let problem = SoftmaxProblem { rows, cols };
+        for config in [default_config(backend), SoftmaxConfig { block: 33 }] {
+            for &variant in backend.variants() {
+                let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
+                run_case(&what, prepare(backend, problem, config, variant, rows as u64 + cols as u64));
+                checked += 1;
+            }
+        }
+    }
+    note(&format!("softmax conformance: {}: {checked} cases verified", backend.kind()));
+    checked
+}
+
+/// Conv1d: sizes below one tile and not multiples of it, taps from 3 to 129, both
+/// outputs-per-thread instantiations.
+pub fn conv1d<B: Kernels>(backend: &B, sizes: &[u64], taps: &[u32]) -> usize {
+    use dynsmem::host::device::conv1d::Conv1dConfig;
+    use dynsmem::host::kernels::conv1d::{Conv1dProblem, default_config, prepare};
+    let mut checked = 0;
+    for &n in sizes {
+        for &k in taps {
+            let problem = Conv1dProblem { n, taps: k };
+            for config in [
+                default_config(backend),
+                Conv1dConfig { block: 32, outputs_per_thread: 4 },
+                Conv1dConfig { block: 40, outputs_per_thread: 8 },
+            ] {
+                for &variant in backend.variants() {
+                    let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
+                    run_case(&what, prepare(backend, problem, config, variant, n + k as u64));
+                    checked += 1;
+                }
+            }
+        }
+    }
+    note(&format!("conv1d conformance: {}: {checked} cases verified", backend.kind()));
+    checked
+}
+
+/// Stencil2d: 3x3 and 5x5, box and Gaussian, images smaller than a tile, not multiples
+/// of it, one pixel wide.
+pub fn stencil2d<B: Kernels>(backend: &B, sizes: &[(u32, u32)]) -> usize {
+    use dynsmem::host::device::stencil2d::Stencil2dConfig;
+    use dynsmem::host::kernels::stencil2d::{Blur, Stencil2dProblem, default_config, prepare};
+    let mut checked = 0;
+    for &(width, height) in sizes {
+        for radius in [1, 2] {
+            for blur in [Blur::Box, Blur::Gaussian] {
+                let problem = Stencil2dProblem { width, height, radius, blur };
+                for config in [default_config(backend), Stencil2dConfig { block: 32, tile_w: 16, tile_h: 6 }] {
+                    for &variant in backend.variants() {
+                        let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
+                        run_case(&what, prepare(backend, problem, config, variant, (width * 7 + height) as u64));
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    note(&format!("stencil2d conformance: {}: {checked} cases verified", backend.kind()));
+    checked
+}

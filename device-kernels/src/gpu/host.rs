@@ -165,3 +165,6 @@ pub(super) fn sqrt(x: f32) -> f32 {
 pub(super) fn rsqrt(x: f32) -> f32 {
     1.0 / x.sqrt()
 }
+pub(super) fn fma(a: f32, b: f32, c: f32) -> f32 {
+    a.mul_add(b, c)
+}

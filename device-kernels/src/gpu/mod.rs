@@ -71,12 +71,18 @@ mod arch {
     pub fn sqrt(x: f32) -> f32 {
         core::intrinsics::sqrt(x)
     }
+    #[inline(always)]
+    pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+        core::intrinsics::fma(a, b, c)
+    }
     /// `rsqrt.approx.f32`: about 1 ulp on sm_70+, one instruction.
     #[inline(always)]
     pub fn rsqrt(x: f32) -> f32 {
         let r: f32;
         // SAFETY: pure arithmetic.
-        unsafe { core::arch::asm!("rsqrt.approx.f32 {}, {};", out(reg32) r, in(reg32) x, options(pure, nomem, nostack)) };
+        unsafe {
+            core::arch::asm!("rsqrt.approx.f32 {}, {};", out(reg32) r, in(reg32) x, options(pure, nomem, nostack))
+        };
         r
     }
     /// Bytes of launch-sized shared memory this launch was given (`%dynamic_smem_size`).
@@ -161,6 +167,10 @@ mod arch {
         core::intrinsics::sqrt(x)
     }
     #[inline(always)]
+    pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+        core::intrinsics::fma(a, b, c)
+    }
+    #[inline(always)]
     pub fn rsqrt(x: f32) -> f32 {
         1.0 / core::intrinsics::sqrt(x)
     }
@@ -241,6 +251,12 @@ pub fn exp(x: f32) -> f32 {
 #[inline(always)]
 pub fn sqrt(x: f32) -> f32 {
     arch::sqrt(x)
+}
+
+/// `a * b + c` with one rounding (`fma.rn.f32`, `v_fma_f32`).
+#[inline(always)]
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    arch::fma(a, b, c)
 }
 
 /// 1/sqrt(x) (approximate on NVIDIA: `rsqrt.approx.f32`).

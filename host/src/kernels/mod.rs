@@ -3,8 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod conv1d;
 pub mod histogram;
 pub mod reduce;
+pub mod softmax;
+pub mod stencil2d;
+pub mod transpose;
 
 /// How a kernel gets its workgroup memory: the axis the project compares along.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -92,7 +96,10 @@ impl<B: RustKernels> Kernels for B {
 
     fn build(&self, spec: &KernelSpec<'_>, variant: Variant) -> Result<Built<Self::Kernel>> {
         if variant != Variant::LaunchSized {
-            return Err(Error::Unsupported { backend: self.kind(), what: format!("the {variant} variant of {}", spec.entry) });
+            return Err(Error::Unsupported {
+                backend: self.kind(),
+                what: format!("the {variant} variant of {}", spec.entry),
+            });
         }
         Ok(Built { kernel: self.rust_kernel(spec.entry)?, launch_bytes: spec.launch_bytes, static_bytes: 0 })
     }
@@ -126,7 +133,10 @@ impl Kernels for WgpuBackend {
 
 /// The WGSL sizing declarations of a template: `const` lines for the literal variant,
 /// `override` lines (values set at pipeline creation) for the override variant.
-pub(crate) fn wgsl_sizing(variant: Variant, items: &[(&'static str, &'static str, f64)]) -> (String, Vec<(&'static str, f64)>) {
+pub(crate) fn wgsl_sizing(
+    variant: Variant,
+    items: &[(&'static str, &'static str, f64)],
+) -> (String, Vec<(&'static str, f64)>) {
     match variant {
         Variant::WgslOverride => (
             items.iter().map(|(name, ty, _)| format!("override {name}: {ty};")).collect::<Vec<_>>().join("\n"),

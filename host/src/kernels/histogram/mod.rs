@@ -5,7 +5,9 @@
 use dynsmem_kernels::histogram::HistogramConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing};
+use super::{
+    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+};
 use crate::backend::{Arg, Backend, BackendKind, Buffer, LaunchDims};
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
@@ -47,7 +49,13 @@ pub(crate) fn resident_grid<B: Backend>(backend: &B, block: u32, shared: u32) ->
 /// of blocks walking the keys grid-stride.
 pub fn default_config<B: Kernels>(backend: &B, problem: &HistogramProblem) -> HistogramConfig {
     let is_cpu_backend = backend.kind() == BackendKind::Cpu;
-    let block = if is_cpu_backend { 32 } else if problem.bins > 16_384 { 1024 } else { 512 };
+    let block = if is_cpu_backend {
+        32
+    } else if problem.bins > 16_384 {
+        1024
+    } else {
+        512
+    };
     let copies = (32 * 1024 / (problem.bins.max(1) * 4)).clamp(1, 8);
     let shared = problem.bins.saturating_mul(copies).saturating_mul(4);
     let grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) };
@@ -57,7 +65,11 @@ pub fn default_config<B: Kernels>(backend: &B, problem: &HistogramProblem) -> Hi
 fn wgsl_spec(problem: &HistogramProblem, cfg: &HistogramConfig, variant: Variant) -> WgslSpec {
     let (sizing, constants) = wgsl_sizing(
         variant,
-        &[("BLOCK", "u32", cfg.block as f64), ("BINS", "u32", problem.bins as f64), ("COPIES", "u32", cfg.copies as f64)],
+        &[
+            ("BLOCK", "u32", cfg.block as f64),
+            ("BINS", "u32", problem.bins as f64),
+            ("COPIES", "u32", cfg.copies as f64),
+        ],
     );
     WgslSpec {
         name: format!("{KERNEL}[{variant},bins={},copies={},block={}]", problem.bins, cfg.copies, cfg.block),
@@ -124,9 +136,13 @@ pub fn prepare<'b, B: Kernels>(
         return Err(invalid(KERNEL, format!("block, grid and copies must be at least 1 (got {config:?})")));
     }
     if backend.kind() == BackendKind::Wgsl && problem.n > WGSL_MAX_KEYS {
-        return Err(invalid_problem(KERNEL, format!("n = {}: the WGSL path takes at most {WGSL_MAX_KEYS} keys", problem.n)));
+        return Err(invalid_problem(
+            KERNEL,
+            format!("n = {}: the WGSL path takes at most {WGSL_MAX_KEYS} keys", problem.n),
+        ));
     }
-    let launch_bytes = config.shared_bytes(problem.bins).map_err(|source| Error::Layout { kernel: KERNEL.into(), source })?;
+    let launch_bytes =
+        config.shared_bytes(problem.bins).map_err(|source| Error::Layout { kernel: KERNEL.into(), source })?;
     if !backend.variants().contains(&variant) {
         return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {KERNEL}") });
     }
@@ -157,7 +173,8 @@ impl<B: Kernels> Workload for HistogramWorkload<'_, B> {
     }
     fn run(&self) -> Result<()> {
         self.backend.fill_zero(&self.bins)?;
-        let dims = LaunchDims { grid: self.config.grid, block: self.config.block, shared_bytes: self.built.launch_bytes };
+        let dims =
+            LaunchDims { grid: self.config.grid, block: self.config.block, shared_bytes: self.built.launch_bytes };
         self.backend.launch(
             &self.built.kernel,
             dims,

@@ -1,0 +1,172 @@
+//! 1-D convolution ("same" size, zero padding): `y[i] = sum_k w[k] * x[i + k - K/2]` for
+//! an odd number of taps `K` (3..=129), with the input tile and its halo in launch-sized
+//! shared memory.
+//!
+//! # Algorithm and thread mapping
+//! A block makes a tile of `T = block * R` consecutive outputs; blocks walk tiles `b, b +
+//! grid, ...`. For a tile starting at `o`, the block loads `x[o - K/2 .. o + T + K/2)`
+//! (zeros outside `[0, n)`) into the shared `tile`, and the taps into `weights`. Thread
+//! `t` makes the `R` consecutive outputs `o + t*R ..`: it keeps an `R`-element window of
+//! the tile in registers and slides it one element per tap, so each tap costs one shared
+//! load of the tile and one (broadcast) of the weight for `R` fused multiply-adds. `R` is
+//! a const generic (the window must be registers); `K` and the tile are launch-time.
+//! Outputs are staged back through the tile and written coalesced.
+//!
+//! The tile is stored with one padding float after every 32 (`i -> i + i / 32`): thread
+//! `t` reads element `t*R + c`, and the padding spreads a warp's 32 reads over 32 banks.
+//!
+//! # Launch-sized memory ([`Conv1dConfig::layout`])
+//! `tile`: `T + K - 1` floats plus padding; `weights`: `K` floats.
+//!
+//! # Entry points
+//! `conv1d_f32_r4` and `conv1d_f32_r8` (`R` = 4, 8), each
+//! `(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32)`.
+
+use crate::gpu::{self, SharedArray};
+use crate::layout::{Carve, LayoutError, Slice};
+
+/// Outputs per thread the image is built for.
+pub const OUTPUTS_PER_THREAD: [u32; 2] = [4, 8];
+/// Most blocks a launch uses; blocks loop over the tiles past it.
+pub const MAX_GRID: u32 = 65_535;
+/// Largest filter.
+pub const MAX_TAPS: u32 = 129;
+
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Conv1dConfig {
+    pub block: u32,
+    /// Consecutive outputs per thread, one of [`OUTPUTS_PER_THREAD`].
+    pub outputs_per_thread: u32,
+}
+
+/// Where conv1d finds its tile and weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conv1dLayout {
+    pub tile: Slice<f32>,
+    pub weights: Slice<f32>,
+    pub bytes: u32,
+}
+
+/// Index of tile element `i` in the padded shared tile.
+#[inline(always)]
+pub fn padded(i: u32) -> u32 {
+    i + i / 32
+}
+
+impl Conv1dConfig {
+    /// Outputs per block.
+    pub fn tile_outputs(&self) -> Option<u32> {
+        self.block.checked_mul(self.outputs_per_thread)
+    }
+
+    pub fn layout(&self, taps: u32) -> Result<Conv1dLayout, LayoutError> {
+        let overflow = LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 };
+        let inputs = self.tile_outputs().and_then(|t| t.checked_add(taps.max(1) - 1)).ok_or(overflow)?;
+        let mut carve = Carve::new();
+        let tile = carve.array::<f32>(padded(inputs) + 1)?;
+        let weights = carve.array::<f32>(taps)?;
+        Ok(Conv1dLayout { tile, weights, bytes: carve.bytes() })
+    }
+
+    pub fn shared_bytes(&self, taps: u32) -> Result<u32, LayoutError> {
+        Ok(self.layout(taps)?.bytes)
+    }
+
+    pub fn grid(&self, n: u64) -> u32 {
+        n.div_ceil(self.tile_outputs().unwrap_or(1).max(1) as u64).clamp(1, MAX_GRID as u64) as u32
+    }
+}
+
+/// # Safety
+/// `x` and `y` hold `n` floats, `w` holds `taps`; the launch gave the layout's bytes.
+#[inline(always)]
+unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32) {
+    let tid = gpu::thread_idx_x();
+    let block = gpu::block_dim_x();
+    let cfg = Conv1dConfig { block, outputs_per_thread: R as u32 };
+    if taps.is_multiple_of(2) {
+        gpu::trap();
+    }
+    let Ok(l) = cfg.layout(taps) else { gpu::trap() };
+    let region = gpu::launch_region(l.bytes);
+    let (tile, wt): (SharedArray<f32>, SharedArray<f32>) = (region.array(l.tile), region.array(l.weights));
+    let outputs = block * R as u32;
+    let inputs = outputs + taps - 1;
+    let half = (taps / 2) as u64;
+
+    let mut k = tid;
+    while k < taps {
+        unsafe { wt.write(k, w.add(k as usize).read()) };
+        k += block;
+    }
+
+    let tiles = n.div_ceil(outputs as u64);
+    let mut t = gpu::block_idx_x() as u64;
+    while t < tiles {
+        let o = t * outputs as u64;
+        // Also orders the weights' stores before their first use.
+        gpu::barrier();
+        let mut i = tid;
+        while i < inputs {
+            // Input index o + i - half, zero outside [0, n).
+            let g = o + i as u64;
+            let v = if g >= half && g - half < n { unsafe { x.add((g - half) as usize).read() } } else { 0.0 };
+            unsafe { tile.write(padded(i), v) };
+            i += block;
+        }
+        gpu::barrier();
+
+        let base = tid * R as u32;
+        let mut acc = [0.0f32; R];
+        let mut win = [0.0f32; R];
+        for (r, v) in win.iter_mut().enumerate() {
+            *v = unsafe { tile.read(padded(base + r as u32)) };
+        }
+        let mut k = 0;
+        while k < taps {
+            let wk = unsafe { wt.read(k) };
+            for r in 0..R {
+                acc[r] = gpu::fma(wk, win[r], acc[r]);
+            }
+            k += 1;
+            if k < taps {
+                for r in 0..R - 1 {
+                    win[r] = win[r + 1];
+                }
+                win[R - 1] = unsafe { tile.read(padded(base + k + R as u32 - 1)) };
+            }
+        }
+        gpu::barrier();
+        for (r, a) in acc.iter().enumerate() {
+            unsafe { tile.write(padded(base + r as u32), *a) };
+        }
+        gpu::barrier();
+        let mut i = tid;
+        while i < outputs && o + (i as u64) < n {
+            unsafe { y.add((o + i as u64) as usize).write(tile.read(padded(i))) };
+            i += block;
+        }
+        t += gpu::grid_dim_x() as u64;
+    }
+}
+
+crate::kernels! { KERNELS;
+    /// 1-D convolution, 4 outputs per thread; see the module documentation.
+    pub fn conv1d_f32_r4(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32) {
+        unsafe { conv1d::<4>(x, w, y, n, taps) }
+    }
+    /// 1-D convolution, 8 outputs per thread; see the module documentation.
+    pub fn conv1d_f32_r8(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32) {
+        unsafe { conv1d::<8>(x, w, y, n, taps) }
+    }
+}
+
+/// The entry point for `outputs_per_thread`, if the image has one.
+pub fn entry_name(outputs_per_thread: u32) -> Option<&'static str> {
+    match outputs_per_thread {
+        4 => Some("conv1d_f32_r4"),
+        8 => Some("conv1d_f32_r8"),
+        _ => None,
+    }
+}

@@ -1,0 +1,190 @@
+//! 2-D stencil (3x3 or 5x5 weights, e.g. box or Gaussian blur) over a row-major
+//! `height x width` f32 image, clamping to the edge, with a bordered tile in launch-sized
+//! shared memory.
+//!
+//! # Algorithm and thread mapping
+//! The image is cut into `tile_w x tile_h` output tiles; blocks walk tiles `b, b + grid,
+//! ...`. For a tile, the block loads the `(tile_w + 2r) x (tile_h + 2r)` input pixels it
+//! needs (its border of `r` pixels clamped to the image) into the shared `tile`. Thread
+//! `t` owns column `tx = t % tile_w` and a strip of `tile_h / (block / tile_w)`
+//! consecutive rows starting at row `(t / tile_w) * strip`. It keeps the `K x K` weights
+//! (`K = 2r + 1`) and a `K x K` window of the tile in registers and slides the window down
+//! its strip: each output costs `K` shared loads (one new window row) and `K * K` fused
+//! multiply-adds. The radius is a const generic (the window must be registers); the tile
+//! shape is launch-time.
+//!
+//! # Launch-sized memory ([`Stencil2dConfig::layout`])
+//! `tile`: `(tile_w + 2r) * (tile_h + 2r)` floats; `weights`: `K * K` floats.
+//!
+//! # Entry points
+//! `stencil2d_f32_r1` (3x3) and `stencil2d_f32_r2` (5x5), each
+//! `(input, weights, output, width: u32, height: u32, tile_w: u32, tile_h: u32)`;
+//! requires `block % tile_w == 0` and `tile_h % (block / tile_w) == 0`.
+
+use crate::gpu::{self, SharedArray};
+use crate::layout::{Carve, LayoutError, Slice};
+
+/// Radii the image is built for.
+pub const RADII: [u32; 2] = [1, 2];
+/// Most blocks a launch uses; blocks loop over the tiles past it.
+pub const MAX_GRID: u32 = 65_535;
+
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stencil2dConfig {
+    pub block: u32,
+    pub tile_w: u32,
+    pub tile_h: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stencil2dLayout {
+    pub tile: Slice<f32>,
+    pub weights: Slice<f32>,
+    pub bytes: u32,
+}
+
+impl Stencil2dConfig {
+    /// Whether the thread arrangement divides the tile (see the entry-point contract).
+    pub fn fits(&self) -> bool {
+        self.tile_w > 0
+            && self.block >= self.tile_w
+            && self.block.is_multiple_of(self.tile_w)
+            && self.tile_h > 0
+            && self.tile_h.is_multiple_of(self.block / self.tile_w)
+    }
+
+    pub fn layout(&self, radius: u32) -> Result<Stencil2dLayout, LayoutError> {
+        let k = 2 * radius + 1;
+        let overflow = LayoutError::Overflow { offset: 0, len: self.tile_w, elem_bytes: 4 };
+        let w = self.tile_w.checked_add(2 * radius).ok_or(overflow)?;
+        let h = self.tile_h.checked_add(2 * radius).ok_or(overflow)?;
+        let mut carve = Carve::new();
+        let tile = carve.array::<f32>(w.checked_mul(h).ok_or(overflow)?)?;
+        let weights = carve.array::<f32>(k * k)?;
+        Ok(Stencil2dLayout { tile, weights, bytes: carve.bytes() })
+    }
+
+    pub fn shared_bytes(&self, radius: u32) -> Result<u32, LayoutError> {
+        Ok(self.layout(radius)?.bytes)
+    }
+
+    pub fn tiles(&self, width: u32, height: u32) -> u64 {
+        width.div_ceil(self.tile_w.max(1)) as u64 * height.div_ceil(self.tile_h.max(1)) as u64
+    }
+
+    pub fn grid(&self, width: u32, height: u32) -> u32 {
+        self.tiles(width, height).clamp(1, MAX_GRID as u64) as u32
+    }
+}
+
+/// # Safety
+/// `input` and `output` hold `width * height` floats, `weights` `(2R+1)^2`; the launch
+/// gave the layout's bytes; the config [`fits`](Stencil2dConfig::fits).
+#[inline(always)]
+unsafe fn stencil<const R: usize, const K: usize>(
+    input: *const f32,
+    weights: *const f32,
+    output: *mut f32,
+    width: u32,
+    height: u32,
+    tile_w: u32,
+    tile_h: u32,
+) {
+    let tid = gpu::thread_idx_x();
+    let block = gpu::block_dim_x();
+    let cfg = Stencil2dConfig { block, tile_w, tile_h };
+    if !cfg.fits() {
+        gpu::trap();
+    }
+    let Ok(l) = cfg.layout(R as u32) else { gpu::trap() };
+    let region = gpu::launch_region(l.bytes);
+    let (tile, wt): (SharedArray<f32>, SharedArray<f32>) = (region.array(l.tile), region.array(l.weights));
+    let pitch = tile_w + 2 * R as u32;
+    let loads = pitch * (tile_h + 2 * R as u32);
+    let (tx, strips) = (tid % tile_w, block / tile_w);
+    let strip = tile_h / strips;
+    let y_first = (tid / tile_w) * strip;
+
+    let mut i = tid;
+    while i < (K * K) as u32 {
+        unsafe { wt.write(i, weights.add(i as usize).read()) };
+        i += block;
+    }
+    gpu::barrier();
+    let mut w = [[0.0f32; K]; K];
+    for (dy, row) in w.iter_mut().enumerate() {
+        for (dx, v) in row.iter_mut().enumerate() {
+            *v = unsafe { wt.read((dy * K + dx) as u32) };
+        }
+    }
+
+    let tiles_x = width.div_ceil(tile_w).max(1) as u64;
+    let tiles = cfg.tiles(width, height);
+    let mut t = gpu::block_idx_x() as u64;
+    while t < tiles {
+        let x0 = (t % tiles_x) as u32 * tile_w;
+        let y0 = (t / tiles_x) as u32 * tile_h;
+        let mut i = tid;
+        while i < loads {
+            // Tile pixel (i % pitch, i / pitch) is image pixel (x0 - R + .., y0 - R + ..),
+            // clamped to the edge.
+            let gx = (x0 + i % pitch).saturating_sub(R as u32).min(width - 1);
+            let gy = (y0 + i / pitch).saturating_sub(R as u32).min(height - 1);
+            unsafe { tile.write(i, input.add(gy as usize * width as usize + gx as usize).read()) };
+            i += block;
+        }
+        gpu::barrier();
+
+        let mut win = [[0.0f32; K]; K];
+        for (dy, row) in win.iter_mut().enumerate().take(K - 1) {
+            for (dx, v) in row.iter_mut().enumerate() {
+                *v = unsafe { tile.read((y_first + dy as u32) * pitch + tx + dx as u32) };
+            }
+        }
+        let mut r = 0;
+        while r < strip {
+            // The window's last row is tile row y_first + r + K - 1.
+            for (dx, v) in win[K - 1].iter_mut().enumerate() {
+                *v = unsafe { tile.read((y_first + r + K as u32 - 1) * pitch + tx + dx as u32) };
+            }
+            let mut acc = 0.0f32;
+            for dy in 0..K {
+                for dx in 0..K {
+                    acc = gpu::fma(w[dy][dx], win[dy][dx], acc);
+                }
+            }
+            let (x, y) = (x0 + tx, y0 + y_first + r);
+            if x < width && y < height {
+                unsafe { output.add(y as usize * width as usize + x as usize).write(acc) };
+            }
+            for dy in 0..K - 1 {
+                win[dy] = win[dy + 1];
+            }
+            r += 1;
+        }
+        // The next tile overwrites the shared tile.
+        gpu::barrier();
+        t += gpu::grid_dim_x() as u64;
+    }
+}
+
+crate::kernels! { KERNELS;
+    /// 3x3 stencil; see the module documentation.
+    pub fn stencil2d_f32_r1(input: *const f32, weights: *const f32, output: *mut f32, width: u32, height: u32, tile_w: u32, tile_h: u32) {
+        unsafe { stencil::<1, 3>(input, weights, output, width, height, tile_w, tile_h) }
+    }
+    /// 5x5 stencil; see the module documentation.
+    pub fn stencil2d_f32_r2(input: *const f32, weights: *const f32, output: *mut f32, width: u32, height: u32, tile_w: u32, tile_h: u32) {
+        unsafe { stencil::<2, 5>(input, weights, output, width, height, tile_w, tile_h) }
+    }
+}
+
+/// The entry point for `radius`, if the image has one.
+pub fn entry_name(radius: u32) -> Option<&'static str> {
+    match radius {
+        1 => Some("stencil2d_f32_r1"),
+        2 => Some("stencil2d_f32_r2"),
+        _ => None,
+    }
+}

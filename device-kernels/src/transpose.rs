@@ -1,0 +1,114 @@
+//! Transpose of a row-major `rows x cols` f32 matrix into `cols x rows`, through padded
+//! square tiles in launch-sized shared memory.
+//!
+//! # Algorithm and thread mapping
+//! The matrix is cut into `tile x tile` tiles; block `b` walks tiles `b, b + grid, ...`
+//! (row-major order of tiles). A block of `block` threads is `tile` columns by
+//! `block / tile` rows of threads: thread `(tx, ty) = (tid % tile, tid / tile)` copies
+//! input rows `ty, ty + block/tile, ...` of the tile (coalesced along `tx`) into the shared
+//! tile, then writes output rows `ty, ...` of the transposed tile, reading the shared tile
+//! down a column. Rows of the shared tile are `tile + pad` floats apart: with `pad = 1`
+//! a column read hits 32 different banks, with `pad = 0` a 32-wide tile puts the whole
+//! column in one bank; `pad` is chosen at launch, so its effect can be measured.
+//!
+//! # Launch-sized memory ([`TransposeConfig::layout`]): `tile * (tile + pad)` f32.
+//!
+//! # Entry point
+//! `transpose_f32(input, output, rows: u32, cols: u32, tile: u32, pad: u32)`; requires
+//! `block % tile == 0` and `block >= tile`.
+
+use crate::gpu::{self, SharedArray};
+use crate::layout::{Carve, LayoutError, Slice};
+
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TransposeConfig {
+    pub block: u32,
+    /// Side of the square tile.
+    pub tile: u32,
+    /// Floats of padding per shared-tile row.
+    pub pad: u32,
+}
+
+/// Most blocks a launch uses; blocks loop over the tiles past it.
+pub const MAX_GRID: u32 = 65_535;
+
+impl TransposeConfig {
+    pub fn layout(&self) -> Result<Slice<f32>, LayoutError> {
+        let row = self.tile.checked_add(self.pad);
+        let len = row.and_then(|r| r.checked_mul(self.tile));
+        let len = len.ok_or(LayoutError::Overflow { offset: 0, len: self.tile, elem_bytes: 4 })?;
+        Carve::new().array::<f32>(len)
+    }
+
+    pub fn shared_bytes(&self) -> Result<u32, LayoutError> {
+        Ok(self.layout()?.bytes())
+    }
+
+    /// Tiles of a `rows x cols` matrix.
+    pub fn tiles(&self, rows: u32, cols: u32) -> u64 {
+        let t = self.tile.max(1);
+        rows.div_ceil(t) as u64 * cols.div_ceil(t) as u64
+    }
+
+    pub fn grid(&self, rows: u32, cols: u32) -> u32 {
+        self.tiles(rows, cols).clamp(1, MAX_GRID as u64) as u32
+    }
+}
+
+/// # Safety
+/// `input` holds `rows * cols` floats, `output` as many; `block % tile == 0`; the launch
+/// gave the layout's bytes (checked: traps otherwise).
+#[inline(always)]
+unsafe fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
+    let tid = gpu::thread_idx_x();
+    let block = gpu::block_dim_x();
+    let cfg = TransposeConfig { block, tile, pad };
+    let Ok(slice) = cfg.layout() else { gpu::trap() };
+    if tile == 0 || block < tile || !block.is_multiple_of(tile) {
+        gpu::trap();
+    }
+    let shared: SharedArray<f32> = gpu::launch_region(slice.bytes()).array(slice);
+    let (tx, ty, step) = (tid % tile, tid / tile, block / tile);
+    let stride = tile + pad;
+    // At least 1, so the division below needs no zero check (an empty matrix has no tiles).
+    let tiles_x = cols.div_ceil(tile).max(1) as u64;
+    let tiles = cfg.tiles(rows, cols);
+
+    let mut t = gpu::block_idx_x() as u64;
+    while t < tiles {
+        let r0 = (t / tiles_x) as u32 * tile;
+        let c0 = (t % tiles_x) as u32 * tile;
+        let mut j = ty;
+        while j < tile {
+            let (r, c) = (r0 + j, c0 + tx);
+            if r < rows && c < cols {
+                let v = unsafe { input.add(r as usize * cols as usize + c as usize).read() };
+                unsafe { shared.write(j * stride + tx, v) };
+            }
+            j += step;
+        }
+        gpu::barrier();
+        // Output row `c0 + j` holds input column `c0 + j`; its element `r0 + tx` is
+        // input row `r0 + tx`: a column of the shared tile.
+        let mut j = ty;
+        while j < tile {
+            let (out_r, out_c) = (c0 + j, r0 + tx);
+            if out_r < cols && out_c < rows {
+                let v = unsafe { shared.read(tx * stride + j) };
+                unsafe { output.add(out_r as usize * rows as usize + out_c as usize).write(v) };
+            }
+            j += step;
+        }
+        // The next tile overwrites the shared tile.
+        gpu::barrier();
+        t += gpu::grid_dim_x() as u64;
+    }
+}
+
+crate::kernels! { KERNELS;
+    /// `output = input^T`; see the module documentation.
+    pub fn transpose_f32(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
+        unsafe { transpose(input, output, rows, cols, tile, pad) }
+    }
+}

@@ -1,0 +1,177 @@
+//! 1-D convolution, host side: problem, configs, the WGSL form beside it (`conv1d.wgsl`),
+//! the CPU reference and the [`Workload`]. The device algorithm is documented in
+//! `dynsmem_kernels::conv1d`.
+
+use dynsmem_kernels::conv1d::{Conv1dConfig, MAX_TAPS, OUTPUTS_PER_THREAD, entry_name, padded};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
+use crate::error::{Error, Result};
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+const WGSL_TEMPLATE: &str = include_str!("conv1d.wgsl");
+
+/// `n` samples through a `taps`-tap filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Conv1dProblem {
+    pub n: u64,
+    pub taps: u32,
+}
+
+/// 256 threads x 8 outputs (16 x 4 on the CPU backend).
+pub fn default_config<B: Kernels>(backend: &B) -> Conv1dConfig {
+    if backend.kind() == BackendKind::Cpu {
+        Conv1dConfig { block: 16, outputs_per_thread: 4 }
+    } else {
+        Conv1dConfig { block: 256, outputs_per_thread: 8 }
+    }
+}
+
+fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Variant) -> WgslSpec {
+    let outputs = cfg.block as u64 * cfg.outputs_per_thread as u64;
+    let tile_cap = padded((outputs + problem.taps as u64 - 1).min(u32::MAX as u64 / 2) as u32) + 1;
+    let (sizing, constants) = wgsl_sizing(
+        variant,
+        &[
+            ("BLOCK", "u32", cfg.block as f64),
+            ("TAPS", "u32", problem.taps as f64),
+            ("TILE_CAP", "u32", tile_cap as f64),
+        ],
+    );
+    WgslSpec {
+        name: format!("conv1d_f32_r{}[{variant},taps={},block={}]", cfg.outputs_per_thread, problem.taps, cfg.block),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("R", &cfg.outputs_per_thread.to_string())]),
+        entry: "conv1d",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: ((tile_cap as u64 + problem.taps as u64) * 4).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// The CPU reference in f64 and, per output, the sum of `|w_k x_j|` its rounding error
+/// scales with.
+pub fn reference(x: &[f32], w: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let half = w.len() / 2;
+    let n = x.len();
+    let mut y = vec![0.0; n];
+    let mut scale = vec![0.0; n];
+    for i in 0..n {
+        for (k, &wk) in w.iter().enumerate() {
+            let j = i + k;
+            if j >= half && j - half < n {
+                let p = wk as f64 * x[j - half] as f64;
+                y[i] += p;
+                scale[i] += p.abs();
+            }
+        }
+    }
+    (y, scale)
+}
+
+pub struct Conv1dWorkload<'b, B: Kernels> {
+    backend: &'b B,
+    built: Built<B::Kernel>,
+    name: String,
+    problem: Conv1dProblem,
+    config: Conv1dConfig,
+    x: Buffer<B::Raw, f32>,
+    w: Buffer<B::Raw, f32>,
+    y: Buffer<B::Raw, f32>,
+    expected: (Vec<f64>, Vec<f64>),
+}
+
+pub fn prepare<'b, B: Kernels>(
+    backend: &'b B,
+    problem: Conv1dProblem,
+    config: Conv1dConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<Conv1dWorkload<'b, B>> {
+    let Conv1dProblem { n, taps } = problem;
+    let entry = entry_name(config.outputs_per_thread).ok_or_else(|| {
+        invalid(
+            "conv1d_f32",
+            format!(
+                "outputs_per_thread {} is not in the image (one of {OUTPUTS_PER_THREAD:?})",
+                config.outputs_per_thread
+            ),
+        )
+    })?;
+    if taps.is_multiple_of(2) || !(3..=MAX_TAPS).contains(&taps) {
+        return Err(invalid_problem(entry, format!("taps = {taps}: an odd number from 3 to {MAX_TAPS}")));
+    }
+    if config.block == 0 {
+        return Err(invalid(entry, "block must be at least 1 thread"));
+    }
+    if backend.kind() == BackendKind::Wgsl && n > (u32::MAX / 2) as u64 {
+        return Err(invalid_problem(entry, format!("n = {n}: the WGSL path indexes with u32")));
+    }
+    if !backend.variants().contains(&variant) {
+        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {entry}") });
+    }
+    let launch_bytes = config.shared_bytes(taps).map_err(|source| Error::Layout { kernel: entry.into(), source })?;
+    let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
+    backend.check_launch(entry, LaunchDims { grid: config.grid(n), block: config.block, shared_bytes })?;
+    let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
+    let built = backend.build(&KernelSpec { entry, launch_bytes, wgsl: &wgsl }, variant)?;
+    let name = if variant == Variant::LaunchSized { entry.to_string() } else { wgsl(variant).name };
+    let mut rng = SplitMix64::new(seed);
+    let xs: Vec<f32> = (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
+    let ws: Vec<f32> = (0..taps).map(|_| (rng.next_f32() * 2.0 - 1.0) / taps as f32).collect();
+    let expected = reference(&xs, &ws);
+    let x = backend.htod(&xs)?;
+    let w = backend.htod(&ws)?;
+    let y = backend.htod(&vec![f32::NAN; n as usize])?;
+    Ok(Conv1dWorkload { backend, built, name, problem, config, x, w, y, expected })
+}
+
+impl<B: Kernels> Workload for Conv1dWorkload<'_, B> {
+    fn kernel_name(&self) -> String {
+        self.name.clone()
+    }
+    fn shared_bytes(&self) -> u32 {
+        self.built.launch_bytes
+    }
+    fn static_shared_bytes(&self) -> u32 {
+        self.built.static_bytes
+    }
+    fn bytes(&self) -> u64 {
+        2 * self.problem.n * 4
+    }
+    fn flops(&self) -> f64 {
+        2.0 * self.problem.n as f64 * self.problem.taps as f64
+    }
+    fn run(&self) -> Result<()> {
+        let dims = LaunchDims {
+            grid: self.config.grid(self.problem.n),
+            block: self.config.block,
+            shared_bytes: self.built.launch_bytes,
+        };
+        self.backend.launch(
+            &self.built.kernel,
+            dims,
+            &[self.x.arg(), self.w.arg(), self.y.arg(), Arg::U64(self.problem.n), Arg::U32(self.problem.taps)],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.y)?;
+        let (y, scale) = &self.expected;
+        let tol = Tolerance::summation::<f32>(self.problem.taps as u64);
+        check_slice(&self.name, y, &got, |i| scale[i], tol)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reference_pads_with_zeros() {
+        let (y, _) = super::reference(&[1.0, 2.0, 3.0], &[1.0, 10.0, 100.0]);
+        // y[i] = x[i-1] + 10 x[i] + 100 x[i+1]
+        assert_eq!(y, vec![210.0, 321.0, 32.0]);
+    }
+}

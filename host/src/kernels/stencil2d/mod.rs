@@ -1,0 +1,221 @@
+//! 2-D stencil (blur), host side: problem, configs, the WGSL form beside it
+//! (`stencil2d.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
+//! documented in `dynsmem_kernels::stencil2d`.
+
+use dynsmem_kernels::stencil2d::{RADII, Stencil2dConfig, entry_name};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
+use crate::error::{Error, Result};
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+const WGSL_TEMPLATE: &str = include_str!("stencil2d.wgsl");
+
+/// Which weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Blur {
+    /// All weights `1 / K^2`.
+    Box,
+    /// `exp(-(dx^2 + dy^2) / (2 sigma^2))`, normalised, `sigma = (radius + 1) / 2`.
+    Gaussian,
+}
+
+/// A `width x height` image through a `(2 radius + 1)^2` stencil.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Stencil2dProblem {
+    pub width: u32,
+    pub height: u32,
+    pub radius: u32,
+    pub blur: Blur,
+}
+
+/// 64 x 32 tiles of 256 threads (64 columns x 4 strips of 8 rows); 8 x 8 tiles of 16
+/// threads on the CPU backend.
+pub fn default_config<B: Kernels>(backend: &B) -> Stencil2dConfig {
+    if backend.kind() == BackendKind::Cpu {
+        Stencil2dConfig { block: 16, tile_w: 8, tile_h: 8 }
+    } else {
+        Stencil2dConfig { block: 256, tile_w: 64, tile_h: 32 }
+    }
+}
+
+/// The stencil's weights, row-major `K x K`.
+pub fn weights(radius: u32, blur: Blur) -> Vec<f32> {
+    let k = (2 * radius + 1) as i32;
+    let r = radius as i32;
+    let raw: Vec<f64> = match blur {
+        Blur::Box => vec![1.0; (k * k) as usize],
+        Blur::Gaussian => {
+            let sigma = (radius as f64 + 1.0) / 2.0;
+            (0..k * k)
+                .map(|i| {
+                    let (dx, dy) = ((i % k - r) as f64, (i / k - r) as f64);
+                    (-(dx * dx + dy * dy) / (2.0 * sigma * sigma)).exp()
+                })
+                .collect()
+        }
+    };
+    let sum: f64 = raw.iter().sum();
+    raw.iter().map(|w| (w / sum) as f32).collect()
+}
+
+fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, variant: Variant) -> WgslSpec {
+    let (sizing, constants) = wgsl_sizing(
+        variant,
+        &[
+            ("BLOCK", "u32", cfg.block as f64),
+            ("TILE_W", "u32", cfg.tile_w as f64),
+            ("TILE_H", "u32", cfg.tile_h as f64),
+        ],
+    );
+    let r = problem.radius as u64;
+    let k = 2 * r + 1;
+    let tile = (cfg.tile_w as u64 + 2 * r) * (cfg.tile_h as u64 + 2 * r);
+    WgslSpec {
+        name: format!(
+            "stencil2d_f32_r{}[{variant},tile={}x{},block={}]",
+            problem.radius, cfg.tile_w, cfg.tile_h, cfg.block
+        ),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("RADIUS", &problem.radius.to_string())]),
+        entry: "stencil2d",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: ((tile + k * k) * 4).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// The CPU reference in f64 (edges clamped) and each output's error scale `sum |w x|`.
+pub fn reference(image: &[f32], width: usize, height: usize, radius: usize, w: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let k = 2 * radius + 1;
+    let mut out = vec![0.0; width * height];
+    let mut scale = vec![0.0; width * height];
+    for y in 0..height {
+        for x in 0..width {
+            for dy in 0..k {
+                for dx in 0..k {
+                    let sx = (x + dx).saturating_sub(radius).min(width - 1);
+                    let sy = (y + dy).saturating_sub(radius).min(height - 1);
+                    let p = w[dy * k + dx] as f64 * image[sy * width + sx] as f64;
+                    out[y * width + x] += p;
+                    scale[y * width + x] += p.abs();
+                }
+            }
+        }
+    }
+    (out, scale)
+}
+
+pub struct Stencil2dWorkload<'b, B: Kernels> {
+    backend: &'b B,
+    built: Built<B::Kernel>,
+    name: String,
+    problem: Stencil2dProblem,
+    config: Stencil2dConfig,
+    input: Buffer<B::Raw, f32>,
+    weights: Buffer<B::Raw, f32>,
+    output: Buffer<B::Raw, f32>,
+    expected: (Vec<f64>, Vec<f64>),
+}
+
+pub fn prepare<'b, B: Kernels>(
+    backend: &'b B,
+    problem: Stencil2dProblem,
+    config: Stencil2dConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<Stencil2dWorkload<'b, B>> {
+    let Stencil2dProblem { width, height, radius, blur } = problem;
+    let entry = entry_name(radius).ok_or_else(|| {
+        invalid_problem("stencil2d_f32", format!("radius {radius} is not in the image (one of {RADII:?})"))
+    })?;
+    if !config.fits() {
+        return Err(invalid(
+            entry,
+            format!("block must be a multiple of tile_w and tile_h a multiple of block / tile_w (got {config:?})"),
+        ));
+    }
+    let pixels = width as u64 * height as u64;
+    if backend.kind() == BackendKind::Wgsl && pixels > (u32::MAX / 2) as u64 {
+        return Err(invalid_problem(entry, format!("{width} x {height}: the WGSL path indexes with u32")));
+    }
+    if !backend.variants().contains(&variant) {
+        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {entry}") });
+    }
+    let launch_bytes = config.shared_bytes(radius).map_err(|source| Error::Layout { kernel: entry.into(), source })?;
+    let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
+    backend.check_launch(entry, LaunchDims { grid: config.grid(width, height), block: config.block, shared_bytes })?;
+    let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
+    let built = backend.build(&KernelSpec { entry, launch_bytes, wgsl: &wgsl }, variant)?;
+    let name = if variant == Variant::LaunchSized { entry.to_string() } else { wgsl(variant).name };
+    let mut rng = SplitMix64::new(seed);
+    let image: Vec<f32> = (0..pixels).map(|_| rng.next_f32()).collect();
+    let ws = weights(radius, blur);
+    let expected = reference(&image, width as usize, height as usize, radius as usize, &ws);
+    let input = backend.htod(&image)?;
+    let weights = backend.htod(&ws)?;
+    let output = backend.htod(&vec![f32::NAN; pixels as usize])?;
+    Ok(Stencil2dWorkload { backend, built, name, problem, config, input, weights, output, expected })
+}
+
+impl<B: Kernels> Workload for Stencil2dWorkload<'_, B> {
+    fn kernel_name(&self) -> String {
+        self.name.clone()
+    }
+    fn shared_bytes(&self) -> u32 {
+        self.built.launch_bytes
+    }
+    fn static_shared_bytes(&self) -> u32 {
+        self.built.static_bytes
+    }
+    fn bytes(&self) -> u64 {
+        2 * self.problem.width as u64 * self.problem.height as u64 * 4
+    }
+    fn run(&self) -> Result<()> {
+        let Stencil2dProblem { width, height, .. } = self.problem;
+        let c = &self.config;
+        let dims = LaunchDims { grid: c.grid(width, height), block: c.block, shared_bytes: self.built.launch_bytes };
+        self.backend.launch(
+            &self.built.kernel,
+            dims,
+            &[
+                self.input.arg(),
+                self.weights.arg(),
+                self.output.arg(),
+                Arg::U32(width),
+                Arg::U32(height),
+                Arg::U32(c.tile_w),
+                Arg::U32(c.tile_h),
+            ],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.output)?;
+        let (out, scale) = &self.expected;
+        let k = 2 * self.problem.radius as u64 + 1;
+        check_slice(&self.name, out, &got, |i| scale[i], Tolerance::summation::<f32>(k * k))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_are_normalised_and_the_reference_keeps_constants() {
+        for blur in [Blur::Box, Blur::Gaussian] {
+            for r in RADII {
+                let w = weights(r, blur);
+                assert!((w.iter().map(|&v| v as f64).sum::<f64>() - 1.0).abs() < 1e-6);
+                // A constant image stays constant, edges included (clamped).
+                let (out, _) = reference(&[0.5; 12], 4, 3, r as usize, &w);
+                assert!(out.iter().all(|v| (v - 0.5).abs() < 1e-6));
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Transpose of f32 matrices, host side: problem, configs, the WGSL form beside it
+//! (`transpose.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
+//! documented in `dynsmem_kernels::transpose`.
+
+use dynsmem_kernels::transpose::TransposeConfig;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
+use crate::error::{Error, Result};
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+const WGSL_TEMPLATE: &str = include_str!("transpose.wgsl");
+const KERNEL: &str = "transpose_f32";
+
+/// A row-major `rows x cols` matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TransposeProblem {
+    pub rows: u32,
+    pub cols: u32,
+}
+
+/// 32 x 32 tiles padded by one float (no bank conflicts), 256 threads (4 rows each);
+/// on the CPU backend 8 x 8 tiles of 16 threads.
+pub fn default_config<B: Kernels>(backend: &B) -> TransposeConfig {
+    if backend.kind() == BackendKind::Cpu {
+        TransposeConfig { block: 16, tile: 8, pad: 1 }
+    } else {
+        TransposeConfig { block: 256, tile: 32, pad: 1 }
+    }
+}
+
+fn wgsl_spec(cfg: &TransposeConfig, variant: Variant) -> WgslSpec {
+    let (sizing, constants) = wgsl_sizing(
+        variant,
+        &[("BLOCK", "u32", cfg.block as f64), ("TILE", "u32", cfg.tile as f64), ("PAD", "u32", cfg.pad as f64)],
+    );
+    WgslSpec {
+        name: format!("{KERNEL}[{variant},tile={},pad={},block={}]", cfg.tile, cfg.pad, cfg.block),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        entry: "transpose",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: ((cfg.tile as u64 * (cfg.tile as u64 + cfg.pad as u64)) * 4).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// The CPU reference.
+pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = input[r * cols + c];
+        }
+    }
+    out
+}
+
+pub struct TransposeWorkload<'b, B: Kernels> {
+    backend: &'b B,
+    built: Built<B::Kernel>,
+    name: String,
+    problem: TransposeProblem,
+    config: TransposeConfig,
+    input: Buffer<B::Raw, f32>,
+    output: Buffer<B::Raw, f32>,
+    expected: Vec<f32>,
+}
+
+pub fn prepare<'b, B: Kernels>(
+    backend: &'b B,
+    problem: TransposeProblem,
+    config: TransposeConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<TransposeWorkload<'b, B>> {
+    let TransposeProblem { rows, cols } = problem;
+    if config.tile == 0 || config.block < config.tile || !config.block.is_multiple_of(config.tile) {
+        return Err(invalid(
+            KERNEL,
+            format!("block ({}) must be a positive multiple of tile ({})", config.block, config.tile),
+        ));
+    }
+    let elems = rows as u64 * cols as u64;
+    if backend.kind() == BackendKind::Wgsl && elems > u32::MAX as u64 {
+        return Err(invalid_problem(KERNEL, format!("{rows} x {cols}: the WGSL path indexes with u32")));
+    }
+    if !backend.variants().contains(&variant) {
+        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {KERNEL}") });
+    }
+    let launch_bytes = config.shared_bytes().map_err(|source| Error::Layout { kernel: KERNEL.into(), source })?;
+    let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
+    let grid = config.grid(rows, cols);
+    backend.check_launch(KERNEL, LaunchDims { grid, block: config.block, shared_bytes })?;
+    let wgsl = |v: Variant| wgsl_spec(&config, v);
+    let built = backend.build(&KernelSpec { entry: KERNEL, launch_bytes, wgsl: &wgsl }, variant)?;
+    let name = if variant == Variant::LaunchSized { KERNEL.to_string() } else { wgsl(variant).name };
+    let mut rng = SplitMix64::new(seed);
+    let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
+    let expected = reference(&data, rows as usize, cols as usize);
+    let input = backend.htod(&data)?;
+    let output = backend.htod(&vec![f32::NAN; elems as usize])?;
+    Ok(TransposeWorkload { backend, built, name, problem, config, input, output, expected })
+}
+
+impl<B: Kernels> Workload for TransposeWorkload<'_, B> {
+    fn kernel_name(&self) -> String {
+        self.name.clone()
+    }
+    fn shared_bytes(&self) -> u32 {
+        self.built.launch_bytes
+    }
+    fn static_shared_bytes(&self) -> u32 {
+        self.built.static_bytes
+    }
+    fn bytes(&self) -> u64 {
+        2 * self.problem.rows as u64 * self.problem.cols as u64 * 4
+    }
+    fn run(&self) -> Result<()> {
+        let TransposeProblem { rows, cols } = self.problem;
+        let dims = LaunchDims {
+            grid: self.config.grid(rows, cols),
+            block: self.config.block,
+            shared_bytes: self.built.launch_bytes,
+        };
+        self.backend.launch(
+            &self.built.kernel,
+            dims,
+            &[
+                self.input.arg(),
+                self.output.arg(),
+                Arg::U32(rows),
+                Arg::U32(cols),
+                Arg::U32(self.config.tile),
+                Arg::U32(self.config.pad),
+            ],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.output)?;
+        let expected: Vec<f64> = self.expected.iter().map(|&v| v as f64).collect();
+        check_slice(&self.name, &expected, &got, |_| 0.0, Tolerance::EXACT)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reference_transposes() {
+        assert_eq!(super::reference(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    }
+}

@@ -1,0 +1,57 @@
+// Transpose on the static-WGSL path: the algorithm and mapping of
+// device-kernels/src/transpose.rs (read that first), with the padded tile in a
+// `var<workgroup>` array of TILE * (TILE + PAD) floats fixed when the pipeline is created.
+//
+// Template slot (the name in double braces), filled by host/src/kernels/transpose/mod.rs:
+//   SIZING   declarations of BLOCK, TILE and PAD (u32)
+
+{{SIZING}}
+
+struct Params {
+    rows: u32,
+    cols: u32,
+    tile: u32,
+    pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> input: array<f32>;
+@group(0) @binding(1) var<storage, read_write> output: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+
+var<workgroup> shared_tile: array<f32, TILE * (TILE + PAD)>;
+
+@compute @workgroup_size(BLOCK)
+fn transpose(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let rows = params.rows;
+    let cols = params.cols;
+    let tx = tid % TILE;
+    let ty = tid / TILE;
+    let step = BLOCK / TILE;
+    let stride = TILE + PAD;
+    let tiles_x = (cols + TILE - 1u) / TILE;
+    let tiles = tiles_x * ((rows + TILE - 1u) / TILE);
+    for (var t = wid.x; t < tiles; t += nwg.x) {
+        let r0 = (t / tiles_x) * TILE;
+        let c0 = (t % tiles_x) * TILE;
+        for (var j = ty; j < TILE; j += step) {
+            let r = r0 + j;
+            let c = c0 + tx;
+            if (r < rows && c < cols) {
+                shared_tile[j * stride + tx] = input[r * cols + c];
+            }
+        }
+        workgroupBarrier();
+        for (var j = ty; j < TILE; j += step) {
+            let out_r = c0 + j;
+            let out_c = r0 + tx;
+            if (out_r < cols && out_c < rows) {
+                output[out_r * rows + out_c] = shared_tile[tx * stride + j];
+            }
+        }
+        workgroupBarrier();
+    }
+}

@@ -1,0 +1,41 @@
+//! The kernel suite's conformance (transpose, softmax, conv1d, stencil2d) on every backend
+//! present: the CPU backend and the WGSL path always (lavapipe in CI), CUDA where a device
+//! is. Each suite is written once in `common::conformance` and run per backend here.
+
+mod common;
+
+use common::{conformance, cuda_or_skip, wgsl_or_skip};
+use dynsmem::host::backend::cpu::CpuBackend;
+
+const TRANSPOSE: [(u32, u32); 6] = [(0, 0), (1, 1), (1, 37), (37, 1), (33, 65), (130, 97)];
+const SOFTMAX: [(u32, u32); 5] = [(1, 1), (3, 7), (2, 33), (5, 1000), (2, 4097)];
+const CONV1D_SIZES: [u64; 4] = [1, 5, 1000, 10_007];
+const CONV1D_TAPS: [u32; 3] = [3, 33, 129];
+const STENCIL: [(u32, u32); 5] = [(1, 1), (1, 9), (7, 5), (70, 33), (130, 67)];
+
+#[test]
+fn cpu_backend() {
+    let cpu = CpuBackend::new();
+    assert_eq!(conformance::transpose(&cpu, &TRANSPOSE), 6 * 3);
+    assert_eq!(conformance::softmax(&cpu, &SOFTMAX), 5 * 2);
+    assert_eq!(conformance::conv1d(&cpu, &CONV1D_SIZES, &CONV1D_TAPS), 4 * 3 * 3);
+    assert_eq!(conformance::stencil2d(&cpu, &STENCIL), 5 * 4 * 2);
+}
+
+#[test]
+fn wgsl() {
+    let Some(wgsl) = wgsl_or_skip("suite::wgsl") else { return };
+    assert_eq!(conformance::transpose(&wgsl, &TRANSPOSE), 6 * 3 * 2);
+    assert_eq!(conformance::softmax(&wgsl, &SOFTMAX), 5 * 2 * 2);
+    assert_eq!(conformance::conv1d(&wgsl, &CONV1D_SIZES, &CONV1D_TAPS), 4 * 3 * 3 * 2);
+    assert_eq!(conformance::stencil2d(&wgsl, &STENCIL), 5 * 4 * 2 * 2);
+}
+
+#[test]
+fn cuda() {
+    let Some(cuda) = cuda_or_skip("suite::cuda") else { return };
+    assert_eq!(conformance::transpose(&cuda, &[(0, 0), (1, 37), (1000, 1003), (4096, 4100)]), 4 * 3);
+    assert_eq!(conformance::softmax(&cuda, &[(1, 1), (7, 1000), (3, 4096), (5, 32768), (1000, 4099)]), 5 * 2);
+    assert_eq!(conformance::conv1d(&cuda, &[1, 1000, 1 << 20], &[3, 33, 129]), 3 * 3 * 3);
+    assert_eq!(conformance::stencil2d(&cuda, &[(1, 1), (7, 5), (1000, 777)]), 3 * 4 * 2);
+}
