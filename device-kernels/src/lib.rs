@@ -24,7 +24,9 @@ pub mod entry;
 pub mod gpu;
 pub mod histogram;
 pub mod layout;
+pub mod nbody;
 pub mod reduce;
+pub mod scan;
 pub mod softmax;
 pub mod stencil2d;
 pub mod transpose;
@@ -32,8 +34,16 @@ pub mod transpose;
 pub use entry::{KernelEntry, KernelParam, ParamKind, kernarg_layout, kernarg_size};
 
 /// Every kernel of the image, family by family.
-pub const KERNELS: &[&[KernelEntry]] =
-    &[reduce::KERNELS, histogram::KERNELS, transpose::KERNELS, softmax::KERNELS, conv1d::KERNELS, stencil2d::KERNELS];
+pub const KERNELS: &[&[KernelEntry]] = &[
+    reduce::KERNELS,
+    histogram::KERNELS,
+    transpose::KERNELS,
+    softmax::KERNELS,
+    conv1d::KERNELS,
+    stencil2d::KERNELS,
+    scan::KERNELS,
+    nbody::KERNELS,
+];
 
 /// Element types the kernels are instantiated for.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]

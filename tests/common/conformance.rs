@@ -190,3 +190,50 @@ pub fn stencil2d<B: Kernels>(backend: &B, sizes: &[(u32, u32)]) -> usize {
     note(&format!("stencil2d conformance: {}: {checked} cases verified", backend.kind()));
     checked
 }
+
+/// Scan: f32 and u32, sizes of 0, 1, below one tile, not multiples of it, many tiles.
+pub fn scan<B: Kernels>(backend: &B, sizes: &[u64]) -> usize {
+    use dynsmem::host::device::Dtype;
+    use dynsmem::host::device::scan::ScanConfig;
+    use dynsmem::host::kernels::scan::{ScanProblem, default_config, prepare};
+    let mut checked = 0;
+    for &n in sizes {
+        for config in [
+            default_config(backend),
+            ScanConfig { block: 32, items_per_thread: 3 },
+            ScanConfig { block: 64, items_per_thread: 1 },
+        ] {
+            for &variant in backend.variants() {
+                let what = |d: Dtype| format!("{} {variant} n={n} {d:?} {config:?}", backend.kind());
+                let f = ScanProblem { n, dtype: Dtype::F32 };
+                run_case(&what(Dtype::F32), prepare::<B, f32>(backend, f, config, variant, n));
+                let u = ScanProblem { n, dtype: Dtype::U32 };
+                run_case(&what(Dtype::U32), prepare::<B, u32>(backend, u, config, variant, n));
+                checked += 2;
+            }
+        }
+    }
+    note(&format!("scan conformance: {}: {checked} cases verified", backend.kind()));
+    checked
+}
+
+/// N-body: body counts below one tile and not multiples of the tile or the block.
+pub fn nbody<B: Kernels>(backend: &B, sizes: &[u32]) -> usize {
+    use dynsmem::host::device::nbody::NbodyConfig;
+    use dynsmem::host::kernels::nbody::{NbodyProblem, default_config, prepare};
+    let mut checked = 0;
+    for &n in sizes {
+        let problem = NbodyProblem::new(n);
+        for config in
+            [default_config(backend), NbodyConfig { block: 32, tile: 7 }, NbodyConfig { block: 64, tile: 200 }]
+        {
+            for &variant in backend.variants() {
+                let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
+                run_case(&what, prepare(backend, problem, config, variant, n as u64));
+                checked += 1;
+            }
+        }
+    }
+    note(&format!("nbody conformance: {}: {checked} cases verified", backend.kind()));
+    checked
+}

@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 
 pub mod conv1d;
 pub mod histogram;
+pub mod nbody;
 pub mod reduce;
+pub mod scan;
 pub mod softmax;
 pub mod stencil2d;
 pub mod transpose;

@@ -1,0 +1,251 @@
+//! Exclusive prefix sum of `n` `f32` or `u32` (`u32` sums wrap), in one pass with
+//! decoupled look-back.
+//!
+//! # Algorithm
+//! Each block takes the next tile of `T = block * items_per_thread` elements from a global
+//! counter (so tile `i - 1` always belongs to a block that already runs: no block waits on
+//! one that has not started). It loads the tile into launch-sized shared memory; thread
+//! `t` sums its `items_per_thread` consecutive elements; a shared-memory scan over the
+//! threads gives each its offset and the tile's aggregate. Thread 0 publishes the
+//! aggregate in the tile's status word, then walks back over the predecessors' words,
+//! adding aggregates until it meets an inclusive prefix, and publishes the tile's own
+//! inclusive prefix. The tile is written back with the prefix added. Input and output
+//! each cross device memory once.
+//!
+//! Status words (`u64`, zeroed before the launch) hold a flag (1 = aggregate, 2 =
+//! inclusive prefix) in the high half and the value's bits in the low half. A look-back
+//! that spins for 2^26 rounds traps rather than hang the GPU.
+//!
+//! The shared tile is padded (one float per 32) so the strided per-thread accesses spread
+//! over the banks.
+//!
+//! # Launch-sized memory ([`ScanConfig::layout`])
+//! `tile`: `T` elements plus padding; `scratch`: `block` elements; `misc`: 2 `u32`.
+//!
+//! # Entry points
+//! `scan_exclusive_f32`, `scan_exclusive_u32`, each `(input, output, n: u64,
+//! status: *mut u64, counter: *mut u32, items_per_thread: u32)`, launched with
+//! `grid = ceil(n / T)` (at least 1) blocks.
+
+use crate::gpu::{self, SharedArray};
+use crate::layout::{Carve, LayoutError, Slice};
+
+/// Status flags of a tile.
+pub const FLAG_AGGREGATE: u64 = 1;
+pub const FLAG_PREFIX: u64 = 2;
+/// Look-back rounds before a block gives up and traps.
+pub const MAX_SPIN: u32 = 1 << 26;
+
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ScanConfig {
+    pub block: u32,
+    pub items_per_thread: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanLayout {
+    pub tile: Slice<u32>,
+    pub scratch: Slice<u32>,
+    pub misc: Slice<u32>,
+    pub bytes: u32,
+}
+
+/// Index of tile element `i` in the padded shared tile.
+#[inline(always)]
+pub fn padded(i: u32) -> u32 {
+    i + i / 32
+}
+
+impl ScanConfig {
+    /// Elements per tile.
+    pub fn tile(&self) -> Option<u32> {
+        self.block.checked_mul(self.items_per_thread)
+    }
+
+    /// The carve (the element type is 4 bytes, f32 or u32).
+    pub fn layout(&self) -> Result<ScanLayout, LayoutError> {
+        let t = self.tile().ok_or(LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 })?;
+        let mut carve = Carve::new();
+        let tile = carve.array::<u32>(padded(t) + 1)?;
+        let scratch = carve.array::<u32>(self.block)?;
+        let misc = carve.array::<u32>(2)?;
+        Ok(ScanLayout { tile, scratch, misc, bytes: carve.bytes() })
+    }
+
+    pub fn shared_bytes(&self) -> Result<u32, LayoutError> {
+        Ok(self.layout()?.bytes)
+    }
+
+    /// Tiles, and so blocks, for `n` elements.
+    pub fn tiles(&self, n: u64) -> u64 {
+        n.div_ceil(self.tile().unwrap_or(1).max(1) as u64).max(1)
+    }
+}
+
+/// The element types scan runs on: addition and the bits a status word carries.
+pub trait ScanElement: Copy {
+    const ZERO: Self;
+    fn add(self, other: Self) -> Self;
+    fn to_bits(self) -> u32;
+    fn from_bits(bits: u32) -> Self;
+}
+
+impl ScanElement for f32 {
+    const ZERO: f32 = 0.0;
+    #[inline(always)]
+    fn add(self, other: f32) -> f32 {
+        self + other
+    }
+    #[inline(always)]
+    fn to_bits(self) -> u32 {
+        f32::to_bits(self)
+    }
+    #[inline(always)]
+    fn from_bits(bits: u32) -> f32 {
+        f32::from_bits(bits)
+    }
+}
+
+impl ScanElement for u32 {
+    const ZERO: u32 = 0;
+    #[inline(always)]
+    fn add(self, other: u32) -> u32 {
+        self.wrapping_add(other)
+    }
+    #[inline(always)]
+    fn to_bits(self) -> u32 {
+        self
+    }
+    #[inline(always)]
+    fn from_bits(bits: u32) -> u32 {
+        bits
+    }
+}
+
+/// # Safety
+/// `input`/`output` hold `n` elements, `status` holds `tiles(n)` zeroed words, `counter`
+/// is zero; the launch has `tiles(n)` blocks and the layout's bytes.
+#[inline(always)]
+unsafe fn scan<T: ScanElement>(
+    input: *const T,
+    output: *mut T,
+    n: u64,
+    status: *mut u64,
+    counter: *mut u32,
+    items_per_thread: u32,
+) {
+    let tid = gpu::thread_idx_x();
+    let block = gpu::block_dim_x();
+    let ipt = items_per_thread;
+    let cfg = ScanConfig { block, items_per_thread: ipt };
+    let Ok(l) = cfg.layout() else { gpu::trap() };
+    let region = gpu::launch_region(l.bytes);
+    let tile: SharedArray<T> = unsafe { region.array(l.tile).cast() };
+    let scratch: SharedArray<T> = unsafe { region.array(l.scratch).cast() };
+    let misc: SharedArray<u32> = region.array(l.misc);
+    let per_tile = block * ipt;
+
+    if tid == 0 {
+        unsafe { misc.write(0, gpu::atomic_add_global_u32(counter, 1)) };
+    }
+    gpu::barrier();
+    let t = unsafe { misc.read(0) } as u64;
+    let start = t * per_tile as u64;
+
+    let mut i = tid;
+    while i < per_tile {
+        let g = start + i as u64;
+        let v = if g < n { unsafe { input.add(g as usize).read() } } else { T::ZERO };
+        unsafe { tile.write(padded(i), v) };
+        i += block;
+    }
+    gpu::barrier();
+
+    let first = tid * ipt;
+    let mut local = T::ZERO;
+    let mut j = 0;
+    while j < ipt {
+        local = local.add(unsafe { tile.read(padded(first + j)) });
+        j += 1;
+    }
+    // Inclusive scan of the threads' sums (Hillis-Steele).
+    unsafe { scratch.write(tid, local) };
+    gpu::barrier();
+    let mut d = 1;
+    while d < block {
+        let v = if tid >= d {
+            unsafe { scratch.read(tid - d).add(scratch.read(tid)) }
+        } else {
+            unsafe { scratch.read(tid) }
+        };
+        gpu::barrier();
+        unsafe { scratch.write(tid, v) };
+        gpu::barrier();
+        d *= 2;
+    }
+    let before_me = if tid > 0 { unsafe { scratch.read(tid - 1) } } else { T::ZERO };
+
+    if tid == 0 {
+        let aggregate = unsafe { scratch.read(block - 1) };
+        let word = |flag: u64, v: T| (flag << 32) | v.to_bits() as u64;
+        let mut prefix = T::ZERO;
+        if t == 0 {
+            unsafe { gpu::store_release_u64(status, word(FLAG_PREFIX, aggregate)) };
+        } else {
+            unsafe { gpu::store_release_u64(status.add(t as usize), word(FLAG_AGGREGATE, aggregate)) };
+            let mut p = t - 1;
+            let mut spins = 0u32;
+            loop {
+                let s = unsafe { gpu::load_acquire_u64(status.add(p as usize)) };
+                let flag = s >> 32;
+                if flag == 0 {
+                    spins += 1;
+                    if spins >= MAX_SPIN {
+                        gpu::trap();
+                    }
+                    continue;
+                }
+                prefix = T::from_bits(s as u32).add(prefix);
+                if flag == FLAG_PREFIX || p == 0 {
+                    break;
+                }
+                p -= 1;
+            }
+            unsafe { gpu::store_release_u64(status.add(t as usize), word(FLAG_PREFIX, prefix.add(aggregate))) };
+        }
+        unsafe { misc.write(1, prefix.to_bits()) };
+    }
+    gpu::barrier();
+    let prefix = T::from_bits(unsafe { misc.read(1) });
+
+    let mut running = prefix.add(before_me);
+    let mut j = 0;
+    while j < ipt {
+        let k = padded(first + j);
+        let v = unsafe { tile.read(k) };
+        unsafe { tile.write(k, running) };
+        running = running.add(v);
+        j += 1;
+    }
+    gpu::barrier();
+    let mut i = tid;
+    while i < per_tile {
+        let g = start + i as u64;
+        if g < n {
+            unsafe { output.add(g as usize).write(tile.read(padded(i))) };
+        }
+        i += block;
+    }
+}
+
+crate::kernels! { KERNELS;
+    /// Exclusive prefix sum of f32; see the module documentation.
+    pub fn scan_exclusive_f32(input: *const f32, output: *mut f32, n: u64, status: *mut u64, counter: *mut u32, items_per_thread: u32) {
+        unsafe { scan::<f32>(input, output, n, status, counter, items_per_thread) }
+    }
+    /// Exclusive prefix sum of u32 (modulo 2^32); see the module documentation.
+    pub fn scan_exclusive_u32(input: *const u32, output: *mut u32, n: u64, status: *mut u64, counter: *mut u32, items_per_thread: u32) {
+        unsafe { scan::<u32>(input, output, n, status, counter, items_per_thread) }
+    }
+}

@@ -1,0 +1,275 @@
+//! Exclusive prefix sum, host side: problem, configs, the WGSL form beside it
+//! (`scan.wgsl`, reduce-then-scan), the CPU reference and the [`Workload`]. The device
+//! algorithm (one pass, decoupled look-back) is documented in `dynsmem_kernels::scan`.
+
+use dynsmem_kernels::Dtype;
+use dynsmem_kernels::scan::ScanConfig;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::kernels::reduce::ReduceElement;
+use crate::verify::{Tolerance, check_slice};
+
+const WGSL_TEMPLATE: &str = include_str!("scan.wgsl");
+/// Most workgroups a WGSL dispatch uses; they loop over the tiles past it.
+const WGSL_MAX_GRID: u64 = 65_535;
+
+/// An exclusive prefix sum of `n` elements of `dtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ScanProblem {
+    pub n: u64,
+    pub dtype: Dtype,
+}
+
+/// 512 threads x 16 elements per tile (35 KB of launch-sized memory); 256 x 16 on WGSL
+/// (18 KB of static arrays: within every adapter's 32 KB minimum); 16 x 4 on the CPU
+/// backend.
+pub fn default_config<B: Kernels>(backend: &B) -> ScanConfig {
+    match backend.kind() {
+        BackendKind::Cpu => ScanConfig { block: 16, items_per_thread: 4 },
+        BackendKind::Wgsl => ScanConfig { block: 256, items_per_thread: 16 },
+        _ => ScanConfig { block: 512, items_per_thread: 16 },
+    }
+}
+
+fn entry(dtype: Dtype) -> &'static str {
+    match dtype {
+        Dtype::F32 => "scan_exclusive_f32",
+        Dtype::U32 => "scan_exclusive_u32",
+    }
+}
+
+fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_entry: &'static str) -> WgslSpec {
+    let (sizing, constants) =
+        wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("IPT", "u32", cfg.items_per_thread as f64)]);
+    let tile = cfg.block as u64 * cfg.items_per_thread as u64;
+    WgslSpec {
+        name: format!("scan_{wgsl_entry}_{}[{variant},block={},ipt={}]", dtype.name(), cfg.block, cfg.items_per_thread),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("T", dtype.name())]),
+        entry: wgsl_entry,
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: ((tile + tile / 32 + 1 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// The CPU reference: exclusive prefix sums (f64 for f32, wrapping for u32) and, per
+/// output, the prefix sum of magnitudes its rounding error scales with.
+pub fn reference<T: Element>(data: &[T]) -> (Vec<f64>, Vec<f64>) {
+    let mut out = Vec::with_capacity(data.len());
+    let mut scale = Vec::with_capacity(data.len());
+    let (mut s, mut a, mut w) = (0.0f64, 0.0f64, 0u32);
+    for &x in data {
+        if T::EPSILON > 0.0 {
+            out.push(s);
+            scale.push(a);
+            s += x.to_f64();
+            a += x.to_f64().abs();
+        } else {
+            out.push(w as f64);
+            scale.push(0.0);
+            w = w.wrapping_add(x.to_f64() as u32);
+        }
+    }
+    (out, scale)
+}
+
+/// How a backend runs the scan: one look-back kernel, or the WGSL passes.
+enum Plan<K> {
+    LookBack(Built<K>),
+    /// `tile_sums` and `scan_tiles`, with the sums' buffers of each level (level `i`
+    /// scans the sums of level `i - 1`).
+    Passes {
+        sums: Built<K>,
+        tiles: Built<K>,
+    },
+}
+
+pub struct ScanWorkload<'b, B: Kernels, T: Element> {
+    backend: &'b B,
+    plan: Plan<B::Kernel>,
+    name: String,
+    problem: ScanProblem,
+    config: ScanConfig,
+    input: Buffer<B::Raw, T>,
+    output: Buffer<B::Raw, T>,
+    /// One 8-byte status word per tile, as two u32 (the kernel reads `u64`s).
+    status: Buffer<B::Raw, u32>,
+    counter: Buffer<B::Raw, u32>,
+    /// Bound as `offsets` by the WGSL pass that has none (a buffer may not be bound both
+    /// read-only and read-write in one dispatch).
+    no_offsets: Buffer<B::Raw, T>,
+    /// WGSL passes: per level, the tile sums and their scan.
+    levels: Vec<(Buffer<B::Raw, T>, Buffer<B::Raw, T>)>,
+    expected: (Vec<f64>, Vec<f64>),
+}
+
+pub fn prepare<'b, B: Kernels, T: ReduceElement>(
+    backend: &'b B,
+    problem: ScanProblem,
+    config: ScanConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<ScanWorkload<'b, B, T>> {
+    let kernel = entry(problem.dtype);
+    if T::DTYPE != problem.dtype {
+        return Err(invalid_problem(kernel, format!("{} data for a {} scan", T::DTYPE.name(), problem.dtype.name())));
+    }
+    let Some(tile) = config.tile().filter(|&t| t > 0) else {
+        return Err(invalid(kernel, format!("block and items_per_thread must be at least 1 (got {config:?})")));
+    };
+    if backend.kind() == BackendKind::Wgsl && problem.n > (u32::MAX / 2) as u64 {
+        return Err(invalid_problem(kernel, format!("n = {}: the WGSL path indexes with u32", problem.n)));
+    }
+    if !backend.variants().contains(&variant) {
+        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {kernel}") });
+    }
+    let launch_bytes = config.shared_bytes().map_err(|source| Error::Layout { kernel: kernel.into(), source })?;
+    let tiles = config.tiles(problem.n);
+    let mut levels = Vec::new();
+    let (plan, name) = if variant == Variant::LaunchSized {
+        let grid = u32::try_from(tiles)
+            .map_err(|_| invalid_problem(kernel, format!("{tiles} tiles: more blocks than a grid holds")))?;
+        backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes: launch_bytes })?;
+        let none = |_: Variant| -> WgslSpec { unreachable!("the launch-sized variant has no WGSL form") };
+        (
+            Plan::LookBack(backend.build(&KernelSpec { entry: kernel, launch_bytes, wgsl: &none }, variant)?),
+            kernel.to_string(),
+        )
+    } else {
+        let grid = tiles.min(WGSL_MAX_GRID) as u32;
+        backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes: 0 })?;
+        let sums_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "tile_sums");
+        let tiles_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "scan_tiles");
+        let sums = backend.build(&KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &sums_spec }, variant)?;
+        let scan_tiles = backend.build(&KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &tiles_spec }, variant)?;
+        let mut len = problem.n;
+        while len > tile as u64 {
+            let m = len.div_ceil(tile as u64) as usize;
+            levels.push((backend.alloc::<T>(m)?, backend.alloc::<T>(m)?));
+            len = m as u64;
+        }
+        (Plan::Passes { sums, tiles: scan_tiles }, format!("{}+{}", sums_spec(variant).name, tiles_spec(variant).name))
+    };
+    let data = T::inputs(problem.n as usize, seed);
+    let expected = reference(&data);
+    let input = backend.htod(&data)?;
+    let output = backend.htod(&vec![T::poison(); problem.n as usize])?;
+    let status = backend.alloc::<u32>(2 * tiles as usize)?;
+    let counter = backend.alloc::<u32>(1)?;
+    let no_offsets = backend.alloc::<T>(1)?;
+    Ok(ScanWorkload {
+        backend,
+        plan,
+        name,
+        problem,
+        config,
+        input,
+        output,
+        status,
+        counter,
+        no_offsets,
+        levels,
+        expected,
+    })
+}
+
+impl<B: Kernels, T: Element> ScanWorkload<'_, B, T> {
+    /// The WGSL passes over `input` (`n` elements) into `output`, using sums level `level`.
+    fn passes(
+        &self,
+        sums: &Built<B::Kernel>,
+        tiles: &Built<B::Kernel>,
+        input: &Buffer<B::Raw, T>,
+        output: &Buffer<B::Raw, T>,
+        n: u64,
+        level: usize,
+    ) -> Result<()> {
+        let tile = self.config.block as u64 * self.config.items_per_thread as u64;
+        let grid = |len: u64| len.div_ceil(tile).clamp(1, WGSL_MAX_GRID) as u32;
+        let dims = |len: u64| LaunchDims { grid: grid(len), block: self.config.block, shared_bytes: 0 };
+        if n <= tile {
+            return self.backend.launch(
+                &tiles.kernel,
+                dims(n),
+                &[input.arg(), output.arg(), self.no_offsets.arg(), Arg::U64(n), Arg::U32(0)],
+            );
+        }
+        let (level_sums, level_scanned) = &self.levels[level];
+        self.backend.launch(&sums.kernel, dims(n), &[input.arg(), level_sums.arg(), Arg::U64(n), Arg::U32(0)])?;
+        self.passes(sums, tiles, level_sums, level_scanned, n.div_ceil(tile), level + 1)?;
+        self.backend.launch(
+            &tiles.kernel,
+            dims(n),
+            &[input.arg(), output.arg(), level_scanned.arg(), Arg::U64(n), Arg::U32(1)],
+        )
+    }
+}
+
+impl<B: Kernels, T: Element> Workload for ScanWorkload<'_, B, T> {
+    fn kernel_name(&self) -> String {
+        self.name.clone()
+    }
+    fn shared_bytes(&self) -> u32 {
+        match &self.plan {
+            Plan::LookBack(b) => b.launch_bytes,
+            Plan::Passes { .. } => 0,
+        }
+    }
+    fn static_shared_bytes(&self) -> u32 {
+        match &self.plan {
+            Plan::LookBack(b) => b.static_bytes,
+            Plan::Passes { tiles, .. } => tiles.static_bytes,
+        }
+    }
+    fn bytes(&self) -> u64 {
+        2 * self.problem.n * 4
+    }
+    fn run(&self) -> Result<()> {
+        match &self.plan {
+            Plan::LookBack(built) => {
+                self.backend.fill_zero(&self.status)?;
+                self.backend.fill_zero(&self.counter)?;
+                let grid = self.config.tiles(self.problem.n) as u32;
+                self.backend.launch(
+                    &built.kernel,
+                    LaunchDims { grid, block: self.config.block, shared_bytes: built.launch_bytes },
+                    &[
+                        self.input.arg(),
+                        self.output.arg(),
+                        Arg::U64(self.problem.n),
+                        self.status.arg(),
+                        self.counter.arg(),
+                        Arg::U32(self.config.items_per_thread),
+                    ],
+                )
+            }
+            Plan::Passes { sums, tiles } => self.passes(sums, tiles, &self.input, &self.output, self.problem.n, 0),
+        }
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.output)?;
+        let (out, scale) = &self.expected;
+        // The longest chain of additions: a thread's items, the block scan, and a
+        // look-back (or recursion) over every earlier tile.
+        let depth = self.config.items_per_thread as u64 + 2 * 32 + self.config.tiles(self.problem.n);
+        check_slice(&self.name, out, &got, |i| scale[i], Tolerance::summation::<T>(depth))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reference_is_exclusive_and_u32_wraps() {
+        let (f, s) = super::reference(&[1.0f32, -2.0, 3.0]);
+        assert_eq!((f, s), (vec![0.0, 1.0, -1.0], vec![0.0, 1.0, 3.0]));
+        let (u, _) = super::reference(&[u32::MAX, 2, 5]);
+        assert_eq!(u, vec![0.0, u32::MAX as f64, 1.0]);
+    }
+}
