@@ -129,6 +129,7 @@ macro_rules! kernels {
             /// # Safety
             /// Launched with arguments valid for the kernel and its launch-sized layout.
             #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+            #[allow(clippy::too_many_arguments)]
             #[unsafe(no_mangle)]
             pub unsafe extern "gpu-kernel" fn $name($($arg: $ty),*) $body
 
@@ -139,6 +140,7 @@ macro_rules! kernels {
             /// # Safety
             /// Only the CPU backend may call it, with arguments valid for the kernel.
             #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+            #[allow(clippy::too_many_arguments)]
             pub unsafe fn $name($($arg: $ty),*) $body
         )*
 

@@ -52,6 +52,7 @@ pub const FLOPS_PER_INTERACTION: u32 = 20;
 /// # Safety
 /// The four arrays hold `4 n` floats, 16-byte aligned; the launch gave the layout's bytes.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn step(
     pos: *const Body,
     vel: *const Body,

@@ -82,6 +82,7 @@ impl Stencil2dConfig {
 /// `input` and `output` hold `width * height` floats, `weights` `(2R+1)^2`; the launch
 /// gave the layout's bytes; the config [`fits`](Stencil2dConfig::fits).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn stencil<const R: usize, const K: usize>(
     input: *const f32,
     weights: *const f32,

@@ -103,7 +103,7 @@ pub fn prepare<'b, B: Kernels>(
     if config.block == 0 || config.tile == 0 {
         return Err(invalid(KERNEL, format!("block and tile must be at least 1 (got {config:?})")));
     }
-    if !(problem.softening > 0.0) || !problem.dt.is_finite() {
+    if problem.softening.is_nan() || problem.softening <= 0.0 || !problem.dt.is_finite() {
         return Err(invalid_problem(KERNEL, "softening must be positive and dt finite"));
     }
     if !backend.variants().contains(&variant) {

@@ -90,6 +90,12 @@ enum Plan<K> {
     },
 }
 
+/// The tile sums of one level of the WGSL passes, and their exclusive scan.
+struct Level<R, T> {
+    sums: Buffer<R, T>,
+    scanned: Buffer<R, T>,
+}
+
 pub struct ScanWorkload<'b, B: Kernels, T: Element> {
     backend: &'b B,
     plan: Plan<B::Kernel>,
@@ -105,7 +111,7 @@ pub struct ScanWorkload<'b, B: Kernels, T: Element> {
     /// read-only and read-write in one dispatch).
     no_offsets: Buffer<B::Raw, T>,
     /// WGSL passes: per level, the tile sums and their scan.
-    levels: Vec<(Buffer<B::Raw, T>, Buffer<B::Raw, T>)>,
+    levels: Vec<Level<B::Raw, T>>,
     expected: (Vec<f64>, Vec<f64>),
 }
 
@@ -151,7 +157,7 @@ pub fn prepare<'b, B: Kernels, T: ReduceElement>(
         let mut len = problem.n;
         while len > tile as u64 {
             let m = len.div_ceil(tile as u64) as usize;
-            levels.push((backend.alloc::<T>(m)?, backend.alloc::<T>(m)?));
+            levels.push(Level { sums: backend.alloc::<T>(m)?, scanned: backend.alloc::<T>(m)? });
             len = m as u64;
         }
         (Plan::Passes { sums, tiles: scan_tiles }, format!("{}+{}", sums_spec(variant).name, tiles_spec(variant).name))
@@ -200,7 +206,7 @@ impl<B: Kernels, T: Element> ScanWorkload<'_, B, T> {
                 &[input.arg(), output.arg(), self.no_offsets.arg(), Arg::U64(n), Arg::U32(0)],
             );
         }
-        let (level_sums, level_scanned) = &self.levels[level];
+        let Level { sums: level_sums, scanned: level_scanned } = &self.levels[level];
         self.backend.launch(&sums.kernel, dims(n), &[input.arg(), level_sums.arg(), Arg::U64(n), Arg::U32(0)])?;
         self.passes(sums, tiles, level_sums, level_scanned, n.div_ceil(tile), level + 1)?;
         self.backend.launch(
