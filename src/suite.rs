@@ -4,6 +4,7 @@
 use dynsmem_host::backend::cpu::CpuBackend;
 use dynsmem_host::backend::{Backend, Probe};
 use dynsmem_host::bench;
+use dynsmem_host::kernels::Kernels;
 use dynsmem_host::kernels::reduce::{ReduceConfig, ReduceElement, ReduceKernels, ReduceOp, ReduceProblem};
 use dynsmem_host::measure::TimingOptions;
 use dynsmem_host::report::Record;
@@ -49,8 +50,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport
         Probe::Ready(cuda) => {
             have_cuda = true;
             backends.push(describe(&cuda));
-            let n = opts.n.unwrap_or(GPU_ELEMENTS);
-            family_reduce(&cuda, n, opts, &mut inputs, &mut records, progress);
+            families(&cuda, opts, &mut inputs, &mut records, progress);
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
@@ -59,16 +59,14 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport
         Probe::Ready(hip) => {
             have_hip = true;
             backends.push(describe(&hip));
-            let n = opts.n.unwrap_or(GPU_ELEMENTS);
-            family_reduce(&hip, n, opts, &mut inputs, &mut records, progress);
+            families(&hip, opts, &mut inputs, &mut records, progress);
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
     match crate::wgsl() {
         Probe::Ready(wgsl) => {
             backends.push(describe(&wgsl));
-            let n = opts.n.unwrap_or(if wgsl.info().is_cpu { CPU_ELEMENTS } else { GPU_ELEMENTS });
-            family_reduce(&wgsl, n, opts, &mut inputs, &mut records, progress);
+            families(&wgsl, opts, &mut inputs, &mut records, progress);
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
@@ -79,8 +77,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport
     } else {
         let cpu = CpuBackend::new();
         backends.push(describe(&cpu));
-        let n = opts.n.unwrap_or(CPU_BACKEND_ELEMENTS);
-        family_reduce(&cpu, n, opts, &mut inputs, &mut records, progress);
+        families(&cpu, opts, &mut inputs, &mut records, progress);
     }
     BenchReport { backends, records }
 }
@@ -98,28 +95,205 @@ pub fn describe<B: Backend>(b: &B) -> String {
     )
 }
 
-fn family_reduce<B: ReduceKernels>(
+/// Problem sizes of one backend: GPU sizes move at least 1 GiB (far past an H100's 50 MB
+/// L2); CPU sizes (lavapipe, the CPU backend) only show that the path runs and verifies.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    /// Elements of the 1-D families (reduce, scan, histogram, conv1d).
+    pub n: u64,
+    /// Side of the square 2-D problems (stencil2d, transpose).
+    pub side: u32,
+    /// Softmax rows of 4096.
+    pub softmax_rows: u32,
+    pub nbody: u32,
+}
+
+impl Sizes {
+    pub fn gpu() -> Sizes {
+        Sizes { n: GPU_ELEMENTS, side: 16_384, softmax_rows: 65_536, nbody: 65_536 }
+    }
+    pub fn cpu_adapter() -> Sizes {
+        Sizes { n: CPU_ELEMENTS, side: 1024, softmax_rows: 256, nbody: 2048 }
+    }
+    pub fn cpu_backend() -> Sizes {
+        Sizes { n: CPU_BACKEND_ELEMENTS, side: 256, softmax_rows: 16, nbody: 256 }
+    }
+    /// The sizes for `b`, with `n` overriding the 1-D size.
+    pub fn for_backend<B: Backend>(b: &B, n: Option<u64>) -> Sizes {
+        let mut s = match (b.kind(), b.info().is_cpu) {
+            (dynsmem_host::backend::BackendKind::Cpu, _) => Sizes::cpu_backend(),
+            (_, true) => Sizes::cpu_adapter(),
+            _ => Sizes::gpu(),
+        };
+        if let Some(n) = n {
+            s.n = n;
+        }
+        s
+    }
+}
+
+/// Every family on one backend, each config in every variant the backend runs, beside
+/// the backend's copy anchor measured first.
+fn families<B: ReduceKernels + Kernels>(
     backend: &B,
-    n: u64,
     opts: &BenchOptions,
     inputs: &mut Option<(u64, Vec<f32>)>,
     records: &mut Vec<Record>,
     progress: &mut dyn FnMut(&str),
 ) {
+    use dynsmem_host::kernels::{conv1d, histogram, nbody, scan, softmax, stencil2d, transpose};
+    let sizes = Sizes::for_backend(backend, opts.n);
     let prov = crate::provenance(backend.kind(), &opts.command);
-    progress(&format!("{}: copy anchor, {} MB", backend.kind(), n * 4 / 1_000_000));
+    let kind = backend.kind();
+    let n = sizes.n;
+    progress(&format!("{kind}: copy anchor, {} MB", n * 4 / 1_000_000));
     let anchor = bench::copy_anchor(backend, n * 4, opts.timing, &prov);
+    let a = Some(&anchor);
+    let t = opts.timing;
+    let seed = opts.seed;
+
+    // reduce
     if inputs.as_ref().is_none_or(|(m, _)| *m != n) {
         progress(&format!("generating {n} f32 inputs"));
-        *inputs = Some((n, f32::inputs(n as usize, opts.seed)));
+        *inputs = Some((n, f32::inputs(n as usize, seed)));
     }
     let data = &inputs.as_ref().expect("set above").1;
     let problem = ReduceProblem { n, op: ReduceOp::Sum, dtype: Dtype::F32 };
     for config in [backend.reduce_default_config(), STAGED_200K] {
         for &variant in backend.reduce_variants() {
-            progress(&format!("{}: reduce {variant} {config:?}", backend.kind()));
-            records.push(bench::reduce(backend, data, problem, config, variant, opts.timing, &prov, Some(&anchor)));
+            progress(&format!("{kind}: reduce {variant} {config:?}"));
+            records.push(bench::reduce(backend, data, problem, config, variant, t, &prov, a));
         }
     }
+
+    for &variant in Kernels::variants(backend) {
+        let p = scan::ScanProblem { n, dtype: Dtype::F32 };
+        let c = scan::default_config(backend);
+        progress(&format!("{kind}: scan {variant}"));
+        records.push(bench::workload(
+            backend,
+            "scan",
+            variant,
+            json(&p),
+            json(&c),
+            scan::prepare::<B, f32>(backend, p, c, variant, seed),
+            t,
+            &prov,
+            a,
+        ));
+
+        for bins in [256, 4096, 49_152] {
+            let p = histogram::HistogramProblem { n, bins, out_of_range_pct: 0 };
+            let c = histogram::default_config(backend, &p);
+            progress(&format!("{kind}: histogram {bins} bins {variant}"));
+            records.push(bench::workload(
+                backend,
+                "histogram",
+                variant,
+                json(&p),
+                json(&c),
+                histogram::prepare(backend, p, c, variant, seed),
+                t,
+                &prov,
+                a,
+            ));
+        }
+
+        for taps in [3, 33] {
+            let p = conv1d::Conv1dProblem { n, taps };
+            let c = conv1d::default_config(backend);
+            progress(&format!("{kind}: conv1d K={taps} {variant}"));
+            records.push(bench::workload(
+                backend,
+                "conv1d",
+                variant,
+                json(&p),
+                json(&c),
+                conv1d::prepare(backend, p, c, variant, seed),
+                t,
+                &prov,
+                a,
+            ));
+        }
+
+        for radius in [1, 2] {
+            let p = stencil2d::Stencil2dProblem {
+                width: sizes.side,
+                height: sizes.side,
+                radius,
+                blur: stencil2d::Blur::Gaussian,
+            };
+            let c = stencil2d::default_config(backend);
+            progress(&format!("{kind}: stencil2d r={radius} {variant}"));
+            records.push(bench::workload(
+                backend,
+                "stencil2d",
+                variant,
+                json(&p),
+                json(&c),
+                stencil2d::prepare(backend, p, c, variant, seed),
+                t,
+                &prov,
+                a,
+            ));
+        }
+
+        let p = transpose::TransposeProblem { rows: sizes.side, cols: sizes.side };
+        for c in [
+            transpose::default_config(backend),
+            dynsmem_kernels::transpose::TransposeConfig { pad: 0, ..transpose::default_config(backend) },
+        ] {
+            progress(&format!("{kind}: transpose pad={} {variant}", c.pad));
+            records.push(bench::workload(
+                backend,
+                "transpose",
+                variant,
+                json(&p),
+                json(&c),
+                transpose::prepare(backend, p, c, variant, seed),
+                t,
+                &prov,
+                a,
+            ));
+        }
+
+        // Rows of 4096, and rows of 32768 floats (128 KB: past any static limit).
+        for (rows, cols) in [(sizes.softmax_rows, 4096), ((sizes.softmax_rows / 8).max(1), 32_768)] {
+            let p = softmax::SoftmaxProblem { rows, cols };
+            let c = softmax::default_config(backend);
+            progress(&format!("{kind}: softmax {rows}x{cols} {variant}"));
+            records.push(bench::workload(
+                backend,
+                "softmax",
+                variant,
+                json(&p),
+                json(&c),
+                softmax::prepare(backend, p, c, variant, seed),
+                t,
+                &prov,
+                a,
+            ));
+        }
+
+        let p = nbody::NbodyProblem::new(sizes.nbody);
+        let c = nbody::default_config(backend);
+        progress(&format!("{kind}: nbody {} {variant}", sizes.nbody));
+        records.push(bench::workload(
+            backend,
+            "nbody",
+            variant,
+            json(&p),
+            json(&c),
+            nbody::prepare(backend, p, c, variant, seed),
+            t,
+            &prov,
+            a,
+        ));
+    }
     records.push(anchor);
+}
+
+/// A problem or config as it goes into a record.
+fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).expect("problems and configs serialize")
 }

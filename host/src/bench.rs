@@ -6,8 +6,8 @@ use serde_json::json;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::kernels::Variant;
 use crate::kernels::reduce::{ReduceConfig, ReduceElement, ReduceKernels, ReducePlan, ReduceProblem};
+use crate::kernels::{Variant, Workload};
 use crate::measure::{self, TimingOptions};
 use crate::report::{Provenance, Record};
 
@@ -111,6 +111,60 @@ pub fn reduce<B: ReduceKernels, T: ReduceElement>(
             }
             rec.error = Some(e.to_string());
         }
+    }
+    rec
+}
+
+/// One prepared config of any family (see [`Workload`]): checked against its CPU
+/// reference, then timed. The figure is GB/s of the bytes the algorithm must move (ratio
+/// to a bandwidth anchor), and TFLOP/s where it counts floating-point work.
+#[allow(clippy::too_many_arguments)]
+pub fn workload<B: Backend, W: Workload>(
+    backend: &B,
+    family: &str,
+    variant: Variant,
+    problem: serde_json::Value,
+    config: serde_json::Value,
+    prepared: Result<W>,
+    timing: TimingOptions,
+    prov: &Provenance,
+    anchor: Option<&Record>,
+) -> Record {
+    let mut rec = Record::new(family, variant.name(), family, backend.info(), prov);
+    rec.problem = problem;
+    rec.config = config;
+    rec.timer = backend.timer_name().into();
+    let result = prepared.and_then(|w| {
+        rec.kernel = w.kernel_name();
+        rec.shared_bytes = w.shared_bytes();
+        rec.static_shared_bytes = w.static_shared_bytes();
+        w.run()?;
+        w.check()?;
+        let (t, warmups) = measure::time(backend, timing, &mut || w.run())?;
+        Ok((t, warmups, w.bytes(), w.flops()))
+    });
+    match result {
+        Ok((t, warmups, bytes, flops)) => {
+            rec.verified = true;
+            rec.warmup = warmups;
+            if bytes > 0 {
+                rec.bytes = Some(bytes);
+                rec.gbps = Some(measure::gbps(bytes, t.median_ms));
+                if let Some(a) = anchor {
+                    rec.anchor = Some(format!("{} {}", a.backend, a.kernel));
+                    rec.anchor_gbps = a.gbps;
+                    rec.ratio = rec.gbps.zip(a.gbps).map(|(g, a)| g / a);
+                }
+            }
+            if flops > 0.0 {
+                rec.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
+            }
+            rec.median_ms = Some(t.median_ms);
+            rec.min_ms = Some(t.min_ms);
+            rec.max_ms = Some(t.max_ms);
+            rec.times_ms = t.times_ms;
+        }
+        Err(e) => rec.error = Some(e.to_string()),
     }
     rec
 }

@@ -12,6 +12,7 @@ pub mod element;
 pub mod error;
 pub mod kernels;
 pub mod measure;
+pub mod par;
 pub mod report;
 pub mod rng;
 pub mod verify;

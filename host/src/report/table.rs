@@ -103,6 +103,7 @@ pub fn records_table(records: &[Record]) -> Table {
             r.static_shared_bytes.to_string(),
             opt(r.median_ms, 4),
             opt(r.gbps, 1),
+            opt(r.tflops, 2),
             opt(r.anchor_gbps, 1),
             opt(r.ratio, 3),
             match (&r.error, r.verified) {

@@ -57,19 +57,19 @@ fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Variant) -> W
 pub fn reference(x: &[f32], w: &[f32]) -> (Vec<f64>, Vec<f64>) {
     let half = w.len() / 2;
     let n = x.len();
-    let mut y = vec![0.0; n];
-    let mut scale = vec![0.0; n];
-    for i in 0..n {
+    let both = crate::par::map(n, |i| {
+        let (mut y, mut scale) = (0.0f64, 0.0f64);
         for (k, &wk) in w.iter().enumerate() {
             let j = i + k;
             if j >= half && j - half < n {
                 let p = wk as f64 * x[j - half] as f64;
-                y[i] += p;
-                scale[i] += p.abs();
+                y += p;
+                scale += p.abs();
             }
         }
-    }
-    (y, scale)
+        (y, scale)
+    });
+    both.into_iter().unzip()
 }
 
 pub struct Conv1dWorkload<'b, B: Kernels> {

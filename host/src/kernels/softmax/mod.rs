@@ -43,17 +43,14 @@ fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) ->
 
 /// The CPU reference, in f64: `exp(x - max) / sum exp(x - max)` per row.
 pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f64> {
-    let mut out = vec![0.0; rows * cols];
-    for r in 0..rows {
+    let per_row = crate::par::map(rows, |r| {
         let row = &input[r * cols..(r + 1) * cols];
         let m = row.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x as f64));
         let e: Vec<f64> = row.iter().map(|&x| (x as f64 - m).exp()).collect();
         let s: f64 = e.iter().sum();
-        for (o, v) in out[r * cols..(r + 1) * cols].iter_mut().zip(e) {
-            *o = v / s;
-        }
-    }
-    out
+        e.into_iter().map(|v| v / s).collect::<Vec<f64>>()
+    });
+    per_row.into_iter().flatten().collect()
 }
 
 /// Elementwise tolerance: the hardware exp (about 2 ulp) and a sum of `cols` terms.

@@ -92,22 +92,21 @@ fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, variant: Variant
 /// The CPU reference in f64 (edges clamped) and each output's error scale `sum |w x|`.
 pub fn reference(image: &[f32], width: usize, height: usize, radius: usize, w: &[f32]) -> (Vec<f64>, Vec<f64>) {
     let k = 2 * radius + 1;
-    let mut out = vec![0.0; width * height];
-    let mut scale = vec![0.0; width * height];
-    for y in 0..height {
-        for x in 0..width {
-            for dy in 0..k {
-                for dx in 0..k {
-                    let sx = (x + dx).saturating_sub(radius).min(width - 1);
-                    let sy = (y + dy).saturating_sub(radius).min(height - 1);
-                    let p = w[dy * k + dx] as f64 * image[sy * width + sx] as f64;
-                    out[y * width + x] += p;
-                    scale[y * width + x] += p.abs();
-                }
+    let both = crate::par::map(width * height, |i| {
+        let (x, y) = (i % width, i / width);
+        let (mut out, mut scale) = (0.0f64, 0.0f64);
+        for dy in 0..k {
+            for dx in 0..k {
+                let sx = (x + dx).saturating_sub(radius).min(width - 1);
+                let sy = (y + dy).saturating_sub(radius).min(height - 1);
+                let p = w[dy * k + dx] as f64 * image[sy * width + sx] as f64;
+                out += p;
+                scale += p.abs();
             }
         }
-    }
-    (out, scale)
+        (out, scale)
+    });
+    both.into_iter().unzip()
 }
 
 pub struct Stencil2dWorkload<'b, B: Kernels> {
