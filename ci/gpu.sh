@@ -7,6 +7,7 @@
 #   sweep       reduce configs at 2^28 on CUDA -> sweep.jsonl
 #   wgsl-sweep  reduce configs at 2^28 on WGSL, runtime checks on and off -> wgsl-sweep.jsonl
 #   limits      200 KB of launch-sized memory runs; 232452 B is refused before launch -> limits.txt
+#   suite-sweep configs of scan, conv1d, stencil2d, transpose at GPU sizes on CUDA -> suite-sweep.jsonl
 #   crosscheck  PyTorch's sum and copy on the same GPU -> crosscheck.txt
 set -uo pipefail
 OUT=${OUT:-/tmp/dynsmem-out}
@@ -67,6 +68,15 @@ for step in "$@"; do
         echo "\$ dynsmem run reduce --backend cuda --staged --block 9 --ipt 6456 --n 268435456"
         RUST_BACKTRACE=0 $B run reduce --backend cuda --staged --block 9 --ipt 6456 --n 268435456; echo "exit code $?"
       } 2>&1 | tee "$OUT/limits.txt"
+      ;;
+    suite-sweep)
+      r() { $B run "$@" --backend cuda --repeats 10 --json "$OUT/suite-sweep.jsonl" 2>&1 | grep -E "^(time|error)" | sed "s|^|$* : |"; }
+      for c in "256 16" "512 16" "256 32" "512 32" "1024 8"; do read -r b i <<< "$c"; r scan --block "$b" --ipt "$i"; done
+      for c in "128 8" "256 8" "512 8" "256 4" "512 4"; do read -r b o <<< "$c"; r conv1d --taps 33 --block "$b" --outputs-per-thread "$o"; done
+      r conv1d --taps 3 --block 256 --outputs-per-thread 8; r conv1d --taps 3 --block 512 --outputs-per-thread 4
+      for c in "256 64 32" "256 32 32" "512 64 64" "512 128 32" "256 128 16"; do read -r b w h <<< "$c"; r stencil2d --radius 2 --block "$b" --tile-w "$w" --tile-h "$h"; done
+      r stencil2d --radius 1 --block 256 --tile-w 64 --tile-h 32; r stencil2d --radius 1 --block 512 --tile-w 128 --tile-h 32
+      for c in "256 32" "512 32" "1024 32" "256 64" "512 64" "1024 64"; do read -r b t <<< "$c"; r transpose --block "$b" --tile "$t" --pad 1; done
       ;;
     crosscheck)
       python3 ci/gpu_crosscheck.py 2>&1 | tee "$OUT/crosscheck.txt"

@@ -36,6 +36,21 @@ fn ptx_has_every_reduce_entry() {
 }
 
 #[test]
+fn no_kernel_spills_to_local_memory() {
+    for table in dynsmem_kernels::KERNELS {
+        for k in table.iter() {
+            let entry = ptx_entry(kernels::PTX, k.name).unwrap_or_else(|| panic!("`{}` missing from the PTX", k.name));
+            assert!(
+                !entry.contains(".local"),
+                "{} uses local memory (a spill, or a register array indexed at run time)",
+                k.name
+            );
+            assert!(entry.contains("%dynamic_smem_size"), "{} checks its carve against the launch size", k.name);
+        }
+    }
+}
+
+#[test]
 fn launch_sized_memory_is_extern_shared_and_16_aligned() {
     let externs: Vec<&str> = kernels::PTX.lines().filter(|l| l.starts_with(".extern .shared")).collect();
     assert!(!externs.is_empty(), "no .extern .shared symbol: the kernels would have no launch-sized memory");

@@ -6,17 +6,19 @@
 //! A block makes a tile of `T = block * R` consecutive outputs; blocks walk tiles `b, b +
 //! grid, ...`. For a tile starting at `o`, the block loads `x[o - K/2 .. o + T + K/2)`
 //! (zeros outside `[0, n)`) into the shared `tile`, and the taps into `weights`. Thread
-//! `t` makes the `R` consecutive outputs `o + t*R ..`: it keeps an `R`-element window of
-//! the tile in registers and slides it one element per tap, so each tap costs one shared
-//! load of the tile and one (broadcast) of the weight for `R` fused multiply-adds. `R` is
-//! a const generic (the window must be registers); `K` and the tile are launch-time.
-//! Outputs are staged back through the tile and written coalesced.
+//! `t` makes the `R` consecutive outputs `o + t*R ..`: it walks the taps `R` at a time,
+//! holding `2R` tile elements in registers, so `R` taps cost `R` shared loads of the tile,
+//! `R` broadcast loads of weights and `R * R` fused multiply-adds (register tiling). The
+//! taps are padded with zero weights to a multiple of `R` (`Kp`). `R` is a const generic
+//! (the window must be registers); `K` and the tile are launch-time. Outputs are staged
+//! back through the tile and written coalesced.
 //!
 //! The tile is stored with one padding float after every 32 (`i -> i + i / 32`): thread
 //! `t` reads element `t*R + c`, and the padding spreads a warp's 32 reads over 32 banks.
 //!
 //! # Launch-sized memory ([`Conv1dConfig::layout`])
-//! `tile`: `T + K - 1` floats plus padding; `weights`: `K` floats.
+//! `tile`: `T + Kp` floats plus padding; `weights`: `Kp` floats (`Kp` = `K` rounded up to
+//! a multiple of `R`).
 //!
 //! # Entry points
 //! `conv1d_f32_r4` and `conv1d_f32_r8` (`R` = 4, 8), each
@@ -60,12 +62,18 @@ impl Conv1dConfig {
         self.block.checked_mul(self.outputs_per_thread)
     }
 
+    /// Taps rounded up to a multiple of the outputs per thread (zero weights fill it).
+    pub fn padded_taps(&self, taps: u32) -> u32 {
+        taps.next_multiple_of(self.outputs_per_thread.max(1))
+    }
+
     pub fn layout(&self, taps: u32) -> Result<Conv1dLayout, LayoutError> {
         let overflow = LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 };
-        let inputs = self.tile_outputs().and_then(|t| t.checked_add(taps.max(1) - 1)).ok_or(overflow)?;
+        let kp = self.padded_taps(taps);
+        let inputs = self.tile_outputs().and_then(|t| t.checked_add(kp)).ok_or(overflow)?;
         let mut carve = Carve::new();
         let tile = carve.array::<f32>(padded(inputs) + 1)?;
-        let weights = carve.array::<f32>(taps)?;
+        let weights = carve.array::<f32>(kp)?;
         Ok(Conv1dLayout { tile, weights, bytes: carve.bytes() })
     }
 
@@ -80,6 +88,8 @@ impl Conv1dConfig {
 
 /// # Safety
 /// `x` and `y` hold `n` floats, `w` holds `taps`; the launch gave the layout's bytes.
+// Index loops over register arrays with constant bounds are what keeps them registers.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32) {
     let tid = gpu::thread_idx_x();
@@ -92,12 +102,14 @@ unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u
     let region = gpu::launch_region(l.bytes);
     let (tile, wt): (SharedArray<f32>, SharedArray<f32>) = (region.array(l.tile), region.array(l.weights));
     let outputs = block * R as u32;
-    let inputs = outputs + taps - 1;
+    let kp = cfg.padded_taps(taps);
+    let inputs = outputs + kp;
     let half = (taps / 2) as u64;
 
     let mut k = tid;
-    while k < taps {
-        unsafe { wt.write(k, w.add(k as usize).read()) };
+    while k < kp {
+        let wk = if k < taps { unsafe { w.add(k as usize).read() } } else { 0.0 };
+        unsafe { wt.write(k, wk) };
         k += block;
     }
 
@@ -119,23 +131,27 @@ unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u
 
         let base = tid * R as u32;
         let mut acc = [0.0f32; R];
-        let mut win = [0.0f32; R];
-        for (r, v) in win.iter_mut().enumerate() {
-            *v = unsafe { tile.read(padded(base + r as u32)) };
+        // buf[0..R] holds tile[base + k ..], buf[R..2R] the next R elements.
+        let mut buf = [[0.0f32; R]; 2];
+        for r in 0..R {
+            buf[0][r] = unsafe { tile.read(padded(base + r as u32)) };
         }
         let mut k = 0;
-        while k < taps {
-            let wk = unsafe { wt.read(k) };
+        while k < kp {
             for r in 0..R {
-                acc[r] = gpu::fma(wk, win[r], acc[r]);
+                buf[1][r] = unsafe { tile.read(padded(base + k + (R + r) as u32)) };
             }
-            k += 1;
-            if k < taps {
-                for r in 0..R - 1 {
-                    win[r] = win[r + 1];
+            for j in 0..R {
+                let wk = unsafe { wt.read(k + j as u32) };
+                for r in 0..R {
+                    let v = if r + j < R { buf[0][r + j] } else { buf[1][r + j - R] };
+                    acc[r] = gpu::fma(wk, v, acc[r]);
                 }
-                win[R - 1] = unsafe { tile.read(padded(base + k + R as u32 - 1)) };
             }
+            for r in 0..R {
+                buf[0][r] = buf[1][r];
+            }
+            k += R as u32;
         }
         gpu::barrier();
         for (r, a) in acc.iter().enumerate() {

@@ -7,10 +7,12 @@
 //! one that has not started). It loads the tile into launch-sized shared memory; thread
 //! `t` sums its `items_per_thread` consecutive elements; a shared-memory scan over the
 //! threads gives each its offset and the tile's aggregate. Thread 0 publishes the
-//! aggregate in the tile's status word, then walks back over the predecessors' words,
-//! adding aggregates until it meets an inclusive prefix, and publishes the tile's own
-//! inclusive prefix. The tile is written back with the prefix added. Input and output
-//! each cross device memory once.
+//! aggregate in the tile's status word; then the first 32 threads read the status words
+//! of the 32 preceding tiles at once (one round trip per 32 predecessors, instead of one
+//! per predecessor), thread 0 adds their values up to the nearest inclusive prefix (or
+//! reads the window again if one is not published yet), and the walk moves 32 tiles back
+//! until it meets a prefix. The tile publishes its own inclusive prefix and is written
+//! back with the prefix added. Input and output each cross device memory once.
 //!
 //! Status words (`u64`, zeroed before the launch) hold a flag (1 = aggregate, 2 =
 //! inclusive prefix) in the high half and the value's bits in the low half. A look-back
@@ -20,7 +22,8 @@
 //! over the banks.
 //!
 //! # Launch-sized memory ([`ScanConfig::layout`])
-//! `tile`: `T` elements plus padding; `scratch`: `block` elements; `misc`: 2 `u32`.
+//! `tile`: `T` elements plus padding; `scratch`: `block` elements; `window`: 32 status
+//! words; `misc`: 4 `u32`.
 //!
 //! # Entry points
 //! `scan_exclusive_f32`, `scan_exclusive_u32`, each `(input, output, n: u64,
@@ -35,6 +38,8 @@ pub const FLAG_AGGREGATE: u64 = 1;
 pub const FLAG_PREFIX: u64 = 2;
 /// Look-back rounds before a block gives up and traps.
 pub const MAX_SPIN: u32 = 1 << 26;
+/// Predecessors whose status words one look-back round reads.
+pub const WINDOW: u32 = 32;
 
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,6 +52,7 @@ pub struct ScanConfig {
 pub struct ScanLayout {
     pub tile: Slice<u32>,
     pub scratch: Slice<u32>,
+    pub window: Slice<u64>,
     pub misc: Slice<u32>,
     pub bytes: u32,
 }
@@ -69,8 +75,9 @@ impl ScanConfig {
         let mut carve = Carve::new();
         let tile = carve.array::<u32>(padded(t) + 1)?;
         let scratch = carve.array::<u32>(self.block)?;
-        let misc = carve.array::<u32>(2)?;
-        Ok(ScanLayout { tile, scratch, misc, bytes: carve.bytes() })
+        let window = carve.array::<u64>(WINDOW)?;
+        let misc = carve.array::<u32>(4)?;
+        Ok(ScanLayout { tile, scratch, window, misc, bytes: carve.bytes() })
     }
 
     pub fn shared_bytes(&self) -> Result<u32, LayoutError> {
@@ -143,6 +150,7 @@ unsafe fn scan<T: ScanElement>(
     let region = gpu::launch_region(l.bytes);
     let tile: SharedArray<T> = unsafe { region.array(l.tile).cast() };
     let scratch: SharedArray<T> = unsafe { region.array(l.scratch).cast() };
+    let window: SharedArray<u64> = region.array(l.window);
     let misc: SharedArray<u32> = region.array(l.misc);
     let per_tile = block * ipt;
 
@@ -186,37 +194,75 @@ unsafe fn scan<T: ScanElement>(
     }
     let before_me = if tid > 0 { unsafe { scratch.read(tid - 1) } } else { T::ZERO };
 
+    let aggregate = unsafe { scratch.read(block - 1) };
+    let word = |flag: u64, v: T| (flag << 32) | v.to_bits() as u64;
     if tid == 0 {
-        let aggregate = unsafe { scratch.read(block - 1) };
-        let word = |flag: u64, v: T| (flag << 32) | v.to_bits() as u64;
-        let mut prefix = T::ZERO;
-        if t == 0 {
-            unsafe { gpu::store_release_u64(status, word(FLAG_PREFIX, aggregate)) };
-        } else {
-            unsafe { gpu::store_release_u64(status.add(t as usize), word(FLAG_AGGREGATE, aggregate)) };
-            let mut p = t - 1;
-            let mut spins = 0u32;
-            loop {
-                let s = unsafe { gpu::load_acquire_u64(status.add(p as usize)) };
-                let flag = s >> 32;
-                if flag == 0 {
-                    spins += 1;
-                    if spins >= MAX_SPIN {
-                        gpu::trap();
-                    }
-                    continue;
-                }
-                prefix = T::from_bits(s as u32).add(prefix);
-                if flag == FLAG_PREFIX || p == 0 {
-                    break;
-                }
-                p -= 1;
-            }
-            unsafe { gpu::store_release_u64(status.add(t as usize), word(FLAG_PREFIX, prefix.add(aggregate))) };
+        let first = if t == 0 { FLAG_PREFIX } else { FLAG_AGGREGATE };
+        unsafe { gpu::store_release_u64(status.add(t as usize), word(first, aggregate)) };
+        // misc[1]: the exclusive prefix so far; misc[2]: done; misc[3]: nearest tile of the window.
+        unsafe {
+            misc.write(1, T::ZERO.to_bits());
+            misc.write(2, (t == 0) as u32);
+            misc.write(3, t.saturating_sub(1) as u32);
         }
-        unsafe { misc.write(1, prefix.to_bits()) };
     }
     gpu::barrier();
+    let mut rounds = 0u32;
+    while unsafe { misc.read(2) } == 0 {
+        let nearest = unsafe { misc.read(3) };
+        // Strided, so blocks of fewer than WINDOW threads fill the whole window too.
+        let mut i = tid;
+        while i < WINDOW {
+            // Past tile 0 the window reads as an inclusive prefix of zero.
+            let w = if i <= nearest {
+                unsafe { gpu::load_acquire_u64(status.add((nearest - i) as usize)) }
+            } else {
+                word(FLAG_PREFIX, T::ZERO)
+            };
+            unsafe { window.write(i, w) };
+            i += block;
+        }
+        gpu::barrier();
+        if tid == 0 {
+            let mut sum = T::ZERO;
+            let mut ready = true;
+            let mut found = false;
+            let mut i = 0;
+            while i < WINDOW {
+                let s = unsafe { window.read(i) };
+                let flag = s >> 32;
+                if flag == 0 {
+                    ready = false;
+                    break;
+                }
+                sum = sum.add(T::from_bits(s as u32));
+                if flag == FLAG_PREFIX {
+                    found = true;
+                    break;
+                }
+                i += 1;
+            }
+            if ready {
+                let so_far = T::from_bits(unsafe { misc.read(1) });
+                unsafe { misc.write(1, so_far.add(sum).to_bits()) };
+                if found {
+                    unsafe { misc.write(2, 1) };
+                } else {
+                    unsafe { misc.write(3, nearest - WINDOW) };
+                }
+            } else {
+                rounds += 1;
+                if rounds >= MAX_SPIN {
+                    gpu::trap();
+                }
+            }
+        }
+        gpu::barrier();
+    }
+    if tid == 0 && t > 0 {
+        let prefix = T::from_bits(unsafe { misc.read(1) });
+        unsafe { gpu::store_release_u64(status.add(t as usize), word(FLAG_PREFIX, prefix.add(aggregate))) };
+    }
     let prefix = T::from_bits(unsafe { misc.read(1) });
 
     let mut running = prefix.add(before_me);

@@ -81,6 +81,8 @@ impl Stencil2dConfig {
 /// # Safety
 /// `input` and `output` hold `width * height` floats, `weights` `(2R+1)^2`; the launch
 /// gave the layout's bytes; the config [`fits`](Stencil2dConfig::fits).
+// Index loops over register arrays with constant bounds are what keeps them registers.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn stencil<const R: usize, const K: usize>(
@@ -113,11 +115,11 @@ unsafe fn stencil<const R: usize, const K: usize>(
         i += block;
     }
     gpu::barrier();
-    let mut w = [[0.0f32; K]; K];
-    for (dy, row) in w.iter_mut().enumerate() {
-        for (dx, v) in row.iter_mut().enumerate() {
-            *v = unsafe { wt.read((dy * K + dx) as u32) };
-        }
+    // Flat K*K arrays indexed by constants in fully unrolled loops stay in registers
+    // (arrays of rows copied whole went to local memory).
+    let mut w = [0.0f32; 25];
+    for i in 0..K * K {
+        w[i] = unsafe { wt.read(i as u32) };
     }
 
     let tiles_x = width.div_ceil(tile_w).max(1) as u64;
@@ -137,30 +139,28 @@ unsafe fn stencil<const R: usize, const K: usize>(
         }
         gpu::barrier();
 
-        let mut win = [[0.0f32; K]; K];
-        for (dy, row) in win.iter_mut().enumerate().take(K - 1) {
-            for (dx, v) in row.iter_mut().enumerate() {
-                *v = unsafe { tile.read((y_first + dy as u32) * pitch + tx + dx as u32) };
+        let mut win = [0.0f32; 25];
+        for dy in 0..K - 1 {
+            for dx in 0..K {
+                win[dy * K + dx] = unsafe { tile.read((y_first + dy as u32) * pitch + tx + dx as u32) };
             }
         }
         let mut r = 0;
         while r < strip {
             // The window's last row is tile row y_first + r + K - 1.
-            for (dx, v) in win[K - 1].iter_mut().enumerate() {
-                *v = unsafe { tile.read((y_first + r + K as u32 - 1) * pitch + tx + dx as u32) };
+            for dx in 0..K {
+                win[(K - 1) * K + dx] = unsafe { tile.read((y_first + r + K as u32 - 1) * pitch + tx + dx as u32) };
             }
             let mut acc = 0.0f32;
-            for dy in 0..K {
-                for dx in 0..K {
-                    acc = gpu::fma(w[dy][dx], win[dy][dx], acc);
-                }
+            for i in 0..K * K {
+                acc = gpu::fma(w[i], win[i], acc);
             }
             let (x, y) = (x0 + tx, y0 + y_first + r);
             if x < width && y < height {
                 unsafe { output.add(y as usize * width as usize + x as usize).write(acc) };
             }
-            for dy in 0..K - 1 {
-                win[dy] = win[dy + 1];
+            for i in 0..(K - 1) * K {
+                win[i] = win[i + K];
             }
             r += 1;
         }

@@ -1,11 +1,12 @@
 // 1-D convolution on the static-WGSL path: the algorithm and mapping of
 // device-kernels/src/conv1d.rs (read that first), with the padded input tile and the taps
 // in `var<workgroup>` arrays sized when the pipeline is created: TILE_CAP floats (the
-// tile of BLOCK * R outputs, its halo of TAPS - 1 and the padding) and TAPS floats.
+// tile of BLOCK * R outputs, its halo of KP and the padding) and KP floats, where KP is
+// TAPS rounded up to a multiple of R (zero weights fill it).
 // R is a `const` in both sizings: WGSL sizes function-scope arrays by const-expressions.
 //
 // Template slots (names in double braces), filled by host/src/kernels/conv1d/mod.rs:
-//   SIZING   declarations of BLOCK, TAPS and TILE_CAP (u32)
+//   SIZING   declarations of BLOCK, TAPS, KP and TILE_CAP (u32)
 //   R        outputs per thread
 
 {{SIZING}}
@@ -23,7 +24,7 @@ struct Params {
 @group(0) @binding(3) var<uniform> params: Params;
 
 var<workgroup> tile: array<f32, TILE_CAP>;
-var<workgroup> weights: array<f32, TAPS>;
+var<workgroup> weights: array<f32, KP>;
 
 fn padded(i: u32) -> u32 {
     return i + i / 32u;
@@ -37,10 +38,14 @@ fn conv1d(
 ) {
     let n = params.n_lo;
     let outputs = BLOCK * R;
-    let inputs = outputs + TAPS - 1u;
+    let inputs = outputs + KP;
     let half = TAPS / 2u;
-    for (var k = tid; k < TAPS; k += BLOCK) {
-        weights[k] = w[k];
+    for (var k = tid; k < KP; k += BLOCK) {
+        var wk = 0.0;
+        if (k < TAPS) {
+            wk = w[k];
+        }
+        weights[k] = wk;
     }
     let tiles = (n + outputs - 1u) / outputs;
     for (var t = wid.x; t < tiles; t += nwg.x) {
@@ -58,21 +63,24 @@ fn conv1d(
 
         let base = tid * R;
         var acc: array<f32, R>;
-        var win: array<f32, R>;
+        // buf[0..R] holds tile[base + k ..], buf[R..2R] the next R elements.
+        var buf: array<f32, 2u * R>;
         for (var r = 0u; r < R; r++) {
             acc[r] = 0.0;
-            win[r] = tile[padded(base + r)];
+            buf[r] = tile[padded(base + r)];
         }
-        for (var k = 0u; k < TAPS; k++) {
-            let wk = weights[k];
+        for (var k = 0u; k < KP; k += R) {
             for (var r = 0u; r < R; r++) {
-                acc[r] = fma(wk, win[r], acc[r]);
+                buf[R + r] = tile[padded(base + k + R + r)];
             }
-            if (k + 1u < TAPS) {
-                for (var r = 0u; r + 1u < R; r++) {
-                    win[r] = win[r + 1u];
+            for (var j = 0u; j < R; j++) {
+                let wk = weights[k + j];
+                for (var r = 0u; r < R; r++) {
+                    acc[r] = fma(wk, buf[r + j], acc[r]);
                 }
-                win[R - 1u] = tile[padded(base + k + R)];
+            }
+            for (var r = 0u; r < R; r++) {
+                buf[r] = buf[R + r];
             }
         }
         workgroupBarrier();

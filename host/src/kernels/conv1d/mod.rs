@@ -33,12 +33,14 @@ pub fn default_config<B: Kernels>(backend: &B) -> Conv1dConfig {
 
 fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Variant) -> WgslSpec {
     let outputs = cfg.block as u64 * cfg.outputs_per_thread as u64;
-    let tile_cap = padded((outputs + problem.taps as u64 - 1).min(u32::MAX as u64 / 2) as u32) + 1;
+    let kp = cfg.padded_taps(problem.taps);
+    let tile_cap = padded((outputs + kp as u64).min(u32::MAX as u64 / 2) as u32) + 1;
     let (sizing, constants) = wgsl_sizing(
         variant,
         &[
             ("BLOCK", "u32", cfg.block as f64),
             ("TAPS", "u32", problem.taps as f64),
+            ("KP", "u32", kp as f64),
             ("TILE_CAP", "u32", tile_cap as f64),
         ],
     );
@@ -48,7 +50,7 @@ fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Variant) -> W
         entry: "conv1d",
         constants,
         workgroup_size: cfg.block,
-        static_bytes: ((tile_cap as u64 + problem.taps as u64) * 4).min(u32::MAX as u64) as u32,
+        static_bytes: ((tile_cap as u64 + kp as u64) * 4).min(u32::MAX as u64) as u32,
     }
 }
 
