@@ -1,5 +1,6 @@
-"""Independent figures on the same GPU, to hold dynsmem's numbers against: PyTorch's sum
-and device-to-device copy of 2^28 f32, timed with CUDA events (median of 20 after 3 warm-ups)."""
+"""Independent figures on the same GPU, to hold dynsmem's numbers against: PyTorch's copy,
+sum, cumsum, bincount and transpose, timed with CUDA events (median of 20 after 3 warm-ups),
+at the sizes `dynsmem bench` uses."""
 import torch
 
 N = 1 << 28
@@ -21,12 +22,20 @@ def median_ms(fn, reps=20, warmup=3):
     return times[len(times) // 2]
 
 
+def report(name, ms, nbytes):
+    print(f"{name}: {ms:.4f} ms, {nbytes / ms / 1e6:.1f} GB/s")
+
+
 x = torch.rand(N, device="cuda", dtype=torch.float32)
 y = torch.empty_like(x)
-bytes_ = N * 4
-t_copy = median_ms(lambda: y.copy_(x))
-t_sum = median_ms(lambda: torch.sum(x))
+nbytes = N * 4
 print(f"device: {torch.cuda.get_device_name()} torch {torch.__version__}")
-print(f"torch copy_ f32 2^28: {t_copy:.4f} ms, {2 * bytes_ / t_copy / 1e6:.1f} GB/s (read + write)")
-print(f"torch.sum f32 2^28: {t_sum:.4f} ms, {bytes_ / t_sum / 1e6:.1f} GB/s (read)")
-print(f"torch.sum / copy: {(bytes_ / t_sum) / (2 * bytes_ / t_copy):.3f}")
+t_copy = median_ms(lambda: y.copy_(x))
+report("torch copy_ f32 2^28 (read + write)", t_copy, 2 * nbytes)
+report("torch.sum f32 2^28 (read)", median_ms(lambda: torch.sum(x)), nbytes)
+report("torch.cumsum f32 2^28 (read + write)", median_ms(lambda: torch.cumsum(x, 0, out=y)), 2 * nbytes)
+keys = torch.randint(0, 256, (N,), device="cuda", dtype=torch.int32)
+report("torch.bincount 256 bins, 2^28 i32 keys (read)", median_ms(lambda: torch.bincount(keys, minlength=256)), nbytes)
+m = x.view(16384, 16384)
+out = torch.empty_like(m)
+report("torch transpose 16384^2 f32 (read + write)", median_ms(lambda: out.copy_(m.t())), 2 * nbytes)

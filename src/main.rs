@@ -491,7 +491,7 @@ fn run_on<B: ReduceKernels + Kernels>(backend: &B, family: &RunFamily, common: &
         }
         RunFamily::Conv1d(a) => {
             let p = k::conv1d::Conv1dProblem { n: a.n.unwrap_or(sizes.n), taps: a.taps };
-            let d = k::conv1d::default_config(backend);
+            let d = k::conv1d::default_config(backend, a.taps);
             let c = conv1d::Conv1dConfig {
                 block: a.block.unwrap_or(d.block),
                 outputs_per_thread: a.outputs_per_thread.unwrap_or(d.outputs_per_thread),

@@ -201,7 +201,7 @@ fn families<B: ReduceKernels + Kernels>(
 
         for taps in [3, 33] {
             let p = conv1d::Conv1dProblem { n, taps };
-            let c = conv1d::default_config(backend);
+            let c = conv1d::default_config(backend, taps);
             progress(&format!("{kind}: conv1d K={taps} {variant}"));
             records.push(bench::workload(
                 backend,

@@ -119,14 +119,12 @@ unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u
         let o = t * outputs as u64;
         // Also orders the weights' stores before their first use.
         gpu::barrier();
-        let mut i = tid;
-        while i < inputs {
-            // Input index o + i - half, zero outside [0, n).
+        // Input index o + i - half, zero outside [0, n).
+        let load = |i: u32| {
             let g = o + i as u64;
-            let v = if g >= half && g - half < n { unsafe { x.add((g - half) as usize).read() } } else { 0.0 };
-            unsafe { tile.write(padded(i), v) };
-            i += block;
-        }
+            if g >= half && g - half < n { unsafe { x.add((g - half) as usize).read() } } else { 0.0 }
+        };
+        unsafe { crate::stage::stage(tile, inputs, tid, block, padded, load) };
         gpu::barrier();
 
         let base = tid * R as u32;

@@ -28,6 +28,7 @@ pub mod nbody;
 pub mod reduce;
 pub mod scan;
 pub mod softmax;
+pub mod stage;
 pub mod stencil2d;
 pub mod transpose;
 

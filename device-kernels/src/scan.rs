@@ -161,13 +161,11 @@ unsafe fn scan<T: ScanElement>(
     let t = unsafe { misc.read(0) } as u64;
     let start = t * per_tile as u64;
 
-    let mut i = tid;
-    while i < per_tile {
+    let load = |i: u32| {
         let g = start + i as u64;
-        let v = if g < n { unsafe { input.add(g as usize).read() } } else { T::ZERO };
-        unsafe { tile.write(padded(i), v) };
-        i += block;
-    }
+        if g < n { unsafe { input.add(g as usize).read() } } else { T::ZERO }
+    };
+    unsafe { crate::stage::stage(tile, per_tile, tid, block, padded, load) };
     gpu::barrier();
 
     let first = tid * ipt;

@@ -104,7 +104,7 @@ unsafe fn stencil<const R: usize, const K: usize>(
     let region = gpu::launch_region(l.bytes);
     let (tile, wt): (SharedArray<f32>, SharedArray<f32>) = (region.array(l.tile), region.array(l.weights));
     let pitch = tile_w + 2 * R as u32;
-    let loads = pitch * (tile_h + 2 * R as u32);
+    let rows_total = tile_h + 2 * R as u32;
     let (tx, strips) = (tid % tile_w, block / tile_w);
     let strip = tile_h / strips;
     let y_first = (tid / tile_w) * strip;
@@ -128,14 +128,48 @@ unsafe fn stencil<const R: usize, const K: usize>(
     while t < tiles {
         let x0 = (t % tiles_x) as u32 * tile_w;
         let y0 = (t / tiles_x) as u32 * tile_h;
-        let mut i = tid;
-        while i < loads {
-            // Tile pixel (i % pitch, i / pitch) is image pixel (x0 - R + .., y0 - R + ..),
-            // clamped to the edge.
-            let gx = (x0 + i % pitch).saturating_sub(R as u32).min(width - 1);
-            let gy = (y0 + i / pitch).saturating_sub(R as u32).min(height - 1);
-            unsafe { tile.write(i, input.add(gy as usize * width as usize + gx as usize).read()) };
-            i += block;
+        // Tile pixel (c, r) is image pixel (x0 - R + c, y0 - R + r), clamped to the edge.
+        // Thread tid loads tile pixels tid, tid + block, ... in row-major order; the row
+        // and column advance incrementally (no division per pixel), four loads in flight.
+        let load = |r: u32, c: u32| {
+            let gx = (x0 + c).saturating_sub(R as u32).min(width - 1);
+            let gy = (y0 + r).saturating_sub(R as u32).min(height - 1);
+            unsafe { input.add(gy as usize * width as usize + gx as usize).read() }
+        };
+        let (dr, dc) = (block / pitch, block % pitch);
+        let advance = |r: &mut u32, c: &mut u32| {
+            *c += dc;
+            *r += dr;
+            if *c >= pitch {
+                *c -= pitch;
+                *r += 1;
+            }
+        };
+        let (mut r, mut c) = (tid / pitch, tid % pitch);
+        while r < rows_total {
+            let p0 = (r, c);
+            advance(&mut r, &mut c);
+            let p1 = (r, c);
+            advance(&mut r, &mut c);
+            let p2 = (r, c);
+            advance(&mut r, &mut c);
+            let p3 = (r, c);
+            advance(&mut r, &mut c);
+            let v0 = load(p0.0, p0.1);
+            let v1 = if p1.0 < rows_total { load(p1.0, p1.1) } else { 0.0 };
+            let v2 = if p2.0 < rows_total { load(p2.0, p2.1) } else { 0.0 };
+            let v3 = if p3.0 < rows_total { load(p3.0, p3.1) } else { 0.0 };
+            // p0 is in the tile (the loop's condition); the others may be past its end.
+            unsafe { tile.write(p0.0 * pitch + p0.1, v0) };
+            if p1.0 < rows_total {
+                unsafe { tile.write(p1.0 * pitch + p1.1, v1) };
+            }
+            if p2.0 < rows_total {
+                unsafe { tile.write(p2.0 * pitch + p2.1, v2) };
+            }
+            if p3.0 < rows_total {
+                unsafe { tile.write(p3.0 * pitch + p3.1, v3) };
+            }
         }
         gpu::barrier();
 

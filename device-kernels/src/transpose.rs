@@ -79,13 +79,29 @@ unsafe fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, t
     while t < tiles {
         let r0 = (t / tiles_x) as u32 * tile;
         let c0 = (t % tiles_x) as u32 * tile;
-        let mut j = ty;
-        while j < tile {
-            let (r, c) = (r0 + j, c0 + tx);
+        // Four rows' loads in flight before their stores (see `crate::stage`).
+        let c = c0 + tx;
+        let load = |j: u32| {
+            let r = r0 + j;
             if r < rows && c < cols {
-                let v = unsafe { input.add(r as usize * cols as usize + c as usize).read() };
-                unsafe { shared.write(j * stride + tx, v) };
+                unsafe { input.add(r as usize * cols as usize + c as usize).read() }
+            } else {
+                0.0
             }
+        };
+        let mut j = ty;
+        while tile > j && tile - j > 3 * step {
+            let (a, b, c2, d) = (load(j), load(j + step), load(j + 2 * step), load(j + 3 * step));
+            unsafe {
+                shared.write(j * stride + tx, a);
+                shared.write((j + step) * stride + tx, b);
+                shared.write((j + 2 * step) * stride + tx, c2);
+                shared.write((j + 3 * step) * stride + tx, d);
+            }
+            j += 4 * step;
+        }
+        while j < tile {
+            unsafe { shared.write(j * stride + tx, load(j)) };
             j += step;
         }
         gpu::barrier();

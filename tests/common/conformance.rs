@@ -151,7 +151,7 @@ pub fn conv1d<B: Kernels>(backend: &B, sizes: &[u64], taps: &[u32]) -> usize {
         for &k in taps {
             let problem = Conv1dProblem { n, taps: k };
             for config in [
-                default_config(backend),
+                default_config(backend, k),
                 Conv1dConfig { block: 32, outputs_per_thread: 4 },
                 Conv1dConfig { block: 40, outputs_per_thread: 8 },
             ] {

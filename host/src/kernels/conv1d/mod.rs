@@ -22,12 +22,16 @@ pub struct Conv1dProblem {
     pub taps: u32,
 }
 
-/// 256 threads x 8 outputs (16 x 4 on the CPU backend).
-pub fn default_config<B: Kernels>(backend: &B) -> Conv1dConfig {
+/// 128 threads x 8 outputs, 4 outputs for fewer than 8 taps (less zero padding of the
+/// taps): the fastest of a sweep on the H100 (results/2026-11-22-h100-suite-sweep.jsonl);
+/// 16 x 4 on the CPU backend.
+pub fn default_config<B: Kernels>(backend: &B, taps: u32) -> Conv1dConfig {
     if backend.kind() == BackendKind::Cpu {
         Conv1dConfig { block: 16, outputs_per_thread: 4 }
+    } else if taps < 8 {
+        Conv1dConfig { block: 256, outputs_per_thread: 4 }
     } else {
-        Conv1dConfig { block: 256, outputs_per_thread: 8 }
+        Conv1dConfig { block: 128, outputs_per_thread: 8 }
     }
 }
 

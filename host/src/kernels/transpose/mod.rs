@@ -23,13 +23,14 @@ pub struct TransposeProblem {
     pub cols: u32,
 }
 
-/// 32 x 32 tiles padded by one float (no bank conflicts), 256 threads (4 rows each);
-/// on the CPU backend 8 x 8 tiles of 16 threads.
+/// 64 x 64 tiles padded by one float (no bank conflicts), 256 threads (16 rows each): the
+/// fastest of a sweep on the H100 (results/2026-11-22-h100-suite-sweep.jsonl); on the
+/// CPU backend 8 x 8 tiles of 16 threads.
 pub fn default_config<B: Kernels>(backend: &B) -> TransposeConfig {
     if backend.kind() == BackendKind::Cpu {
         TransposeConfig { block: 16, tile: 8, pad: 1 }
     } else {
-        TransposeConfig { block: 256, tile: 32, pad: 1 }
+        TransposeConfig { block: 256, tile: 64, pad: 1 }
     }
 }
 
