@@ -185,9 +185,17 @@ unsafe fn stencil<const R: usize, const K: usize>(
             for dx in 0..K {
                 win[(K - 1) * K + dx] = unsafe { tile.read((y_first + r + K as u32 - 1) * pitch + tx + dx as u32) };
             }
-            let mut acc = 0.0f32;
-            for i in 0..K * K {
-                acc = gpu::fma(w[i], win[i], acc);
+            // One accumulator per window row: K short chains of dependent FMAs instead of
+            // one chain of K * K (each FMA waits for the previous result).
+            let mut rows = [0.0f32; 5];
+            for dy in 0..K {
+                for dx in 0..K {
+                    rows[dy] = gpu::fma(w[dy * K + dx], win[dy * K + dx], rows[dy]);
+                }
+            }
+            let mut acc = rows[0];
+            for dy in 1..K {
+                acc += rows[dy];
             }
             let (x, y) = (x0 + tx, y0 + y_first + r);
             if x < width && y < height {

@@ -69,9 +69,17 @@ fn stencil2d(
             for (var dx = 0u; dx < K; dx++) {
                 win[(K - 1u) * K + dx] = tile[(y_first + r + K - 1u) * pitch + tx + dx];
             }
-            var acc = 0.0;
-            for (var i = 0u; i < K * K; i++) {
-                acc = fma(w[i], win[i], acc);
+            // One accumulator per window row, as in the Rust kernel.
+            var rows: array<f32, 5>;
+            for (var dy = 0u; dy < K; dy++) {
+                rows[dy] = 0.0;
+                for (var dx = 0u; dx < K; dx++) {
+                    rows[dy] = fma(w[dy * K + dx], win[dy * K + dx], rows[dy]);
+                }
+            }
+            var acc = rows[0];
+            for (var dy = 1u; dy < K; dy++) {
+                acc += rows[dy];
             }
             let x = x0 + tx;
             let y = y0 + y_first + r;
