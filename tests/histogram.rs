@@ -39,7 +39,7 @@ fn bins_past_48k<B: dynsmem::host::kernels::Kernels>(backend: &B, n: u64) {
     let config = HistogramConfig { block: 256, grid: 2, copies: 1 };
     let w = prepare(backend, problem, config, Variant::LaunchSized, 9).unwrap();
     use dynsmem::host::kernels::Workload;
-    assert_eq!(w.shared_bytes(), 196_608);
+    assert_eq!(w.kernel().shared_bytes, 196_608);
     w.run().unwrap();
     w.check().unwrap();
 }

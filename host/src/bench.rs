@@ -135,9 +135,10 @@ pub fn workload<B: Backend, W: Workload>(
     rec.config = config;
     rec.timer = backend.timer_name().into();
     let result = prepared.and_then(|w| {
-        rec.kernel = w.kernel_name();
-        rec.shared_bytes = w.shared_bytes();
-        rec.static_shared_bytes = w.static_shared_bytes();
+        let k = w.kernel();
+        rec.kernel = k.name;
+        rec.shared_bytes = k.shared_bytes;
+        rec.static_shared_bytes = k.static_shared_bytes;
         w.run()?;
         w.check()?;
         let (t, warmups) = measure::time(backend, timing, &mut || w.run())?;

@@ -63,18 +63,6 @@ mod arch {
             );
         }
     }
-    #[inline(always)]
-    pub fn exp2(x: f32) -> f32 {
-        core::intrinsics::exp2(x)
-    }
-    #[inline(always)]
-    pub fn sqrt(x: f32) -> f32 {
-        core::intrinsics::sqrt(x)
-    }
-    #[inline(always)]
-    pub fn fma(a: f32, b: f32, c: f32) -> f32 {
-        core::intrinsics::fma(a, b, c)
-    }
     /// `rsqrt.approx.f32`: about 1 ulp on sm_70+, one instruction.
     #[inline(always)]
     pub fn rsqrt(x: f32) -> f32 {
@@ -159,6 +147,15 @@ mod arch {
         unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, Ordering::Relaxed);
     }
     #[inline(always)]
+    pub fn rsqrt(x: f32) -> f32 {
+        1.0 / core::intrinsics::sqrt(x)
+    }
+}
+
+/// Math both GPU targets lower the same way (LLVM intrinsics).
+#[cfg(gpu)]
+mod math {
+    #[inline(always)]
     pub fn exp2(x: f32) -> f32 {
         core::intrinsics::exp2(x)
     }
@@ -170,11 +167,10 @@ mod arch {
     pub fn fma(a: f32, b: f32, c: f32) -> f32 {
         core::intrinsics::fma(a, b, c)
     }
-    #[inline(always)]
-    pub fn rsqrt(x: f32) -> f32 {
-        1.0 / core::intrinsics::sqrt(x)
-    }
 }
+
+#[cfg(not(gpu))]
+use host as math;
 
 #[cfg(gpu)]
 #[repr(C, align(16))]
@@ -239,24 +235,24 @@ pub fn dynamic_smem_size() -> u32 {
 /// 2^x (the hardware's approximation on GPUs: `ex2.approx.f32`, `v_exp_f32`).
 #[inline(always)]
 pub fn exp2(x: f32) -> f32 {
-    arch::exp2(x)
+    math::exp2(x)
 }
 
 /// e^x through [`exp2`].
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
-    arch::exp2(x * core::f32::consts::LOG2_E)
+    math::exp2(x * core::f32::consts::LOG2_E)
 }
 
 #[inline(always)]
 pub fn sqrt(x: f32) -> f32 {
-    arch::sqrt(x)
+    math::sqrt(x)
 }
 
 /// `a * b + c` with one rounding (`fma.rn.f32`, `v_fma_f32`).
 #[inline(always)]
 pub fn fma(a: f32, b: f32, c: f32) -> f32 {
-    arch::fma(a, b, c)
+    math::fma(a, b, c)
 }
 
 /// 1/sqrt(x) (approximate on NVIDIA: `rsqrt.approx.f32`).

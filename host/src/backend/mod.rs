@@ -130,6 +130,17 @@ impl<R, T> fmt::Debug for Buffer<R, T> {
     }
 }
 
+/// The length check of every backend's [`Backend::copy`].
+pub(crate) fn check_copy_lengths(kernel: &str, src: usize, dst: usize) -> Result<()> {
+    if src != dst {
+        return Err(Error::InvalidProblem {
+            kernel: kernel.into(),
+            reason: format!("source has {src} elements, destination {dst}"),
+        });
+    }
+    Ok(())
+}
+
 /// One kernel argument. Buffers are passed by their raw allocation; scalars by value.
 /// On WGSL the scalars are packed, 4 bytes each (`U64` as lo, hi), into a uniform block
 /// bound after the buffers.

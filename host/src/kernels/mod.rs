@@ -159,15 +159,69 @@ pub(crate) fn wgsl_sizing(
     }
 }
 
+/// What a record says about a workload's kernel(s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// As records name it, e.g. `histogram_u32` or `histogram_u32[wgsl-literal,bins=256,..]`.
+    pub name: String,
+    /// Launch-sized bytes per block of its largest launch.
+    pub shared_bytes: u32,
+    /// Static workgroup bytes its kernels declare.
+    pub static_shared_bytes: u32,
+}
+
+/// A family's kernel for one config, checked against the backend and built.
+pub struct Prepared<K> {
+    pub built: Built<K>,
+    pub name: String,
+}
+
+impl<K> Prepared<K> {
+    /// Checks that the backend offers `variant`, that the layout can be carved, and the
+    /// launch of `grid` blocks of `block` threads against the backend's limits (nothing is
+    /// launched when any check fails), then builds the kernel.
+    pub(crate) fn new<B: Kernels<Kernel = K>>(
+        backend: &B,
+        entry: &'static str,
+        layout_bytes: std::result::Result<u32, dynsmem_kernels::layout::LayoutError>,
+        grid: u32,
+        block: u32,
+        variant: Variant,
+        wgsl: &dyn Fn(Variant) -> WgslSpec,
+    ) -> Result<Prepared<K>> {
+        if !backend.variants().contains(&variant) {
+            return Err(Error::Unsupported {
+                backend: backend.kind(),
+                what: format!("the {variant} variant of {entry}"),
+            });
+        }
+        let launch_bytes = layout_bytes.map_err(|source| Error::Layout { kernel: entry.into(), source })?;
+        let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
+        backend.check_launch(entry, crate::backend::LaunchDims { grid, block, shared_bytes })?;
+        let built = backend.build(&KernelSpec { entry, launch_bytes, wgsl }, variant)?;
+        let name = if variant == Variant::LaunchSized { entry.to_string() } else { wgsl(variant).name };
+        Ok(Prepared { built, name })
+    }
+
+    pub fn info(&self) -> KernelInfo {
+        KernelInfo {
+            name: self.name.clone(),
+            shared_bytes: self.built.launch_bytes,
+            static_shared_bytes: self.built.static_bytes,
+        }
+    }
+
+    /// Launch dimensions with this kernel's launch-sized bytes.
+    pub fn dims(&self, grid: u32, block: u32) -> crate::backend::LaunchDims {
+        crate::backend::LaunchDims { grid, block, shared_bytes: self.built.launch_bytes }
+    }
+}
+
 /// One validated config of a family on one backend, inputs uploaded and the reference
 /// computed: what `run`, `bench` and the conformance suites drive.
 pub trait Workload {
-    /// The kernel(s), as records name them.
-    fn kernel_name(&self) -> String;
-    /// Launch-sized bytes per block of its largest launch.
-    fn shared_bytes(&self) -> u32;
-    /// Static workgroup bytes its kernels declare.
-    fn static_shared_bytes(&self) -> u32;
+    /// Name and workgroup memory of the kernel(s).
+    fn kernel(&self) -> KernelInfo;
     /// Bytes the algorithm must read and write once (0 for compute-bound families).
     fn bytes(&self) -> u64;
     /// Floating-point operations of one run (0 for bandwidth-bound families).

@@ -277,12 +277,7 @@ impl Backend for CpuBackend {
     }
 
     fn copy<T: Element>(&self, src: &Buffer<Self::Raw, T>, dst: &mut Buffer<Self::Raw, T>) -> Result<()> {
-        if src.len() != dst.len() {
-            return Err(Error::InvalidProblem {
-                kernel: "copy".into(),
-                reason: format!("source has {} elements, destination {}", src.len(), dst.len()),
-            });
-        }
+        super::check_copy_lengths("copy", src.len(), dst.len())?;
         let n = src.bytes() as usize;
         dst.raw.bytes_mut()[..n].copy_from_slice(&src.raw().bytes()[..n]);
         Ok(())

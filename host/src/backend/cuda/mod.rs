@@ -214,12 +214,7 @@ impl Backend for CudaBackend {
     }
 
     fn copy<T: Element>(&self, src: &Buffer<Self::Raw, T>, dst: &mut Buffer<Self::Raw, T>) -> Result<()> {
-        if src.len() != dst.len() {
-            return Err(Error::InvalidProblem {
-                kernel: "copy".into(),
-                reason: format!("source has {} elements, destination {}", src.len(), dst.len()),
-            });
-        }
+        super::check_copy_lengths("copy", src.len(), dst.len())?;
         let n = src.bytes() as usize;
         self.stream
             .memcpy_dtod(&src.raw().slice(0..n), &mut dst.raw.slice_mut(0..n))

@@ -276,12 +276,7 @@ impl Backend for HipBackend {
     }
 
     fn copy<T: Element>(&self, src: &Buffer<Self::Raw, T>, dst: &mut Buffer<Self::Raw, T>) -> Result<()> {
-        if src.len() != dst.len() {
-            return Err(Error::InvalidProblem {
-                kernel: "copy".into(),
-                reason: format!("source has {} elements, destination {}", src.len(), dst.len()),
-            });
-        }
+        super::check_copy_lengths("copy", src.len(), dst.len())?;
         // SAFETY: both allocations hold `src.bytes()` bytes.
         let code = unsafe { (self.api.hipMemcpyDtoD)(dst.raw.ptr, src.raw().ptr, src.bytes() as usize) };
         self.api.check(code, "hipMemcpyDtoD")

@@ -447,12 +447,7 @@ impl Backend for WgpuBackend {
     }
 
     fn copy<T: Element>(&self, src: &Buffer<Self::Raw, T>, dst: &mut Buffer<Self::Raw, T>) -> Result<()> {
-        if src.len() != dst.len() {
-            return Err(Error::InvalidProblem {
-                kernel: "copy_vec4[wgsl]".into(),
-                reason: format!("source has {} elements, destination {}", src.len(), dst.len()),
-            });
-        }
+        super::check_copy_lengths("copy_vec4[wgsl]", src.len(), dst.len())?;
         let n_vec4 = src.bytes().div_ceil(16);
         let n_vec4 = u32::try_from(n_vec4).map_err(|_| Error::InvalidProblem {
             kernel: "copy_vec4[wgsl]".into(),

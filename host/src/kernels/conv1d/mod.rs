@@ -6,10 +6,10 @@ use dynsmem_kernels::conv1d::{Conv1dConfig, MAX_TAPS, OUTPUTS_PER_THREAD, entry_
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
-use crate::error::{Error, Result};
+use crate::backend::{Arg, BackendKind, Buffer};
+use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
@@ -80,8 +80,7 @@ pub fn reference(x: &[f32], w: &[f32]) -> (Vec<f64>, Vec<f64>) {
 
 pub struct Conv1dWorkload<'b, B: Kernels> {
     backend: &'b B,
-    built: Built<B::Kernel>,
-    name: String,
+    kernel: Prepared<B::Kernel>,
     problem: Conv1dProblem,
     config: Conv1dConfig,
     x: Buffer<B::Raw, f32>,
@@ -116,15 +115,9 @@ pub fn prepare<'b, B: Kernels>(
     if backend.kind() == BackendKind::Wgsl && n > (u32::MAX / 2) as u64 {
         return Err(invalid_problem(entry, format!("n = {n}: the WGSL path indexes with u32")));
     }
-    if !backend.variants().contains(&variant) {
-        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {entry}") });
-    }
-    let launch_bytes = config.shared_bytes(taps).map_err(|source| Error::Layout { kernel: entry.into(), source })?;
-    let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
-    backend.check_launch(entry, LaunchDims { grid: config.grid(n), block: config.block, shared_bytes })?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
-    let built = backend.build(&KernelSpec { entry, launch_bytes, wgsl: &wgsl }, variant)?;
-    let name = if variant == Variant::LaunchSized { entry.to_string() } else { wgsl(variant).name };
+    let kernel =
+        Prepared::new(backend, entry, config.shared_bytes(taps), config.grid(n), config.block, variant, &wgsl)?;
     let mut rng = SplitMix64::new(seed);
     let xs: Vec<f32> = (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let ws: Vec<f32> = (0..taps).map(|_| (rng.next_f32() * 2.0 - 1.0) / taps as f32).collect();
@@ -132,18 +125,12 @@ pub fn prepare<'b, B: Kernels>(
     let x = backend.htod(&xs)?;
     let w = backend.htod(&ws)?;
     let y = backend.htod(&vec![f32::NAN; n as usize])?;
-    Ok(Conv1dWorkload { backend, built, name, problem, config, x, w, y, expected })
+    Ok(Conv1dWorkload { backend, kernel, problem, config, x, w, y, expected })
 }
 
 impl<B: Kernels> Workload for Conv1dWorkload<'_, B> {
-    fn kernel_name(&self) -> String {
-        self.name.clone()
-    }
-    fn shared_bytes(&self) -> u32 {
-        self.built.launch_bytes
-    }
-    fn static_shared_bytes(&self) -> u32 {
-        self.built.static_bytes
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
     }
     fn bytes(&self) -> u64 {
         2 * self.problem.n * 4
@@ -152,13 +139,9 @@ impl<B: Kernels> Workload for Conv1dWorkload<'_, B> {
         2.0 * self.problem.n as f64 * self.problem.taps as f64
     }
     fn run(&self) -> Result<()> {
-        let dims = LaunchDims {
-            grid: self.config.grid(self.problem.n),
-            block: self.config.block,
-            shared_bytes: self.built.launch_bytes,
-        };
+        let dims = self.kernel.dims(self.config.grid(self.problem.n), self.config.block);
         self.backend.launch(
-            &self.built.kernel,
+            &self.kernel.built.kernel,
             dims,
             &[self.x.arg(), self.w.arg(), self.y.arg(), Arg::U64(self.problem.n), Arg::U32(self.problem.taps)],
         )
@@ -167,7 +150,7 @@ impl<B: Kernels> Workload for Conv1dWorkload<'_, B> {
         let got = self.backend.dtoh(&self.y)?;
         let (y, scale) = &self.expected;
         let tol = Tolerance::summation::<f32>(self.problem.taps as u64);
-        check_slice(&self.name, y, &got, |i| scale[i], tol)?;
+        check_slice(&self.kernel.name, y, &got, |i| scale[i], tol)?;
         Ok(())
     }
 }

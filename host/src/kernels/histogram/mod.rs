@@ -6,10 +6,10 @@ use dynsmem_kernels::histogram::HistogramConfig;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
-use crate::backend::{Arg, Backend, BackendKind, Buffer, LaunchDims};
-use crate::error::{Error, Result};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
@@ -111,8 +111,7 @@ pub fn reference(keys: &[u32], bins: u32) -> Vec<u32> {
 /// A validated histogram config with its keys uploaded and its reference computed.
 pub struct HistogramWorkload<'b, B: Kernels> {
     backend: &'b B,
-    built: Built<B::Kernel>,
-    name: String,
+    kernel: Prepared<B::Kernel>,
     problem: HistogramProblem,
     config: HistogramConfig,
     keys: Buffer<B::Raw, u32>,
@@ -141,42 +140,28 @@ pub fn prepare<'b, B: Kernels>(
             format!("n = {}: the WGSL path takes at most {WGSL_MAX_KEYS} keys", problem.n),
         ));
     }
-    let launch_bytes =
-        config.shared_bytes(problem.bins).map_err(|source| Error::Layout { kernel: KERNEL.into(), source })?;
-    if !backend.variants().contains(&variant) {
-        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {KERNEL}") });
-    }
-    let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
-    backend.check_launch(KERNEL, LaunchDims { grid: config.grid, block: config.block, shared_bytes })?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
-    let built = backend.build(&KernelSpec { entry: KERNEL, launch_bytes, wgsl: &wgsl }, variant)?;
-    let name = if variant == Variant::LaunchSized { KERNEL.to_string() } else { wgsl(variant).name };
+    let kernel =
+        Prepared::new(backend, KERNEL, config.shared_bytes(problem.bins), config.grid, config.block, variant, &wgsl)?;
     let data = inputs(&problem, seed);
     let expected = reference(&data, problem.bins);
     let keys = backend.htod(&data)?;
     let bins = backend.alloc::<u32>(problem.bins as usize)?;
-    Ok(HistogramWorkload { backend, built, name, problem, config, keys, bins, expected })
+    Ok(HistogramWorkload { backend, kernel, problem, config, keys, bins, expected })
 }
 
 impl<B: Kernels> Workload for HistogramWorkload<'_, B> {
-    fn kernel_name(&self) -> String {
-        self.name.clone()
-    }
-    fn shared_bytes(&self) -> u32 {
-        self.built.launch_bytes
-    }
-    fn static_shared_bytes(&self) -> u32 {
-        self.built.static_bytes
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
     }
     fn bytes(&self) -> u64 {
         self.problem.n * 4 + self.problem.bins as u64 * 4
     }
     fn run(&self) -> Result<()> {
         self.backend.fill_zero(&self.bins)?;
-        let dims =
-            LaunchDims { grid: self.config.grid, block: self.config.block, shared_bytes: self.built.launch_bytes };
+        let dims = self.kernel.dims(self.config.grid, self.config.block);
         self.backend.launch(
-            &self.built.kernel,
+            &self.kernel.built.kernel,
             dims,
             &[
                 self.keys.arg(),
@@ -190,7 +175,7 @@ impl<B: Kernels> Workload for HistogramWorkload<'_, B> {
     fn check(&self) -> Result<()> {
         let got = self.backend.dtoh(&self.bins)?;
         let expected: Vec<f64> = self.expected.iter().map(|&c| c as f64).collect();
-        check_slice(&self.name, &expected, &got, |_| 0.0, Tolerance::EXACT)?;
+        check_slice(&self.kernel.name, &expected, &got, |_| 0.0, Tolerance::EXACT)?;
         Ok(())
     }
 }

@@ -6,10 +6,10 @@ use dynsmem_kernels::nbody::{FLOPS_PER_INTERACTION, NbodyConfig};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
-use crate::error::{Error, Result};
+use crate::backend::{Arg, BackendKind, Buffer};
+use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
@@ -81,8 +81,7 @@ pub fn reference_body(pos: &[[f32; 4]], vel: &[[f32; 4]], i: usize, p: &NbodyPro
 
 pub struct NbodyWorkload<'b, B: Kernels> {
     backend: &'b B,
-    built: Built<B::Kernel>,
-    name: String,
+    kernel: Prepared<B::Kernel>,
     problem: NbodyProblem,
     config: NbodyConfig,
     pos: Buffer<B::Raw, f32>,
@@ -106,15 +105,9 @@ pub fn prepare<'b, B: Kernels>(
     if problem.softening.is_nan() || problem.softening <= 0.0 || !problem.dt.is_finite() {
         return Err(invalid_problem(KERNEL, "softening must be positive and dt finite"));
     }
-    if !backend.variants().contains(&variant) {
-        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {KERNEL}") });
-    }
-    let launch_bytes = config.shared_bytes().map_err(|source| Error::Layout { kernel: KERNEL.into(), source })?;
-    let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
-    backend.check_launch(KERNEL, LaunchDims { grid: config.grid(problem.n), block: config.block, shared_bytes })?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
-    let built = backend.build(&KernelSpec { entry: KERNEL, launch_bytes, wgsl: &wgsl }, variant)?;
-    let name = if variant == Variant::LaunchSized { KERNEL.to_string() } else { wgsl(variant).name };
+    let kernel =
+        Prepared::new(backend, KERNEL, config.shared_bytes(), config.grid(problem.n), config.block, variant, &wgsl)?;
     let n = problem.n as usize;
     let mut rng = SplitMix64::new(seed);
     let mut u = || rng.next_f32() * 2.0 - 1.0;
@@ -139,8 +132,7 @@ pub fn prepare<'b, B: Kernels>(
     let nan = vec![f32::NAN; 4 * n];
     Ok(NbodyWorkload {
         backend,
-        built,
-        name,
+        kernel,
         problem,
         config,
         pos: backend.htod(&flat(&pos))?,
@@ -152,14 +144,8 @@ pub fn prepare<'b, B: Kernels>(
 }
 
 impl<B: Kernels> Workload for NbodyWorkload<'_, B> {
-    fn kernel_name(&self) -> String {
-        self.name.clone()
-    }
-    fn shared_bytes(&self) -> u32 {
-        self.built.launch_bytes
-    }
-    fn static_shared_bytes(&self) -> u32 {
-        self.built.static_bytes
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
     }
     fn bytes(&self) -> u64 {
         0
@@ -169,10 +155,9 @@ impl<B: Kernels> Workload for NbodyWorkload<'_, B> {
     }
     fn run(&self) -> Result<()> {
         let p = &self.problem;
-        let dims =
-            LaunchDims { grid: self.config.grid(p.n), block: self.config.block, shared_bytes: self.built.launch_bytes };
+        let dims = self.kernel.dims(self.config.grid(p.n), self.config.block);
         self.backend.launch(
-            &self.built.kernel,
+            &self.kernel.built.kernel,
             dims,
             &[
                 self.pos.arg(),
@@ -198,7 +183,7 @@ impl<B: Kernels> Workload for NbodyWorkload<'_, B> {
         }
         // Sums of n terms, each with an approximate reciprocal square root on GPUs.
         let tol = Tolerance { rtol: 2.0 * self.problem.n.max(1) as f64 * f32::EPSILON as f64 + 1e-5, atol: 1e-12 };
-        check_slice(&self.name, &expected, &got, |k| scale[k], tol)?;
+        check_slice(&self.kernel.name, &expected, &got, |k| scale[k], tol)?;
         Ok(())
     }
 }

@@ -7,7 +7,8 @@ use dynsmem_kernels::scan::ScanConfig;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    Built, KernelInfo, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
 use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
 use crate::element::Element;
@@ -223,20 +224,12 @@ impl<B: Kernels, T: Element> ScanWorkload<'_, B, T> {
 }
 
 impl<B: Kernels, T: Element> Workload for ScanWorkload<'_, B, T> {
-    fn kernel_name(&self) -> String {
-        self.name.clone()
-    }
-    fn shared_bytes(&self) -> u32 {
-        match &self.plan {
-            Plan::LookBack(b) => b.launch_bytes,
-            Plan::Passes { .. } => 0,
-        }
-    }
-    fn static_shared_bytes(&self) -> u32 {
-        match &self.plan {
-            Plan::LookBack(b) => b.static_bytes,
-            Plan::Passes { tiles, .. } => tiles.static_bytes,
-        }
+    fn kernel(&self) -> KernelInfo {
+        let (shared_bytes, static_shared_bytes) = match &self.plan {
+            Plan::LookBack(b) => (b.launch_bytes, b.static_bytes),
+            Plan::Passes { tiles, .. } => (0, tiles.static_bytes),
+        };
+        KernelInfo { name: self.name.clone(), shared_bytes, static_shared_bytes }
     }
     fn bytes(&self) -> u64 {
         2 * self.problem.n * 4

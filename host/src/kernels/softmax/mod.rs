@@ -6,10 +6,10 @@ use dynsmem_kernels::softmax::SoftmaxConfig;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
-use crate::error::{Error, Result};
+use crate::backend::{Arg, BackendKind, Buffer};
+use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
@@ -60,8 +60,7 @@ pub fn tolerance(cols: u32) -> Tolerance {
 
 pub struct SoftmaxWorkload<'b, B: Kernels> {
     backend: &'b B,
-    built: Built<B::Kernel>,
-    name: String,
+    kernel: Prepared<B::Kernel>,
     problem: SoftmaxProblem,
     config: SoftmaxConfig,
     input: Buffer<B::Raw, f32>,
@@ -87,46 +86,30 @@ pub fn prepare<'b, B: Kernels>(
     if backend.kind() == BackendKind::Wgsl && elems > u32::MAX as u64 {
         return Err(invalid_problem(KERNEL, format!("{rows} x {cols}: the WGSL path indexes with u32")));
     }
-    if !backend.variants().contains(&variant) {
-        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {KERNEL}") });
-    }
-    let launch_bytes = config.shared_bytes(cols).map_err(|source| Error::Layout { kernel: KERNEL.into(), source })?;
-    let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
-    backend.check_launch(KERNEL, LaunchDims { grid: config.grid(rows), block: config.block, shared_bytes })?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
-    let built = backend.build(&KernelSpec { entry: KERNEL, launch_bytes, wgsl: &wgsl }, variant)?;
-    let name = if variant == Variant::LaunchSized { KERNEL.to_string() } else { wgsl(variant).name };
+    let kernel =
+        Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl)?;
     let mut rng = SplitMix64::new(seed);
     // Logits in [-8, 8): exp spans 7 decades, so the max subtraction matters.
     let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 16.0 - 8.0).collect();
     let expected = reference(&data, rows as usize, cols as usize);
     let input = backend.htod(&data)?;
     let output = backend.htod(&vec![f32::NAN; elems as usize])?;
-    Ok(SoftmaxWorkload { backend, built, name, problem, config, input, output, expected })
+    Ok(SoftmaxWorkload { backend, kernel, problem, config, input, output, expected })
 }
 
 impl<B: Kernels> Workload for SoftmaxWorkload<'_, B> {
-    fn kernel_name(&self) -> String {
-        self.name.clone()
-    }
-    fn shared_bytes(&self) -> u32 {
-        self.built.launch_bytes
-    }
-    fn static_shared_bytes(&self) -> u32 {
-        self.built.static_bytes
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
     }
     fn bytes(&self) -> u64 {
         2 * self.problem.rows as u64 * self.problem.cols as u64 * 4
     }
     fn run(&self) -> Result<()> {
         let SoftmaxProblem { rows, cols } = self.problem;
-        let dims = LaunchDims {
-            grid: self.config.grid(rows),
-            block: self.config.block,
-            shared_bytes: self.built.launch_bytes,
-        };
+        let dims = self.kernel.dims(self.config.grid(rows), self.config.block);
         self.backend.launch(
-            &self.built.kernel,
+            &self.kernel.built.kernel,
             dims,
             &[self.input.arg(), self.output.arg(), Arg::U32(rows), Arg::U32(cols)],
         )
@@ -134,7 +117,7 @@ impl<B: Kernels> Workload for SoftmaxWorkload<'_, B> {
     fn check(&self) -> Result<()> {
         let got = self.backend.dtoh(&self.output)?;
         let tol = tolerance(self.problem.cols);
-        check_slice(&self.name, &self.expected, &got, |i| self.expected[i], tol)?;
+        check_slice(&self.kernel.name, &self.expected, &got, |i| self.expected[i], tol)?;
         Ok(())
     }
 }

@@ -6,10 +6,10 @@ use dynsmem_kernels::stencil2d::{RADII, Stencil2dConfig, entry_name};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
-use crate::error::{Error, Result};
+use crate::backend::{Arg, BackendKind, Buffer};
+use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
@@ -111,8 +111,7 @@ pub fn reference(image: &[f32], width: usize, height: usize, radius: usize, w: &
 
 pub struct Stencil2dWorkload<'b, B: Kernels> {
     backend: &'b B,
-    built: Built<B::Kernel>,
-    name: String,
+    kernel: Prepared<B::Kernel>,
     problem: Stencil2dProblem,
     config: Stencil2dConfig,
     input: Buffer<B::Raw, f32>,
@@ -142,15 +141,16 @@ pub fn prepare<'b, B: Kernels>(
     if backend.kind() == BackendKind::Wgsl && pixels > (u32::MAX / 2) as u64 {
         return Err(invalid_problem(entry, format!("{width} x {height}: the WGSL path indexes with u32")));
     }
-    if !backend.variants().contains(&variant) {
-        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {entry}") });
-    }
-    let launch_bytes = config.shared_bytes(radius).map_err(|source| Error::Layout { kernel: entry.into(), source })?;
-    let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
-    backend.check_launch(entry, LaunchDims { grid: config.grid(width, height), block: config.block, shared_bytes })?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
-    let built = backend.build(&KernelSpec { entry, launch_bytes, wgsl: &wgsl }, variant)?;
-    let name = if variant == Variant::LaunchSized { entry.to_string() } else { wgsl(variant).name };
+    let kernel = Prepared::new(
+        backend,
+        entry,
+        config.shared_bytes(radius),
+        config.grid(width, height),
+        config.block,
+        variant,
+        &wgsl,
+    )?;
     let mut rng = SplitMix64::new(seed);
     let image: Vec<f32> = (0..pixels).map(|_| rng.next_f32()).collect();
     let ws = weights(radius, blur);
@@ -158,18 +158,12 @@ pub fn prepare<'b, B: Kernels>(
     let input = backend.htod(&image)?;
     let weights = backend.htod(&ws)?;
     let output = backend.htod(&vec![f32::NAN; pixels as usize])?;
-    Ok(Stencil2dWorkload { backend, built, name, problem, config, input, weights, output, expected })
+    Ok(Stencil2dWorkload { backend, kernel, problem, config, input, weights, output, expected })
 }
 
 impl<B: Kernels> Workload for Stencil2dWorkload<'_, B> {
-    fn kernel_name(&self) -> String {
-        self.name.clone()
-    }
-    fn shared_bytes(&self) -> u32 {
-        self.built.launch_bytes
-    }
-    fn static_shared_bytes(&self) -> u32 {
-        self.built.static_bytes
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
     }
     fn bytes(&self) -> u64 {
         2 * self.problem.width as u64 * self.problem.height as u64 * 4
@@ -177,9 +171,9 @@ impl<B: Kernels> Workload for Stencil2dWorkload<'_, B> {
     fn run(&self) -> Result<()> {
         let Stencil2dProblem { width, height, .. } = self.problem;
         let c = &self.config;
-        let dims = LaunchDims { grid: c.grid(width, height), block: c.block, shared_bytes: self.built.launch_bytes };
+        let dims = self.kernel.dims(c.grid(width, height), c.block);
         self.backend.launch(
-            &self.built.kernel,
+            &self.kernel.built.kernel,
             dims,
             &[
                 self.input.arg(),
@@ -196,7 +190,7 @@ impl<B: Kernels> Workload for Stencil2dWorkload<'_, B> {
         let got = self.backend.dtoh(&self.output)?;
         let (out, scale) = &self.expected;
         let k = 2 * self.problem.radius as u64 + 1;
-        check_slice(&self.name, out, &got, |i| scale[i], Tolerance::summation::<f32>(k * k))?;
+        check_slice(&self.kernel.name, out, &got, |i| scale[i], Tolerance::summation::<f32>(k * k))?;
         Ok(())
     }
 }

@@ -6,10 +6,10 @@ use dynsmem_kernels::transpose::TransposeConfig;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Built, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
-use crate::error::{Error, Result};
+use crate::backend::{Arg, BackendKind, Buffer};
+use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
@@ -62,8 +62,7 @@ pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 
 pub struct TransposeWorkload<'b, B: Kernels> {
     backend: &'b B,
-    built: Built<B::Kernel>,
-    name: String,
+    kernel: Prepared<B::Kernel>,
     problem: TransposeProblem,
     config: TransposeConfig,
     input: Buffer<B::Raw, f32>,
@@ -89,46 +88,29 @@ pub fn prepare<'b, B: Kernels>(
     if backend.kind() == BackendKind::Wgsl && elems > u32::MAX as u64 {
         return Err(invalid_problem(KERNEL, format!("{rows} x {cols}: the WGSL path indexes with u32")));
     }
-    if !backend.variants().contains(&variant) {
-        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {KERNEL}") });
-    }
-    let launch_bytes = config.shared_bytes().map_err(|source| Error::Layout { kernel: KERNEL.into(), source })?;
-    let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
-    let grid = config.grid(rows, cols);
-    backend.check_launch(KERNEL, LaunchDims { grid, block: config.block, shared_bytes })?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
-    let built = backend.build(&KernelSpec { entry: KERNEL, launch_bytes, wgsl: &wgsl }, variant)?;
-    let name = if variant == Variant::LaunchSized { KERNEL.to_string() } else { wgsl(variant).name };
+    let kernel =
+        Prepared::new(backend, KERNEL, config.shared_bytes(), config.grid(rows, cols), config.block, variant, &wgsl)?;
     let mut rng = SplitMix64::new(seed);
     let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let expected = reference(&data, rows as usize, cols as usize);
     let input = backend.htod(&data)?;
     let output = backend.htod(&vec![f32::NAN; elems as usize])?;
-    Ok(TransposeWorkload { backend, built, name, problem, config, input, output, expected })
+    Ok(TransposeWorkload { backend, kernel, problem, config, input, output, expected })
 }
 
 impl<B: Kernels> Workload for TransposeWorkload<'_, B> {
-    fn kernel_name(&self) -> String {
-        self.name.clone()
-    }
-    fn shared_bytes(&self) -> u32 {
-        self.built.launch_bytes
-    }
-    fn static_shared_bytes(&self) -> u32 {
-        self.built.static_bytes
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
     }
     fn bytes(&self) -> u64 {
         2 * self.problem.rows as u64 * self.problem.cols as u64 * 4
     }
     fn run(&self) -> Result<()> {
         let TransposeProblem { rows, cols } = self.problem;
-        let dims = LaunchDims {
-            grid: self.config.grid(rows, cols),
-            block: self.config.block,
-            shared_bytes: self.built.launch_bytes,
-        };
+        let dims = self.kernel.dims(self.config.grid(rows, cols), self.config.block);
         self.backend.launch(
-            &self.built.kernel,
+            &self.kernel.built.kernel,
             dims,
             &[
                 self.input.arg(),
@@ -143,7 +125,7 @@ impl<B: Kernels> Workload for TransposeWorkload<'_, B> {
     fn check(&self) -> Result<()> {
         let got = self.backend.dtoh(&self.output)?;
         let expected: Vec<f64> = self.expected.iter().map(|&v| v as f64).collect();
-        check_slice(&self.name, &expected, &got, |_| 0.0, Tolerance::EXACT)?;
+        check_slice(&self.kernel.name, &expected, &got, |_| 0.0, Tolerance::EXACT)?;
         Ok(())
     }
 }
