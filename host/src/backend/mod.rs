@@ -130,6 +130,17 @@ impl<R, T> fmt::Debug for Buffer<R, T> {
     }
 }
 
+/// Bytes of `len` elements of `T`, or [`Error::OutOfMemory`] when that overflows: the
+/// size check of every backend's [`Backend::alloc`].
+pub(crate) fn byte_len<T>(info: &DeviceInfo, len: usize) -> Result<usize> {
+    len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
+        backend: info.backend,
+        requested: u64::MAX,
+        free: 0,
+        total: info.limits.memory_bytes.unwrap_or(0),
+    })
+}
+
 /// The length check of every backend's [`Backend::copy`].
 pub(crate) fn check_copy_lengths(kernel: &str, src: usize, dst: usize) -> Result<()> {
     if src != dst {

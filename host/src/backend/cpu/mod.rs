@@ -256,13 +256,7 @@ impl Backend for CpuBackend {
     }
 
     fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<Self::Raw, T>> {
-        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
-            backend: BackendKind::Cpu,
-            requested: u64::MAX,
-            free: 0,
-            total: 0,
-        })?;
-        Ok(Buffer::from_raw(CpuMem::zeroed(bytes)?, len))
+        Ok(Buffer::from_raw(CpuMem::zeroed(super::byte_len::<T>(&self.info, len)?)?, len))
     }
 
     fn htod<T: Element>(&self, data: &[T]) -> Result<Buffer<Self::Raw, T>> {

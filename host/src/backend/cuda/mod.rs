@@ -184,13 +184,7 @@ impl Backend for CudaBackend {
     }
 
     fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<Self::Raw, T>> {
-        let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
-            backend: BackendKind::Cuda,
-            requested: u64::MAX,
-            free: 0,
-            total: self.info.limits.memory_bytes.unwrap_or(0),
-        })?;
-        Ok(Buffer::from_raw(self.alloc_bytes(bytes)?, len))
+        Ok(Buffer::from_raw(self.alloc_bytes(super::byte_len::<T>(&self.info, len)?)?, len))
     }
 
     fn htod<T: Element>(&self, data: &[T]) -> Result<Buffer<Self::Raw, T>> {
