@@ -33,10 +33,7 @@ pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, p
             rec.warmup = warmups;
             rec.bytes = Some(2 * bytes);
             rec.gbps = (bytes > 0).then(|| measure::gbps(2 * bytes, t.median_ms));
-            rec.median_ms = Some(t.median_ms);
-            rec.min_ms = Some(t.min_ms);
-            rec.max_ms = Some(t.max_ms);
-            rec.times_ms = t.times_ms;
+            set_timing(&mut rec, t);
             rec.verified = ok;
             if !ok {
                 rec.error = Some("copied data differs from the source".into());
@@ -67,8 +64,7 @@ pub fn reduce<B: ReduceKernels, T: ReduceElement>(
     rec.timer = backend.timer_name().into();
     rec.warmup = timing.warmup;
     if let Some(a) = anchor {
-        rec.anchor = Some(format!("{} {}", a.backend, a.kernel));
-        rec.anchor_gbps = a.gbps;
+        set_anchor(&mut rec, a);
     }
     let result = (|| -> Result<_> {
         if data.len() as u64 != problem.n || T::DTYPE != problem.dtype {
@@ -97,10 +93,7 @@ pub fn reduce<B: ReduceKernels, T: ReduceElement>(
             rec.bytes = Some(bytes);
             rec.gbps = (bytes > 0).then(|| measure::gbps(bytes, t.median_ms));
             rec.ratio = rec.gbps.zip(rec.anchor_gbps).map(|(g, a)| g / a);
-            rec.median_ms = Some(t.median_ms);
-            rec.min_ms = Some(t.min_ms);
-            rec.max_ms = Some(t.max_ms);
-            rec.times_ms = t.times_ms;
+            set_timing(&mut rec, t);
         }
         Err(e) => {
             if let Ok(b) = backend.reduce_launch_bytes(problem.dtype, &config, variant) {
@@ -152,20 +145,30 @@ pub fn workload<B: Backend, W: Workload>(
                 rec.bytes = Some(bytes);
                 rec.gbps = Some(measure::gbps(bytes, t.median_ms));
                 if let Some(a) = anchor {
-                    rec.anchor = Some(format!("{} {}", a.backend, a.kernel));
-                    rec.anchor_gbps = a.gbps;
+                    set_anchor(&mut rec, a);
                     rec.ratio = rec.gbps.zip(a.gbps).map(|(g, a)| g / a);
                 }
             }
             if flops > 0.0 {
                 rec.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
             }
-            rec.median_ms = Some(t.median_ms);
-            rec.min_ms = Some(t.min_ms);
-            rec.max_ms = Some(t.max_ms);
-            rec.times_ms = t.times_ms;
+            set_timing(&mut rec, t);
         }
         Err(e) => rec.error = Some(e.to_string()),
     }
     rec
+}
+
+/// The median, spread and raw times of a measured record.
+fn set_timing(rec: &mut Record, t: measure::Timing) {
+    rec.median_ms = Some(t.median_ms);
+    rec.min_ms = Some(t.min_ms);
+    rec.max_ms = Some(t.max_ms);
+    rec.times_ms = t.times_ms;
+}
+
+/// Names the anchor a record is compared with and carries its figure.
+fn set_anchor(rec: &mut Record, anchor: &Record) {
+    rec.anchor = Some(format!("{} {}", anchor.backend, anchor.kernel));
+    rec.anchor_gbps = anchor.gbps;
 }
