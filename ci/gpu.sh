@@ -9,6 +9,7 @@
 #   limits      200 KB of launch-sized memory runs; 232452 B is refused before launch -> limits.txt
 #   suite-sweep configs of scan, conv1d, stencil2d, transpose at GPU sizes on CUDA -> suite-sweep.jsonl
 #   crosscheck  PyTorch's sum and copy on the same GPU -> crosscheck.txt
+#   profile     Nsight Compute on one launch each of scan, conv1d K=33, stencil2d -> profile.txt
 set -uo pipefail
 OUT=${OUT:-/tmp/dynsmem-out}
 mkdir -p "$OUT"
@@ -71,15 +72,36 @@ for step in "$@"; do
       ;;
     suite-sweep)
       r() { $B run "$@" --backend cuda --repeats 10 --json "$OUT/suite-sweep.jsonl" 2>&1 | grep -E "^(time|error)" | sed "s|^|$* : |"; }
-      for c in "256 16" "512 16" "256 32" "512 32" "1024 8"; do read -r b i <<< "$c"; r scan --block "$b" --ipt "$i"; done
-      for c in "128 8" "256 8" "512 8" "256 4" "512 4"; do read -r b o <<< "$c"; r conv1d --taps 33 --block "$b" --outputs-per-thread "$o"; done
-      r conv1d --taps 3 --block 256 --outputs-per-thread 8; r conv1d --taps 3 --block 512 --outputs-per-thread 4
-      for c in "256 64 32" "256 32 32" "512 64 64" "512 128 32" "256 128 16"; do read -r b w h <<< "$c"; r stencil2d --radius 2 --block "$b" --tile-w "$w" --tile-h "$h"; done
-      r stencil2d --radius 1 --block 256 --tile-w 64 --tile-h 32; r stencil2d --radius 1 --block 512 --tile-w 128 --tile-h 32
-      for c in "256 32" "512 32" "1024 32" "256 64" "512 64" "1024 64"; do read -r b t <<< "$c"; r transpose --block "$b" --tile "$t" --pad 1; done
+      for c in "512 16" "256 32" "512 32" "384 32" "256 64" "1024 16" "512 48" "1024 32"; do read -r b i <<< "$c"; r scan --block "$b" --ipt "$i"; done
+      for c in "64 8" "128 8" "256 8" "64 4" "128 4"; do read -r b o <<< "$c"; r conv1d --taps 33 --block "$b" --outputs-per-thread "$o"; done
+      r conv1d --taps 3 --block 128 --outputs-per-thread 4; r conv1d --taps 3 --block 64 --outputs-per-thread 8
+      for c in "256 128 64" "128 64 64" "128 128 64" "128 128 32" "64 64 64"; do
+        read -r b w h <<< "$c"
+        for rad in 1 2; do r stencil2d --radius $rad --block "$b" --tile-w "$w" --tile-h "$h"; done
+      done
+      [ -n "${TRANSPOSE_SWEEP:-}" ] && for c in "256 32" "512 32" "256 64" "512 64"; do read -r b t <<< "$c"; r transpose --block "$b" --tile "$t" --pad 1; done
       ;;
     crosscheck)
       python3 ci/gpu_crosscheck.py 2>&1 | tee "$OUT/crosscheck.txt"
+      ;;
+    profile)
+      NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+      if [ -z "$NCU" ]; then echo "no ncu"; status=1; continue; fi
+      p() {
+        echo "### dynsmem run $*"
+        "$NCU" --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+          --section LaunchStats --section WarpStateStats --section SchedulerStats \
+          --section ComputeWorkloadAnalysis --section InstructionStats \
+          -k "regex:^(scan|conv1d|stencil2d)" --launch-skip 2 --launch-count 1 \
+          $B run "$@" --backend cuda --warmup 3 --warmup-ms 0 --repeats 1 2>&1 | grep -vE "^==PROF==|^$"
+      }
+      {
+        p scan --block 512 --ipt 32
+        p conv1d --taps 33 --block 128 --outputs-per-thread 8
+        p stencil2d --radius 1 --block 256 --tile-w 128 --tile-h 64
+        p stencil2d --radius 2 --block 256 --tile-w 128 --tile-h 64
+      } > "$OUT/profile.txt" 2>&1
+      grep -E "^###|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Issue Slots Busy|No Eligible|Stall|Executed Ipc A" "$OUT/profile.txt" | head -120
       ;;
     *) echo "unknown step $step"; status=1 ;;
   esac

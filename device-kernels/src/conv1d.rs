@@ -4,21 +4,28 @@
 //!
 //! # Algorithm and thread mapping
 //! A block makes a tile of `T = block * R` consecutive outputs; blocks walk tiles `b, b +
-//! grid, ...`. For a tile starting at `o`, the block loads `x[o - K/2 .. o + T + K/2)`
-//! (zeros outside `[0, n)`) into the shared `tile`, and the taps into `weights`. Thread
-//! `t` makes the `R` consecutive outputs `o + t*R ..`: it walks the taps `R` at a time,
-//! holding `2R` tile elements in registers, so `R` taps cost `R` shared loads of the tile,
-//! `R` broadcast loads of weights and `R * R` fused multiply-adds (register tiling). The
-//! taps are padded with zero weights to a multiple of `R` (`Kp`). `R` is a const generic
-//! (the window must be registers); `K` and the tile are launch-time. Outputs are staged
-//! back through the tile and written coalesced.
+//! grid, ...`. For a tile starting at `o`, the block loads its inputs and halo into the
+//! shared `tile`, and the taps into `weights`. Thread `t` makes the `R` consecutive outputs
+//! `o + t*R ..`: it walks the taps `R` at a time, holding `2R` tile elements in registers,
+//! so `R` taps cost `R / 4` vector loads of the tile, `R / 4` broadcast vector loads of
+//! weights and `R * R` fused multiply-adds (register tiling). The walk takes two steps per
+//! iteration, so the window's halves trade places by register naming, not copies. `R` is a
+//! const generic (the window must be registers); `K` and the tile are launch-time. Each
+//! thread writes its `R` outputs as vectors straight from registers.
 //!
-//! The tile is stored with one padding float after every 32 (`i -> i + i / 32`): thread
-//! `t` reads element `t*R + c`, and the padding spreads a warp's 32 reads over 32 banks.
+//! Every shared and global access is a 16-byte vector ([`crate::vector`]). For that the
+//! tile starts `H' = K/2` rounded up to a multiple of 4 elements before the outputs
+//! (`tile[i] = x[o - H' + i]`, so its vectors are aligned in `x`), and the weights are
+//! shifted right by `s = H' - K/2` zeros: `w'[j] = w[j - s]`, padded with zeros to `Kp`
+//! taps, a multiple of `R` (see [`Conv1dConfig::padded_taps`]). Then `y[o + m] = sum_j
+//! w'[j] * tile[m + j]`.
+//!
+//! With `R = 8` a quarter-warp's 16-byte tile reads (threads two vectors apart) hit each
+//! bank twice. That costs shared-memory wavefronts, not issue slots, and the kernel is
+//! bound by issue slots: padding the tile would cost address arithmetic on every load.
 //!
 //! # Launch-sized memory ([`Conv1dConfig::layout`])
-//! `tile`: `T + Kp` floats plus padding; `weights`: `Kp` floats (`Kp` = `K` rounded up to
-//! a multiple of `R`).
+//! `tile`: `T + Kp` floats as vectors; `weights`: `Kp` floats as vectors.
 //!
 //! # Entry points
 //! `conv1d_f32_r4` and `conv1d_f32_r8` (`R` = 4, 8), each
@@ -26,6 +33,7 @@
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
+use crate::vector::{self, Vec4};
 
 /// Outputs per thread the image is built for.
 pub const OUTPUTS_PER_THREAD: [u32; 2] = [4, 8];
@@ -45,15 +53,16 @@ pub struct Conv1dConfig {
 /// Where conv1d finds its tile and weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Conv1dLayout {
-    pub tile: Slice<f32>,
-    pub weights: Slice<f32>,
+    pub tile: Slice<Vec4<f32>>,
+    pub weights: Slice<Vec4<f32>>,
     pub bytes: u32,
 }
 
-/// Index of tile element `i` in the padded shared tile.
+/// Elements the tile starts before the tile's first output: `K/2` rounded up to a
+/// multiple of 4, so that the tile's vectors are aligned vectors of the input.
 #[inline(always)]
-pub fn padded(i: u32) -> u32 {
-    i + i / 32
+pub fn halo_before(taps: u32) -> u32 {
+    (taps / 2).next_multiple_of(4)
 }
 
 impl Conv1dConfig {
@@ -62,9 +71,16 @@ impl Conv1dConfig {
         self.block.checked_mul(self.outputs_per_thread)
     }
 
-    /// Taps rounded up to a multiple of the outputs per thread (zero weights fill it).
+    /// The shifted taps `w'` (see the module documentation), rounded up to a multiple of
+    /// the outputs per thread (zero weights fill it).
     pub fn padded_taps(&self, taps: u32) -> u32 {
-        taps.next_multiple_of(self.outputs_per_thread.max(1))
+        let shift = halo_before(taps) - taps / 2;
+        (taps.saturating_add(shift)).next_multiple_of(self.outputs_per_thread.max(4))
+    }
+
+    /// Whether the outputs per thread is a size the vector mapping handles.
+    pub fn fits(&self) -> bool {
+        self.block > 0 && self.outputs_per_thread >= 4 && self.outputs_per_thread.is_multiple_of(4)
     }
 
     pub fn layout(&self, taps: u32) -> Result<Conv1dLayout, LayoutError> {
@@ -72,8 +88,8 @@ impl Conv1dConfig {
         let kp = self.padded_taps(taps);
         let inputs = self.tile_outputs().and_then(|t| t.checked_add(kp)).ok_or(overflow)?;
         let mut carve = Carve::new();
-        let tile = carve.array::<f32>(padded(inputs) + 1)?;
-        let weights = carve.array::<f32>(kp)?;
+        let tile = carve.array::<Vec4<f32>>(inputs.div_ceil(4))?;
+        let weights = carve.array::<Vec4<f32>>(kp.div_ceil(4))?;
         Ok(Conv1dLayout { tile, weights, bytes: carve.bytes() })
     }
 
@@ -92,6 +108,7 @@ impl Conv1dConfig {
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32) {
+    const { assert!(R % 4 == 0) };
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
     let cfg = Conv1dConfig { block, outputs_per_thread: R as u32 };
@@ -100,66 +117,91 @@ unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u
     }
     let Ok(l) = cfg.layout(taps) else { gpu::trap() };
     let region = gpu::launch_region(l.bytes);
-    let (tile, wt): (SharedArray<f32>, SharedArray<f32>) = (region.array(l.tile), region.array(l.weights));
+    let (tile, wt): (SharedArray<Vec4<f32>>, SharedArray<Vec4<f32>>) = (region.array(l.tile), region.array(l.weights));
     let outputs = block * R as u32;
     let kp = cfg.padded_taps(taps);
-    let inputs = outputs + kp;
-    let half = (taps / 2) as u64;
+    let before = halo_before(taps) as i64;
+    let shift = halo_before(taps) - taps / 2;
+    let (x_vec, y_vec) = (vector::is_aligned16(x), vector::is_aligned16(y));
 
-    let mut k = tid;
-    while k < kp {
-        let wk = if k < taps { unsafe { w.add(k as usize).read() } } else { 0.0 };
-        unsafe { wt.write(k, wk) };
-        k += block;
+    // w'[j] = w[j - shift], zero outside the taps.
+    let wt_f32: SharedArray<f32> = unsafe { wt.cast() };
+    let mut j = tid;
+    while j < kp {
+        let k = j.wrapping_sub(shift);
+        let wk = if j >= shift && k < taps { unsafe { w.add(k as usize).read() } } else { 0.0 };
+        unsafe { wt_f32.write(j, wk) };
+        j += block;
     }
 
     let tiles = n.div_ceil(outputs as u64);
+    let inputs = outputs + kp;
     let mut t = gpu::block_idx_x() as u64;
     while t < tiles {
         let o = t * outputs as u64;
         // Also orders the weights' stores before their first use.
         gpu::barrier();
-        // Input index o + i - half, zero outside [0, n).
-        let load = |i: u32| {
-            let g = o + i as u64;
-            if g >= half && g - half < n { unsafe { x.add((g - half) as usize).read() } } else { 0.0 }
-        };
-        unsafe { crate::stage::stage(tile, inputs, tid, block, padded, load) };
+        // Tile vector v is x[o - before + 4v ..], zeros outside [0, n); a tile inside the
+        // input (all but the first and last) skips the per-vector bounds checks.
+        let first = o as i64 - before;
+        let inside = x_vec && first >= 0 && first as u64 + inputs as u64 <= n;
+        if inside {
+            let src = unsafe { x.add(first as usize).cast::<Vec4<f32>>() };
+            unsafe { crate::stage::stage_async(tile, src, inputs / 4, tid, block, |v| v) };
+        } else {
+            let load = |v: u32| unsafe { vector::load4(x, first + 4 * v as i64, n, 0.0, x_vec) };
+            unsafe { crate::stage::stage(tile, inputs / 4, tid, block, |v| v, load) };
+        }
         gpu::barrier();
 
-        let base = tid * R as u32;
+        let base = tid * (R / 4) as u32;
         let mut acc = [0.0f32; R];
-        // buf[0..R] holds tile[base + k ..], buf[R..2R] the next R elements.
-        let mut buf = [[0.0f32; R]; 2];
-        for r in 0..R {
-            buf[0][r] = unsafe { tile.read(padded(base + r as u32)) };
-        }
-        let mut k = 0;
-        while k < kp {
-            for r in 0..R {
-                buf[1][r] = unsafe { tile.read(padded(base + k + (R + r) as u32)) };
+        // Tile elements base*4 + k .. + R: the low half of the window.
+        let read = |v: u32| {
+            let mut e = [0.0f32; R];
+            for q in 0..R / 4 {
+                let x = unsafe { tile.read(v + q as u32) };
+                e[4 * q..4 * q + 4].copy_from_slice(&x.0);
             }
+            e
+        };
+        let taps_at = |v: u32| {
+            let mut e = [0.0f32; R];
+            for q in 0..R / 4 {
+                let x = unsafe { wt.read(v + q as u32) };
+                e[4 * q..4 * q + 4].copy_from_slice(&x.0);
+            }
+            e
+        };
+        // R taps at once: acc[r] += w[k + j] * tile[base + k + r + j], j < R.
+        let step = |acc: &mut [f32; R], lo: &[f32; R], hi: &[f32; R], wk: &[f32; R]| {
             for j in 0..R {
-                let wk = unsafe { wt.read(k + j as u32) };
                 for r in 0..R {
-                    let v = if r + j < R { buf[0][r + j] } else { buf[1][r + j - R] };
-                    acc[r] = gpu::fma(wk, v, acc[r]);
+                    let v = if r + j < R { lo[r + j] } else { hi[r + j - R] };
+                    acc[r] = gpu::fma(wk[j], v, acc[r]);
                 }
             }
-            for r in 0..R {
-                buf[0][r] = buf[1][r];
+        };
+        let rv = (R / 4) as u32;
+        let mut lo = read(base);
+        let mut k = 0;
+        while k + 2 * rv <= kp / 4 {
+            let hi = read(base + k + rv);
+            step(&mut acc, &lo, &hi, &taps_at(k));
+            lo = read(base + k + 2 * rv);
+            step(&mut acc, &hi, &lo, &taps_at(k + rv));
+            k += 2 * rv;
+        }
+        if k < kp / 4 {
+            let hi = read(base + k + rv);
+            step(&mut acc, &lo, &hi, &taps_at(k));
+        }
+        for q in 0..R / 4 {
+            let out = Vec4([acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]]);
+            let start = o + 4 * (base + q as u32) as u64;
+            if start < n {
+                unsafe { vector::store4(y, start, n, out, y_vec) };
             }
-            k += R as u32;
-        }
-        gpu::barrier();
-        for (r, a) in acc.iter().enumerate() {
-            unsafe { tile.write(padded(base + r as u32), *a) };
-        }
-        gpu::barrier();
-        let mut i = tid;
-        while i < outputs && o + (i as u64) < n {
-            unsafe { y.add((o + i as u64) as usize).write(tile.read(padded(i))) };
-            i += block;
         }
         t += gpu::grid_dim_x() as u64;
     }

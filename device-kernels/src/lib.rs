@@ -31,6 +31,7 @@ pub mod softmax;
 pub mod stage;
 pub mod stencil2d;
 pub mod transpose;
+pub mod vector;
 
 pub use entry::{KernelEntry, KernelParam, ParamKind, kernarg_layout, kernarg_size};
 

@@ -43,3 +43,28 @@ pub unsafe fn stage<T: Copy>(
         i += block;
     }
 }
+
+/// Thread `tid` of `block` threads copies `src[i]` to `dst[index(i)]`, for `i = tid, tid +
+/// block, ... < count`, all in flight at once without registers on sm_80+
+/// ([`SharedArray::copy_async`]), and waits for its copies. The caller's barrier after it
+/// makes them visible to the block.
+///
+/// # Safety
+/// `src` holds `count` 16-byte aligned elements of device memory; every `index(i)` is
+/// inside `dst`; no other thread touches those elements until the next barrier.
+#[inline(always)]
+pub unsafe fn stage_async<T: Copy>(
+    dst: SharedArray<T>,
+    src: *const T,
+    count: u32,
+    tid: u32,
+    block: u32,
+    index: impl Fn(u32) -> u32,
+) {
+    let mut i = tid;
+    while i < count {
+        unsafe { dst.copy_async(index(i), src.add(i as usize)) };
+        i += block;
+    }
+    crate::gpu::copy_async_wait();
+}

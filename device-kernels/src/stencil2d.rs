@@ -3,31 +3,38 @@
 //! shared memory.
 //!
 //! # Algorithm and thread mapping
-//! The image is cut into `tile_w x tile_h` output tiles; blocks walk tiles `b, b + grid,
-//! ...`. For a tile, the block loads the `(tile_w + 2r) x (tile_h + 2r)` input pixels it
-//! needs (its border of `r` pixels clamped to the image) into the shared `tile`. Thread
-//! `t` owns column `tx = t % tile_w` and a strip of `tile_h / (block / tile_w)`
-//! consecutive rows starting at row `(t / tile_w) * strip`. It keeps the `K x K` weights
-//! (`K = 2r + 1`) and a `K x K` window of the tile in registers and slides the window down
-//! its strip: each output costs `K` shared loads (one new window row) and `K * K` fused
-//! multiply-adds. The radius is a const generic (the window must be registers); the tile
-//! shape is launch-time.
+//! The image is cut into `tile_w x tile_h` output tiles (`tile_w` a multiple of 4); blocks
+//! walk tiles `b, b + grid, ...`. For a tile, the block loads the input pixels it needs
+//! into the shared `tile`: `tile_h + 2r` rows of `tile_w + 8` columns, from [`HALO`] = 4
+//! columns left of the tile to 4 right of it (so every row is whole 16-byte vectors, loaded
+//! and stored as such), rows and columns clamped to the image. Thread `t` owns the four
+//! columns `4 * (t % G)` (`G = tile_w / 4` column groups) and a strip of `tile_h / (block
+//! / G)` consecutive rows starting at row `(t / G) * strip`. It keeps the `K x K` weights
+//! (`K = 2r + 1`) and a window of `K` tile rows of `4 + 2r` floats in registers and slides
+//! the window down its strip: each row of four outputs costs three 16-byte shared loads,
+//! `4 K^2` fused multiply-adds and one 16-byte store. The row loop is unrolled by `K` so
+//! that sliding the window renames registers instead of copying them. The radius is a
+//! const generic (the window must be registers); the tile shape is launch-time.
 //!
 //! # Launch-sized memory ([`Stencil2dConfig::layout`])
-//! `tile`: `(tile_w + 2r) * (tile_h + 2r)` floats; `weights`: `K * K` floats.
+//! `tile`: `(tile_w / 4 + 2) * (tile_h + 2r)` 16-byte vectors; `weights`: `K * K` floats.
 //!
 //! # Entry points
 //! `stencil2d_f32_r1` (3x3) and `stencil2d_f32_r2` (5x5), each
 //! `(input, weights, output, width: u32, height: u32, tile_w: u32, tile_h: u32)`;
-//! requires `block % tile_w == 0` and `tile_h % (block / tile_w) == 0`.
+//! requires `tile_w % 4 == 0`, `block % (tile_w / 4) == 0` and
+//! `tile_h % (block / (tile_w / 4)) == 0` ([`Stencil2dConfig::fits`]).
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
+use crate::vector::{self, Vec4};
 
 /// Radii the image is built for.
 pub const RADII: [u32; 2] = [1, 2];
 /// Most blocks a launch uses; blocks loop over the tiles past it.
 pub const MAX_GRID: u32 = 65_535;
+/// Tile columns kept on each side of a tile's outputs: a whole vector, at least any radius.
+pub const HALO: u32 = 4;
 
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,28 +46,39 @@ pub struct Stencil2dConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stencil2dLayout {
-    pub tile: Slice<f32>,
+    pub tile: Slice<Vec4<f32>>,
     pub weights: Slice<f32>,
     pub bytes: u32,
 }
 
 impl Stencil2dConfig {
+    /// Column groups of four: the threads across a tile.
+    pub fn groups(&self) -> u32 {
+        self.tile_w / 4
+    }
+
     /// Whether the thread arrangement divides the tile (see the entry-point contract).
     pub fn fits(&self) -> bool {
-        self.tile_w > 0
-            && self.block >= self.tile_w
-            && self.block.is_multiple_of(self.tile_w)
+        let g = self.groups();
+        self.tile_w.is_multiple_of(4)
+            && g > 0
+            && self.block >= g
+            && self.block.is_multiple_of(g)
             && self.tile_h > 0
-            && self.tile_h.is_multiple_of(self.block / self.tile_w)
+            && self.tile_h.is_multiple_of(self.block / g)
+    }
+
+    /// Vectors per tile row.
+    pub fn pitch_vecs(&self) -> u32 {
+        self.tile_w / 4 + 2 * HALO / 4
     }
 
     pub fn layout(&self, radius: u32) -> Result<Stencil2dLayout, LayoutError> {
-        let k = 2 * radius + 1;
-        let overflow = LayoutError::Overflow { offset: 0, len: self.tile_w, elem_bytes: 4 };
-        let w = self.tile_w.checked_add(2 * radius).ok_or(overflow)?;
-        let h = self.tile_h.checked_add(2 * radius).ok_or(overflow)?;
+        let k = 2 * radius.min(HALO) + 1;
+        let overflow = LayoutError::Overflow { offset: 0, len: self.tile_h, elem_bytes: 16 };
+        let h = self.tile_h.checked_add(2 * radius.min(HALO)).ok_or(overflow)?;
         let mut carve = Carve::new();
-        let tile = carve.array::<f32>(w.checked_mul(h).ok_or(overflow)?)?;
+        let tile = carve.array::<Vec4<f32>>(self.pitch_vecs().checked_mul(h).ok_or(overflow)?)?;
         let weights = carve.array::<f32>(k * k)?;
         Ok(Stencil2dLayout { tile, weights, bytes: carve.bytes() })
     }
@@ -94,20 +112,27 @@ unsafe fn stencil<const R: usize, const K: usize>(
     tile_w: u32,
     tile_h: u32,
 ) {
+    const { assert!(K == 2 * R + 1 && R <= HALO as usize && K <= 5) };
+    // Window row: tile columns 4g + 4 - R .. 4g + 8 + R of the thread's group g.
+    let ww = 4 + 2 * R;
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
     let cfg = Stencil2dConfig { block, tile_w, tile_h };
-    if !cfg.fits() {
+    if !cfg.fits() || width == 0 || height == 0 {
         gpu::trap();
     }
     let Ok(l) = cfg.layout(R as u32) else { gpu::trap() };
     let region = gpu::launch_region(l.bytes);
-    let (tile, wt): (SharedArray<f32>, SharedArray<f32>) = (region.array(l.tile), region.array(l.weights));
-    let pitch = tile_w + 2 * R as u32;
+    let (tile, wt): (SharedArray<Vec4<f32>>, SharedArray<f32>) = (region.array(l.tile), region.array(l.weights));
+    let pitch = cfg.pitch_vecs();
     let rows_total = tile_h + 2 * R as u32;
-    let (tx, strips) = (tid % tile_w, block / tile_w);
-    let strip = tile_h / strips;
-    let y_first = (tid / tile_w) * strip;
+    let groups = cfg.groups();
+    let g = tid % groups;
+    let strip = tile_h / (block / groups);
+    let y_first = (tid / groups) * strip;
+    // Whole rows are vectors of the image only when rows start 16-byte aligned.
+    let in_vec = width.is_multiple_of(4) && vector::is_aligned16(input);
+    let out_vec = width.is_multiple_of(4) && vector::is_aligned16(output);
 
     let mut i = tid;
     while i < (K * K) as u32 {
@@ -128,14 +153,25 @@ unsafe fn stencil<const R: usize, const K: usize>(
     while t < tiles {
         let x0 = (t % tiles_x) as u32 * tile_w;
         let y0 = (t / tiles_x) as u32 * tile_h;
-        // Tile pixel (c, r) is image pixel (x0 - R + c, y0 - R + r), clamped to the edge.
-        // Thread tid loads tile pixels tid, tid + block, ... in row-major order; the row
-        // and column advance incrementally (no division per pixel), four loads in flight.
-        let load = |r: u32, c: u32| {
-            let gx = (x0 + c).saturating_sub(R as u32).min(width - 1);
+        // Tile vector (r, c) holds image row y0 - R + r and columns x0 - 4 + 4c .. + 4,
+        // each clamped to the image.
+        let load = |r: u32, c: u32| -> Vec4<f32> {
             let gy = (y0 + r).saturating_sub(R as u32).min(height - 1);
-            unsafe { input.add(gy as usize * width as usize + gx as usize).read() }
+            let row = unsafe { input.add(gy as usize * width as usize) };
+            let gx = (x0 + 4 * c) as i64 - HALO as i64;
+            if in_vec && gx >= 0 && gx + 4 <= width as i64 {
+                unsafe { row.add(gx as usize).cast::<Vec4<f32>>().read() }
+            } else {
+                let mut v = Vec4::splat(0.0);
+                for lane in 0..4 {
+                    let x = (gx + lane as i64).clamp(0, width as i64 - 1);
+                    v.0[lane] = unsafe { row.add(x as usize).read() };
+                }
+                v
+            }
         };
+        // Thread tid loads tile vectors tid, tid + block, ... in row-major order; the row
+        // and column advance incrementally (no division per vector), four loads in flight.
         let (dr, dc) = (block / pitch, block % pitch);
         let advance = |r: &mut u32, c: &mut u32| {
             *c += dc;
@@ -146,6 +182,22 @@ unsafe fn stencil<const R: usize, const K: usize>(
             }
         };
         let (mut r, mut c) = (tid / pitch, tid % pitch);
+        // A tile whose border is inside the image (all but the edge tiles) is copied with
+        // no clamping, every vector in flight at once.
+        let inside = in_vec
+            && x0 >= HALO
+            && x0 as u64 + (tile_w + HALO) as u64 <= width as u64
+            && y0 >= R as u32
+            && y0 as u64 + rows_total as u64 - R as u64 <= height as u64;
+        if inside {
+            let origin = unsafe { input.add((y0 - R as u32) as usize * width as usize + (x0 - HALO) as usize) };
+            while r < rows_total {
+                let src = unsafe { origin.add(r as usize * width as usize + 4 * c as usize) };
+                unsafe { tile.copy_async(r * pitch + c, src.cast()) };
+                advance(&mut r, &mut c);
+            }
+            gpu::copy_async_wait();
+        }
         while r < rows_total {
             let p0 = (r, c);
             advance(&mut r, &mut c);
@@ -155,10 +207,11 @@ unsafe fn stencil<const R: usize, const K: usize>(
             advance(&mut r, &mut c);
             let p3 = (r, c);
             advance(&mut r, &mut c);
+            let zero = Vec4::splat(0.0);
             let v0 = load(p0.0, p0.1);
-            let v1 = if p1.0 < rows_total { load(p1.0, p1.1) } else { 0.0 };
-            let v2 = if p2.0 < rows_total { load(p2.0, p2.1) } else { 0.0 };
-            let v3 = if p3.0 < rows_total { load(p3.0, p3.1) } else { 0.0 };
+            let v1 = if p1.0 < rows_total { load(p1.0, p1.1) } else { zero };
+            let v2 = if p2.0 < rows_total { load(p2.0, p2.1) } else { zero };
+            let v3 = if p3.0 < rows_total { load(p3.0, p3.1) } else { zero };
             // p0 is in the tile (the loop's condition); the others may be past its end.
             unsafe { tile.write(p0.0 * pitch + p0.1, v0) };
             if p1.0 < rows_total {
@@ -173,38 +226,60 @@ unsafe fn stencil<const R: usize, const K: usize>(
         }
         gpu::barrier();
 
-        let mut win = [0.0f32; 25];
-        for dy in 0..K - 1 {
-            for dx in 0..K {
-                win[dy * K + dx] = unsafe { tile.read((y_first + dy as u32) * pitch + tx + dx as u32) };
+        // The window of tile row y_first + j lives in slot j % K: win[slot * ww ..][..ww].
+        let mut win = [0.0f32; 5 * 12];
+        let read_row = |win: &mut [f32; 60], slot: usize, tr: u32| {
+            let b = tr * pitch + g;
+            let v = unsafe { [tile.read(b), tile.read(b + 1), tile.read(b + 2)] };
+            for i in 0..ww {
+                let e = HALO as usize - R + i;
+                win[slot * ww + i] = v[e / 4].0[e % 4];
             }
+        };
+        for j in 0..K - 1 {
+            read_row(&mut win, j, y_first + j as u32);
         }
+        let x = x0 + 4 * g;
         let mut r = 0;
-        while r < strip {
-            // The window's last row is tile row y_first + r + K - 1.
-            for dx in 0..K {
-                win[(K - 1) * K + dx] = unsafe { tile.read((y_first + r + K as u32 - 1) * pitch + tx + dx as u32) };
-            }
-            // One accumulator per window row: K short chains of dependent FMAs instead of
-            // one chain of K * K (each FMA waits for the previous result).
-            let mut rows = [0.0f32; 5];
-            for dy in 0..K {
-                for dx in 0..K {
-                    rows[dy] = gpu::fma(w[dy * K + dx], win[dy * K + dx], rows[dy]);
+        // In step u, r = u (mod K), so every slot index below is a constant: one copy of
+        // the step per u (a macro, because a loop over u is too large for LLVM to unroll,
+        // and a rolled one indexes the window at run time, which puts it in local memory).
+        macro_rules! step {
+            ($u:literal) => {
+                if $u < K && r < strip {
+                    read_row(&mut win, ($u + K - 1) % K, y_first + r + K as u32 - 1);
+                    let mut out = Vec4::splat(0.0f32);
+                    for c in 0..4 {
+                        // One accumulator per window row: K short chains of dependent FMAs
+                        // instead of one chain of K * K.
+                        let mut rows = [0.0f32; 5];
+                        for dy in 0..K {
+                            let slot = ($u + dy) % K;
+                            for dx in 0..K {
+                                rows[dy] = gpu::fma(w[dy * K + dx], win[slot * ww + c + dx], rows[dy]);
+                            }
+                        }
+                        let mut acc = rows[0];
+                        for dy in 1..K {
+                            acc += rows[dy];
+                        }
+                        out.0[c] = acc;
+                    }
+                    let y = y0 + y_first + r;
+                    if y < height && x < width {
+                        let row = unsafe { output.add(y as usize * width as usize) };
+                        unsafe { vector::store4(row, x as u64, width as u64, out, out_vec) };
+                    }
+                    r += 1;
                 }
-            }
-            let mut acc = rows[0];
-            for dy in 1..K {
-                acc += rows[dy];
-            }
-            let (x, y) = (x0 + tx, y0 + y_first + r);
-            if x < width && y < height {
-                unsafe { output.add(y as usize * width as usize + x as usize).write(acc) };
-            }
-            for i in 0..(K - 1) * K {
-                win[i] = win[i + K];
-            }
-            r += 1;
+            };
+        }
+        while r < strip {
+            step!(0);
+            step!(1);
+            step!(2);
+            step!(3);
+            step!(4);
         }
         // The next tile overwrites the shared tile.
         gpu::barrier();

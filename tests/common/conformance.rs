@@ -177,7 +177,7 @@ pub fn stencil2d<B: Kernels>(backend: &B, sizes: &[(u32, u32)]) -> usize {
         for radius in [1, 2] {
             for blur in [Blur::Box, Blur::Gaussian] {
                 let problem = Stencil2dProblem { width, height, radius, blur };
-                for config in [default_config(backend), Stencil2dConfig { block: 32, tile_w: 16, tile_h: 6 }] {
+                for config in [default_config(backend), Stencil2dConfig { block: 8, tile_w: 16, tile_h: 6 }] {
                     for &variant in backend.variants() {
                         let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                         run_case(&what, prepare(backend, problem, config, variant, (width * 7 + height) as u64));
@@ -200,8 +200,9 @@ pub fn scan<B: Kernels>(backend: &B, sizes: &[u64]) -> usize {
     for &n in sizes {
         for config in [
             default_config(backend),
-            ScanConfig { block: 32, items_per_thread: 3 },
-            ScanConfig { block: 64, items_per_thread: 1 },
+            ScanConfig { block: 32, items_per_thread: 4 },
+            ScanConfig { block: 9, items_per_thread: 12 },
+            ScanConfig { block: 96, items_per_thread: 8 },
         ] {
             for &variant in backend.variants() {
                 let what = |d: Dtype| format!("{} {variant} n={n} {d:?} {config:?}", backend.kind());

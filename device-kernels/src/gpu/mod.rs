@@ -288,6 +288,41 @@ pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
     unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }.store(v, core::sync::atomic::Ordering::Release)
 }
 
+/// Starts copying 16 bytes from device memory at `src` to workgroup memory at `dst`
+/// without passing through registers: `cp.async.cg` on sm_80 and later (a thread can have
+/// a whole tile in flight at no register cost), a plain load and store elsewhere. The data
+/// is there once this thread calls [`copy_async_wait`]; other threads see it after a
+/// [`barrier`] that follows the wait.
+///
+/// # Safety
+/// `src` is 16-byte aligned device memory, `dst` 16-byte aligned workgroup memory, and
+/// nothing reads or writes `dst` until the wait.
+#[inline(always)]
+unsafe fn copy_async_16(dst: *mut u8, src: *const u8) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .u64 d; cvta.to.shared.u64 d, {dst}; cp.async.cg.shared.global [d], [{src}], 16; }}",
+            dst = in(reg64) dst,
+            src = in(reg64) src,
+            options(nostack)
+        );
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+    unsafe {
+        dst.cast::<[u32; 4]>().write(src.cast::<[u32; 4]>().read())
+    };
+}
+
+/// Waits for this thread's [`SharedArray::copy_async`] copies (`cp.async.wait_all`).
+#[inline(always)]
+pub fn copy_async_wait() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    unsafe {
+        core::arch::asm!("cp.async.wait_all;", options(nostack))
+    };
+}
+
 /// Waits until every thread of the block arrives, and orders workgroup-memory accesses
 /// across it. Every thread must reach the same barrier: on the CPU backend a barrier only
 /// part of the block reaches is reported with its source location instead of hanging.
@@ -424,6 +459,19 @@ impl<T: Copy> SharedArray<T> {
     pub unsafe fn write(self, i: u32, value: T) {
         self.check(i);
         unsafe { self.ptr.add(i as usize).write(value) }
+    }
+    /// Starts copying element `i` from device memory at `src` (16-byte elements only);
+    /// see [`copy_async_wait`].
+    ///
+    /// # Safety
+    /// `i < len`; `src` is valid, 16-byte aligned device memory; nothing touches element
+    /// `i` until this thread's [`copy_async_wait`] and a barrier after it.
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub unsafe fn copy_async(self, i: u32, src: *const T) {
+        const { assert!(size_of::<T>() == 16 && align_of::<T>() >= 16) };
+        self.check(i);
+        unsafe { copy_async_16(self.ptr.add(i as usize).cast(), src.cast()) }
     }
     /// The same memory seen as an array of `U` (e.g. 16-byte vectors for wide copies).
     ///

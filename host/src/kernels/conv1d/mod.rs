@@ -2,7 +2,7 @@
 //! the CPU reference and the [`Workload`]. The device algorithm is documented in
 //! `dynsmem_kernels::conv1d`.
 
-use dynsmem_kernels::conv1d::{Conv1dConfig, MAX_TAPS, OUTPUTS_PER_THREAD, entry_name, padded};
+use dynsmem_kernels::conv1d::{Conv1dConfig, MAX_TAPS, OUTPUTS_PER_THREAD, entry_name};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -23,22 +23,28 @@ pub struct Conv1dProblem {
 }
 
 /// 128 threads x 8 outputs, 4 outputs for fewer than 8 taps (less zero padding of the
-/// taps): the fastest of a sweep on the H100 (results/2026-11-22-h100-suite-sweep.jsonl);
+/// taps): the fastest of a sweep on the H100 (results/2026-11-22-h100-suite-sweep-v2.jsonl);
 /// 16 x 4 on the CPU backend.
 pub fn default_config<B: Kernels>(backend: &B, taps: u32) -> Conv1dConfig {
     if backend.kind() == BackendKind::Cpu {
         Conv1dConfig { block: 16, outputs_per_thread: 4 }
     } else if taps < 8 {
-        Conv1dConfig { block: 256, outputs_per_thread: 4 }
+        Conv1dConfig { block: 128, outputs_per_thread: 4 }
     } else {
         Conv1dConfig { block: 128, outputs_per_thread: 8 }
     }
 }
 
+/// Index of tile element `i` in the WGSL form's scalar tile: one padding float after every
+/// 32, so that thread `t`'s reads of element `t*R + c` spread over the banks.
+fn wgsl_padded(i: u32) -> u32 {
+    i + i / 32
+}
+
 fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Variant) -> WgslSpec {
     let outputs = cfg.block as u64 * cfg.outputs_per_thread as u64;
     let kp = cfg.padded_taps(problem.taps);
-    let tile_cap = padded((outputs + kp as u64).min(u32::MAX as u64 / 2) as u32) + 1;
+    let tile_cap = wgsl_padded((outputs + kp as u64).min(u32::MAX as u64 / 2) as u32) + 1;
     let (sizing, constants) = wgsl_sizing(
         variant,
         &[

@@ -135,6 +135,15 @@ pub fn prepare<'b, B: Kernels, T: ReduceElement>(
     let Some(tile) = config.tile().filter(|&t| t > 0) else {
         return Err(invalid(kernel, format!("block and items_per_thread must be at least 1 (got {config:?})")));
     };
+    if backend.kind() != BackendKind::Wgsl && !config.fits() {
+        return Err(invalid(
+            kernel,
+            format!(
+                "items_per_thread must be a multiple of 4 (whole 16-byte vectors), got {}",
+                config.items_per_thread
+            ),
+        ));
+    }
     if backend.kind() == BackendKind::Wgsl && problem.n > (u32::MAX / 2) as u64 {
         return Err(invalid_problem(kernel, format!("n = {}: the WGSL path indexes with u32", problem.n)));
     }
@@ -261,7 +270,8 @@ impl<B: Kernels, T: Element> Workload for ScanWorkload<'_, B, T> {
         let (out, scale) = &self.expected;
         // The longest chain of additions: a thread's items, the block scan, and a
         // look-back (or recursion) over every earlier tile.
-        let depth = self.config.items_per_thread as u64 + 2 * 32 + self.config.tiles(self.problem.n);
+        let depth =
+            self.config.items_per_thread as u64 + self.config.block as u64 + 32 + self.config.tiles(self.problem.n);
         check_slice(&self.name, out, &got, |i| scale[i], Tolerance::summation::<T>(depth))?;
         Ok(())
     }

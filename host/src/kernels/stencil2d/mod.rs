@@ -34,13 +34,15 @@ pub struct Stencil2dProblem {
     pub blur: Blur,
 }
 
-/// 64 x 32 tiles of 256 threads (64 columns x 4 strips of 8 rows); 8 x 8 tiles of 16
-/// threads on the CPU backend.
+/// 128 x 32 tiles of 128 threads (32 groups of four columns x 4 strips of 8 rows): within
+/// 2% of the fastest of a sweep for both radii on the H100
+/// (results/2026-11-22-h100-suite-sweep-v2.jsonl), and small enough for lavapipe's 32 KB of
+/// static workgroup memory; 16 x 8 tiles of 8 threads on the CPU backend.
 pub fn default_config<B: Kernels>(backend: &B) -> Stencil2dConfig {
     if backend.kind() == BackendKind::Cpu {
-        Stencil2dConfig { block: 16, tile_w: 8, tile_h: 8 }
+        Stencil2dConfig { block: 8, tile_w: 16, tile_h: 8 }
     } else {
-        Stencil2dConfig { block: 256, tile_w: 64, tile_h: 32 }
+        Stencil2dConfig { block: 128, tile_w: 128, tile_h: 32 }
     }
 }
 
@@ -75,7 +77,7 @@ fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, variant: Variant
     );
     let r = problem.radius as u64;
     let k = 2 * r + 1;
-    let tile = (cfg.tile_w as u64 + 2 * r) * (cfg.tile_h as u64 + 2 * r);
+    let tile = (cfg.tile_w as u64 / 4 + 2) * 4 * (cfg.tile_h as u64 + 2 * r);
     WgslSpec {
         name: format!(
             "stencil2d_f32_r{}[{variant},tile={}x{},block={}]",
@@ -134,7 +136,10 @@ pub fn prepare<'b, B: Kernels>(
     if !config.fits() {
         return Err(invalid(
             entry,
-            format!("block must be a multiple of tile_w and tile_h a multiple of block / tile_w (got {config:?})"),
+            format!(
+                "tile_w must be a multiple of 4, block a multiple of tile_w / 4 and tile_h a multiple of \
+                 block / (tile_w / 4) (got {config:?})"
+            ),
         ));
     }
     let pixels = width as u64 * height as u64;

@@ -1,8 +1,11 @@
 // 2-D stencil on the static-WGSL path: the algorithm and mapping of
-// device-kernels/src/stencil2d.rs (read that first), with the bordered tile and the
-// weights in `var<workgroup>` arrays sized when the pipeline is created. The radius is a
-// `const` in both sizings: WGSL sizes function-scope arrays (the register window) by
-// const-expressions.
+// device-kernels/src/stencil2d.rs (read that first): a bordered tile of vec4 (4 columns of
+// halo on each side), threads owning four columns and a strip of rows, a register window
+// of K rows slid down the strip in steps unrolled by K. The tile and the weights are
+// `var<workgroup>` arrays sized when the pipeline is created. The radius is a `const` in
+// both sizings: WGSL sizes function-scope arrays (the register window) by
+// const-expressions. Device memory is read and written as f32 (a storage array of vec4
+// would need every row to start 16-byte aligned).
 //
 // Template slots (names in double braces), filled by host/src/kernels/stencil2d/mod.rs:
 //   SIZING   declarations of BLOCK, TILE_W and TILE_H (u32)
@@ -11,6 +14,8 @@
 {{SIZING}}
 const RADIUS: u32 = {{RADIUS}}u;
 const K: u32 = 2u * RADIUS + 1u;
+const HALO: u32 = 4u;
+const WW: u32 = 4u + 2u * RADIUS;
 
 struct Params {
     width: u32,
@@ -24,7 +29,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> output: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
-var<workgroup> tile: array<f32, (TILE_W + 2u * RADIUS) * (TILE_H + 2u * RADIUS)>;
+var<workgroup> tile: array<vec4<f32>, (TILE_W / 4u + 2u) * (TILE_H + 2u * RADIUS)>;
 var<workgroup> wt: array<f32, K * K>;
 
 @compute @workgroup_size(BLOCK)
@@ -35,16 +40,18 @@ fn stencil2d(
 ) {
     let width = params.width;
     let height = params.height;
-    let pitch = TILE_W + 2u * RADIUS;
-    let loads = pitch * (TILE_H + 2u * RADIUS);
-    let tx = tid % TILE_W;
-    let strip = TILE_H / (BLOCK / TILE_W);
-    let y_first = (tid / TILE_W) * strip;
+    let pitch = TILE_W / 4u + 2u;
+    let rows_total = TILE_H + 2u * RADIUS;
+    let loads = pitch * rows_total;
+    let groups = TILE_W / 4u;
+    let g = tid % groups;
+    let strip = TILE_H / (BLOCK / groups);
+    let y_first = (tid / groups) * strip;
     for (var i = tid; i < K * K; i += BLOCK) {
         wt[i] = weights[i];
     }
     workgroupBarrier();
-    var w: array<f32, 25>;
+    var w: array<f32, K * K>;
     for (var i = 0u; i < K * K; i++) {
         w[i] = wt[i];
     }
@@ -54,40 +61,56 @@ fn stencil2d(
         let x0 = (t % tiles_x) * TILE_W;
         let y0 = (t / tiles_x) * TILE_H;
         for (var i = tid; i < loads; i += BLOCK) {
-            let gx = min(max(x0 + i % pitch, RADIUS) - RADIUS, width - 1u);
-            let gy = min(max(y0 + i / pitch, RADIUS) - RADIUS, height - 1u);
-            tile[i] = input[gy * width + gx];
+            let r = i / pitch;
+            let c = i % pitch;
+            let gy = min(max(y0 + r, RADIUS) - RADIUS, height - 1u);
+            var v: vec4<f32>;
+            for (var lane = 0u; lane < 4u; lane++) {
+                let gx = min(max(x0 + 4u * c + lane, HALO) - HALO, width - 1u);
+                v[lane] = input[gy * width + gx];
+            }
+            tile[i] = v;
         }
         workgroupBarrier();
-        var win: array<f32, 25>;
-        for (var dy = 0u; dy + 1u < K; dy++) {
-            for (var dx = 0u; dx < K; dx++) {
-                win[dy * K + dx] = tile[(y_first + dy) * pitch + tx + dx];
+        var win: array<f32, K * WW>;
+        for (var j = 0u; j + 1u < K; j++) {
+            let b = (y_first + j) * pitch + g;
+            let v = array<vec4<f32>, 3>(tile[b], tile[b + 1u], tile[b + 2u]);
+            for (var i = 0u; i < WW; i++) {
+                let e = HALO - RADIUS + i;
+                win[j * WW + i] = v[e / 4u][e % 4u];
             }
         }
-        for (var r = 0u; r < strip; r++) {
-            for (var dx = 0u; dx < K; dx++) {
-                win[(K - 1u) * K + dx] = tile[(y_first + r + K - 1u) * pitch + tx + dx];
-            }
-            // One accumulator per window row, as in the Rust kernel.
-            var rows: array<f32, 5>;
-            for (var dy = 0u; dy < K; dy++) {
-                rows[dy] = 0.0;
-                for (var dx = 0u; dx < K; dx++) {
-                    rows[dy] = fma(w[dy * K + dx], win[dy * K + dx], rows[dy]);
+        let x = x0 + 4u * g;
+        var r = 0u;
+        while (r < strip) {
+            for (var u = 0u; u < K; u++) {
+                if (r < strip) {
+                    let slot_new = (u + K - 1u) % K;
+                    let b = (y_first + r + K - 1u) * pitch + g;
+                    let v = array<vec4<f32>, 3>(tile[b], tile[b + 1u], tile[b + 2u]);
+                    for (var i = 0u; i < WW; i++) {
+                        let e = HALO - RADIUS + i;
+                        win[slot_new * WW + i] = v[e / 4u][e % 4u];
+                    }
+                    let y = y0 + y_first + r;
+                    for (var c = 0u; c < 4u; c++) {
+                        // One accumulator per window row, as in the Rust kernel.
+                        var acc = 0.0;
+                        for (var dy = 0u; dy < K; dy++) {
+                            let slot = (u + dy) % K;
+                            var row = 0.0;
+                            for (var dx = 0u; dx < K; dx++) {
+                                row = fma(w[dy * K + dx], win[slot * WW + c + dx], row);
+                            }
+                            acc += row;
+                        }
+                        if (y < height && x + c < width) {
+                            output[y * width + x + c] = acc;
+                        }
+                    }
+                    r++;
                 }
-            }
-            var acc = rows[0];
-            for (var dy = 1u; dy < K; dy++) {
-                acc += rows[dy];
-            }
-            let x = x0 + tx;
-            let y = y0 + y_first + r;
-            if (x < width && y < height) {
-                output[y * width + x] = acc;
-            }
-            for (var i = 0u; i < (K - 1u) * K; i++) {
-                win[i] = win[i + K];
             }
         }
         workgroupBarrier();
