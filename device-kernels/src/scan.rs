@@ -308,8 +308,8 @@ unsafe fn scan<T: ScanElement>(
     let mut v = tid;
     while v < per_tile / 4 && start + 4 * (v as u64) < n {
         let mut x = unsafe { tile.read(tile_vec(v)) };
-        for e in 0..4 {
-            x.0[e] = prefix.add(x.0[e]);
+        for e in &mut x.0 {
+            *e = prefix.add(*e);
         }
         let g = start + 4 * v as u64;
         if full {

@@ -27,18 +27,21 @@ pub struct ScanProblem {
     pub dtype: Dtype,
 }
 
-/// 512 threads x 32 elements per tile (70 KB of launch-sized memory, the fastest of a
-/// sweep on the H100: results/2026-11-22-h100-suite-sweep.jsonl) where the device's limit
-/// allows, else 512 x 16 (35 KB); 256 x 16 on WGSL (18 KB of static arrays: within every
-/// adapter's 32 KB minimum); 16 x 4 on the CPU backend.
+/// 512 threads x 48 elements per tile (98 KB of launch-sized memory, the fastest of a
+/// sweep on the H100: results/2026-11-22-h100-suite-sweep-v2.jsonl) where the device's limit
+/// allows, else 512 x 32, else 512 x 16 (33 KB); 256 x 16 on WGSL (18 KB of static arrays:
+/// within every adapter's 32 KB minimum); 16 x 4 on the CPU backend.
 pub fn default_config<B: Kernels>(backend: &B) -> ScanConfig {
     match backend.kind() {
         BackendKind::Cpu => ScanConfig { block: 16, items_per_thread: 4 },
         BackendKind::Wgsl => ScanConfig { block: 256, items_per_thread: 16 },
         _ => {
-            let big = ScanConfig { block: 512, items_per_thread: 32 };
-            let fits = big.shared_bytes().is_ok_and(|b| b <= backend.info().limits.launch_shared_max);
-            if fits { big } else { ScanConfig { block: 512, items_per_thread: 16 } }
+            let limit = backend.info().limits.launch_shared_max;
+            [48, 32, 16]
+                .map(|items_per_thread| ScanConfig { block: 512, items_per_thread })
+                .into_iter()
+                .find(|c| c.shared_bytes().is_ok_and(|b| b <= limit))
+                .unwrap_or(ScanConfig { block: 256, items_per_thread: 4 })
         }
     }
 }
