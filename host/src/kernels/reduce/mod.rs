@@ -201,12 +201,13 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
             )));
         }
         if backend.kind() == BackendKind::Wgsl {
-            if n > u32::MAX as u64 {
-                return Err(Error::InvalidProblem {
-                    kernel: name.into(),
-                    reason: format!("n = {n} elements: the WGSL path indexes with u32 (at most {})", u32::MAX),
-                });
-            }
+            // The WGSL kernel indexes with u32 (the Rust kernels walk chunks with u64, so n
+            // past 2^32 runs there): n itself, and the chunk counter, which steps by the
+            // grid past the last chunk before the loop ends, must not wrap.
+            super::check_index(name, "n", n, u32::MAX as u64, "WGSL u32")?;
+            let chunk = config.chunk().unwrap_or(1).max(1);
+            let last_chunk_plus_grid = n.div_ceil(chunk).saturating_sub(1) + config.grid(n) as u64;
+            super::check_index(name, "chunks + grid", last_chunk_plus_grid, u32::MAX as u64, "WGSL u32")?;
             let bytes = n * dtype.bytes() as u64;
             let limit = backend.info().limits.max_buffer_bytes;
             if bytes > limit {
@@ -221,6 +222,12 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
         if !backend.reduce_variants().contains(&variant) {
             return Err(unsupported_variant(backend.kind(), variant));
         }
+        // The input and two partial buffers on the device; the input once more on the host
+        // (the CPU reference folds it without copies).
+        let elem = dtype.bytes() as u64;
+        let input_bytes = super::bytes_of(n, elem);
+        let partials_bytes = super::bytes_of(2 * config.grid(n) as u64, elem);
+        super::check_footprint(backend, name, input_bytes.saturating_add(partials_bytes), input_bytes)?;
         let shared_bytes = backend.reduce_launch_bytes(dtype, &config, variant)?;
         let static_shared_bytes = backend.reduce_static_bytes(dtype, &config, variant)?;
 
