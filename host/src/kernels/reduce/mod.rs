@@ -83,12 +83,22 @@ impl<B: RustKernels> ReduceKernels for B {
     }
 }
 
+/// f32 `min` on WGSL with the Rust kernels' NaN rule (a NaN operand is ignored, like
+/// `f32::min` and PTX `min.f32`). WGSL's `min` leaves NaN operands to the driver (SPIR-V
+/// `FMin` is undefined for them) and WGSL lets a compiler assume no NaN exists, so NaN is
+/// tested on the bits, which no such assumption can fold away.
+const F32_MIN_IGNORING_NAN: &str = "select(select(min(a, b), a, (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u), \
+     b, (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u)";
+/// f32 `max` with the same NaN rule as [`F32_MIN_IGNORING_NAN`].
+const F32_MAX_IGNORING_NAN: &str = "select(select(max(a, b), a, (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u), \
+     b, (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u)";
+
 /// The WGSL text for one pipeline of the given sizing.
 pub fn wgsl_source(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> String {
     let (t, identity, combine) = match (dtype, op) {
         (Dtype::F32, ReduceOp::Sum) => ("f32", "0.0", "a + b"),
-        (Dtype::F32, ReduceOp::Min) => ("f32", "bitcast<f32>(0x7f800000u)", "min(a, b)"),
-        (Dtype::F32, ReduceOp::Max) => ("f32", "bitcast<f32>(0xff800000u)", "max(a, b)"),
+        (Dtype::F32, ReduceOp::Min) => ("f32", "bitcast<f32>(0x7f800000u)", F32_MIN_IGNORING_NAN),
+        (Dtype::F32, ReduceOp::Max) => ("f32", "bitcast<f32>(0xff800000u)", F32_MAX_IGNORING_NAN),
         (Dtype::U32, ReduceOp::Sum) => ("u32", "0u", "a + b"),
         (Dtype::U32, ReduceOp::Min) => ("u32", "0xffffffffu", "min(a, b)"),
         (Dtype::U32, ReduceOp::Max) => ("u32", "0u", "max(a, b)"),
@@ -341,23 +351,55 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
 
     /// Checks a device result against a reference computed before (one reference can
     /// serve every config over the same input).
+    ///
+    /// A float sum is evaluated in the element type in the plan's order, so when the
+    /// positive (or negative) inputs add up past the type's largest value, a partial sum
+    /// may overflow: +inf (or -inf) is then a correct result, and NaN when both can. Any
+    /// other result is held to the reference and the tolerance.
     pub fn check<T: Element>(&self, reference: &Reference, result: T) -> Result<()> {
-        verify::check_scalar(self.kernel.name(), reference.value, result, reference.abs_sum, self.tolerance::<T>())?;
+        let tol = self.tolerance::<T>();
+        if self.problem.op == ReduceOp::Sum && T::EPSILON > 0.0 && !reference.value.is_nan() {
+            let got = result.to_f64();
+            let can_overflow = |part: f64| part + tol.bound(reference.abs_sum) > T::MAX;
+            let overflowed = match got {
+                f64::INFINITY => can_overflow(reference.pos_sum),
+                f64::NEG_INFINITY => can_overflow(reference.neg_sum),
+                g if g.is_nan() => can_overflow(reference.pos_sum) && can_overflow(reference.neg_sum),
+                _ => false,
+            };
+            if overflowed {
+                return Ok(());
+            }
+        }
+        verify::check_scalar(self.kernel.name(), reference.value, result, reference.abs_sum, tol)?;
         Ok(())
     }
 }
 
 /// The CPU reference of a reduce: the exact value (`f64` sums; `u32` sums modulo 2^32)
-/// and the sum of magnitudes, which float rounding error is proportional to.
+/// and the sum of magnitudes, which float rounding error is proportional to, split into
+/// its positive and negative parts, which say whether an `f32` partial sum can overflow.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reference {
     pub value: f64,
     pub abs_sum: f64,
+    /// Sum of the positive float inputs (0 for integers).
+    pub pos_sum: f64,
+    /// Sum of the magnitudes of the negative float inputs (0 for integers).
+    pub neg_sum: f64,
 }
 
-/// The reference of `op` over `data`. Float min/max ignore NaN operands like `f32::min`
-/// does (the kernels' definition); a NaN anywhere makes a float sum NaN.
+/// The reference of `op` over `data`, with the semantics every backend implements (the
+/// README's "NaN and infinity"): float min/max ignore NaN operands like `f32::min` (all
+/// NaN gives the identity, +inf for min, -inf for max) and treat infinities as values; a
+/// float sum is NaN when any input is NaN or both +inf and -inf occur, else +inf or -inf
+/// when one occurs, else the exact sum (see [`ReducePlan::check`] for overflow).
 pub fn reference<T: Element>(op: ReduceOp, data: &[T]) -> Reference {
+    let part = |keep: fn(f64) -> bool| -> f64 {
+        if T::EPSILON > 0.0 { data.iter().map(|x| x.to_f64()).filter(|&x| keep(x)).map(f64::abs).sum() } else { 0.0 }
+    };
+    let (pos_sum, neg_sum) = (part(|x| x > 0.0), part(|x| x < 0.0));
+    // NaN inputs make the magnitude sum NaN too: the tolerance then demands NaN.
     let abs_sum = if T::EPSILON > 0.0 { data.iter().map(|x| x.to_f64().abs()).sum() } else { 0.0 };
     let value = match (op, T::EPSILON > 0.0) {
         (ReduceOp::Sum, true) => data.iter().map(|x| x.to_f64()).sum(),
@@ -367,7 +409,7 @@ pub fn reference<T: Element>(op: ReduceOp, data: &[T]) -> Reference {
         (ReduceOp::Max, true) => data.iter().map(|x| x.to_f64()).fold(f64::NEG_INFINITY, f64::max),
         (ReduceOp::Max, false) => data.iter().map(|x| x.to_f64()).fold(0.0, f64::max),
     };
-    Reference { value, abs_sum }
+    Reference { value, abs_sum, pos_sum, neg_sum }
 }
 
 /// Element types reduce runs on, with the inputs it is tested and measured with.
@@ -445,7 +487,18 @@ mod tests {
         assert_eq!(reference::<u32>(ReduceOp::Min, &[]).value, u32::MAX as f64);
         assert_eq!(reference::<u32>(ReduceOp::Max, &[]).value, 0.0);
         let r = reference(ReduceOp::Sum, &[1.0f32, -1.0, 2.0]);
-        assert_eq!((r.value, r.abs_sum), (2.0, 4.0));
+        assert_eq!((r.value, r.abs_sum, r.pos_sum, r.neg_sum), (2.0, 4.0, 3.0, 1.0));
+        // Infinities are values; +inf and -inf together make a sum NaN.
+        let inf = [1.0f32, f32::INFINITY, -3.0];
+        assert_eq!(reference(ReduceOp::Sum, &inf).value, f64::INFINITY);
+        assert_eq!(reference(ReduceOp::Min, &inf).value, -3.0);
+        assert_eq!(reference(ReduceOp::Max, &inf).value, f64::INFINITY);
+        assert!(reference(ReduceOp::Sum, &[f32::INFINITY, f32::NEG_INFINITY]).value.is_nan());
+        assert_eq!(reference(ReduceOp::Min, &[f32::NEG_INFINITY, 0.0]).value, f64::NEG_INFINITY);
+        // All NaN: min and max give their identities.
+        let nan = [f32::NAN; 3];
+        assert_eq!(reference(ReduceOp::Min, &nan).value, f64::INFINITY);
+        assert_eq!(reference(ReduceOp::Max, &nan).value, f64::NEG_INFINITY);
     }
 
     #[test]
