@@ -190,6 +190,19 @@ fn run_on<B: ReduceKernels + Kernels>(
             };
             let kernel = format!("scan_exclusive_{}", p.dtype.name());
             bridge_footprint(backend, &kernel, p.n)?;
+            // The WGSL form scans tile sums level by level until one tile is left; with a
+            // tile of one element no level is smaller than the last, and the launcher
+            // allocates levels until memory runs out. Refused here until it refuses it.
+            if variant != Variant::LaunchSized && c.tile() == Some(1) && p.n > 1 {
+                return Err(anyhow::Error::new(dynsmem::host::Error::InvalidConfig {
+                    kernel: kernel.clone(),
+                    reason: format!(
+                        "block * items_per_thread = 1: tiles of one element never reduce {} elements to one tile",
+                        p.n
+                    ),
+                }))
+                .context(format!("{kernel} on {}: refused, nothing launched", backend.kind()));
+            }
             let anchor = Some(bytes_of(p.n, 4));
             match p.dtype {
                 Dtype::F32 => {

@@ -54,6 +54,10 @@ const REDUCE_CPU: &[Case] = &[
         &["reduce_staged_sum_f32", "413696 bytes of launch-sized", "limit of 232448 bytes"],
     ),
     refused("run reduce --backend cpu --variant wgsl-literal", &["wgsl-literal variant of reduce is not supported"]),
+    refused(
+        "run reduce --backend cpu --n 100 --block 1 --ipt 1",
+        &["reduce_sum_f32", "1 * 1", "would leave 100 partials", "never reach one value"],
+    ),
     unparsed("run reduce --backend cpu --op foo", &["invalid value 'foo'", "--op"]),
     unparsed("run reduce --backend cpu --dtype f64", &["invalid value 'f64'", "--dtype"]),
     unparsed("run reduce --backend foo", &["invalid value 'foo'", "--backend"]),
@@ -81,6 +85,7 @@ const REDUCE_WGSL: &[Case] = &[
         &["413696 bytes of static workgroup memory", "max_compute_workgroup_storage_size"],
     ),
     refused("run reduce --backend wgsl --variant launch-sized", &["launch-sized variant of reduce is not supported"]),
+    refused("run reduce --backend wgsl --n 100 --block 1 --ipt 1", &["reduce_sum_f32", "never reach one value"]),
 ];
 
 const COMMON_CPU: &[Case] = &[
@@ -110,8 +115,10 @@ const SCAN_CPU: &[Case] = &[
     ),
 ];
 
-const SCAN_WGSL: &[Case] =
-    &[refused("run scan --backend wgsl --block 1024 --ipt 100", &["426500 bytes of static workgroup memory"])];
+const SCAN_WGSL: &[Case] = &[
+    refused("run scan --backend wgsl --block 1024 --ipt 100", &["426500 bytes of static workgroup memory"]),
+    refused("run scan --backend wgsl --n 100 --block 1 --ipt 1", &["scan_exclusive_f32", "tiles of one element"]),
+];
 
 const HISTOGRAM_CPU: &[Case] = &[
     refused("run histogram --backend cpu --bins 0", &["histogram_u32", "at least one bin"]),

@@ -69,9 +69,13 @@ fn reduce_grid_and_passes() {
     assert_eq!(cfg.grid(16_384), 1);
     assert_eq!(cfg.grid(16_385), 2);
     assert_eq!(cfg.grid(1 << 28), 16_384);
-    assert_eq!(cfg.pass_count(1 << 28), 2);
-    assert_eq!(cfg.pass_count(1), 1);
+    assert_eq!(cfg.pass_count(1 << 28), Some(2));
+    assert_eq!(cfg.pass_count(1), Some(1));
     let tiny = ReduceConfig { block: 32, items_per_thread: 1, staged: false };
     assert_eq!(tiny.grid(1 << 28), MAX_GRID, "blocks loop over chunks past the grid limit");
-    assert_eq!(tiny.pass_count(1 << 28), 5); // 2^28 -> 65535 -> 2048 -> 64 -> 2 -> 1
+    assert_eq!(tiny.pass_count(1 << 28), Some(5)); // 2^28 -> 65535 -> 2048 -> 64 -> 2 -> 1
+    // A chunk of one element: a pass writes as many partials as it reads, forever.
+    let one = ReduceConfig { block: 1, items_per_thread: 1, staged: false };
+    assert_eq!(one.pass_count(100), None);
+    assert_eq!(one.pass_count(1), Some(1), "one element needs no second pass");
 }

@@ -245,6 +245,15 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
         let mut len = n;
         loop {
             let grid = config.grid(len);
+            if grid > 1 && grid as u64 >= len {
+                // A chunk of one element: every pass would write as many partials as it
+                // reads, and this loop (like the launches) would never end.
+                return Err(invalid(format!(
+                    "block * items_per_thread = {} * {}: a pass over {len} elements would leave {grid} partials, \
+                     so the passes never reach one value (use a chunk of at least 2)",
+                    config.block, config.items_per_thread
+                )));
+            }
             let dims = LaunchDims { grid, block: config.block, shared_bytes };
             backend.check_launch(name, dims)?;
             passes.push(Pass { n: len, dims });
