@@ -193,6 +193,12 @@ pub struct JsonlContents {
 /// closed off). Any other line that does not parse as a record is an error naming it.
 pub fn read_jsonl(path: &Path) -> Result<JsonlContents> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    parse_jsonl(&bytes, path)
+}
+
+/// [`read_jsonl`] of bytes already read (`path` names them in errors): separate so the
+/// parsing can be tested and fuzzed without files.
+pub fn parse_jsonl(bytes: &[u8], path: &Path) -> Result<JsonlContents> {
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     // After a final newline `split` yields an empty piece: not a line.
     let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
