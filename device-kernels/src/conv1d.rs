@@ -69,10 +69,12 @@ impl Conv1dConfig {
 
     pub fn layout(&self, taps: u32) -> Result<Conv1dLayout, LayoutError> {
         let overflow = LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 };
-        let kp = self.padded_taps(taps);
+        // Checked here: padded_taps and padded wrap (or panic) near u32::MAX.
+        let kp = taps.checked_next_multiple_of(self.outputs_per_thread.max(1)).ok_or(overflow)?;
         let inputs = self.tile_outputs().and_then(|t| t.checked_add(kp)).ok_or(overflow)?;
+        let tile_len = inputs.checked_add(inputs / 32).and_then(|p| p.checked_add(1)).ok_or(overflow)?;
         let mut carve = Carve::new();
-        let tile = carve.array::<f32>(padded(inputs) + 1)?;
+        let tile = carve.array::<f32>(tile_len)?;
         let weights = carve.array::<f32>(kp)?;
         Ok(Conv1dLayout { tile, weights, bytes: carve.bytes() })
     }

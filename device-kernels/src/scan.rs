@@ -71,9 +71,12 @@ impl ScanConfig {
 
     /// The carve (the element type is 4 bytes, f32 or u32).
     pub fn layout(&self) -> Result<ScanLayout, LayoutError> {
-        let t = self.tile().ok_or(LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 })?;
+        let overflow = LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 };
+        let t = self.tile().ok_or(overflow)?;
+        // Checked here: padded wraps (or panics) near u32::MAX.
+        let tile_len = t.checked_add(t / 32).and_then(|p| p.checked_add(1)).ok_or(overflow)?;
         let mut carve = Carve::new();
-        let tile = carve.array::<u32>(padded(t) + 1)?;
+        let tile = carve.array::<u32>(tile_len)?;
         let scratch = carve.array::<u32>(self.block)?;
         let window = carve.array::<u64>(WINDOW)?;
         let misc = carve.array::<u32>(4)?;
