@@ -246,6 +246,20 @@ const EMPTY_CPU: &[&str] = &[
 
 const EMPTY_WGSL: &[&str] = &["run reduce --backend wgsl --n 0", "run transpose --backend wgsl --cols 0"];
 
+/// The error of a call that must be refused (the accepted value need not be `Debug`).
+trait Refused {
+    fn refused(self) -> Error;
+}
+
+impl<T> Refused for Result<T, Error> {
+    fn refused(self) -> Error {
+        match self {
+            Ok(_) => panic!("accepted, where a refusal was expected"),
+            Err(e) => e,
+        }
+    }
+}
+
 static FILES: AtomicUsize = AtomicUsize::new(0);
 
 fn temp_json() -> PathBuf {
@@ -438,7 +452,7 @@ fn missing_libcuda_is_a_typed_error() {
         }
         Probe::Unavailable(_, _) => {
             check(&refused("run reduce --backend cuda", &["cuda unavailable", "libcuda.so not found"]), &[]);
-            let e = dynsmem::host::backend::cuda::CudaBackend::new(0, dynsmem::kernels::PTX).err().expect("no libcuda");
+            let e = dynsmem::host::backend::cuda::CudaBackend::new(0, dynsmem::kernels::PTX).refused();
             assert!(matches!(e, Error::Unavailable { .. }), "{e}");
         }
     }
@@ -518,7 +532,7 @@ fn library_refusals_are_typed() {
     let v = Variant::LaunchSized;
     let reduce = |n: u64, block, ipt, staged| {
         let p = ReduceProblem { n, op: ReduceOp::Sum, dtype: Dtype::F32 };
-        ReducePlan::new(&cpu, p, ReduceConfig { block, items_per_thread: ipt, staged }, v).err().expect("refused")
+        ReducePlan::new(&cpu, p, ReduceConfig { block, items_per_thread: ipt, staged }, v).refused()
     };
     assert!(matches!(reduce(100, 0, 4, false), Error::InvalidConfig { .. }));
     assert!(matches!(reduce(100, 1025, 4, false), Error::BlockTooLarge { requested: 1025, limit: 1024, .. }));
@@ -533,13 +547,12 @@ fn library_refusals_are_typed() {
         ReduceConfig { block: 32, items_per_thread: 1, staged: false },
         Variant::WgslLiteral,
     )
-    .err()
-    .expect("refused");
+    .refused();
     assert!(matches!(e, Error::Unsupported { .. }), "{e}");
 
     let hist = |bins, pct, config| {
         let p = histogram::HistogramProblem { n: 100, bins, out_of_range_pct: pct };
-        histogram::prepare(&cpu, p, config, v, 1).err().expect("refused")
+        histogram::prepare(&cpu, p, config, v, 1).refused()
     };
     let ok = HistogramConfig { block: 32, grid: 2, copies: 1 };
     assert!(matches!(hist(0, 0, ok), Error::InvalidProblem { .. }));
@@ -549,7 +562,7 @@ fn library_refusals_are_typed() {
     assert!(matches!(hist(16, 0, HistogramConfig { grid: u32::MAX, ..ok }), Error::GridTooLarge { .. }));
 
     let tr = |rows, cols, config| {
-        transpose::prepare(&cpu, transpose::TransposeProblem { rows, cols }, config, v, 1).err().expect("refused")
+        transpose::prepare(&cpu, transpose::TransposeProblem { rows, cols }, config, v, 1).refused()
     };
     let ok = TransposeConfig { block: 16, tile: 8, pad: 1 };
     assert!(matches!(tr(4, 4, TransposeConfig { tile: 3, ..ok }), Error::InvalidConfig { .. }));
@@ -558,25 +571,22 @@ fn library_refusals_are_typed() {
     assert!(matches!(tr(1, u32::MAX - 3, ok), Error::IndexOverflow { .. }));
 
     let sm = |rows, cols, block| {
-        softmax::prepare(&cpu, softmax::SoftmaxProblem { rows, cols }, SoftmaxConfig { block }, v, 1)
-            .err()
-            .expect("refused")
+        softmax::prepare(&cpu, softmax::SoftmaxProblem { rows, cols }, SoftmaxConfig { block }, v, 1).refused()
     };
     assert!(matches!(sm(2, 0, 16), Error::InvalidProblem { .. }));
     assert!(matches!(sm(2, 100_000, 16), Error::SharedMemoryLimit { .. }));
     assert!(matches!(sm(u32::MAX, 1, 16), Error::IndexOverflow { .. }));
     assert!(matches!(sm(2, 4, 0), Error::InvalidConfig { .. }));
 
-    let nb = |n, block, tile| {
-        nbody::prepare(&cpu, nbody::NbodyProblem::new(n), NbodyConfig { block, tile }, v, 1).err().expect("refused")
-    };
+    let nb =
+        |n, block, tile| nbody::prepare(&cpu, nbody::NbodyProblem::new(n), NbodyConfig { block, tile }, v, 1).refused();
     assert!(matches!(nb(10, 32, 0), Error::InvalidConfig { .. }));
     assert!(matches!(nb(u32::MAX, 32, 64), Error::IndexOverflow { .. }));
     assert!(matches!(nb(4_294_967_200, 1000, 1), Error::IndexOverflow { requested: 4_294_968_000, .. }));
     assert!(matches!(nb(10, 32, 100_000), Error::SharedMemoryLimit { .. }));
     let mut p = nbody::NbodyProblem::new(10);
     p.softening = f32::NAN;
-    let e = nbody::prepare(&cpu, p, NbodyConfig { block: 32, tile: 32 }, v, 1).err().expect("refused");
+    let e = nbody::prepare(&cpu, p, NbodyConfig { block: 32, tile: 32 }, v, 1).refused();
     assert!(matches!(e, Error::InvalidProblem { .. }), "{e}");
 
     let e = dynsmem::host::measure::time(
@@ -584,8 +594,7 @@ fn library_refusals_are_typed() {
         dynsmem::host::measure::TimingOptions { repeats: 0, ..small_timing() },
         &mut || Ok(()),
     )
-    .err()
-    .expect("refused");
+    .refused();
     assert!(matches!(e, Error::InvalidConfig { .. }), "{e}");
 }
 
@@ -595,7 +604,7 @@ fn mismatched_buffers_are_refused() {
     fn on<B: Kernels + ReduceKernels>(b: &B) {
         let src = b.htod(&[1u32; 10]).unwrap();
         let mut dst = b.alloc::<u32>(11).unwrap();
-        let e = b.copy(&src, &mut dst).err().expect("refused");
+        let e = b.copy(&src, &mut dst).refused();
         assert!(
             matches!(e, Error::InvalidProblem { .. })
                 && e.to_string().contains("source has 10 elements, destination 11"),
@@ -608,13 +617,13 @@ fn mismatched_buffers_are_refused() {
             ReducePlan::new(b, p, ReduceConfig { block: 32, items_per_thread: 1, staged: false }, variant).unwrap();
         let partials = plan.alloc_partials::<f32>().unwrap();
         let short = b.htod(&f32::inputs(99, 1)).unwrap();
-        let e = plan.launch(&short, &partials).err().expect("refused");
+        let e = plan.launch(&short, &partials).refused();
         assert!(e.to_string().contains("input buffer has 99 elements, the plan is for 100"), "{e}");
         let input = b.htod(&f32::inputs(100, 1)).unwrap();
         let tiny = [b.alloc::<f32>(1).unwrap(), b.alloc::<f32>(1).unwrap()];
-        let e = plan.launch(&input, &tiny).err().expect("refused");
+        let e = plan.launch(&input, &tiny).refused();
         assert!(e.to_string().contains("partial buffers must hold"), "{e}");
-        let e = plan.run(&b.htod(&[1u32; 100]).unwrap()).err().expect("refused");
+        let e = plan.run(&b.htod(&[1u32; 100]).unwrap()).refused();
         assert!(e.to_string().contains("buffers of u32 for a plan over f32"), "{e}");
 
         let prov = dynsmem::provenance(b.kind(), "test");
@@ -624,9 +633,7 @@ fn mismatched_buffers_are_refused() {
 
         let sp = dynsmem::host::kernels::softmax::SoftmaxProblem { rows: 3, cols: 5 };
         let cfg = dynsmem::host::device::softmax::SoftmaxConfig { block: 8 };
-        let e = dynsmem::host::kernels::softmax::prepare_with(b, sp, cfg, b.variants()[0], vec![0.0; 14])
-            .err()
-            .expect("refused");
+        let e = dynsmem::host::kernels::softmax::prepare_with(b, sp, cfg, b.variants()[0], vec![0.0; 14]).refused();
         assert!(e.to_string().contains("14 logits given for 3 x 5 = 15"), "{e}");
     }
     let cpu = CpuBackend::new();
@@ -634,10 +641,7 @@ fn mismatched_buffers_are_refused() {
     // A launch whose arguments do not match the kernel's parameters.
     let k = cpu.kernel("reduce_sum_f32").unwrap();
     let buf = cpu.alloc::<f32>(4).unwrap();
-    let e = cpu
-        .launch(&k, LaunchDims { grid: 1, block: 4, shared_bytes: 16 }, &[buf.arg(), Arg::U32(4)])
-        .err()
-        .expect("refused");
+    let e = cpu.launch(&k, LaunchDims { grid: 1, block: 4, shared_bytes: 16 }, &[buf.arg(), Arg::U32(4)]).refused();
     assert!(matches!(e, Error::ArgumentMismatch { .. }), "{e}");
     if let Some(w) = common::wgsl_or_skip("mismatched_buffers_are_refused") {
         on(&w);
@@ -648,31 +652,31 @@ fn mismatched_buffers_are_refused() {
 #[test]
 fn allocations_past_memory_are_typed_errors() {
     let cpu = CpuBackend::new();
-    let e = cpu.alloc::<f32>(usize::MAX / 2).err().expect("refused");
+    let e = cpu.alloc::<f32>(usize::MAX / 2).refused();
     assert!(matches!(e, Error::OutOfMemory { requested: u64::MAX, .. }), "{e}");
     if let Some(total) = cpu.info().limits.memory_bytes {
         let len = (total / 4 + 1) as usize;
-        let e = cpu.alloc::<u32>(len).err().expect("refused");
+        let e = cpu.alloc::<u32>(len).refused();
         assert!(matches!(e, Error::OutOfMemory { total: Some(t), .. } if t == total), "{e}");
         assert!(e.to_string().contains(&format!("cannot allocate {} bytes", 4 * len)), "{e}");
     }
     if let Some(w) = common::wgsl_or_skip("allocations_past_memory_are_typed_errors") {
         let limit = w.info().limits.max_buffer_bytes;
         let len = (limit / 4 + 1) as usize;
-        let e = w.alloc::<u32>(len).err().expect("refused");
+        let e = w.alloc::<u32>(len).refused();
         assert!(matches!(e, Error::BufferTooLarge { requested, .. } if requested == 4 * len as u64), "{e}");
         // Past u64 once padded: refused, not wrapped to an empty buffer.
-        let e = w.alloc::<u32>(usize::MAX / 2).err().expect("refused");
+        let e = w.alloc::<u32>(usize::MAX / 2).refused();
         assert!(matches!(e, Error::BufferTooLarge { .. }), "{e}");
     }
     if let Some(cuda) = common::cuda_or_skip("allocations_past_memory_are_typed_errors") {
         let total = cuda.info().limits.memory_bytes.expect("CUDA reports its memory");
-        let e = cuda.alloc::<u32>((total / 4 + 1) as usize).err().expect("refused");
+        let e = cuda.alloc::<u32>((total / 4 + 1) as usize).refused();
         assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
         // Within the total but not free twice: the driver's own out-of-memory.
         let sixty_percent = (total as f64 * 0.6 / 4.0) as usize;
         let first = cuda.alloc::<u32>(sixty_percent).expect("60% of the device");
-        let e = cuda.alloc::<u32>(sixty_percent).err().expect("refused");
+        let e = cuda.alloc::<u32>(sixty_percent).refused();
         assert!(matches!(e, Error::OutOfMemory { free: Some(_), total: Some(_), .. }), "{e}");
         drop(first);
     }

@@ -5,7 +5,6 @@
 
 mod common;
 
-use dynsmem::host::backend::Backend;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::device::Dtype;
 use dynsmem::host::device::softmax::SoftmaxConfig;
