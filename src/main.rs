@@ -18,6 +18,25 @@ use dynsmem::host::report::{JsonlWriter, Record, TableStyle, records_table};
 use dynsmem::suite;
 use dynsmem_kernels::Dtype;
 
+/// `println!` without its panic: when the reader went away (`dynsmem ... | head`) the
+/// rest of the output goes nowhere and the command still finishes (its records are
+/// written, its exit code tells); any other failure to write stdout (a full disk) is an
+/// error of the command.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        emit(::std::format_args!($($arg)*))?
+    };
+}
+
+fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_fmt(args).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::Error::new(e).context("writing to stdout")),
+        _ => Ok(()),
+    }
+}
+
 fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
@@ -54,19 +73,19 @@ fn limits_line<B: Backend>(b: &B) -> String {
 
 fn devices() -> anyhow::Result<()> {
     match dynsmem::cuda(0) {
-        Probe::Ready(b) => println!("{}\n    {}", suite::describe(&b), limits_line(&b)),
-        Probe::Unavailable(k, why) => println!("{k}: unavailable: {why}"),
+        Probe::Ready(b) => say!("{}\n    {}", suite::describe(&b), limits_line(&b)),
+        Probe::Unavailable(k, why) => say!("{k}: unavailable: {why}"),
     }
     match dynsmem::wgsl() {
-        Probe::Ready(b) => println!("{}\n    {}", suite::describe(&b), limits_line(&b)),
-        Probe::Unavailable(k, why) => println!("{k}: unavailable: {why}"),
+        Probe::Ready(b) => say!("{}\n    {}", suite::describe(&b), limits_line(&b)),
+        Probe::Unavailable(k, why) => say!("{k}: unavailable: {why}"),
     }
     match dynsmem::hip(0) {
-        Probe::Ready(b) => println!("{}\n    {}", suite::describe(&b), limits_line(&b)),
-        Probe::Unavailable(k, why) => println!("{k}: unavailable: {why}"),
+        Probe::Ready(b) => say!("{}\n    {}", suite::describe(&b), limits_line(&b)),
+        Probe::Unavailable(k, why) => say!("{k}: unavailable: {why}"),
     }
     let cpu = CpuBackend::new();
-    println!("{}\n    {}", suite::describe(&cpu), limits_line(&cpu));
+    say!("{}\n    {}", suite::describe(&cpu), limits_line(&cpu));
     Ok(())
 }
 
@@ -177,7 +196,7 @@ fn run_on<B: ReduceKernels + Kernels>(
     let prov = dynsmem::provenance(backend.kind(), &command_line());
     let variant = variant_of(backend, common.variant);
     let seed = common.timing.seed;
-    println!("{}", suite::describe(backend));
+    say!("{}", suite::describe(backend));
     let m = Measure { backend, variant, timing, prov: &prov };
     let (rec, anchor) = match family {
         RunFamily::Reduce(a) => return reduce_on(backend, a, sizes.n, variant, timing, &prov, common, out),
@@ -285,8 +304,7 @@ fn run_on<B: ReduceKernels + Kernels>(
             m.run("nbody", json(&p), json(&c), w, None)?
         }
     };
-    print_record(&rec, anchor.as_ref());
-    finish(&rec, anchor.as_ref(), out)
+    finish(None, &rec, anchor.as_ref(), out)
 }
 
 /// What measuring one prepared workload needs besides the workload.
@@ -356,25 +374,38 @@ fn timing_options(t: &TimingArgs) -> anyhow::Result<TimingOptions> {
     Ok(opts)
 }
 
-/// Appends the records (each one whole line, synced) and turns a failed config into a
-/// nonzero exit.
-fn finish(rec: &Record, anchor: Option<&Record>, out: Option<&mut JsonlWriter>) -> anyhow::Result<()> {
+/// Appends the records (each one whole line, synced), then prints them (so a failure to
+/// print cannot lose them), and turns a failed config into a nonzero exit. `heading` is
+/// printed first.
+fn finish(
+    heading: Option<String>,
+    rec: &Record,
+    anchor: Option<&Record>,
+    out: Option<&mut JsonlWriter>,
+) -> anyhow::Result<()> {
     if let Some(w) = out {
         w.write(rec)?;
         if let Some(a) = anchor {
             w.write(a)?;
         }
     }
+    if let Some(h) = heading {
+        say!("{h}");
+    }
+    print_record(rec, anchor)?;
     if let Some(e) = &rec.error {
         bail!("{e}");
     }
     Ok(())
 }
 
-fn print_record(rec: &Record, anchor: Option<&Record>) {
-    println!(
+fn print_record(rec: &Record, anchor: Option<&Record>) -> anyhow::Result<()> {
+    say!(
         "kernel {} ({}); launch-sized shared memory {} B, static {} B",
-        rec.kernel, rec.variant, rec.shared_bytes, rec.static_shared_bytes
+        rec.kernel,
+        rec.variant,
+        rec.shared_bytes,
+        rec.static_shared_bytes
     );
     if let (Some(med), Some(min), Some(max)) = (rec.median_ms, rec.min_ms, rec.max_ms) {
         let mut figures = Vec::new();
@@ -384,7 +415,7 @@ fn print_record(rec: &Record, anchor: Option<&Record>) {
         if let Some(t) = rec.tflops {
             figures.push(format!("{t:.2} TFLOP/s"));
         }
-        println!(
+        say!(
             "time: median {med:.4} ms (min {min:.4}, max {max:.4}) over {} runs [{}]; {}",
             rec.times_ms.len(),
             rec.timer,
@@ -393,12 +424,13 @@ fn print_record(rec: &Record, anchor: Option<&Record>) {
     }
     if let Some(a) = anchor.and_then(|a| a.gbps) {
         let ratio = rec.ratio.map(|r| format!("; ratio {r:.3}")).unwrap_or_default();
-        println!("anchor: device-to-device copy {a:.1} GB/s (read + write){ratio}");
+        say!("anchor: device-to-device copy {a:.1} GB/s (read + write){ratio}");
     }
     match &rec.error {
-        Some(e) => println!("error: {e}"),
-        None => println!("verified: {}", if rec.verified { "yes, against the CPU reference" } else { "NO" }),
+        Some(e) => say!("error: {e}"),
+        None => say!("verified: {}", if rec.verified { "yes, against the CPU reference" } else { "NO" }),
     }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -457,9 +489,8 @@ fn reduce_on<B: ReduceKernels>(
             Some(&anchor),
         ),
     };
-    println!("{passes} pass{}", if passes == 1 { "" } else { "es" });
-    print_record(&rec, Some(&anchor));
-    finish(&rec, Some(&anchor), out)
+    let heading = format!("{passes} pass{}", if passes == 1 { "" } else { "es" });
+    finish(Some(heading), &rec, Some(&anchor), out)
 }
 
 fn run_bench(json: Option<PathBuf>, markdown: bool, n: Option<u64>, timing: TimingArgs) -> anyhow::Result<()> {
@@ -484,16 +515,17 @@ fn run_bench(json: Option<PathBuf>, markdown: bool, n: Option<u64>, timing: Timi
         }
     });
     for line in &report.backends {
-        println!("{line}");
+        say!("{line}");
     }
-    println!();
+    say!("");
     let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
-    print!("{}", records_table(&report.records).render(style));
+    let table = records_table(&report.records).render(style);
+    say!("{}", table.strip_suffix('\n').unwrap_or(&table));
     if let Some(e) = write_error {
         return Err(e.context(format!("{written} of {} records appended", report.records.len())));
     }
     if let Some(path) = &json {
-        println!("\n{written} records appended to {}", path.display());
+        say!("\n{written} records appended to {}", path.display());
     }
     if report.records.is_empty() {
         bail!("no backend available: nothing was measured");

@@ -441,6 +441,38 @@ fn the_table_lists_every_cli_case() {
     }
 }
 
+/// Output nobody reads: a reader that closed the pipe (`dynsmem ... | head -1`) leaves the
+/// command to finish quietly; a full device is an error. Neither is a panic.
+#[test]
+fn closed_or_full_stdout_is_not_a_panic() {
+    let base = ["run", "reduce", "--backend", "cpu", "--n", "1000", "--repeats", "1", "--warmup-ms", "0"];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dynsmem"))
+        .args(base)
+        .env("RUST_BACKTRACE", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("dynsmem");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("dynsmem");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return common::note("SKIPPED: no /dev/full (closed_or_full_stdout_is_not_a_panic)");
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_dynsmem"))
+        .args(["devices"])
+        .env("RUST_BACKTRACE", "0")
+        .stdout(full)
+        .output()
+        .expect("dynsmem");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("writing to stdout") && !stderr.contains("panicked"), "{stderr}");
+}
+
 // ---- Missing drivers and devices -------------------------------------------------------
 
 #[test]
