@@ -726,16 +726,15 @@ fn reduce_past_u32_indexing_cuda() {
         common::note("SKIPPED: reduce_past_u32_indexing_cuda needs 24 GB of device and 48 GB of host memory");
         return;
     }
+    // One input (17 GB) for the three operators: generating it is the slow part.
+    let data = u32::inputs(n as usize, 5);
+    let input = cuda.htod(&data).expect("upload");
     for op in ReduceOp::ALL {
         let p = ReduceProblem { n, op, dtype: Dtype::U32 };
-        let got: u32 = dynsmem::host::kernels::reduce::run_and_verify(
-            &cuda,
-            p,
-            cuda.reduce_default_config(),
-            Variant::LaunchSized,
-            5,
-        )
-        .unwrap_or_else(|e| panic!("{op:?} over {n} u32: {e}"));
+        let plan = ReducePlan::new(&cuda, p, cuda.reduce_default_config(), Variant::LaunchSized)
+            .unwrap_or_else(|e| panic!("{op:?} over {n} u32: {e}"));
+        let got: u32 = plan.run(&input).unwrap_or_else(|e| panic!("{op:?} over {n} u32: {e}"));
+        plan.verify(&data, got).unwrap_or_else(|e| panic!("{op:?} over {n} u32: {e}"));
         common::note(&format!("reduce {op:?} over {n} u32 elements on CUDA: {got}, verified"));
     }
 }
