@@ -75,7 +75,8 @@ fn main() {
     for target in &targets {
         let image = build_target(&root, &sysroot, target, checked);
         let dest = out_dir.join(format!("dynsmem_kernels_{}.{}", target.cpu, target.ext));
-        fs::copy(&image, &dest).unwrap_or_else(|e| panic!("copying {} to {}: {e}", image.display(), dest.display()));
+        replace_with(&dest, |tmp| fs::copy(&image, tmp).map(drop))
+            .unwrap_or_else(|e| panic!("copying {} to {}: {e}", image.display(), dest.display()));
         images.push(dest);
     }
 
@@ -104,9 +105,20 @@ fn main() {
     let _ =
         writeln!(src, "/// Whether the images bounds-check every shared-memory access (`DYNSMEM_KERNELS_CHECKED=1`).");
     let _ = writeln!(src, "pub const CHECKED: bool = {checked};");
-    fs::write(out_dir.join("kernels.rs"), src).expect("writing kernels.rs");
+    replace_with(&out_dir.join("kernels.rs"), |tmp| fs::write(tmp, &src)).expect("writing kernels.rs");
 
     emit_provenance(&root);
+}
+
+/// Writes `dest` through a temporary beside it and a rename, so a build killed mid-write
+/// never leaves a truncated image or module that a later build would embed.
+fn replace_with(dest: &Path, write: impl FnOnce(&Path) -> std::io::Result<()>) -> std::io::Result<()> {
+    let mut tmp = dest.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    write(&tmp)?;
+    fs::File::open(&tmp)?.sync_all()?;
+    fs::rename(&tmp, dest)
 }
 
 /// The environment for child cargo/rustc processes: everything the outer build set for

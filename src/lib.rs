@@ -13,6 +13,7 @@
 //! let sum: f32 = run_and_verify(&cuda, problem, config, Variant::LaunchSized, 42).unwrap();
 //! ```
 
+pub mod cli;
 pub mod suite;
 
 pub use dynsmem_host as host;

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
+use dynsmem::cli::*;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::backend::cuda::CudaBackend;
 use dynsmem::host::backend::hip::HipBackend;
@@ -11,276 +12,29 @@ use dynsmem::host::backend::wgpu::WgpuBackend;
 use dynsmem::host::backend::{Backend, BackendKind, Probe};
 use dynsmem::host::bench;
 use dynsmem::host::kernels::reduce::{ReduceConfig, ReduceElement, ReduceKernels, ReduceOp, ReduceProblem};
-use dynsmem::host::kernels::{Kernels, Variant};
+use dynsmem::host::kernels::{Kernels, Variant, Workload};
 use dynsmem::host::measure::TimingOptions;
 use dynsmem::host::report::{JsonlWriter, Record, TableStyle, records_table};
 use dynsmem::suite;
 use dynsmem_kernels::Dtype;
 
-#[derive(Parser)]
-#[command(name = "dynsmem", version, about = "GPU workgroup (shared) memory sized at launch: run, verify, compare")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
+/// `println!` without its panic: when the reader went away (`dynsmem ... | head`) the
+/// rest of the output goes nowhere and the command still finishes (its records are
+/// written, its exit code tells); any other failure to write stdout (a full disk) is an
+/// error of the command.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        emit(::std::format_args!($($arg)*))?
+    };
 }
 
-#[derive(Subcommand)]
-enum Command {
-    /// List every backend found, with its workgroup-memory limits, and why any other cannot be used.
-    Devices,
-    /// Run one kernel config, verify it against the CPU reference, and time it.
-    Run {
-        #[command(subcommand)]
-        family: RunFamily,
-    },
-    /// Run every family on every available backend at default sizes and print a comparison table.
-    Bench {
-        /// Append the records (JSON lines) to this file.
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Print the table as Markdown.
-        #[arg(long)]
-        markdown: bool,
-        /// Elements per problem (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
-        #[arg(long)]
-        n: Option<u64>,
-        #[command(flatten)]
-        timing: TimingArgs,
-    },
-}
-
-#[derive(Subcommand)]
-enum RunFamily {
-    /// Sum / min / max of n elements to one value.
-    Reduce(ReduceArgs),
-    /// Exclusive prefix sum (decoupled look-back; WGSL: reduce-then-scan).
-    Scan(ScanArgs),
-    /// Counts of u32 keys in bins held in workgroup memory.
-    Histogram(HistogramArgs),
-    /// K-tap 1-D convolution with a halo tile.
-    Conv1d(Conv1dArgs),
-    /// 3x3 / 5x5 stencil (blur) with a bordered tile.
-    Stencil2d(Stencil2dArgs),
-    /// Matrix transpose through padded tiles.
-    Transpose(TransposeArgs),
-    /// Row-wise softmax, one row per block held in workgroup memory.
-    Softmax(SoftmaxArgs),
-    /// One all-pairs n-body step, bodies staged in tiles.
-    Nbody(NbodyArgs),
-}
-
-#[derive(clap::Args, Clone, Copy)]
-struct TimingArgs {
-    /// Untimed runs before timing (at least).
-    #[arg(long, default_value_t = 3)]
-    warmup: u32,
-    /// Milliseconds of warm-up before timing (at least): an idle GPU clocks down.
-    #[arg(long, default_value_t = 200.0)]
-    warmup_ms: f64,
-    /// Timed runs (the median is reported; every time is recorded).
-    #[arg(long, default_value_t = 20)]
-    repeats: u32,
-    /// Seed of the generated inputs.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum BackendArg {
-    /// Rust kernels (PTX) on an NVIDIA GPU.
-    Cuda,
-    /// The static-WGSL kernels through wgpu on a Vulkan adapter.
-    Wgsl,
-    /// Rust kernels (HSA code objects) on an AMD GPU through HIP.
-    Hip,
-    /// Rust kernels on the host: one OS thread per kernel thread, real barriers, checked.
-    Cpu,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum OpArg {
-    Sum,
-    Min,
-    Max,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum DtypeArg {
-    F32,
-    U32,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum VariantArg {
-    LaunchSized,
-    WgslLiteral,
-    WgslOverride,
-}
-
-/// What every `run` takes besides its problem and config.
-#[derive(clap::Args)]
-struct Common {
-    /// Backend (default: cuda when present, else hip, else wgsl on a GPU adapter, else cpu).
-    #[arg(long, value_enum)]
-    backend: Option<BackendArg>,
-    /// Variant (default: the backend's first: launch-sized on cuda/hip/cpu, wgsl-literal on wgsl).
-    #[arg(long, value_enum)]
-    variant: Option<VariantArg>,
-    /// Append the record and the anchor's (JSON lines) to this file.
-    #[arg(long)]
-    json: Option<PathBuf>,
-    #[command(flatten)]
-    timing: TimingArgs,
-}
-
-#[derive(clap::Args)]
-struct ReduceArgs {
-    /// Number of elements (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
-    #[arg(long)]
-    n: Option<u64>,
-    #[arg(long, value_enum, default_value = "sum")]
-    op: OpArg,
-    #[arg(long, value_enum, default_value = "f32")]
-    dtype: DtypeArg,
-    /// Threads per block (default: the backend's default config).
-    #[arg(long)]
-    block: Option<u32>,
-    /// Elements each thread folds per chunk (default: the backend's default config).
-    #[arg(long)]
-    ipt: Option<u32>,
-    /// Stage each chunk through a launch-sized tile of block * ipt elements.
-    #[arg(long)]
-    staged: bool,
-    #[command(flatten)]
-    common: Common,
-}
-
-#[derive(clap::Args)]
-struct ScanArgs {
-    /// Elements (default as reduce).
-    #[arg(long)]
-    n: Option<u64>,
-    #[arg(long, value_enum, default_value = "f32")]
-    dtype: DtypeArg,
-    #[arg(long)]
-    block: Option<u32>,
-    /// Elements per thread (a tile is block * ipt).
-    #[arg(long)]
-    ipt: Option<u32>,
-    #[command(flatten)]
-    common: Common,
-}
-
-#[derive(clap::Args)]
-struct HistogramArgs {
-    /// Keys (default as reduce).
-    #[arg(long)]
-    n: Option<u64>,
-    #[arg(long, default_value_t = 256)]
-    bins: u32,
-    /// Percent of keys outside [0, bins) (not counted).
-    #[arg(long, default_value_t = 0)]
-    out_of_range: u32,
-    #[arg(long)]
-    block: Option<u32>,
-    #[arg(long)]
-    grid: Option<u32>,
-    /// Private copies of the bins per block.
-    #[arg(long)]
-    copies: Option<u32>,
-    #[command(flatten)]
-    common: Common,
-}
-
-#[derive(clap::Args)]
-struct Conv1dArgs {
-    /// Samples (default as reduce).
-    #[arg(long)]
-    n: Option<u64>,
-    /// Taps (odd, 3..=129).
-    #[arg(long, default_value_t = 33)]
-    taps: u32,
-    #[arg(long)]
-    block: Option<u32>,
-    /// Outputs per thread: 4 or 8 (instantiated in the image).
-    #[arg(long)]
-    outputs_per_thread: Option<u32>,
-    #[command(flatten)]
-    common: Common,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum BlurArg {
-    Box,
-    Gaussian,
-}
-
-#[derive(clap::Args)]
-struct Stencil2dArgs {
-    /// Image width and height (default: 16384 on a GPU).
-    #[arg(long)]
-    width: Option<u32>,
-    #[arg(long)]
-    height: Option<u32>,
-    /// 1 (3x3) or 2 (5x5).
-    #[arg(long, default_value_t = 1)]
-    radius: u32,
-    #[arg(long, value_enum, default_value = "gaussian")]
-    blur: BlurArg,
-    #[arg(long)]
-    block: Option<u32>,
-    #[arg(long)]
-    tile_w: Option<u32>,
-    #[arg(long)]
-    tile_h: Option<u32>,
-    #[command(flatten)]
-    common: Common,
-}
-
-#[derive(clap::Args)]
-struct TransposeArgs {
-    /// Rows and columns (default: 16384 on a GPU).
-    #[arg(long)]
-    rows: Option<u32>,
-    #[arg(long)]
-    cols: Option<u32>,
-    #[arg(long)]
-    block: Option<u32>,
-    #[arg(long)]
-    tile: Option<u32>,
-    /// Floats of padding per shared-tile row (1 avoids bank conflicts).
-    #[arg(long)]
-    pad: Option<u32>,
-    #[command(flatten)]
-    common: Common,
-}
-
-#[derive(clap::Args)]
-struct SoftmaxArgs {
-    /// Rows (default: 65536 on a GPU).
-    #[arg(long)]
-    rows: Option<u32>,
-    /// Row length, 1..=32768 fits an H100's launch-sized limit.
-    #[arg(long, default_value_t = 4096)]
-    cols: u32,
-    #[arg(long)]
-    block: Option<u32>,
-    #[command(flatten)]
-    common: Common,
-}
-
-#[derive(clap::Args)]
-struct NbodyArgs {
-    /// Bodies (default: 65536 on a GPU).
-    #[arg(long)]
-    n: Option<u32>,
-    #[arg(long)]
-    block: Option<u32>,
-    /// Bodies per shared-memory tile.
-    #[arg(long)]
-    tile: Option<u32>,
-    #[command(flatten)]
-    common: Common,
+fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_fmt(args).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::Error::new(e).context("writing to stdout")),
+        _ => Ok(()),
+    }
 }
 
 fn command_line() -> String {
@@ -319,19 +73,19 @@ fn limits_line<B: Backend>(b: &B) -> String {
 
 fn devices() -> anyhow::Result<()> {
     match dynsmem::cuda(0) {
-        Probe::Ready(b) => println!("{}\n    {}", suite::describe(&b), limits_line(&b)),
-        Probe::Unavailable(k, why) => println!("{k}: unavailable: {why}"),
+        Probe::Ready(b) => say!("{}\n    {}", suite::describe(&b), limits_line(&b)),
+        Probe::Unavailable(k, why) => say!("{k}: unavailable: {why}"),
     }
     match dynsmem::wgsl() {
-        Probe::Ready(b) => println!("{}\n    {}", suite::describe(&b), limits_line(&b)),
-        Probe::Unavailable(k, why) => println!("{k}: unavailable: {why}"),
+        Probe::Ready(b) => say!("{}\n    {}", suite::describe(&b), limits_line(&b)),
+        Probe::Unavailable(k, why) => say!("{k}: unavailable: {why}"),
     }
     match dynsmem::hip(0) {
-        Probe::Ready(b) => println!("{}\n    {}", suite::describe(&b), limits_line(&b)),
-        Probe::Unavailable(k, why) => println!("{k}: unavailable: {why}"),
+        Probe::Ready(b) => say!("{}\n    {}", suite::describe(&b), limits_line(&b)),
+        Probe::Unavailable(k, why) => say!("{k}: unavailable: {why}"),
     }
     let cpu = CpuBackend::new();
-    println!("{}\n    {}", suite::describe(&cpu), limits_line(&cpu));
+    say!("{}\n    {}", suite::describe(&cpu), limits_line(&cpu));
     Ok(())
 }
 
@@ -392,11 +146,17 @@ fn run(family: RunFamily) -> anyhow::Result<()> {
         RunFamily::Softmax(a) => &a.common,
         RunFamily::Nbody(a) => &a.common,
     };
+    // The record file is opened first: a path that cannot be written is refused before
+    // anything runs, not after the measurement it would have held.
+    let mut out = match &common.json {
+        Some(path) => Some(JsonlWriter::append(path).with_context(|| format!("--json {}", path.display()))?),
+        None => None,
+    };
     match pick(common.backend)? {
-        Picked::Cuda(b) => run_on(&b, &family, common),
-        Picked::Hip(b) => run_on(&b, &family, common),
-        Picked::Wgsl(b) => run_on(&b, &family, common),
-        Picked::Cpu(b) => run_on(&b, &family, common),
+        Picked::Cuda(b) => run_on(&b, &family, common, out.as_mut()),
+        Picked::Hip(b) => run_on(&b, &family, common, out.as_mut()),
+        Picked::Wgsl(b) => run_on(&b, &family, common, out.as_mut()),
+        Picked::Cpu(b) => run_on(&b, &family, common, out.as_mut()),
     }
 }
 
@@ -420,20 +180,26 @@ fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
     serde_json::to_value(v).expect("problems and configs serialize")
 }
 
-/// Runs one family's config on `backend`: verify, time, print, record.
-fn run_on<B: ReduceKernels + Kernels>(backend: &B, family: &RunFamily, common: &Common) -> anyhow::Result<()> {
+/// Runs one family's config on `backend`: validate, then anchor, verify, time, print,
+/// record. A problem or config the family refuses stops before anything is launched
+/// (the anchor copy included) and writes no record.
+fn run_on<B: ReduceKernels + Kernels>(
+    backend: &B,
+    family: &RunFamily,
+    common: &Common,
+    out: Option<&mut JsonlWriter>,
+) -> anyhow::Result<()> {
     use dynsmem::host::device::{conv1d, histogram, nbody, scan, softmax, stencil2d, transpose};
     use dynsmem::host::kernels as k;
     let sizes = suite::Sizes::for_backend(backend, None);
-    let t = &common.timing;
-    let timing = TimingOptions { warmup: t.warmup, warmup_ms: t.warmup_ms, repeats: t.repeats };
+    let timing = timing_options(&common.timing)?;
     let prov = dynsmem::provenance(backend.kind(), &command_line());
     let variant = variant_of(backend, common.variant);
-    let seed = t.seed;
-    println!("{}", suite::describe(backend));
-    let anchor_for = |bytes: u64| Some(bench::copy_anchor(backend, bytes, timing, &prov));
+    let seed = common.timing.seed;
+    say!("{}", suite::describe(backend));
+    let m = Measure { backend, variant, timing, prov: &prov };
     let (rec, anchor) = match family {
-        RunFamily::Reduce(a) => return reduce_on(backend, a, sizes.n, variant, timing, &prov, common),
+        RunFamily::Reduce(a) => return reduce_on(backend, a, sizes.n, variant, timing, &prov, common, out),
         RunFamily::Scan(a) => {
             let p = k::scan::ScanProblem { n: a.n.unwrap_or(sizes.n), dtype: dtype_of(a.dtype) };
             let d = k::scan::default_config(backend);
@@ -441,34 +207,30 @@ fn run_on<B: ReduceKernels + Kernels>(backend: &B, family: &RunFamily, common: &
                 block: a.block.unwrap_or(d.block),
                 items_per_thread: a.ipt.unwrap_or(d.items_per_thread),
             };
-            let anchor = anchor_for(p.n * 4);
-            let prepared_f = |v| k::scan::prepare::<B, f32>(backend, p, c, v, seed);
-            let prepared_u = |v| k::scan::prepare::<B, u32>(backend, p, c, v, seed);
-            let rec = match p.dtype {
-                Dtype::F32 => bench::workload(
-                    backend,
-                    "scan",
-                    variant,
-                    json(&p),
-                    json(&c),
-                    prepared_f(variant),
-                    timing,
-                    &prov,
-                    anchor.as_ref(),
-                ),
-                Dtype::U32 => bench::workload(
-                    backend,
-                    "scan",
-                    variant,
-                    json(&p),
-                    json(&c),
-                    prepared_u(variant),
-                    timing,
-                    &prov,
-                    anchor.as_ref(),
-                ),
-            };
-            (rec, anchor)
+            let kernel = format!("scan_exclusive_{}", p.dtype.name());
+            bridge_footprint(backend, &kernel, p.n)?;
+            // The WGSL form scans tile sums level by level until one tile is left; with a
+            // tile of one element no level is smaller than the last, and the launcher
+            // allocates levels until memory runs out. Refused here until it refuses it.
+            if variant != Variant::LaunchSized && c.tile() == Some(1) && p.n > 1 {
+                return Err(anyhow::Error::new(dynsmem::host::Error::InvalidConfig {
+                    kernel: kernel.clone(),
+                    reason: format!(
+                        "block * items_per_thread = 1: tiles of one element never reduce {} elements to one tile",
+                        p.n
+                    ),
+                }))
+                .context(format!("{kernel} on {}: refused, nothing launched", backend.kind()));
+            }
+            let anchor = Some(bytes_of(p.n, 4));
+            match p.dtype {
+                Dtype::F32 => {
+                    m.run("scan", json(&p), json(&c), k::scan::prepare::<B, f32>(backend, p, c, variant, seed), anchor)?
+                }
+                Dtype::U32 => {
+                    m.run("scan", json(&p), json(&c), k::scan::prepare::<B, u32>(backend, p, c, variant, seed), anchor)?
+                }
+            }
         }
         RunFamily::Histogram(a) => {
             let p = k::histogram::HistogramProblem {
@@ -482,12 +244,8 @@ fn run_on<B: ReduceKernels + Kernels>(backend: &B, family: &RunFamily, common: &
                 grid: a.grid.unwrap_or(d.grid),
                 copies: a.copies.unwrap_or(d.copies),
             };
-            let anchor = anchor_for(p.n * 4);
             let w = k::histogram::prepare(backend, p, c, variant, seed);
-            (
-                bench::workload(backend, "histogram", variant, json(&p), json(&c), w, timing, &prov, anchor.as_ref()),
-                anchor,
-            )
+            m.run("histogram", json(&p), json(&c), w, Some(bytes_of(p.n, 4)))?
         }
         RunFamily::Conv1d(a) => {
             let p = k::conv1d::Conv1dProblem { n: a.n.unwrap_or(sizes.n), taps: a.taps };
@@ -496,9 +254,9 @@ fn run_on<B: ReduceKernels + Kernels>(backend: &B, family: &RunFamily, common: &
                 block: a.block.unwrap_or(d.block),
                 outputs_per_thread: a.outputs_per_thread.unwrap_or(d.outputs_per_thread),
             };
-            let anchor = anchor_for(p.n * 4);
+            bridge_footprint(backend, "conv1d_f32", p.n)?;
             let w = k::conv1d::prepare(backend, p, c, variant, seed);
-            (bench::workload(backend, "conv1d", variant, json(&p), json(&c), w, timing, &prov, anchor.as_ref()), anchor)
+            m.run("conv1d", json(&p), json(&c), w, Some(bytes_of(p.n, 4)))?
         }
         RunFamily::Stencil2d(a) => {
             let blur = match a.blur {
@@ -513,12 +271,10 @@ fn run_on<B: ReduceKernels + Kernels>(backend: &B, family: &RunFamily, common: &
                 tile_w: a.tile_w.unwrap_or(d.tile_w),
                 tile_h: a.tile_h.unwrap_or(d.tile_h),
             };
-            let anchor = anchor_for(width as u64 * height as u64 * 4);
+            let pixels = width as u64 * height as u64;
+            bridge_footprint(backend, "stencil2d_f32", pixels)?;
             let w = k::stencil2d::prepare(backend, p, c, variant, seed);
-            (
-                bench::workload(backend, "stencil2d", variant, json(&p), json(&c), w, timing, &prov, anchor.as_ref()),
-                anchor,
-            )
+            m.run("stencil2d", json(&p), json(&c), w, Some(bytes_of(pixels, 4)))?
         }
         RunFamily::Transpose(a) => {
             let p = k::transpose::TransposeProblem {
@@ -531,54 +287,125 @@ fn run_on<B: ReduceKernels + Kernels>(backend: &B, family: &RunFamily, common: &
                 tile: a.tile.unwrap_or(d.tile),
                 pad: a.pad.unwrap_or(d.pad),
             };
-            let anchor = anchor_for(p.rows as u64 * p.cols as u64 * 4);
             let w = k::transpose::prepare(backend, p, c, variant, seed);
-            (
-                bench::workload(backend, "transpose", variant, json(&p), json(&c), w, timing, &prov, anchor.as_ref()),
-                anchor,
-            )
+            m.run("transpose", json(&p), json(&c), w, Some(bytes_of(p.rows as u64 * p.cols as u64, 4)))?
         }
         RunFamily::Softmax(a) => {
             let p = k::softmax::SoftmaxProblem { rows: a.rows.unwrap_or(sizes.softmax_rows), cols: a.cols };
             let c = softmax::SoftmaxConfig { block: a.block.unwrap_or(k::softmax::default_config(backend).block) };
-            let anchor = anchor_for(p.rows as u64 * p.cols as u64 * 4);
             let w = k::softmax::prepare(backend, p, c, variant, seed);
-            (
-                bench::workload(backend, "softmax", variant, json(&p), json(&c), w, timing, &prov, anchor.as_ref()),
-                anchor,
-            )
+            m.run("softmax", json(&p), json(&c), w, Some(bytes_of(p.rows as u64 * p.cols as u64, 4)))?
         }
         RunFamily::Nbody(a) => {
             let p = k::nbody::NbodyProblem::new(a.n.unwrap_or(sizes.nbody));
             let d = k::nbody::default_config(backend);
             let c = nbody::NbodyConfig { block: a.block.unwrap_or(d.block), tile: a.tile.unwrap_or(d.tile) };
             let w = k::nbody::prepare(backend, p, c, variant, seed);
-            (bench::workload(backend, "nbody", variant, json(&p), json(&c), w, timing, &prov, None), None)
+            m.run("nbody", json(&p), json(&c), w, None)?
         }
     };
-    print_record(&rec, anchor.as_ref());
-    finish(&rec, anchor.as_ref(), common)
+    finish(None, &rec, anchor.as_ref(), out)
 }
 
-/// Appends the records and turns a failed config into a nonzero exit.
-fn finish(rec: &Record, anchor: Option<&Record>, common: &Common) -> anyhow::Result<()> {
-    if let Some(path) = &common.json {
-        let mut w = JsonlWriter::append(path)?;
+/// What measuring one prepared workload needs besides the workload.
+struct Measure<'a, B> {
+    backend: &'a B,
+    variant: Variant,
+    timing: TimingOptions,
+    prov: &'a dynsmem::host::report::Provenance,
+}
+
+impl<B: Backend> Measure<'_, B> {
+    /// A refused workload is returned as the error, before the anchor (of `anchor_bytes`,
+    /// for bandwidth-bound families) is measured; a prepared one is anchored, verified and
+    /// timed into a record.
+    fn run<W: Workload>(
+        &self,
+        family: &str,
+        problem: serde_json::Value,
+        config: serde_json::Value,
+        prepared: dynsmem::host::Result<W>,
+        anchor_bytes: Option<u64>,
+    ) -> anyhow::Result<(Record, Option<Record>)> {
+        let w = prepared.with_context(|| format!("{family} on {}: refused, nothing launched", self.backend.kind()))?;
+        let anchor = anchor_bytes.map(|b| bench::copy_anchor(self.backend, b, self.timing, self.prov));
+        let rec = bench::workload(
+            self.backend,
+            family,
+            self.variant,
+            problem,
+            config,
+            Ok(w),
+            self.timing,
+            self.prov,
+            anchor.as_ref(),
+        );
+        Ok((rec, anchor))
+    }
+}
+
+/// `count` 4-byte elements, saturating: what the anchor copies.
+fn bytes_of(count: u64, each: u64) -> u64 {
+    dynsmem::host::kernels::bytes_of(count, each)
+}
+
+/// Device and host bytes per element of scan, conv1d and stencil2d (input and output on
+/// the device; input, the f64 reference and its error scale, the NaN fill and the
+/// read-back on the host). Their launchers do not check this yet; until they do, the CLI
+/// refuses a size past memory here, so that it is an error instead of an abort.
+const BRIDGE_DEVICE_BYTES: u64 = 8;
+const BRIDGE_HOST_BYTES: u64 = 28;
+
+fn bridge_footprint<B: Backend>(backend: &B, kernel: &str, elems: u64) -> anyhow::Result<()> {
+    dynsmem::host::kernels::check_footprint(
+        backend,
+        kernel,
+        bytes_of(elems, BRIDGE_DEVICE_BYTES),
+        bytes_of(elems, BRIDGE_HOST_BYTES),
+    )
+    .with_context(|| format!("{kernel} on {}: refused, nothing launched", backend.kind()))
+}
+
+/// The timing flags, checked: a repeat count or warm-up that could not finish (or whose
+/// times would not fit memory) is refused before anything runs.
+fn timing_options(t: &TimingArgs) -> anyhow::Result<TimingOptions> {
+    let opts = TimingOptions { warmup: t.warmup, warmup_ms: t.warmup_ms, repeats: t.repeats };
+    opts.validate()?;
+    Ok(opts)
+}
+
+/// Appends the records (each one whole line, synced), then prints them (so a failure to
+/// print cannot lose them), and turns a failed config into a nonzero exit. `heading` is
+/// printed first.
+fn finish(
+    heading: Option<String>,
+    rec: &Record,
+    anchor: Option<&Record>,
+    out: Option<&mut JsonlWriter>,
+) -> anyhow::Result<()> {
+    if let Some(w) = out {
         w.write(rec)?;
         if let Some(a) = anchor {
             w.write(a)?;
         }
     }
+    if let Some(h) = heading {
+        say!("{h}");
+    }
+    print_record(rec, anchor)?;
     if let Some(e) = &rec.error {
         bail!("{e}");
     }
     Ok(())
 }
 
-fn print_record(rec: &Record, anchor: Option<&Record>) {
-    println!(
+fn print_record(rec: &Record, anchor: Option<&Record>) -> anyhow::Result<()> {
+    say!(
         "kernel {} ({}); launch-sized shared memory {} B, static {} B",
-        rec.kernel, rec.variant, rec.shared_bytes, rec.static_shared_bytes
+        rec.kernel,
+        rec.variant,
+        rec.shared_bytes,
+        rec.static_shared_bytes
     );
     if let (Some(med), Some(min), Some(max)) = (rec.median_ms, rec.min_ms, rec.max_ms) {
         let mut figures = Vec::new();
@@ -588,7 +415,7 @@ fn print_record(rec: &Record, anchor: Option<&Record>) {
         if let Some(t) = rec.tflops {
             figures.push(format!("{t:.2} TFLOP/s"));
         }
-        println!(
+        say!(
             "time: median {med:.4} ms (min {min:.4}, max {max:.4}) over {} runs [{}]; {}",
             rec.times_ms.len(),
             rec.timer,
@@ -597,12 +424,13 @@ fn print_record(rec: &Record, anchor: Option<&Record>) {
     }
     if let Some(a) = anchor.and_then(|a| a.gbps) {
         let ratio = rec.ratio.map(|r| format!("; ratio {r:.3}")).unwrap_or_default();
-        println!("anchor: device-to-device copy {a:.1} GB/s (read + write){ratio}");
+        say!("anchor: device-to-device copy {a:.1} GB/s (read + write){ratio}");
     }
     match &rec.error {
-        Some(e) => println!("error: {e}"),
-        None => println!("verified: {}", if rec.verified { "yes, against the CPU reference" } else { "NO" }),
+        Some(e) => say!("error: {e}"),
+        None => say!("verified: {}", if rec.verified { "yes, against the CPU reference" } else { "NO" }),
     }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -614,6 +442,7 @@ fn reduce_on<B: ReduceKernels>(
     timing: TimingOptions,
     prov: &dynsmem::host::report::Provenance,
     common: &Common,
+    out: Option<&mut JsonlWriter>,
 ) -> anyhow::Result<()> {
     let n = args.n.unwrap_or(default_n);
     let default = backend.reduce_default_config();
@@ -630,8 +459,10 @@ fn reduce_on<B: ReduceKernels>(
     let dtype = dtype_of(args.dtype);
     let problem = ReduceProblem { n, op, dtype };
     // Validate before generating gigabytes of input, so bad input fails fast.
-    let plan = dynsmem::host::kernels::reduce::ReducePlan::new(backend, problem, config, variant)
-        .with_context(|| format!("reduce {} {} n={n} on {}", op.name(), dtype.name(), backend.kind()))?;
+    let plan =
+        dynsmem::host::kernels::reduce::ReducePlan::new(backend, problem, config, variant).with_context(|| {
+            format!("reduce {} {} n={n} on {}: refused, nothing launched", op.name(), dtype.name(), backend.kind())
+        })?;
     let passes = plan.passes.len();
     drop(plan);
     let anchor = bench::copy_anchor(backend, n * dtype.bytes() as u64, timing, prov);
@@ -658,31 +489,43 @@ fn reduce_on<B: ReduceKernels>(
             Some(&anchor),
         ),
     };
-    println!("{passes} pass{}", if passes == 1 { "" } else { "es" });
-    print_record(&rec, Some(&anchor));
-    finish(&rec, Some(&anchor), common)
+    let heading = format!("{passes} pass{}", if passes == 1 { "" } else { "es" });
+    finish(Some(heading), &rec, Some(&anchor), out)
 }
 
 fn run_bench(json: Option<PathBuf>, markdown: bool, n: Option<u64>, timing: TimingArgs) -> anyhow::Result<()> {
-    let opts = suite::BenchOptions {
-        timing: TimingOptions { warmup: timing.warmup, warmup_ms: timing.warmup_ms, repeats: timing.repeats },
-        n,
-        seed: timing.seed,
-        command: command_line(),
-    };
-    let report = suite::bench(&opts, &mut |line| eprintln!("... {line}"));
-    for line in &report.backends {
-        println!("{line}");
+    let opts = suite::BenchOptions { timing: timing_options(&timing)?, n, seed: timing.seed, command: command_line() };
+    if let Some(n) = n {
+        suite::check_n(n).context("bench: refused, nothing launched")?;
     }
-    println!();
-    let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
-    print!("{}", records_table(&report.records).render(style));
-    if let Some(path) = json {
-        let mut w = JsonlWriter::append(&path).with_context(|| format!("opening {}", path.display()))?;
-        for r in &report.records {
-            w.write(r)?;
+    let mut out = match &json {
+        Some(path) => Some(JsonlWriter::append(path).with_context(|| format!("--json {}", path.display()))?),
+        None => None,
+    };
+    // Each record is appended (one whole line, synced) as soon as it is made; the first
+    // write error stops further writes and fails the command at the end.
+    let mut write_error: Option<anyhow::Error> = None;
+    let mut written = 0usize;
+    let report = suite::bench(&opts, &mut |line| eprintln!("... {line}"), &mut |record| {
+        if let (Some(w), None) = (out.as_mut(), &write_error) {
+            match w.write(record) {
+                Ok(()) => written += 1,
+                Err(e) => write_error = Some(e.into()),
+            }
         }
-        println!("\n{} records appended to {}", report.records.len(), path.display());
+    });
+    for line in &report.backends {
+        say!("{line}");
+    }
+    say!("");
+    let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
+    let table = records_table(&report.records).render(style);
+    say!("{}", table.strip_suffix('\n').unwrap_or(&table));
+    if let Some(e) = write_error {
+        return Err(e.context(format!("{written} of {} records appended", report.records.len())));
+    }
+    if let Some(path) = &json {
+        say!("\n{written} records appended to {}", path.display());
     }
     if report.records.is_empty() {
         bail!("no backend available: nothing was measured");

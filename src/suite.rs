@@ -23,6 +23,27 @@ pub const CPU_BACKEND_ELEMENTS: u64 = 1 << 16;
 /// kernel gets without opt-in, and past what static WGSL arrays may hold.
 pub const STAGED_200K: ReduceConfig = ReduceConfig { block: 256, items_per_thread: 200, staged: true };
 
+/// Host bytes per element the bench may hold at once for the 1-D families: the f32
+/// inputs it shares between reduce configs, and the largest launcher's input, f64
+/// reference and error scale, and read-back (scan, conv1d).
+pub const HOST_BYTES_PER_ELEMENT: u64 = 32;
+
+/// Refuses a `--n` whose inputs and references cannot fit the host's memory, before any
+/// backend is opened: generating them would abort the process.
+pub fn check_n(n: u64) -> dynsmem_host::Result<()> {
+    let need = dynsmem_host::kernels::bytes_of(n, HOST_BYTES_PER_ELEMENT);
+    match dynsmem_host::backend::host_memory() {
+        Some(m) if need > m.total => Err(dynsmem_host::Error::ProblemTooLarge {
+            kernel: format!("bench n={n}"),
+            memory: "host",
+            requested: need,
+            limit: m.total,
+            limit_name: "MemTotal of /proc/meminfo or the cgroup limit",
+        }),
+        _ => Ok(()),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
     pub timing: TimingOptions,
@@ -39,10 +60,26 @@ pub struct BenchReport {
     pub records: Vec<Record>,
 }
 
-/// Runs the suite. `progress` gets a line before each measurement.
-pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport {
+/// Where the suite puts each record the moment it is made: kept for the report, and
+/// handed to `each` first (the CLI appends it to the record file then, so a bench killed
+/// part-way keeps every record it finished).
+struct Sink<'a> {
+    records: Vec<Record>,
+    each: &'a mut dyn FnMut(&Record),
+}
+
+impl Sink<'_> {
+    fn push(&mut self, record: Record) {
+        (self.each)(&record);
+        self.records.push(record);
+    }
+}
+
+/// Runs the suite. `progress` gets a line before each measurement, `each` every record as
+/// soon as it is made.
+pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn FnMut(&Record)) -> BenchReport {
     let mut backends = Vec::new();
-    let mut records = Vec::new();
+    let mut records = Sink { records: Vec::new(), each };
     let mut inputs: Option<(u64, Vec<f32>)> = None;
 
     let mut have_cuda = false;
@@ -79,7 +116,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str)) -> BenchReport
         backends.push(describe(&cpu));
         families(&cpu, opts, &mut inputs, &mut records, progress);
     }
-    BenchReport { backends, records }
+    BenchReport { backends, records: records.records }
 }
 
 /// One line about a ready backend.
@@ -138,7 +175,7 @@ fn families<B: ReduceKernels + Kernels>(
     backend: &B,
     opts: &BenchOptions,
     inputs: &mut Option<(u64, Vec<f32>)>,
-    records: &mut Vec<Record>,
+    records: &mut Sink<'_>,
     progress: &mut dyn FnMut(&str),
 ) {
     use dynsmem_host::kernels::{conv1d, histogram, nbody, scan, softmax, stencil2d, transpose};

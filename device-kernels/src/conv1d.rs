@@ -62,6 +62,7 @@ pub struct Conv1dLayout {
 /// multiple of 4, so that the tile's vectors are aligned vectors of the input.
 #[inline(always)]
 pub fn halo_before(taps: u32) -> u32 {
+    // taps / 2 < 2^31: no overflow.
     (taps / 2).next_multiple_of(4)
 }
 
@@ -75,7 +76,7 @@ impl Conv1dConfig {
     /// the outputs per thread (zero weights fill it).
     pub fn padded_taps(&self, taps: u32) -> u32 {
         let shift = halo_before(taps) - taps / 2;
-        (taps.saturating_add(shift)).next_multiple_of(self.outputs_per_thread.max(4))
+        taps.saturating_add(shift).checked_next_multiple_of(self.outputs_per_thread.max(4)).unwrap_or(u32::MAX)
     }
 
     /// Whether the outputs per thread is a size the vector mapping handles.
@@ -85,7 +86,12 @@ impl Conv1dConfig {
 
     pub fn layout(&self, taps: u32) -> Result<Conv1dLayout, LayoutError> {
         let overflow = LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 };
-        let kp = self.padded_taps(taps);
+        // Checked here: padded_taps saturates near u32::MAX.
+        let shift = halo_before(taps) - taps / 2;
+        let kp = taps
+            .checked_add(shift)
+            .and_then(|k| k.checked_next_multiple_of(self.outputs_per_thread.max(4)))
+            .ok_or(overflow)?;
         let inputs = self.tile_outputs().and_then(|t| t.checked_add(kp)).ok_or(overflow)?;
         let mut carve = Carve::new();
         let tile = carve.array::<Vec4<f32>>(inputs.div_ceil(4))?;

@@ -100,16 +100,21 @@ impl ReduceConfig {
         Ok(self.layout(dtype)?.bytes)
     }
 
-    /// The number of passes and the element count entering each, for `n` inputs:
-    /// pass `i` reads `counts[i]` elements and writes `grid(counts[i])` partials.
-    pub fn pass_count(&self, n: u64) -> u32 {
+    /// The number of passes that take `n` inputs down to one value (pass `i` reads the
+    /// partials of pass `i - 1` and writes `grid` of its own), or `None` when they never
+    /// do: with a chunk of one element a pass writes as many partials as it reads.
+    pub fn pass_count(&self, n: u64) -> Option<u32> {
         let mut passes = 1;
         let mut len = self.grid(n) as u64;
         while len > 1 {
-            len = self.grid(len) as u64;
+            let next = self.grid(len) as u64;
+            if next >= len {
+                return None;
+            }
+            len = next;
             passes += 1;
         }
-        passes
+        Some(passes)
     }
 }
 

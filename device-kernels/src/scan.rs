@@ -92,7 +92,8 @@ impl ScanConfig {
 
     /// The carve (the element type is 4 bytes, f32 or u32).
     pub fn layout(&self) -> Result<ScanLayout, LayoutError> {
-        let t = self.tile().ok_or(LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 })?;
+        let overflow = LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 };
+        let t = self.tile().ok_or(overflow)?;
         let mut carve = Carve::new();
         // A whole group of 8, which tile_vec permutes within.
         let tile = carve.array::<Vec4<u32>>(t.div_ceil(4).next_multiple_of(8))?;

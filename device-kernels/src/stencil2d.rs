@@ -74,12 +74,14 @@ impl Stencil2dConfig {
     }
 
     pub fn layout(&self, radius: u32) -> Result<Stencil2dLayout, LayoutError> {
-        let k = 2 * radius.min(HALO) + 1;
         let overflow = LayoutError::Overflow { offset: 0, len: self.tile_h, elem_bytes: 16 };
-        let h = self.tile_h.checked_add(2 * radius.min(HALO)).ok_or(overflow)?;
+        // Checked: a radius near 2^31 wraps 2r + 1 and (2r + 1)^2.
+        let r2 = radius.checked_mul(2).ok_or(overflow)?;
+        let k = r2.checked_add(1).ok_or(overflow)?;
+        let h = self.tile_h.checked_add(r2).ok_or(overflow)?;
         let mut carve = Carve::new();
         let tile = carve.array::<Vec4<f32>>(self.pitch_vecs().checked_mul(h).ok_or(overflow)?)?;
-        let weights = carve.array::<f32>(k * k)?;
+        let weights = carve.array::<f32>(k.checked_mul(k).ok_or(overflow)?)?;
         Ok(Stencil2dLayout { tile, weights, bytes: carve.bytes() })
     }
 

@@ -37,7 +37,9 @@ impl TransposeConfig {
     pub fn layout(&self) -> Result<Slice<f32>, LayoutError> {
         let row = self.tile.checked_add(self.pad);
         let len = row.and_then(|r| r.checked_mul(self.tile));
-        let len = len.ok_or(LayoutError::Overflow { offset: 0, len: self.tile, elem_bytes: 4 })?;
+        // Reported as `tile` rows of `tile + pad` floats, so the message shows the size asked.
+        let row_bytes = self.tile.saturating_add(self.pad).saturating_mul(4);
+        let len = len.ok_or(LayoutError::Overflow { offset: 0, len: self.tile, elem_bytes: row_bytes })?;
         Carve::new().array::<f32>(len)
     }
 

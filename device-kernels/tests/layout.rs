@@ -69,9 +69,33 @@ fn reduce_grid_and_passes() {
     assert_eq!(cfg.grid(16_384), 1);
     assert_eq!(cfg.grid(16_385), 2);
     assert_eq!(cfg.grid(1 << 28), 16_384);
-    assert_eq!(cfg.pass_count(1 << 28), 2);
-    assert_eq!(cfg.pass_count(1), 1);
+    assert_eq!(cfg.pass_count(1 << 28), Some(2));
+    assert_eq!(cfg.pass_count(1), Some(1));
     let tiny = ReduceConfig { block: 32, items_per_thread: 1, staged: false };
     assert_eq!(tiny.grid(1 << 28), MAX_GRID, "blocks loop over chunks past the grid limit");
-    assert_eq!(tiny.pass_count(1 << 28), 5); // 2^28 -> 65535 -> 2048 -> 64 -> 2 -> 1
+    assert_eq!(tiny.pass_count(1 << 28), Some(5)); // 2^28 -> 65535 -> 2048 -> 64 -> 2 -> 1
+    // A chunk of one element: a pass writes as many partials as it reads, forever.
+    let one = ReduceConfig { block: 1, items_per_thread: 1, staged: false };
+    assert_eq!(one.pass_count(100), None);
+    assert_eq!(one.pass_count(1), Some(1), "one element needs no second pass");
+}
+
+/// Sizes near u32::MAX are refused by the layouts, not wrapped (or, with overflow checks,
+/// panicked on): found by the `layout` fuzz target (`host/fuzz`).
+#[test]
+fn layouts_refuse_sizes_that_would_wrap() {
+    use dynsmem_kernels::{conv1d::Conv1dConfig, scan::ScanConfig, stencil2d::Stencil2dConfig};
+    // conv1d: taps rounded up to a multiple of the outputs per thread, past u32.
+    assert!(Conv1dConfig { block: 1, outputs_per_thread: 8 }.layout(u32::MAX).is_err());
+    // conv1d and scan: tiles of 16-byte vectors near 2^32 bytes.
+    assert!(Conv1dConfig { block: 1 << 30, outputs_per_thread: 4 }.layout(3).is_err());
+    assert!(ScanConfig { block: 1 << 16, items_per_thread: (1 << 16) - 1 }.layout().is_err());
+    // stencil2d: 2 * radius + 1 and its square.
+    assert!(Stencil2dConfig { block: 64, tile_w: 8, tile_h: 8 }.layout(1 << 31).is_err());
+    assert!(Stencil2dConfig { block: 64, tile_w: 8, tile_h: 8 }.layout(1 << 16).is_err());
+    // Ordinary sizes are unchanged.
+    // 1024 outputs and 40 taps (33 rounded up to 8s), as vectors.
+    assert_eq!(Conv1dConfig { block: 128, outputs_per_thread: 8 }.shared_bytes(33), Ok((1064 + 40) * 4));
+    assert!(ScanConfig { block: 512, items_per_thread: 16 }.layout().is_ok());
+    assert!(Stencil2dConfig { block: 64, tile_w: 8, tile_h: 8 }.layout(2).is_ok());
 }

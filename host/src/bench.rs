@@ -19,6 +19,13 @@ pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, p
     rec.timer = backend.timer_name().into();
     rec.warmup = timing.warmup;
     let result = (|| -> Result<_> {
+        // Source and destination on the device; the source and the read-back on the host.
+        crate::kernels::check_footprint(
+            backend,
+            "device-to-device copy",
+            bytes.saturating_mul(2),
+            bytes.saturating_mul(2),
+        )?;
         let words = (bytes / 4) as usize;
         let src = backend.htod(&(0..words as u32).collect::<Vec<u32>>())?;
         let mut dst = backend.alloc::<u32>(words)?;

@@ -10,6 +10,9 @@ pub trait Element: bytemuck::Pod + PartialEq + PartialOrd + Debug + Display + Se
     const DTYPE: Dtype;
     /// Machine epsilon for floating-point types, 0 for integers (exact comparison).
     const EPSILON: f64;
+    /// The largest finite value: a float sum whose partial sums can pass it may overflow
+    /// to infinity.
+    const MAX: f64;
     /// Widening conversion for references and tolerances.
     fn to_f64(self) -> f64;
     /// A value no kernel writes by accident: outputs are filled with it before a run,
@@ -20,6 +23,7 @@ pub trait Element: bytemuck::Pod + PartialEq + PartialOrd + Debug + Display + Se
 impl Element for f32 {
     const DTYPE: Dtype = Dtype::F32;
     const EPSILON: f64 = f32::EPSILON as f64;
+    const MAX: f64 = f32::MAX as f64;
     fn to_f64(self) -> f64 {
         self as f64
     }
@@ -31,6 +35,7 @@ impl Element for f32 {
 impl Element for u32 {
     const DTYPE: Dtype = Dtype::U32;
     const EPSILON: f64 = 0.0;
+    const MAX: f64 = u32::MAX as f64;
     fn to_f64(self) -> f64 {
         self as f64
     }

@@ -50,9 +50,36 @@ pub enum Error {
     /// A driver call failed.
     #[error("{backend} {call}: {message}")]
     Driver { backend: BackendKind, call: &'static str, message: String },
-    /// An allocation the device cannot satisfy.
-    #[error("{backend}: cannot allocate {requested} bytes ({free} of {total} bytes free)")]
-    OutOfMemory { backend: BackendKind, requested: u64, free: u64, total: u64 },
+    /// An allocation the device cannot satisfy. `free` and `total` are the device's memory
+    /// where the backend can tell (CUDA, HIP, the CPU backend's host memory), else `None`.
+    #[error("{backend}: cannot allocate {requested} bytes{}", memory_note(*free, *total))]
+    OutOfMemory { backend: BackendKind, requested: u64, free: Option<u64>, total: Option<u64> },
+    /// A problem whose buffers cannot fit the memory that would hold them, refused before
+    /// any input is generated or uploaded (generating them would abort the process).
+    #[error(
+        "{kernel}: the problem needs {requested} bytes of {memory} memory, over the {limit} bytes there are ({limit_name})"
+    )]
+    ProblemTooLarge {
+        kernel: String,
+        /// "device" or "host".
+        memory: &'static str,
+        requested: u64,
+        limit: u64,
+        /// Where the limit comes from, e.g. `cuDeviceTotalMem` or `/proc/meminfo MemTotal`.
+        limit_name: &'static str,
+    },
+    /// A size past what the kernel's index arithmetic can address: refused, because the
+    /// kernel would wrap its indices (wrong results or an endless loop), not fault.
+    #[error("{kernel}: {what} = {requested} is past the kernel's {index} indexing (at most {limit})")]
+    IndexOverflow {
+        kernel: String,
+        /// What was too large, e.g. `n`, `rows + grid`.
+        what: String,
+        requested: u64,
+        limit: u64,
+        /// e.g. "u32": the index type the kernel (or its WGSL form) computes with.
+        index: &'static str,
+    },
     /// A single buffer larger than the backend can bind or allocate.
     #[error("{backend}: a buffer of {requested} bytes is over the {limit_name} of {limit} bytes")]
     BufferTooLarge { backend: BackendKind, requested: u64, limit: u64, limit_name: &'static str },
@@ -82,3 +109,13 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The "(F of T bytes free)" tail of [`Error::OutOfMemory`], with whatever the backend knows.
+fn memory_note(free: Option<u64>, total: Option<u64>) -> String {
+    match (free, total) {
+        (Some(f), Some(t)) => format!(" ({f} of {t} bytes free)"),
+        (None, Some(t)) => format!(" (the device has {t} bytes)"),
+        (Some(f), None) => format!(" ({f} bytes free)"),
+        (None, None) => String::new(),
+    }
+}

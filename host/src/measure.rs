@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// How many runs to throw away and how many to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -19,6 +19,33 @@ pub struct TimingOptions {
 impl Default for TimingOptions {
     fn default() -> Self {
         TimingOptions { warmup: 3, warmup_ms: 200.0, repeats: 20 }
+    }
+}
+
+/// Most warm-up runs [`time`] makes, whatever `warmup_ms` asks: a bound on a run that
+/// never warms up.
+pub const MAX_WARMUP_RUNS: u32 = 100_000;
+/// Most timed runs: each keeps its time, and a run that cannot finish is no measurement.
+pub const MAX_REPEATS: u32 = 100_000;
+/// Longest wall-clock warm-up, in milliseconds (one hour).
+pub const MAX_WARMUP_MS: f64 = 3_600_000.0;
+
+impl TimingOptions {
+    /// Refuses options that cannot make a measurement: no timed run, more runs than
+    /// [`MAX_REPEATS`] or [`MAX_WARMUP_RUNS`], or a warm-up time that is negative, NaN or
+    /// past [`MAX_WARMUP_MS`]. [`time`] checks this before running anything.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Err(Error::InvalidConfig { kernel: "timing".into(), reason });
+        if self.repeats == 0 || self.repeats > MAX_REPEATS {
+            return bad(format!("repeats = {}: from 1 to {MAX_REPEATS} timed runs", self.repeats));
+        }
+        if self.warmup > MAX_WARMUP_RUNS {
+            return bad(format!("warmup = {}: at most {MAX_WARMUP_RUNS} runs", self.warmup));
+        }
+        if !(0.0..=MAX_WARMUP_MS).contains(&self.warmup_ms) {
+            return bad(format!("warmup_ms = {}: from 0 to {MAX_WARMUP_MS} ms", self.warmup_ms));
+        }
+        Ok(())
     }
 }
 
@@ -62,6 +89,7 @@ pub fn time<B: Backend>(
     opts: TimingOptions,
     work: &mut dyn FnMut() -> Result<()>,
 ) -> Result<(Timing, u32)> {
+    opts.validate()?;
     let started = std::time::Instant::now();
     let mut warmups = 0u32;
     while warmups < opts.warmup || started.elapsed().as_secs_f64() * 1e3 < opts.warmup_ms {
@@ -69,12 +97,12 @@ pub fn time<B: Backend>(
         warmups += 1;
         // Waiting each time keeps the queue short, so the elapsed time is device time.
         backend.synchronize()?;
-        if warmups >= 100_000 {
+        if warmups >= MAX_WARMUP_RUNS {
             break;
         }
     }
     let mut times = Vec::with_capacity(opts.repeats as usize);
-    for _ in 0..opts.repeats.max(1) {
+    for _ in 0..opts.repeats {
         times.push(backend.time_ms(work)?);
     }
     Ok((Timing::from_times(times), warmups))

@@ -28,14 +28,24 @@ impl Tolerance {
         Tolerance { rtol: 2.0 * depth.max(1) as f64 * T::EPSILON, atol: 0.0 }
     }
 
+    /// Whether `actual` is close enough to `expected`. NaN matches only NaN, an infinity
+    /// only itself, a finite value only a finite one; equal values always match, so an exact comparison holds whatever the
+    /// scale (a scale of NaN or infinity, from non-finite inputs, would make the bound NaN).
     pub fn allows(&self, expected: f64, actual: f64, scale: f64) -> bool {
         if expected.is_nan() {
             return actual.is_nan();
         }
-        if expected.is_infinite() {
+        if expected.is_infinite() || actual == expected {
             return actual == expected;
         }
-        (actual - expected).abs() <= self.atol + self.rtol * scale.abs()
+        // A finite expectation is never met by a NaN or an infinity, whatever the bound.
+        actual.is_finite() && (actual - expected).abs() <= self.bound(scale)
+    }
+
+    /// The allowed absolute difference at `scale`: `atol + rtol * |scale|`, with no
+    /// relative part when `rtol` is 0 (so an infinite scale does not make it NaN).
+    pub fn bound(&self, scale: f64) -> f64 {
+        if self.rtol == 0.0 { self.atol } else { self.atol + self.rtol * scale.abs() }
     }
 }
 
@@ -88,7 +98,7 @@ pub fn check_scalar<T: Element>(
             index: 0,
             expected: format_expected::<T>(expected),
             actual: actual.to_string(),
-            allowed: tol.atol + tol.rtol * scale.abs(),
+            allowed: tol.bound(scale),
             count: 1,
             len: 1,
         })
@@ -130,7 +140,7 @@ pub fn check_slice<T: Element>(
             index: i,
             expected: format_expected::<T>(expected[i]),
             actual: actual[i].to_string(),
-            allowed: tol.atol + tol.rtol * scale(i).abs(),
+            allowed: tol.bound(scale(i)),
             count,
             len: expected.len(),
         }),
@@ -162,6 +172,20 @@ mod tests {
         assert!(!tol.allows(1.0, f64::NAN, 1.0));
         assert!(tol.allows(f64::NAN, f64::NAN, 1.0));
         assert!(!tol.allows(f64::INFINITY, 1e30, 1.0));
+        assert!(!tol.allows(f64::INFINITY, f64::NEG_INFINITY, 1.0));
+        assert!(!tol.allows(1.0, f64::INFINITY, f64::INFINITY), "an infinite scale allows no infinity");
+    }
+
+    #[test]
+    fn exact_comparison_holds_with_a_non_finite_scale() {
+        // min/max over inputs with a NaN or an infinity: the scale (sum of magnitudes)
+        // is NaN or infinite, and equal values must still match, unequal ones not.
+        for scale in [f64::NAN, f64::INFINITY, 0.0] {
+            assert!(Tolerance::EXACT.allows(-4.0, -4.0, scale), "{scale}");
+            assert!(!Tolerance::EXACT.allows(-4.0, -3.0, scale), "{scale}");
+            assert!(!Tolerance::EXACT.allows(-4.0, f64::NAN, scale), "{scale}");
+        }
+        assert_eq!(Tolerance::EXACT.bound(f64::INFINITY), 0.0);
     }
 
     #[test]

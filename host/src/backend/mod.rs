@@ -130,15 +130,51 @@ impl<R, T> fmt::Debug for Buffer<R, T> {
     }
 }
 
-/// Bytes of `len` elements of `T`, or [`Error::OutOfMemory`] when that overflows: the
-/// size check of every backend's [`Backend::alloc`].
+/// Bytes of `len` elements of `T`, or [`Error::OutOfMemory`] when that overflows or is
+/// more than the device has in all: the size check of every backend's [`Backend::alloc`]
+/// (a driver asked for more than its memory may fail late or, on the CPU backend with
+/// overcommit, not at all until the pages are touched).
 pub(crate) fn byte_len<T>(info: &DeviceInfo, len: usize) -> Result<usize> {
-    len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory {
+    let oom = |requested: u64| Error::OutOfMemory {
         backend: info.backend,
-        requested: u64::MAX,
-        free: 0,
-        total: info.limits.memory_bytes.unwrap_or(0),
-    })
+        requested,
+        free: None,
+        total: info.limits.memory_bytes,
+    };
+    let bytes = len.checked_mul(size_of::<T>()).ok_or(oom(u64::MAX))?;
+    match info.limits.memory_bytes {
+        Some(total) if bytes as u64 > total => Err(oom(bytes as u64)),
+        _ => Ok(bytes),
+    }
+}
+
+/// The memory of the machine the host code runs on, as far as this process may use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostMemory {
+    /// Physical memory, or the cgroup's limit where that is lower (`MemTotal` of
+    /// `/proc/meminfo`, `memory.max` / `memory.limit_in_bytes`).
+    pub total: u64,
+    /// What the kernel says can be allocated now without swapping (`MemAvailable`).
+    pub available: Option<u64>,
+}
+
+/// [`HostMemory`] on Linux; `None` where `/proc/meminfo` cannot be read (the checks that
+/// use it are then skipped, and an allocation past memory fails when it is made).
+pub fn host_memory() -> Option<HostMemory> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = info.lines().find(|l| l.starts_with(name))?;
+        let kb: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        kb.checked_mul(1024)
+    };
+    let mut total = field("MemTotal:")?;
+    for limit in ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"] {
+        // "max" (no limit) does not parse and is skipped.
+        if let Some(v) = std::fs::read_to_string(limit).ok().and_then(|t| t.trim().parse::<u64>().ok()) {
+            total = total.min(v);
+        }
+    }
+    Some(HostMemory { total, available: field("MemAvailable:").map(|a| a.min(total)) })
 }
 
 /// The length check of every backend's [`Backend::copy`].

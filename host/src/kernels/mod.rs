@@ -243,3 +243,69 @@ pub(crate) fn invalid(kernel: &str, reason: impl Into<String>) -> Error {
 pub(crate) fn invalid_problem(kernel: &str, reason: impl Into<String>) -> Error {
     Error::InvalidProblem { kernel: kernel.into(), reason: reason.into() }
 }
+
+/// Refuses, before any input is generated or uploaded, a problem whose buffers cannot fit:
+/// `device_bytes` of device buffers against the device's memory (CUDA/HIP: its total
+/// memory; WGSL: unknown, each buffer is checked against the binding limit when it is
+/// made), and `host_bytes` the launcher holds on the host (inputs, the CPU reference, the
+/// read-back) against the host's memory. On the CPU backend both live in host memory.
+///
+/// Without it a size past memory aborts the process in the host allocator (Rust's
+/// `Vec` cannot report failure), which no caller can handle. The byte counts are the
+/// launcher's own buffers; a problem just under the limit can still fail later, as
+/// [`Error::OutOfMemory`] from the backend.
+pub fn check_footprint<B: Backend>(backend: &B, kernel: &str, device_bytes: u64, host_bytes: u64) -> Result<()> {
+    let info = backend.info();
+    let host = crate::backend::host_memory();
+    let too_large = |memory, requested, limit, limit_name| Error::ProblemTooLarge {
+        kernel: kernel.into(),
+        memory,
+        requested,
+        limit,
+        limit_name,
+    };
+    if info.backend == BackendKind::Cpu {
+        if let Some(m) = host {
+            let need = device_bytes.saturating_add(host_bytes);
+            if need > m.total {
+                return Err(too_large(
+                    "host",
+                    need,
+                    m.total,
+                    "MemTotal of /proc/meminfo or the cgroup limit; the CPU backend's device memory is the host's",
+                ));
+            }
+        }
+        return Ok(());
+    }
+    if let Some(total) = info.limits.memory_bytes
+        && device_bytes > total
+    {
+        let name = match info.backend {
+            BackendKind::Hip => "hipMemGetInfo total",
+            _ => "cuDeviceTotalMem",
+        };
+        return Err(too_large("device", device_bytes, total, name));
+    }
+    if let Some(m) = host
+        && host_bytes > m.total
+    {
+        return Err(too_large("host", host_bytes, m.total, "MemTotal of /proc/meminfo or the cgroup limit"));
+    }
+    Ok(())
+}
+
+/// `count` elements of `bytes_each` bytes, saturating: a product past `u64` is over any
+/// memory, which is all [`check_footprint`] needs to know.
+pub fn bytes_of(count: u64, bytes_each: u64) -> u64 {
+    count.saturating_mul(bytes_each)
+}
+
+/// Refuses `value` (named `what`) when it is past `limit`, the largest the kernel's `index`
+/// arithmetic handles without wrapping.
+pub(crate) fn check_index(kernel: &str, what: &str, value: u64, limit: u64, index: &'static str) -> Result<()> {
+    if value > limit {
+        return Err(Error::IndexOverflow { kernel: kernel.into(), what: what.into(), requested: value, limit, index });
+    }
+    Ok(())
+}

@@ -3,5 +3,5 @@
 mod record;
 mod table;
 
-pub use record::{JsonlWriter, Provenance, Record, read_jsonl};
+pub use record::{JsonlContents, JsonlWriter, Provenance, Record, TornLine, parse_jsonl, read_jsonl};
 pub use table::{Table, TableStyle, records_table};

@@ -2,7 +2,7 @@
 //! measured config, each carrying what is needed to reproduce and compare it.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -115,51 +115,106 @@ impl Record {
     }
 }
 
-/// Appends records as JSON lines: each record is one `write` of one whole line followed
-/// by an fsync, so a process killed at any point leaves every earlier line readable.
+/// Appends records as JSON lines so that a process killed at any point leaves every
+/// earlier record readable: the file is opened `O_APPEND`, each record is one `write_all`
+/// of one whole line followed by `sync_data`, and a line a killed writer left unfinished
+/// is closed off (with a newline) before the next record, so it cannot swallow it.
+///
+/// One writer per file at a time is assumed for that repair; several processes appending
+/// whole lines is otherwise safe (each line is one `O_APPEND` write).
 pub struct JsonlWriter {
     file: File,
     path: PathBuf,
 }
 
 impl JsonlWriter {
+    /// Opens (creating it and its directory if needed) `path` for appending. A file that
+    /// does not end in a newline ends in the fragment of a record whose writer was killed
+    /// mid-line: a newline is appended and synced first, so the fragment stays a line of
+    /// its own, which [`read_jsonl`] reports as torn.
     pub fn append(path: &Path) -> Result<JsonlWriter> {
+        let io = |source| Error::Io { path: path.into(), source };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.into(), source })?;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|source| Error::Io { path: path.into(), source })?;
+        let existed = path.exists();
+        let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(len - 1)).map_err(io)?;
+            file.read_exact(&mut last).map_err(io)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n").map_err(io)?;
+                file.sync_data().map_err(io)?;
+            }
+        }
+        if !existed {
+            // The new directory entry is durable too, not only the data written to it.
+            if let Some(dir) = path.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d }) {
+                File::open(dir).and_then(|d| d.sync_all()).map_err(|source| Error::Io { path: dir.into(), source })?;
+            }
+        }
         Ok(JsonlWriter { file, path: path.into() })
     }
 
+    /// Appends `record` as one line: serialized whole first, written with one
+    /// `write_all` (a single `O_APPEND` write unless the kernel splits it), then synced.
     pub fn write(&mut self, record: &Record) -> Result<()> {
-        let mut line = serde_json::to_string(record).expect("records serialize");
-        line.push('\n');
         let io = |source| Error::Io { path: self.path.clone(), source };
+        let mut line =
+            serde_json::to_string(record).map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+        line.push('\n');
         self.file.write_all(line.as_bytes()).map_err(io)?;
-        self.file.sync_data().map_err(|source| Error::Io { path: self.path.clone(), source })
+        self.file.sync_data().map_err(io)
     }
 }
 
-/// Reads every complete record of a JSON-lines file; a torn last line (a writer killed
-/// mid-write) is skipped, any other bad line is an error.
-pub fn read_jsonl(path: &Path) -> Result<Vec<Record>> {
-    let file = File::open(path).map_err(|source| Error::Io { path: path.into(), source })?;
-    let lines: Vec<String> = BufReader::new(file)
-        .lines()
-        .collect::<std::io::Result<_>>()
-        .map_err(|source| Error::Io { path: path.into(), source })?;
-    let mut out = Vec::new();
+/// A line of a record file that holds part of a record: what a writer killed mid-line
+/// leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Bytes of the fragment.
+    pub bytes: usize,
+}
+
+/// What a record file holds: its complete records, and the torn lines skipped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonlContents {
+    pub records: Vec<Record>,
+    pub torn: Vec<TornLine>,
+}
+
+/// Reads every complete record of a JSON-lines file. A torn line is skipped and reported
+/// in [`JsonlContents::torn`]: the last line when it has no newline and does not parse,
+/// or any line that ends before its JSON object does (a fragment that [`JsonlWriter`]
+/// closed off). Any other line that does not parse as a record is an error naming it.
+pub fn read_jsonl(path: &Path) -> Result<JsonlContents> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    parse_jsonl(&bytes, path)
+}
+
+/// [`read_jsonl`] of bytes already read (`path` names them in errors): separate so the
+/// parsing can be tested and fuzzed without files.
+pub fn parse_jsonl(bytes: &[u8], path: &Path) -> Result<JsonlContents> {
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    // After a final newline `split` yields an empty piece: not a line.
+    let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
+    if !unterminated {
+        lines.pop();
+    }
+    let mut out = JsonlContents { records: Vec::new(), torn: Vec::new() };
     for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_str(line) {
-            Ok(r) => out.push(r),
-            Err(_) if i + 1 == lines.len() => {}
+        match serde_json::from_slice(line) {
+            Ok(r) => out.records.push(r),
+            Err(e) if e.is_eof() || (unterminated && i + 1 == lines.len()) => {
+                out.torn.push(TornLine { line: i + 1, bytes: line.len() })
+            }
             Err(e) => {
                 return Err(Error::Io {
                     path: path.into(),
@@ -197,15 +252,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn records_round_trip_and_torn_last_line_is_skipped() {
-        let dir = std::env::temp_dir().join(format!("dynsmem-record-{}", std::process::id()));
-        let path = dir.join("r.jsonl");
-        let _ = std::fs::remove_file(&path);
+    fn record() -> Record {
         let prov = Provenance { rustc: "r".into(), commit: "c".into(), command: "x".into(), image: "i".into() };
         let mut a = Record::new("reduce", "launch-sized", "k", &device(), &prov);
         a.times_ms = vec![1.0, 2.0];
         a.gbps = Some(3.5);
+        a
+    }
+
+    fn temp_file(name: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("dynsmem-record-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        (dir.join("r.jsonl"), dir)
+    }
+
+    #[test]
+    fn records_round_trip_and_torn_last_line_is_skipped() {
+        let (path, dir) = temp_file("last");
+        let a = record();
         let mut w = JsonlWriter::append(&path).unwrap();
         w.write(&a).unwrap();
         w.write(&a).unwrap();
@@ -214,7 +278,43 @@ mod tests {
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(b"{\"family\":\"red").unwrap();
         let back = read_jsonl(&path).unwrap();
-        assert_eq!(back, vec![a.clone(), a]);
+        assert_eq!(back.records, vec![a.clone(), a]);
+        assert_eq!(back.torn, vec![TornLine { line: 3, bytes: 14 }]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn appending_after_a_torn_line_closes_it_off() {
+        let (path, dir) = temp_file("reopen");
+        let a = record();
+        JsonlWriter::append(&path).unwrap().write(&a).unwrap();
+        // Killed mid-line, inside a multi-byte character.
+        let line = serde_json::to_string(&a).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&line.as_bytes()[..line.len() / 2]).unwrap();
+        f.write_all(&"\u{e9}".as_bytes()[..1]).unwrap();
+        drop(f);
+        let mut w = JsonlWriter::append(&path).unwrap();
+        w.write(&a).unwrap();
+        w.write(&a).unwrap();
+        let back = read_jsonl(&path).unwrap();
+        assert_eq!(back.records, vec![a.clone(), a.clone(), a], "no record is lost to the fragment");
+        assert_eq!(back.torn, vec![TornLine { line: 2, bytes: line.len() / 2 + 1 }]);
+        assert!(std::fs::read(&path).unwrap().ends_with(b"\n"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_corrupt_complete_line_is_an_error_naming_it() {
+        let (path, dir) = temp_file("corrupt");
+        let a = record();
+        JsonlWriter::append(&path).unwrap().write(&a).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"family\": 12}\n").unwrap();
+        drop(f);
+        JsonlWriter::append(&path).unwrap().write(&a).unwrap();
+        let e = read_jsonl(&path).unwrap_err().to_string();
+        assert!(e.contains("line 2"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

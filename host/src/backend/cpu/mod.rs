@@ -42,20 +42,19 @@ unsafe impl Sync for CpuMem {}
 
 impl CpuMem {
     fn zeroed(bytes: usize) -> Result<CpuMem> {
-        let size = bytes.max(1).next_multiple_of(16);
-        let layout = Layout::from_size_align(size, 16).map_err(|_| Error::OutOfMemory {
-            backend: BackendKind::Cpu,
-            requested: bytes as u64,
-            free: 0,
-            total: 0,
-        })?;
+        let oom = |requested: u64| {
+            let mem = super::host_memory();
+            Error::OutOfMemory {
+                backend: BackendKind::Cpu,
+                requested,
+                free: mem.and_then(|m| m.available),
+                total: mem.map(|m| m.total),
+            }
+        };
+        let size = bytes.max(1).checked_next_multiple_of(16).ok_or_else(|| oom(bytes as u64))?;
+        let layout = Layout::from_size_align(size, 16).map_err(|_| oom(bytes as u64))?;
         // SAFETY: non-zero size.
-        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or(Error::OutOfMemory {
-            backend: BackendKind::Cpu,
-            requested: size as u64,
-            free: 0,
-            total: 0,
-        })?;
+        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(|| oom(size as u64))?;
         Ok(CpuMem { ptr, layout })
     }
 
@@ -132,7 +131,9 @@ impl CpuBackend {
                     shared_per_multiprocessor: None,
                     multiprocessors: Some(cores),
                     max_buffer_bytes: u64::MAX,
-                    memory_bytes: None,
+                    // The host's memory is the device's: an allocation past it is refused
+                    // (`OutOfMemory`) instead of being overcommitted and killed later.
+                    memory_bytes: super::host_memory().map(|m| m.total),
                 },
             },
             kernels,

@@ -156,18 +156,23 @@ impl CudaBackend {
     }
 
     fn alloc_bytes(&self, bytes: usize) -> Result<CudaSlice<u8>> {
-        let padded = bytes.max(1).next_multiple_of(ALLOC_GRANULE);
+        let padded = bytes.max(1).checked_next_multiple_of(ALLOC_GRANULE).ok_or(Error::OutOfMemory {
+            backend: BackendKind::Cuda,
+            requested: bytes as u64,
+            free: None,
+            total: self.info.limits.memory_bytes,
+        })?;
         self.stream.alloc_zeros::<u8>(padded).map_err(|e| self.alloc_error(e, padded))
     }
 
     fn alloc_error(&self, e: cudarc::driver::DriverError, bytes: usize) -> Error {
         if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-            let (free, total) = self.ctx.mem_get_info().unwrap_or((0, 0));
+            let mem = self.ctx.mem_get_info().ok();
             Error::OutOfMemory {
                 backend: BackendKind::Cuda,
                 requested: bytes as u64,
-                free: free as u64,
-                total: total as u64,
+                free: mem.map(|(free, _)| free as u64),
+                total: mem.map(|(_, total)| total as u64).or(self.info.limits.memory_bytes),
             }
         } else {
             driver_err("cuMemAlloc")(e)

@@ -184,19 +184,24 @@ impl HipBackend {
     }
 
     fn alloc_bytes(&self, bytes: usize) -> Result<HipMem> {
-        let padded = bytes.max(1).next_multiple_of(ALLOC_GRANULE);
+        let padded = bytes.max(1).checked_next_multiple_of(ALLOC_GRANULE).ok_or(Error::OutOfMemory {
+            backend: BackendKind::Hip,
+            requested: bytes as u64,
+            free: None,
+            total: self.info.limits.memory_bytes,
+        })?;
         let mut ptr: ffi::DevicePtr = std::ptr::null_mut();
         // SAFETY: writes one pointer.
         let code = unsafe { (self.api.hipMalloc)(&mut ptr, padded) };
         if code == ffi::HIP_ERROR_OUT_OF_MEMORY {
             let (mut free, mut total) = (0usize, 0usize);
             // SAFETY: write two size_t.
-            unsafe { (self.api.hipMemGetInfo)(&mut free, &mut total) };
+            let known = unsafe { (self.api.hipMemGetInfo)(&mut free, &mut total) } == ffi::HIP_SUCCESS;
             return Err(Error::OutOfMemory {
                 backend: BackendKind::Hip,
                 requested: padded as u64,
-                free: free as u64,
-                total: total as u64,
+                free: known.then_some(free as u64),
+                total: if known { Some(total as u64) } else { self.info.limits.memory_bytes },
             });
         }
         self.api.check(code, "hipMalloc")?;

@@ -324,7 +324,8 @@ impl WgpuBackend {
     }
 
     fn check_buffer(&self, bytes: u64) -> Result<u64> {
-        let padded = bytes.max(1).next_multiple_of(ALLOC_GRANULE);
+        // Saturated: a size past u64 (or one that rounding would wrap) is over any limit.
+        let padded = bytes.max(1).checked_next_multiple_of(ALLOC_GRANULE).unwrap_or(u64::MAX);
         let limit = self.info.limits.max_buffer_bytes;
         if padded > limit {
             return Err(Error::BufferTooLarge {
@@ -337,13 +338,21 @@ impl WgpuBackend {
         Ok(padded)
     }
 
-    fn new_buffer(&self, padded: u64, mapped: bool) -> wgpu::Buffer {
-        self.device.create_buffer(&wgpu::BufferDescriptor {
+    /// A storage buffer of `padded` bytes. wgpu reports a failed allocation as an
+    /// out-of-memory error scope, not a return value: it becomes [`Error::OutOfMemory`]
+    /// here instead of a driver message the next call would find.
+    fn new_buffer(&self, padded: u64, mapped: bool) -> Result<wgpu::Buffer> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
             size: padded,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: mapped,
-        })
+        });
+        if pollster::block_on(scope.pop()).is_some() {
+            return Err(Error::OutOfMemory { backend: BackendKind::Wgsl, requested: padded, free: None, total: None });
+        }
+        Ok(buffer)
     }
 
     fn wait(&self) -> Result<()> {
@@ -402,7 +411,7 @@ impl Backend for WgpuBackend {
         let bytes = (len as u64).saturating_mul(size_of::<T>() as u64);
         let padded = self.check_buffer(bytes)?;
         // wgpu zero-initialises new buffers.
-        let raw = self.new_buffer(padded, false);
+        let raw = self.new_buffer(padded, false)?;
         self.take_uncaptured("create_buffer")?;
         Ok(Buffer::from_raw(raw, len))
     }
@@ -410,7 +419,7 @@ impl Backend for WgpuBackend {
     fn htod<T: Element>(&self, data: &[T]) -> Result<Buffer<Self::Raw, T>> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let padded = self.check_buffer(bytes.len() as u64)?;
-        let raw = self.new_buffer(padded, true);
+        let raw = self.new_buffer(padded, true)?;
         if !bytes.is_empty() {
             raw.slice(..)
                 .get_mapped_range_mut()

@@ -134,12 +134,23 @@ pub fn prepare<'b, B: Kernels>(
     if config.copies == 0 || config.block == 0 || config.grid == 0 {
         return Err(invalid(KERNEL, format!("block, grid and copies must be at least 1 (got {config:?})")));
     }
-    if backend.kind() == BackendKind::Wgsl && problem.n > WGSL_MAX_KEYS {
+    if problem.out_of_range_pct > 100 {
         return Err(invalid_problem(
             KERNEL,
-            format!("n = {}: the WGSL path takes at most {WGSL_MAX_KEYS} keys", problem.n),
+            format!("out_of_range_pct = {}: a share of the keys, at most 100", problem.out_of_range_pct),
         ));
     }
+    if backend.kind() == BackendKind::Wgsl {
+        super::check_index(KERNEL, "n", problem.n, WGSL_MAX_KEYS, "WGSL u32 (grid-stride)")?;
+    }
+    // Keys and bins on the device; keys, the reference and its f64 copy on the host.
+    let (keys_bytes, bins_bytes) = (super::bytes_of(problem.n, 4), problem.bins as u64 * 4);
+    super::check_footprint(
+        backend,
+        KERNEL,
+        keys_bytes.saturating_add(bins_bytes),
+        keys_bytes.saturating_add(3 * bins_bytes),
+    )?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let kernel =
         Prepared::new(backend, KERNEL, config.shared_bytes(problem.bins), config.grid, config.block, variant, &wgsl)?;

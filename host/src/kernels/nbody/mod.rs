@@ -105,6 +105,15 @@ pub fn prepare<'b, B: Kernels>(
     if problem.softening.is_nan() || problem.softening <= 0.0 || !problem.dt.is_finite() {
         return Err(invalid_problem(KERNEL, "softening must be positive and dt finite"));
     }
+    // Body indices are u32: `block_idx * block + tid` over the grid, and the tile start
+    // `j0`, which steps by `tile` past the last body (a wrap there would never end).
+    let n = problem.n as u64;
+    let threads = config.grid(problem.n) as u64 * config.block as u64;
+    super::check_index(KERNEL, "grid * block", threads, u32::MAX as u64 + 1, "u32 (body index)")?;
+    super::check_index(KERNEL, "n + tile", n + config.tile as u64, u32::MAX as u64, "u32 (tile start)")?;
+    // Four 16-byte-per-body buffers on the device; positions and velocities (twice: as
+    // generated and flattened), the NaN fill and the read-back on the host.
+    super::check_footprint(backend, KERNEL, super::bytes_of(n, 64), super::bytes_of(n, 112))?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let kernel =
         Prepared::new(backend, KERNEL, config.shared_bytes(), config.grid(problem.n), config.block, variant, &wgsl)?;

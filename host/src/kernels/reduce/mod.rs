@@ -83,12 +83,22 @@ impl<B: RustKernels> ReduceKernels for B {
     }
 }
 
+/// f32 `min` on WGSL with the Rust kernels' NaN rule (a NaN operand is ignored, like
+/// `f32::min` and PTX `min.f32`). WGSL's `min` leaves NaN operands to the driver (SPIR-V
+/// `FMin` is undefined for them) and WGSL lets a compiler assume no NaN exists, so NaN is
+/// tested on the bits, which no such assumption can fold away.
+const F32_MIN_IGNORING_NAN: &str = "select(select(min(a, b), a, (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u), \
+     b, (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u)";
+/// f32 `max` with the same NaN rule as [`F32_MIN_IGNORING_NAN`].
+const F32_MAX_IGNORING_NAN: &str = "select(select(max(a, b), a, (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u), \
+     b, (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u)";
+
 /// The WGSL text for one pipeline of the given sizing.
 pub fn wgsl_source(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> String {
     let (t, identity, combine) = match (dtype, op) {
         (Dtype::F32, ReduceOp::Sum) => ("f32", "0.0", "a + b"),
-        (Dtype::F32, ReduceOp::Min) => ("f32", "bitcast<f32>(0x7f800000u)", "min(a, b)"),
-        (Dtype::F32, ReduceOp::Max) => ("f32", "bitcast<f32>(0xff800000u)", "max(a, b)"),
+        (Dtype::F32, ReduceOp::Min) => ("f32", "bitcast<f32>(0x7f800000u)", F32_MIN_IGNORING_NAN),
+        (Dtype::F32, ReduceOp::Max) => ("f32", "bitcast<f32>(0xff800000u)", F32_MAX_IGNORING_NAN),
         (Dtype::U32, ReduceOp::Sum) => ("u32", "0u", "a + b"),
         (Dtype::U32, ReduceOp::Min) => ("u32", "0xffffffffu", "min(a, b)"),
         (Dtype::U32, ReduceOp::Max) => ("u32", "0u", "max(a, b)"),
@@ -201,12 +211,13 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
             )));
         }
         if backend.kind() == BackendKind::Wgsl {
-            if n > u32::MAX as u64 {
-                return Err(Error::InvalidProblem {
-                    kernel: name.into(),
-                    reason: format!("n = {n} elements: the WGSL path indexes with u32 (at most {})", u32::MAX),
-                });
-            }
+            // The WGSL kernel indexes with u32 (the Rust kernels walk chunks with u64, so n
+            // past 2^32 runs there): n itself, and the chunk counter, which steps by the
+            // grid past the last chunk before the loop ends, must not wrap.
+            super::check_index(name, "n", n, u32::MAX as u64, "WGSL u32")?;
+            let chunk = config.chunk().unwrap_or(1).max(1);
+            let last_chunk_plus_grid = n.div_ceil(chunk).saturating_sub(1) + config.grid(n) as u64;
+            super::check_index(name, "chunks + grid", last_chunk_plus_grid, u32::MAX as u64, "WGSL u32")?;
             let bytes = n * dtype.bytes() as u64;
             let limit = backend.info().limits.max_buffer_bytes;
             if bytes > limit {
@@ -221,6 +232,12 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
         if !backend.reduce_variants().contains(&variant) {
             return Err(unsupported_variant(backend.kind(), variant));
         }
+        // The input and two partial buffers on the device; the input once more on the host
+        // (the CPU reference folds it without copies).
+        let elem = dtype.bytes() as u64;
+        let input_bytes = super::bytes_of(n, elem);
+        let partials_bytes = super::bytes_of(2 * config.grid(n) as u64, elem);
+        super::check_footprint(backend, name, input_bytes.saturating_add(partials_bytes), input_bytes)?;
         let shared_bytes = backend.reduce_launch_bytes(dtype, &config, variant)?;
         let static_shared_bytes = backend.reduce_static_bytes(dtype, &config, variant)?;
 
@@ -228,6 +245,15 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
         let mut len = n;
         loop {
             let grid = config.grid(len);
+            if grid > 1 && grid as u64 >= len {
+                // A chunk of one element: every pass would write as many partials as it
+                // reads, and this loop (like the launches) would never end.
+                return Err(invalid(format!(
+                    "block * items_per_thread = {} * {}: a pass over {len} elements would leave {grid} partials, \
+                     so the passes never reach one value (use a chunk of at least 2)",
+                    config.block, config.items_per_thread
+                )));
+            }
             let dims = LaunchDims { grid, block: config.block, shared_bytes };
             backend.check_launch(name, dims)?;
             passes.push(Pass { n: len, dims });
@@ -334,23 +360,55 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
 
     /// Checks a device result against a reference computed before (one reference can
     /// serve every config over the same input).
+    ///
+    /// A float sum is evaluated in the element type in the plan's order, so when the
+    /// positive (or negative) inputs add up past the type's largest value, a partial sum
+    /// may overflow: +inf (or -inf) is then a correct result, and NaN when both can. Any
+    /// other result is held to the reference and the tolerance.
     pub fn check<T: Element>(&self, reference: &Reference, result: T) -> Result<()> {
-        verify::check_scalar(self.kernel.name(), reference.value, result, reference.abs_sum, self.tolerance::<T>())?;
+        let tol = self.tolerance::<T>();
+        if self.problem.op == ReduceOp::Sum && T::EPSILON > 0.0 && !reference.value.is_nan() {
+            let got = result.to_f64();
+            let can_overflow = |part: f64| part + tol.bound(reference.abs_sum) > T::MAX;
+            let overflowed = match got {
+                f64::INFINITY => can_overflow(reference.pos_sum),
+                f64::NEG_INFINITY => can_overflow(reference.neg_sum),
+                g if g.is_nan() => can_overflow(reference.pos_sum) && can_overflow(reference.neg_sum),
+                _ => false,
+            };
+            if overflowed {
+                return Ok(());
+            }
+        }
+        verify::check_scalar(self.kernel.name(), reference.value, result, reference.abs_sum, tol)?;
         Ok(())
     }
 }
 
 /// The CPU reference of a reduce: the exact value (`f64` sums; `u32` sums modulo 2^32)
-/// and the sum of magnitudes, which float rounding error is proportional to.
+/// and the sum of magnitudes, which float rounding error is proportional to, split into
+/// its positive and negative parts, which say whether an `f32` partial sum can overflow.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reference {
     pub value: f64,
     pub abs_sum: f64,
+    /// Sum of the positive float inputs (0 for integers).
+    pub pos_sum: f64,
+    /// Sum of the magnitudes of the negative float inputs (0 for integers).
+    pub neg_sum: f64,
 }
 
-/// The reference of `op` over `data`. Float min/max ignore NaN operands like `f32::min`
-/// does (the kernels' definition); a NaN anywhere makes a float sum NaN.
+/// The reference of `op` over `data`, with the semantics every backend implements (the
+/// README's "NaN and infinity"): float min/max ignore NaN operands like `f32::min` (all
+/// NaN gives the identity, +inf for min, -inf for max) and treat infinities as values; a
+/// float sum is NaN when any input is NaN or both +inf and -inf occur, else +inf or -inf
+/// when one occurs, else the exact sum (see [`ReducePlan::check`] for overflow).
 pub fn reference<T: Element>(op: ReduceOp, data: &[T]) -> Reference {
+    let part = |keep: fn(f64) -> bool| -> f64 {
+        if T::EPSILON > 0.0 { data.iter().map(|x| x.to_f64()).filter(|&x| keep(x)).map(f64::abs).sum() } else { 0.0 }
+    };
+    let (pos_sum, neg_sum) = (part(|x| x > 0.0), part(|x| x < 0.0));
+    // NaN inputs make the magnitude sum NaN too: the tolerance then demands NaN.
     let abs_sum = if T::EPSILON > 0.0 { data.iter().map(|x| x.to_f64().abs()).sum() } else { 0.0 };
     let value = match (op, T::EPSILON > 0.0) {
         (ReduceOp::Sum, true) => data.iter().map(|x| x.to_f64()).sum(),
@@ -360,7 +418,7 @@ pub fn reference<T: Element>(op: ReduceOp, data: &[T]) -> Reference {
         (ReduceOp::Max, true) => data.iter().map(|x| x.to_f64()).fold(f64::NEG_INFINITY, f64::max),
         (ReduceOp::Max, false) => data.iter().map(|x| x.to_f64()).fold(0.0, f64::max),
     };
-    Reference { value, abs_sum }
+    Reference { value, abs_sum, pos_sum, neg_sum }
 }
 
 /// Element types reduce runs on, with the inputs it is tested and measured with.
@@ -438,7 +496,18 @@ mod tests {
         assert_eq!(reference::<u32>(ReduceOp::Min, &[]).value, u32::MAX as f64);
         assert_eq!(reference::<u32>(ReduceOp::Max, &[]).value, 0.0);
         let r = reference(ReduceOp::Sum, &[1.0f32, -1.0, 2.0]);
-        assert_eq!((r.value, r.abs_sum), (2.0, 4.0));
+        assert_eq!((r.value, r.abs_sum, r.pos_sum, r.neg_sum), (2.0, 4.0, 3.0, 1.0));
+        // Infinities are values; +inf and -inf together make a sum NaN.
+        let inf = [1.0f32, f32::INFINITY, -3.0];
+        assert_eq!(reference(ReduceOp::Sum, &inf).value, f64::INFINITY);
+        assert_eq!(reference(ReduceOp::Min, &inf).value, -3.0);
+        assert_eq!(reference(ReduceOp::Max, &inf).value, f64::INFINITY);
+        assert!(reference(ReduceOp::Sum, &[f32::INFINITY, f32::NEG_INFINITY]).value.is_nan());
+        assert_eq!(reference(ReduceOp::Min, &[f32::NEG_INFINITY, 0.0]).value, f64::NEG_INFINITY);
+        // All NaN: min and max give their identities.
+        let nan = [f32::NAN; 3];
+        assert_eq!(reference(ReduceOp::Min, &nan).value, f64::INFINITY);
+        assert_eq!(reference(ReduceOp::Max, &nan).value, f64::NEG_INFINITY);
     }
 
     #[test]

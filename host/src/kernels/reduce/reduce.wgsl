@@ -16,8 +16,9 @@
 //   COMBINE   the operator as an expression of `a` and `b`
 //   SIZING    declarations of BLOCK: u32, TILE: u32 and STAGED: bool
 //
-// Semantics: u32 sums wrap (WGSL integer arithmetic is modulo 2^32); f32 min/max of a NaN
-// operand is whatever the driver's `min`/`max` does (WGSL leaves it unspecified).
+// Semantics: those of the Rust kernels (README, "NaN and infinity"). u32 sums wrap (WGSL
+// integer arithmetic is modulo 2^32); f32 min/max ignore a NaN operand: COMBINE tests NaN
+// on the bits, since WGSL's min/max leave NaN to the driver and a compiler may assume none.
 
 alias T = {{T}};
 {{SIZING}}

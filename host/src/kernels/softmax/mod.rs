@@ -68,13 +68,14 @@ pub struct SoftmaxWorkload<'b, B: Kernels> {
     expected: Vec<f64>,
 }
 
-pub fn prepare<'b, B: Kernels>(
-    backend: &'b B,
+/// Validates the problem and config against the backend (nothing is generated,
+/// uploaded or launched when a check fails) and builds the kernel.
+fn validate<B: Kernels>(
+    backend: &B,
     problem: SoftmaxProblem,
     config: SoftmaxConfig,
     variant: Variant,
-    seed: u64,
-) -> Result<SoftmaxWorkload<'b, B>> {
+) -> Result<Prepared<B::Kernel>> {
     let SoftmaxProblem { rows, cols } = problem;
     if config.block == 0 {
         return Err(invalid(KERNEL, "block must be at least 1 thread"));
@@ -83,19 +84,73 @@ pub fn prepare<'b, B: Kernels>(
         return Err(invalid_problem(KERNEL, "rows of 0 elements have no softmax"));
     }
     let elems = rows as u64 * cols as u64;
-    if backend.kind() == BackendKind::Wgsl && elems > u32::MAX as u64 {
-        return Err(invalid_problem(KERNEL, format!("{rows} x {cols}: the WGSL path indexes with u32")));
+    // Both forms step their u32 row counter by the grid past the last row.
+    let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
+    super::check_index(KERNEL, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
+    if backend.kind() == BackendKind::Wgsl {
+        super::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
     }
+    // Input and output on the device; the input, the f64 reference, the NaN fill and the
+    // read-back on the host.
+    super::check_footprint(backend, KERNEL, super::bytes_of(elems, 8), super::bytes_of(elems, 20))?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
-    let kernel =
-        Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl)?;
+    Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl)
+}
+
+/// Softmax of `rows x cols` logits drawn from `seed`, uniform in [-8, 8).
+pub fn prepare<'b, B: Kernels>(
+    backend: &'b B,
+    problem: SoftmaxProblem,
+    config: SoftmaxConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<SoftmaxWorkload<'b, B>> {
+    let kernel = validate(backend, problem, config, variant)?;
     let mut rng = SplitMix64::new(seed);
     // Logits in [-8, 8): exp spans 7 decades, so the max subtraction matters.
+    let elems = problem.rows as u64 * problem.cols as u64;
     let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 16.0 - 8.0).collect();
-    let expected = reference(&data, rows as usize, cols as usize);
+    upload(backend, kernel, problem, config, data)
+}
+
+/// Softmax of the given row-major logits (`rows * cols` of them): for inputs the seeded
+/// generator does not make, such as NaN and infinities.
+pub fn prepare_with<'b, B: Kernels>(
+    backend: &'b B,
+    problem: SoftmaxProblem,
+    config: SoftmaxConfig,
+    variant: Variant,
+    data: Vec<f32>,
+) -> Result<SoftmaxWorkload<'b, B>> {
+    let elems = problem.rows as u64 * problem.cols as u64;
+    if data.len() as u64 != elems {
+        return Err(invalid_problem(
+            KERNEL,
+            format!("{} logits given for {} x {} = {elems}", data.len(), problem.rows, problem.cols),
+        ));
+    }
+    let kernel = validate(backend, problem, config, variant)?;
+    upload(backend, kernel, problem, config, data)
+}
+
+fn upload<'b, B: Kernels>(
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: SoftmaxProblem,
+    config: SoftmaxConfig,
+    data: Vec<f32>,
+) -> Result<SoftmaxWorkload<'b, B>> {
+    let expected = reference(&data, problem.rows as usize, problem.cols as usize);
     let input = backend.htod(&data)?;
-    let output = backend.htod(&vec![f32::NAN; elems as usize])?;
+    let output = backend.htod(&vec![f32::NAN; data.len()])?;
     Ok(SoftmaxWorkload { backend, kernel, problem, config, input, output, expected })
+}
+
+impl<B: Kernels> SoftmaxWorkload<'_, B> {
+    /// The output as the last run left it (NaN before any run).
+    pub fn output(&self) -> Result<Vec<f32>> {
+        self.backend.dtoh(&self.output)
+    }
 }
 
 impl<B: Kernels> Workload for SoftmaxWorkload<'_, B> {

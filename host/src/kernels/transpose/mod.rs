@@ -5,9 +5,7 @@
 use dynsmem_kernels::transpose::TransposeConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
-};
+use super::{KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, wgsl_sizing};
 use crate::backend::{Arg, BackendKind, Buffer};
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -85,9 +83,20 @@ pub fn prepare<'b, B: Kernels>(
         ));
     }
     let elems = rows as u64 * cols as u64;
-    if backend.kind() == BackendKind::Wgsl && elems > u32::MAX as u64 {
-        return Err(invalid_problem(KERNEL, format!("{rows} x {cols}: the WGSL path indexes with u32")));
+    // Both forms compute a tile's rows and columns as u32 (`r0 + j` with `j < tile`, and
+    // WGSL's `cols + TILE - 1`): a side within one tile of 2^32 would wrap onto valid
+    // rows and overwrite them.
+    let side_limit = u32::MAX as u64 - config.tile as u64;
+    super::check_index(KERNEL, "rows", rows as u64, side_limit, "u32 (tile row)")?;
+    super::check_index(KERNEL, "cols", cols as u64, side_limit, "u32 (tile column)")?;
+    if backend.kind() == BackendKind::Wgsl {
+        super::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+        let tiles_plus_grid = config.tiles(rows, cols) + config.grid(rows, cols) as u64;
+        super::check_index(KERNEL, "tiles + grid", tiles_plus_grid, u32::MAX as u64, "WGSL u32 (tile counter)")?;
     }
+    // Input and output on the device; the input, the reference, the NaN fill and, in
+    // the check, the read-back and the reference as f64 on the host.
+    super::check_footprint(backend, KERNEL, super::bytes_of(elems, 8), super::bytes_of(elems, 24))?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let kernel =
         Prepared::new(backend, KERNEL, config.shared_bytes(), config.grid(rows, cols), config.block, variant, &wgsl)?;

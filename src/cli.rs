@@ -1,0 +1,273 @@
+//! The command line of `dynsmem`, parsed by clap: every subcommand, family and option,
+//! with the values each accepts. A library module (not private to the binary) so that the
+//! parser itself can be fuzzed (`host/fuzz`, target `cli_args`) and tested.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "dynsmem", version, about = "GPU workgroup (shared) memory sized at launch: run, verify, compare")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// List every backend found, with its workgroup-memory limits, and why any other cannot be used.
+    Devices,
+    /// Run one kernel config, verify it against the CPU reference, and time it.
+    Run {
+        #[command(subcommand)]
+        family: RunFamily,
+    },
+    /// Run every family on every available backend at default sizes and print a comparison table.
+    Bench {
+        /// Append the records (JSON lines) to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Print the table as Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// Elements per problem (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
+        #[arg(long)]
+        n: Option<u64>,
+        #[command(flatten)]
+        timing: TimingArgs,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum RunFamily {
+    /// Sum / min / max of n elements to one value.
+    Reduce(ReduceArgs),
+    /// Exclusive prefix sum (decoupled look-back; WGSL: reduce-then-scan).
+    Scan(ScanArgs),
+    /// Counts of u32 keys in bins held in workgroup memory.
+    Histogram(HistogramArgs),
+    /// K-tap 1-D convolution with a halo tile.
+    Conv1d(Conv1dArgs),
+    /// 3x3 / 5x5 stencil (blur) with a bordered tile.
+    Stencil2d(Stencil2dArgs),
+    /// Matrix transpose through padded tiles.
+    Transpose(TransposeArgs),
+    /// Row-wise softmax, one row per block held in workgroup memory.
+    Softmax(SoftmaxArgs),
+    /// One all-pairs n-body step, bodies staged in tiles.
+    Nbody(NbodyArgs),
+}
+
+#[derive(clap::Args, Clone, Copy)]
+pub struct TimingArgs {
+    /// Untimed runs before timing (at least).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// Milliseconds of warm-up before timing (at least): an idle GPU clocks down.
+    #[arg(long, default_value_t = 200.0)]
+    pub warmup_ms: f64,
+    /// Timed runs (the median is reported; every time is recorded).
+    #[arg(long, default_value_t = 20)]
+    pub repeats: u32,
+    /// Seed of the generated inputs.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// Rust kernels (PTX) on an NVIDIA GPU.
+    Cuda,
+    /// The static-WGSL kernels through wgpu on a Vulkan adapter.
+    Wgsl,
+    /// Rust kernels (HSA code objects) on an AMD GPU through HIP.
+    Hip,
+    /// Rust kernels on the host: one OS thread per kernel thread, real barriers, checked.
+    Cpu,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OpArg {
+    Sum,
+    Min,
+    Max,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DtypeArg {
+    F32,
+    U32,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum VariantArg {
+    LaunchSized,
+    WgslLiteral,
+    WgslOverride,
+}
+
+/// What every `run` takes besides its problem and config.
+#[derive(clap::Args)]
+pub struct Common {
+    /// Backend (default: cuda when present, else hip, else wgsl on a GPU adapter, else cpu).
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
+    /// Variant (default: the backend's first: launch-sized on cuda/hip/cpu, wgsl-literal on wgsl).
+    #[arg(long, value_enum)]
+    pub variant: Option<VariantArg>,
+    /// Append the record and the anchor's (JSON lines) to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub timing: TimingArgs,
+}
+
+#[derive(clap::Args)]
+pub struct ReduceArgs {
+    /// Number of elements (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, value_enum, default_value = "sum")]
+    pub op: OpArg,
+    #[arg(long, value_enum, default_value = "f32")]
+    pub dtype: DtypeArg,
+    /// Threads per block (default: the backend's default config).
+    #[arg(long)]
+    pub block: Option<u32>,
+    /// Elements each thread folds per chunk (default: the backend's default config).
+    #[arg(long)]
+    pub ipt: Option<u32>,
+    /// Stage each chunk through a launch-sized tile of block * ipt elements.
+    #[arg(long)]
+    pub staged: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(clap::Args)]
+pub struct ScanArgs {
+    /// Elements (default as reduce).
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, value_enum, default_value = "f32")]
+    pub dtype: DtypeArg,
+    #[arg(long)]
+    pub block: Option<u32>,
+    /// Elements per thread (a tile is block * ipt).
+    #[arg(long)]
+    pub ipt: Option<u32>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(clap::Args)]
+pub struct HistogramArgs {
+    /// Keys (default as reduce).
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, default_value_t = 256)]
+    pub bins: u32,
+    /// Percent of keys outside [0, bins) (not counted).
+    #[arg(long, default_value_t = 0)]
+    pub out_of_range: u32,
+    #[arg(long)]
+    pub block: Option<u32>,
+    #[arg(long)]
+    pub grid: Option<u32>,
+    /// Private copies of the bins per block.
+    #[arg(long)]
+    pub copies: Option<u32>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(clap::Args)]
+pub struct Conv1dArgs {
+    /// Samples (default as reduce).
+    #[arg(long)]
+    pub n: Option<u64>,
+    /// Taps (odd, 3..=129).
+    #[arg(long, default_value_t = 33)]
+    pub taps: u32,
+    #[arg(long)]
+    pub block: Option<u32>,
+    /// Outputs per thread: 4 or 8 (instantiated in the image).
+    #[arg(long)]
+    pub outputs_per_thread: Option<u32>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum BlurArg {
+    Box,
+    Gaussian,
+}
+
+#[derive(clap::Args)]
+pub struct Stencil2dArgs {
+    /// Image width and height (default: 16384 on a GPU).
+    #[arg(long)]
+    pub width: Option<u32>,
+    #[arg(long)]
+    pub height: Option<u32>,
+    /// 1 (3x3) or 2 (5x5).
+    #[arg(long, default_value_t = 1)]
+    pub radius: u32,
+    #[arg(long, value_enum, default_value = "gaussian")]
+    pub blur: BlurArg,
+    #[arg(long)]
+    pub block: Option<u32>,
+    #[arg(long)]
+    pub tile_w: Option<u32>,
+    #[arg(long)]
+    pub tile_h: Option<u32>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(clap::Args)]
+pub struct TransposeArgs {
+    /// Rows and columns (default: 16384 on a GPU).
+    #[arg(long)]
+    pub rows: Option<u32>,
+    #[arg(long)]
+    pub cols: Option<u32>,
+    #[arg(long)]
+    pub block: Option<u32>,
+    #[arg(long)]
+    pub tile: Option<u32>,
+    /// Floats of padding per shared-tile row (1 avoids bank conflicts).
+    #[arg(long)]
+    pub pad: Option<u32>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(clap::Args)]
+pub struct SoftmaxArgs {
+    /// Rows (default: 65536 on a GPU).
+    #[arg(long)]
+    pub rows: Option<u32>,
+    /// Row length, 1..=32768 fits an H100's launch-sized limit.
+    #[arg(long, default_value_t = 4096)]
+    pub cols: u32,
+    #[arg(long)]
+    pub block: Option<u32>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(clap::Args)]
+pub struct NbodyArgs {
+    /// Bodies (default: 65536 on a GPU).
+    #[arg(long)]
+    pub n: Option<u32>,
+    #[arg(long)]
+    pub block: Option<u32>,
+    /// Bodies per shared-memory tile.
+    #[arg(long)]
+    pub tile: Option<u32>,
+    #[command(flatten)]
+    pub common: Common,
+}

@@ -1,0 +1,84 @@
+//! Record files survive a writer killed at any point: a real `dynsmem bench --json FILE`
+//! (which appends each record, one synced line, the moment it is made) is killed with
+//! SIGKILL at points spread over its run, again and again on the same file, and after
+//! every kill every record written before it must still read back.
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use dynsmem::host::report::read_jsonl;
+
+/// A small bench: the CPU backend and WGSL (when there is an adapter), every family, one
+/// timed run each; about 50 records in a few seconds.
+fn bench(path: &Path) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dynsmem"));
+    cmd.args(["bench", "--n", "4096", "--repeats", "1", "--warmup", "0", "--warmup-ms", "0", "--json"])
+        .arg(path)
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
+    cmd.spawn().expect("starting dynsmem bench")
+}
+
+#[test]
+fn killed_writer_leaves_every_earlier_record_readable() {
+    let dir = std::env::temp_dir().join(format!("dynsmem-records-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("bench.jsonl");
+
+    // One whole run: how long it takes and how many records it writes.
+    let started = Instant::now();
+    let status = bench(&path).wait().expect("bench");
+    let full_time = started.elapsed();
+    assert!(status.success(), "an unkilled bench fails: {status:?}");
+    let full = read_jsonl(&path).expect("a complete run reads back");
+    assert!(full.torn.is_empty(), "{:?}", full.torn);
+    let per_run = full.records.len();
+    assert!(per_run >= 10, "{per_run} records: too few for kills to land between them");
+
+    // Kills at 5% .. 60% of a run (records come faster once caches are warm), each
+    // appending to the same file.
+    let mut before = per_run;
+    let mut landed_mid_run = 0;
+    for percent in [5u32, 15, 30, 45, 60] {
+        let mut child = bench(&path);
+        std::thread::sleep(full_time * percent / 100);
+        let _ = child.kill();
+        let status = child.wait().expect("waiting for the killed bench");
+        let contents = read_jsonl(&path).unwrap_or_else(|e| panic!("after a kill at {percent}%: {e}"));
+        let after = contents.records.len();
+        assert!(after >= before, "after a kill at {percent}%: {after} records, {before} before it");
+        assert_eq!(
+            &contents.records[..per_run],
+            &full.records[..],
+            "after a kill at {percent}%: the first run's records changed"
+        );
+        // Every record read back is whole: the fields a table needs are there.
+        for r in &contents.records {
+            assert!(!r.family.is_empty() && !r.kernel.is_empty() && !r.commit.is_empty(), "{r:?}");
+        }
+        if status.signal() == Some(9) && after > before && after < before + per_run {
+            landed_mid_run += 1;
+        }
+        common::note(&format!(
+            "killed at {percent}% ({status:?}): {} new records, {} torn lines so far",
+            after - before,
+            contents.torn.len()
+        ));
+        before = after;
+    }
+    assert!(landed_mid_run >= 2, "only {landed_mid_run} kills landed between records: the test did not test");
+
+    // A run after all the kills appends whole records after whatever a kill left.
+    assert!(bench(&path).wait().expect("bench").success());
+    let last = read_jsonl(&path).expect("reads back");
+    assert_eq!(last.records.len(), before + per_run);
+    let _ = std::fs::remove_dir_all(&dir);
+}
