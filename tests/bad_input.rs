@@ -110,8 +110,12 @@ const SCAN_CPU: &[Case] = &[
     refused("run scan --backend cpu --ipt 0", &["scan_exclusive_f32", "block and items_per_thread must be at least 1"]),
     refused("run scan --backend cpu --block 2000", &["scan_exclusive_f32", "block of 2000 threads", "maximum of 1024"]),
     refused(
+        "run scan --backend cpu --ipt 6",
+        &["scan_exclusive_f32", "items_per_thread must be a multiple of 4", "got 6"],
+    ),
+    refused(
         "run scan --backend cpu --block 1024 --ipt 100",
-        &["426776 bytes of launch-sized", "limit of 232448 bytes"],
+        &["414096 bytes of launch-sized", "limit of 232448 bytes"],
     ),
 ];
 
@@ -159,9 +163,18 @@ const CONV1D_WGSL: &[Case] = &[refused("run conv1d --backend wgsl --taps 2", &["
 const STENCIL2D_CPU: &[Case] = &[
     refused("run stencil2d --backend cpu --radius 3", &["stencil2d_f32", "radius 3 is not in the image"]),
     refused("run stencil2d --backend cpu --radius 0", &["stencil2d_f32", "radius 0 is not in the image"]),
-    refused("run stencil2d --backend cpu --tile-w 0", &["stencil2d_f32", "block must be a multiple of tile_w"]),
-    refused("run stencil2d --backend cpu --tile-w 3", &["stencil2d_f32", "block must be a multiple of tile_w"]),
-    refused("run stencil2d --backend cpu --block 0", &["stencil2d_f32", "block must be a multiple of tile_w"]),
+    refused(
+        "run stencil2d --backend cpu --tile-w 0",
+        &["stencil2d_f32", "tile_w must be a multiple of 4, block a multiple of tile_w / 4"],
+    ),
+    refused(
+        "run stencil2d --backend cpu --tile-w 3",
+        &["stencil2d_f32", "tile_w must be a multiple of 4, block a multiple of tile_w / 4"],
+    ),
+    refused(
+        "run stencil2d --backend cpu --block 0",
+        &["stencil2d_f32", "tile_w must be a multiple of 4, block a multiple of tile_w / 4"],
+    ),
     refused(
         "run stencil2d --backend cpu --width 4294967295 --height 4294967295",
         &["stencil2d_f32", "bytes of host memory"],
