@@ -9,6 +9,8 @@
 #   limits      200 KB of launch-sized memory runs; 232452 B is refused before launch -> limits.txt
 #   suite-sweep configs of scan, conv1d, stencil2d, transpose at GPU sizes on CUDA -> suite-sweep.jsonl
 #   crosscheck  PyTorch's sum and copy on the same GPU -> crosscheck.txt
+#   sanitize    compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every family
+#               (ci/sanitize.sh) -> sanitize-*.log, sanitize-summary.txt
 #   profile     Nsight Compute on one launch each of scan, conv1d K=33, stencil2d -> profile.txt
 set -uo pipefail
 OUT=${OUT:-/tmp/dynsmem-out}
@@ -83,6 +85,12 @@ for step in "$@"; do
       ;;
     crosscheck)
       python3 ci/gpu_crosscheck.py 2>&1 | tee "$OUT/crosscheck.txt"
+      ;;
+    sanitize)
+      mkdir -p "$OUT/sanitize"
+      OUT="$OUT/sanitize" bash ci/sanitize.sh "$B" || status=1
+      for f in "$OUT"/sanitize/*; do mv "$f" "$OUT/sanitize-$(basename "$f")"; done
+      rmdir "$OUT/sanitize"
       ;;
     profile)
       NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)

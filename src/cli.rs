@@ -33,6 +33,11 @@ pub enum Command {
         /// Elements per problem (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
         #[arg(long)]
         n: Option<u64>,
+        /// Small problems on every backend (a GPU gets what a CPU Vulkan adapter gets): a
+        /// check that every family runs and verifies, in seconds; its figures are not
+        /// bandwidth figures (the data fits in cache).
+        #[arg(long)]
+        quick: bool,
         #[command(flatten)]
         timing: TimingArgs,
     },

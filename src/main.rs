@@ -46,7 +46,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Devices => devices(),
         Command::Run { family } => run(family),
-        Command::Bench { json, markdown, n, timing } => run_bench(json, markdown, n, timing),
+        Command::Bench { json, markdown, n, quick, timing } => run_bench(json, markdown, n, quick, timing),
     }
 }
 
@@ -191,7 +191,7 @@ fn run_on<B: ReduceKernels + Kernels>(
 ) -> anyhow::Result<()> {
     use dynsmem::host::device::{conv1d, histogram, nbody, scan, softmax, stencil2d, transpose};
     use dynsmem::host::kernels as k;
-    let sizes = suite::Sizes::for_backend(backend, None);
+    let sizes = suite::Sizes::for_backend(backend, None, false);
     let timing = timing_options(&common.timing)?;
     let prov = dynsmem::provenance(backend.kind(), &command_line());
     let variant = variant_of(backend, common.variant);
@@ -493,8 +493,15 @@ fn reduce_on<B: ReduceKernels>(
     finish(Some(heading), &rec, Some(&anchor), out)
 }
 
-fn run_bench(json: Option<PathBuf>, markdown: bool, n: Option<u64>, timing: TimingArgs) -> anyhow::Result<()> {
-    let opts = suite::BenchOptions { timing: timing_options(&timing)?, n, seed: timing.seed, command: command_line() };
+fn run_bench(
+    json: Option<PathBuf>,
+    markdown: bool,
+    n: Option<u64>,
+    quick: bool,
+    timing: TimingArgs,
+) -> anyhow::Result<()> {
+    let opts =
+        suite::BenchOptions { timing: timing_options(&timing)?, n, quick, seed: timing.seed, command: command_line() };
     if let Some(n) = n {
         suite::check_n(n).context("bench: refused, nothing launched")?;
     }

@@ -49,6 +49,8 @@ pub struct BenchOptions {
     pub timing: TimingOptions,
     /// Overrides the default element count.
     pub n: Option<u64>,
+    /// Small sizes on every backend ([`Sizes::cpu_adapter`] on GPUs): a smoke test.
+    pub quick: bool,
     pub seed: u64,
     pub command: String,
 }
@@ -155,9 +157,10 @@ impl Sizes {
     pub fn cpu_backend() -> Sizes {
         Sizes { n: CPU_BACKEND_ELEMENTS, side: 256, softmax_rows: 16, nbody: 256 }
     }
-    /// The sizes for `b`, with `n` overriding the 1-D size.
-    pub fn for_backend<B: Backend>(b: &B, n: Option<u64>) -> Sizes {
-        let mut s = match (b.kind(), b.info().is_cpu) {
+    /// The sizes for `b` (small ones everywhere when `quick`), with `n` overriding the 1-D
+    /// size.
+    pub fn for_backend<B: Backend>(b: &B, n: Option<u64>, quick: bool) -> Sizes {
+        let mut s = match (b.kind(), b.info().is_cpu || quick) {
             (dynsmem_host::backend::BackendKind::Cpu, _) => Sizes::cpu_backend(),
             (_, true) => Sizes::cpu_adapter(),
             _ => Sizes::gpu(),
@@ -179,7 +182,7 @@ fn families<B: ReduceKernels + Kernels>(
     progress: &mut dyn FnMut(&str),
 ) {
     use dynsmem_host::kernels::{conv1d, histogram, nbody, scan, softmax, stencil2d, transpose};
-    let sizes = Sizes::for_backend(backend, opts.n);
+    let sizes = Sizes::for_backend(backend, opts.n, opts.quick);
     let prov = crate::provenance(backend.kind(), &opts.command);
     let kind = backend.kind();
     let n = sizes.n;

@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use dynsmem::host::report::read_jsonl;
 
-/// A small bench: the CPU backend and WGSL (when there is an adapter), every family, one
-/// timed run each; about 50 records in a few seconds.
+/// A small bench (`--quick`: small sizes on a GPU too): the CPU backend or the GPU
+/// backends, and WGSL when there is an adapter, every family, one timed run each; about 50
+/// records in a few seconds.
 fn bench(path: &Path) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dynsmem"));
-    cmd.args(["bench", "--n", "4096", "--repeats", "1", "--warmup", "0", "--warmup-ms", "0", "--json"])
+    cmd.args(["bench", "--quick", "--n", "4096", "--repeats", "1", "--warmup", "0", "--warmup-ms", "0", "--json"])
         .arg(path)
         .env("RUST_BACKTRACE", "0")
         .stdout(Stdio::null())
