@@ -295,7 +295,7 @@ fn dynsmem(args: &str, env: &[(&str, &str)]) -> (Output, Option<PathBuf>) {
             argv.extend(["--warmup", "0", "--warmup-ms", "0", "--repeats", "1"].map(String::from));
         }
     }
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dynsmem"));
+    let mut cmd = Command::new(common::dynsmem_bin());
     cmd.args(&argv).env("RUST_BACKTRACE", "0");
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
         cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
@@ -459,7 +459,7 @@ fn the_table_lists_every_cli_case() {
 #[test]
 fn closed_or_full_stdout_is_not_a_panic() {
     let base = ["run", "reduce", "--backend", "cpu", "--n", "1000", "--repeats", "1", "--warmup-ms", "0"];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dynsmem"))
+    let mut child = Command::new(common::dynsmem_bin())
         .args(base)
         .env("RUST_BACKTRACE", "0")
         .stdout(std::process::Stdio::piped())
@@ -475,7 +475,7 @@ fn closed_or_full_stdout_is_not_a_panic() {
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
         return common::note("SKIPPED: no /dev/full (closed_or_full_stdout_is_not_a_panic)");
     };
-    let out = Command::new(env!("CARGO_BIN_EXE_dynsmem"))
+    let out = Command::new(common::dynsmem_bin())
         .args(["devices"])
         .env("RUST_BACKTRACE", "0")
         .stdout(full)
@@ -548,9 +548,9 @@ fn no_vulkan_loader_is_a_typed_error() {
         );
         return;
     }
-    let bin = env!("CARGO_BIN_EXE_dynsmem");
+    let bin = common::dynsmem_bin();
     let out = Command::new("unshare")
-        .args(["-m", "sh", "-c", &format!("{hide}exec {bin} run reduce --backend wgsl")])
+        .args(["-m", "sh", "-c", &format!("{hide}exec {} run reduce --backend wgsl", bin.display())])
         .env("RUST_BACKTRACE", "0")
         .output()
         .expect("unshare");

@@ -16,7 +16,7 @@ use dynsmem::host::report::read_jsonl;
 /// backends, and WGSL when there is an adapter, every family, one timed run each; about 50
 /// records in a few seconds.
 fn bench(path: &Path) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dynsmem"));
+    let mut cmd = Command::new(common::dynsmem_bin());
     cmd.args(["bench", "--quick", "--n", "4096", "--repeats", "1", "--warmup", "0", "--warmup-ms", "0", "--json"])
         .arg(path)
         .env("RUST_BACKTRACE", "0")

@@ -54,3 +54,18 @@ fn b_driver(b: &WgpuBackend) -> String {
     use dynsmem::host::backend::Backend;
     b.info().driver.clone()
 }
+
+/// The `dynsmem` binary the CLI tests run: `$DYNSMEM_BIN` if set, else the one cargo built
+/// beside this test (its compile-time path), else the one next to this test executable, as
+/// on a GPU machine where `.device/bin/` holds both and the build tree is absent.
+pub fn dynsmem_bin() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("DYNSMEM_BIN") {
+        return p.into();
+    }
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_dynsmem"));
+    if built.exists() {
+        return built;
+    }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    exe.parent().expect("a directory").join("dynsmem")
+}
