@@ -11,6 +11,8 @@
 #   crosscheck  PyTorch's sum and copy on the same GPU -> crosscheck.txt
 #   sanitize    compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every family
 #               (ci/sanitize.sh) -> sanitize-*.log, sanitize-summary.txt
+#   gemm        SGEMM configs at 1024^3, 4096^3 and 8192^3 beside cuBLAS (same inputs, same
+#               process), the compiled-in tile against the same tile at launch, f16 inputs -> gemm.jsonl
 #   profile     Nsight Compute on one launch each of scan, conv1d K=33, stencil2d -> profile.txt
 set -uo pipefail
 OUT=${OUT:-/tmp/dynsmem-out}
@@ -85,6 +87,21 @@ for step in "$@"; do
       ;;
     crosscheck)
       python3 ci/gpu_crosscheck.py 2>&1 | tee "$OUT/crosscheck.txt"
+      ;;
+    gemm)
+      g() { $B run sgemm "$@" --backend cuda --repeats 10 --json "$OUT/gemm.jsonl" 2>&1 | grep -E "^(time|error|cuBLAS|Error)" | tr '\n' ' ' | sed "s|^|$* : |"; echo; }
+      for s in 1024 4096 8192; do
+        for c in "128 128 16 2" "128 128 16 3" "128 128 32 2" "128 64 16 3" "64 64 16 3"; do
+          read -r bm bn bk st <<< "$c"; g --m $s --bm $bm --bn $bn --bk $bk --stages $st
+        done
+      done
+      for c in "128 128 16 4" "128 128 32 3" "64 128 16 3" "256 128 16 2" "128 256 16 2" "128 128 8 4"; do
+        read -r bm bn bk st <<< "$c"; g --m 4096 --bm $bm --bn $bn --bk $bk --stages $st
+      done
+      g --m 4096 --fixed --bm 128 --bn 128 --bk 16 --stages 2
+      g --m 1024 --fixed --bm 128 --bn 128 --bk 16 --stages 2
+      g --m 4096 --f16 --bm 128 --bn 128 --bk 16 --stages 3
+      g --m 8192 --f16 --bm 128 --bn 128 --bk 16 --stages 3
       ;;
     sanitize)
       mkdir -p "$OUT/sanitize"

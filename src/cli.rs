@@ -61,6 +61,9 @@ pub enum RunFamily {
     Softmax(SoftmaxArgs),
     /// One all-pairs n-body step, bodies staged in tiles.
     Nbody(NbodyArgs),
+    /// C = alpha A B + beta C (f32, or f16 inputs), block tile and stages chosen at launch;
+    /// on CUDA beside cuBLAS on the same inputs.
+    Sgemm(SgemmArgs),
 }
 
 #[derive(clap::Args, Clone, Copy)]
@@ -259,6 +262,39 @@ pub struct SoftmaxArgs {
     pub cols: u32,
     #[arg(long)]
     pub block: Option<u32>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(clap::Args)]
+pub struct SgemmArgs {
+    /// Rows of A and C (default: 4096 on a GPU, 96 on the CPU backend).
+    #[arg(long)]
+    pub m: Option<u32>,
+    /// Columns of B and C (default: as m).
+    #[arg(long)]
+    pub n: Option<u32>,
+    /// Columns of A, rows of B (default: as m).
+    #[arg(long)]
+    pub k: Option<u32>,
+    /// f16 inputs with f32 accumulation and output (hgemm_f16_f32).
+    #[arg(long)]
+    pub f16: bool,
+    /// The entry with the 128 x 128 x 16 two-stage block tile compiled in (f32 only).
+    #[arg(long)]
+    pub fixed: bool,
+    /// Block tile rows (multiple of 8).
+    #[arg(long)]
+    pub bm: Option<u32>,
+    /// Block tile columns (multiple of 8).
+    #[arg(long)]
+    pub bn: Option<u32>,
+    /// Depth of a k-step (multiple of 4, and of 8 for f16).
+    #[arg(long)]
+    pub bk: Option<u32>,
+    /// Pipeline stages (1 to 4): k-tiles in flight in shared memory.
+    #[arg(long)]
+    pub stages: Option<u32>,
     #[command(flatten)]
     pub common: Common,
 }

@@ -145,6 +145,7 @@ fn run(family: RunFamily) -> anyhow::Result<()> {
         RunFamily::Transpose(a) => &a.common,
         RunFamily::Softmax(a) => &a.common,
         RunFamily::Nbody(a) => &a.common,
+        RunFamily::Sgemm(a) => &a.common,
     };
     // The record file is opened first: a path that cannot be written is refused before
     // anything runs, not after the measurement it would have held.
@@ -153,7 +154,10 @@ fn run(family: RunFamily) -> anyhow::Result<()> {
         None => None,
     };
     match pick(common.backend)? {
-        Picked::Cuda(b) => run_on(&b, &family, common, out.as_mut()),
+        Picked::Cuda(b) => match &family {
+            RunFamily::Sgemm(a) => sgemm_cuda(&b, a, out.as_mut()),
+            _ => run_on(&b, &family, common, out.as_mut()),
+        },
         Picked::Hip(b) => run_on(&b, &family, common, out.as_mut()),
         Picked::Wgsl(b) => run_on(&b, &family, common, out.as_mut()),
         Picked::Cpu(b) => run_on(&b, &family, common, out.as_mut()),
@@ -303,7 +307,53 @@ fn run_on<B: ReduceKernels + Kernels>(
             let w = k::nbody::prepare(backend, p, c, variant, seed);
             m.run("nbody", json(&p), json(&c), w, None)?
         }
+        RunFamily::Sgemm(a) => {
+            let (p, c) = sgemm_problem(backend, a);
+            let w = k::sgemm::prepare(backend, p, c, a.fixed, variant, seed);
+            m.run("sgemm", json(&p), json(&c), w, None)?
+        }
     };
+    finish(None, &rec, anchor.as_ref(), out)
+}
+
+/// The problem and config `run sgemm` asks for, defaults filled in.
+fn sgemm_problem<B: Kernels>(
+    backend: &B,
+    a: &SgemmArgs,
+) -> (dynsmem::host::kernels::sgemm::SgemmProblem, dynsmem::host::device::sgemm::SgemmConfig) {
+    use dynsmem::host::kernels::sgemm;
+    let side = if backend.kind() == dynsmem::host::backend::BackendKind::Cpu { 96 } else { 4096 };
+    let m = a.m.unwrap_or(side);
+    let p = sgemm::SgemmProblem { m, n: a.n.unwrap_or(m), k: a.k.unwrap_or(m), f16_inputs: a.f16 };
+    let d = sgemm::default_config(backend);
+    let c = dynsmem::host::device::sgemm::SgemmConfig {
+        bm: a.bm.unwrap_or(d.bm),
+        bn: a.bn.unwrap_or(d.bn),
+        bk: a.bk.unwrap_or(if a.f16 { d.bk.max(16) } else { d.bk }),
+        stages: a.stages.unwrap_or(d.stages),
+    };
+    (p, c)
+}
+
+/// `run sgemm` on CUDA: ours beside cuBLAS on the same inputs (see `bench::sgemm_cuda`).
+fn sgemm_cuda(backend: &CudaBackend, a: &SgemmArgs, out: Option<&mut JsonlWriter>) -> anyhow::Result<()> {
+    let timing = timing_options(&a.common.timing)?;
+    let prov = dynsmem::provenance(backend.kind(), &command_line());
+    say!("{}", suite::describe(backend));
+    let (p, c) = sgemm_problem(backend, a);
+    let (rec, anchor) = bench::sgemm_cuda(backend, p, c, a.fixed, timing, &prov, a.common.timing.seed);
+    if rec.error.is_some() && rec.median_ms.is_none() && anchor.is_none() {
+        bail!("sgemm on cuda: refused, nothing launched: {}", rec.error.clone().unwrap_or_default());
+    }
+    if let Some(anchor) = &anchor {
+        match (&anchor.error, anchor.tflops) {
+            (None, Some(t)) => {
+                say!("cuBLAS SGEMM on the same inputs: {t:.2} TFLOP/s; its C matches ours entry by entry")
+            }
+            (Some(e), _) => say!("cuBLAS: {e}"),
+            _ => {}
+        }
+    }
     finish(None, &rec, anchor.as_ref(), out)
 }
 

@@ -11,6 +11,9 @@
 //! for the CPU backend), [`layout`] (carving), [`entry`] (the kernel definition form), one
 //! module per kernel family.
 #![no_std]
+// f16 inputs of hgemm on the device and in the CPU backend (the primitive, not `half`:
+// `half` on the device is software emulation).
+#![feature(f16)]
 #![cfg_attr(
     gpu,
     feature(abi_gpu_kernel, core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem),
@@ -27,6 +30,7 @@ pub mod layout;
 pub mod nbody;
 pub mod reduce;
 pub mod scan;
+pub mod sgemm;
 pub mod softmax;
 pub mod stage;
 pub mod stencil2d;
@@ -45,6 +49,7 @@ pub const KERNELS: &[&[KernelEntry]] = &[
     stencil2d::KERNELS,
     scan::KERNELS,
     nbody::KERNELS,
+    sgemm::KERNELS,
 ];
 
 /// Element types the kernels are instantiated for.

@@ -158,6 +158,10 @@ pub fn workload<B: Backend, W: Workload>(
             }
             if flops > 0.0 {
                 rec.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
+                if let Some(a) = anchor.filter(|a| a.tflops.is_some()) {
+                    set_anchor(&mut rec, a);
+                    rec.ratio = rec.tflops.zip(a.tflops).map(|(t, a)| t / a);
+                }
             }
             set_timing(&mut rec, t);
         }
@@ -178,4 +182,67 @@ fn set_timing(rec: &mut Record, t: measure::Timing) {
 fn set_anchor(rec: &mut Record, anchor: &Record) {
     rec.anchor = Some(format!("{} {}", anchor.backend, anchor.kernel));
     rec.anchor_gbps = anchor.gbps;
+    rec.anchor_tflops = anchor.tflops;
+}
+
+/// A GEMM on CUDA beside cuBLAS on the same inputs: cuBLAS's result is compared with ours
+/// over all of `C` (the CPU reference checks a sample of it for large shapes), then both
+/// are timed; the record's ratio is ours over cuBLAS's TFLOP/s. Returns our record and
+/// cuBLAS's (none when ours could not be prepared).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_cuda(
+    backend: &crate::backend::cuda::CudaBackend,
+    problem: crate::kernels::sgemm::SgemmProblem,
+    config: dynsmem_kernels::sgemm::SgemmConfig,
+    fixed: bool,
+    timing: TimingOptions,
+    prov: &Provenance,
+    seed: u64,
+) -> (Record, Option<Record>) {
+    use crate::kernels::sgemm;
+    let json = |v: &dyn erased::Json| v.value();
+    let prepared = sgemm::prepare(backend, problem, config, fixed, Variant::LaunchSized, seed);
+    let anchor = match &prepared {
+        Ok(w) if !problem.f16_inputs => {
+            let mut rec = Record::new("sgemm", "anchor", "cublasSgemm", backend.info(), prov);
+            rec.problem = json(&problem);
+            rec.timer = backend.timer_name().into();
+            let flops = 2.0 * problem.m as f64 * problem.n as f64 * problem.k as f64;
+            match w.result_from_initial().and_then(|ours| sgemm::cublas::anchor(backend, w, &ours, seed, timing)) {
+                Ok(r) => {
+                    rec.verified = true;
+                    rec.warmup = r.warmup;
+                    rec.tflops = Some(flops / (r.timing.median_ms * 1e-3) / 1e12);
+                    set_timing(&mut rec, r.timing);
+                }
+                Err(e) => rec.error = Some(e.to_string()),
+            }
+            Some(rec)
+        }
+        _ => None,
+    };
+    let rec = workload(
+        backend,
+        "sgemm",
+        Variant::LaunchSized,
+        json(&problem),
+        json(&config),
+        prepared,
+        timing,
+        prov,
+        anchor.as_ref(),
+    );
+    (rec, anchor)
+}
+
+/// `serde_json::to_value` behind a trait object, for the closure above.
+mod erased {
+    pub trait Json {
+        fn value(&self) -> serde_json::Value;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn value(&self) -> serde_json::Value {
+            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        }
+    }
 }

@@ -314,6 +314,34 @@ unsafe fn copy_async_16(dst: *mut u8, src: *const u8) {
     };
 }
 
+/// Closes this thread's current group of [`SharedArray::copy_async`] copies
+/// (`cp.async.commit_group`), so that [`copy_async_wait_pending`] can wait for it.
+#[inline(always)]
+pub fn copy_async_commit() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    unsafe {
+        core::arch::asm!("cp.async.commit_group;", options(nostack))
+    };
+}
+
+/// Waits until at most `pending` of this thread's committed copy groups are still in
+/// flight (`cp.async.wait_group`, whose count must be an immediate: 0 to 3 here, and a
+/// larger count waits for all).
+#[inline(always)]
+pub fn copy_async_wait_pending(pending: u32) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    unsafe {
+        match pending {
+            1 => core::arch::asm!("cp.async.wait_group 1;", options(nostack)),
+            2 => core::arch::asm!("cp.async.wait_group 2;", options(nostack)),
+            3 => core::arch::asm!("cp.async.wait_group 3;", options(nostack)),
+            _ => core::arch::asm!("cp.async.wait_group 0;", options(nostack)),
+        }
+    };
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+    let _ = pending;
+}
+
 /// Waits for this thread's [`SharedArray::copy_async`] copies (`cp.async.wait_all`).
 #[inline(always)]
 pub fn copy_async_wait() {

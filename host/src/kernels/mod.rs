@@ -8,6 +8,7 @@ pub mod histogram;
 pub mod nbody;
 pub mod reduce;
 pub mod scan;
+pub mod sgemm;
 pub mod softmax;
 pub mod stencil2d;
 pub mod transpose;

@@ -1,0 +1,433 @@
+//! Matrix multiply `C = alpha * A * B + beta * C`, row-major, any `M x N x K`: f32 inputs
+//! (`sgemm_f32`) and f16 inputs with f32 accumulation (`hgemm_f16_f32`), with the block
+//! tile and the pipeline depth chosen at launch.
+//!
+//! # What is launch-time and what is compiled in
+//! The thread tile is compiled in: each thread keeps an 8 x 8 tile of `C` in 64 registers,
+//! and the loops over it must unroll with constant indices to stay in registers. The block
+//! tile `BM x BN`, the depth of a k-step `BK` and the number of pipeline stages only size
+//! shared memory and loop trip counts, so they are launch-time values: one image serves
+//! every block tile, and a config past 48 KB (e.g. three stages of 128 x 128 x 16, 55 KB)
+//! is just a bigger launch. To measure what launch-time sizing costs, the same source is
+//! also instantiated with the block tile as constants (`sgemm_f32_128x128x16s2`, through
+//! [`Dims`]).
+//!
+//! # Algorithm and thread mapping
+//! A block computes the `BM x BN` tile of `C` at `(m0, n0) = (BM * blockIdx / tiles_n, BN *
+//! blockIdx % tiles_n)` with `BM/8 * BN/8` threads. Thread `(tx, ty)` (`tx = t % (BN/8)`)
+//! owns rows `{ty*4 + i, BM/2 + ty*4 + i}` and columns `{tx*4 + j, BN/2 + tx*4 + j}` (`i, j <
+//! 4`): two 4-wide halves in each direction, so that a warp's 16-byte reads of a `B` row
+//! are consecutive (no bank conflicts) and its reads of `A` are broadcasts. The k loop
+//! walks `BK`-deep tiles of `A` (`BM x BK`, rows padded by 16 bytes) and `B` (`BK x BN`),
+//! both copied to shared memory in 16-byte chunks with `cp.async` (no registers; edge
+//! tiles are loaded element by element with zero fill), through a ring of `stages`
+//! buffers: while tile `kt` is multiplied, tiles up to `kt + stages - 1` are in flight.
+//! One barrier per k-tile. Per four k, a thread reads its 8 rows of `A` as 8 16-byte (f32)
+//! or 8-byte (f16) loads, then per k two 16-byte loads of `B` and 64 FMAs.
+//!
+//! # Launch-sized memory ([`SgemmConfig::layout`])
+//! `a`: `stages * BM * (BK + pad)` elements; `b`: `stages * BK * BN` elements (`pad` is
+//! one 16-byte chunk).
+//!
+//! # Entry points
+//! `sgemm_f32(a, b, c, m, n, k, alpha, beta, bm, bn, bk, stages)` (`a`, `b`: `*const f32`),
+//! `sgemm_f32_128x128x16s2` (same arguments; traps unless they name its tile), and
+//! `hgemm_f16_f32` (`a`, `b`: `*const u16`, f16 bits); `c` is f32 in all. Grid:
+//! `ceil(M / BM) * ceil(N / BN)` blocks of `BM * BN / 64` threads.
+
+use crate::gpu::{self, SharedArray};
+use crate::layout::{Carve, LayoutError, Slice};
+use crate::vector::{self, Vec4};
+
+/// Rows and columns of `C` each thread computes.
+pub const THREAD_TILE: u32 = 8;
+/// Most pipeline stages.
+pub const MAX_STAGES: u32 = 4;
+/// Blocks along each grid dimension are folded into one (`tiles_m * tiles_n` blocks).
+pub const MAX_GRID: u64 = 2_147_483_647;
+
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SgemmConfig {
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    pub stages: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SgemmLayout {
+    /// `stages` tiles of `A`, `bm` rows of `bk + pad` elements, as 16-byte chunks.
+    pub a: Slice<Vec4<u32>>,
+    /// `stages` tiles of `B`, `bk` rows of `bn` elements, as 16-byte chunks.
+    pub b: Slice<Vec4<u32>>,
+    pub bytes: u32,
+}
+
+impl SgemmConfig {
+    /// Threads per block.
+    pub fn threads(&self) -> u32 {
+        (self.bm / THREAD_TILE).saturating_mul(self.bn / THREAD_TILE)
+    }
+
+    /// Whether the kernel can run this config with elements of `elem_bytes` (4 or 2):
+    /// tiles of whole thread tiles, `bk` a multiple of a 16-byte chunk and of 4, 1 to
+    /// [`MAX_STAGES`] stages.
+    pub fn fits(&self, elem_bytes: u32) -> bool {
+        let chunk = 16 / elem_bytes.clamp(1, 16);
+        self.bm >= THREAD_TILE
+            && self.bn >= THREAD_TILE
+            && self.bm.is_multiple_of(THREAD_TILE)
+            && self.bn.is_multiple_of(THREAD_TILE)
+            && self.bn.is_multiple_of(chunk)
+            && self.bk >= 4
+            && self.bk.is_multiple_of(4)
+            && self.bk.is_multiple_of(chunk)
+            && (1..=MAX_STAGES).contains(&self.stages)
+    }
+
+    /// The carve for elements of `elem_bytes`.
+    pub fn layout(&self, elem_bytes: u32) -> Result<SgemmLayout, LayoutError> {
+        let overflow = LayoutError::Overflow { offset: 0, len: self.bm, elem_bytes };
+        let chunks = |elems: u64| (elems * elem_bytes as u64).div_ceil(16);
+        let a_row = chunks(self.bk as u64) + 1;
+        let a = a_row * self.bm as u64 * self.stages as u64;
+        let b = chunks(self.bn as u64) * self.bk as u64 * self.stages as u64;
+        let (a, b) = (u32::try_from(a).map_err(|_| overflow)?, u32::try_from(b).map_err(|_| overflow)?);
+        let mut carve = Carve::new();
+        let a = carve.array::<Vec4<u32>>(a)?;
+        let b = carve.array::<Vec4<u32>>(b)?;
+        Ok(SgemmLayout { a, b, bytes: carve.bytes() })
+    }
+
+    pub fn shared_bytes(&self, elem_bytes: u32) -> Result<u32, LayoutError> {
+        Ok(self.layout(elem_bytes)?.bytes)
+    }
+
+    /// Blocks for an `m x n` result (at least 1).
+    pub fn grid(&self, m: u32, n: u32) -> u64 {
+        (m.div_ceil(self.bm.max(1)) as u64 * n.div_ceil(self.bn.max(1)) as u64).max(1)
+    }
+}
+
+/// An input element type: f32, or f16 carried as its bits (`u16`).
+pub trait GemmInput: Copy {
+    const BYTES: u32;
+    const ZERO: Self;
+    /// Four consecutive elements as one aligned load (16 bytes of f32, 8 of f16).
+    type Quad: Copy;
+    fn quad_to_f32(q: Self::Quad) -> [f32; 4];
+}
+
+impl GemmInput for f32 {
+    const BYTES: u32 = 4;
+    const ZERO: f32 = 0.0;
+    type Quad = Vec4<f32>;
+    #[inline(always)]
+    fn quad_to_f32(q: Vec4<f32>) -> [f32; 4] {
+        q.0
+    }
+}
+
+/// Four f16 (as bits), 8-byte aligned.
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+pub struct Half4(pub [u16; 4]);
+
+impl GemmInput for u16 {
+    const BYTES: u32 = 2;
+    const ZERO: u16 = 0;
+    type Quad = Half4;
+    #[inline(always)]
+    fn quad_to_f32(q: Half4) -> [f32; 4] {
+        q.0.map(|h| f16::from_bits(h) as f32)
+    }
+}
+
+/// The block tile: runtime values, or constants the compiler folds into the code.
+pub trait Dims: Copy {
+    fn bm(self) -> u32;
+    fn bn(self) -> u32;
+    fn bk(self) -> u32;
+    fn stages(self) -> u32;
+}
+
+/// Block tile chosen at launch.
+#[derive(Clone, Copy)]
+pub struct Runtime(pub SgemmConfig);
+
+impl Dims for Runtime {
+    #[inline(always)]
+    fn bm(self) -> u32 {
+        self.0.bm
+    }
+    #[inline(always)]
+    fn bn(self) -> u32 {
+        self.0.bn
+    }
+    #[inline(always)]
+    fn bk(self) -> u32 {
+        self.0.bk
+    }
+    #[inline(always)]
+    fn stages(self) -> u32 {
+        self.0.stages
+    }
+}
+
+/// Block tile compiled in.
+#[derive(Clone, Copy)]
+pub struct Fixed<const BM: u32, const BN: u32, const BK: u32, const S: u32>;
+
+impl<const BM: u32, const BN: u32, const BK: u32, const S: u32> Dims for Fixed<BM, BN, BK, S> {
+    #[inline(always)]
+    fn bm(self) -> u32 {
+        BM
+    }
+    #[inline(always)]
+    fn bn(self) -> u32 {
+        BN
+    }
+    #[inline(always)]
+    fn bk(self) -> u32 {
+        BK
+    }
+    #[inline(always)]
+    fn stages(self) -> u32 {
+        S
+    }
+}
+
+/// The compiled-in tile of `sgemm_f32_128x128x16s2`.
+pub const FIXED_128X128X16S2: SgemmConfig = SgemmConfig { bm: 128, bn: 128, bk: 16, stages: 2 };
+
+/// # Safety
+/// `a` holds `m * k`, `b` `k * n`, `c` `m * n` elements; the launch has [`SgemmConfig::grid`]
+/// blocks of [`SgemmConfig::threads`] threads and the layout's bytes.
+// Index loops over register arrays with constant bounds are what keeps them registers.
+#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn gemm<E: GemmInput, D: Dims>(
+    dims: D,
+    a: *const E,
+    b: *const E,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let (bm, bn, bk, stages) = (dims.bm(), dims.bn(), dims.bk(), dims.stages());
+    let cfg = SgemmConfig { bm, bn, bk, stages };
+    let tid = gpu::thread_idx_x();
+    if !cfg.fits(E::BYTES) || gpu::block_dim_x() != cfg.threads() {
+        gpu::trap();
+    }
+    let Ok(l) = cfg.layout(E::BYTES) else { gpu::trap() };
+    let region = gpu::launch_region(l.bytes);
+    let (a_chunks, b_chunks): (SharedArray<Vec4<u32>>, SharedArray<Vec4<u32>>) = (region.array(l.a), region.array(l.b));
+    // Elements per 16-byte chunk, and the row strides of the shared tiles in elements.
+    let ce = 16 / E::BYTES;
+    let a_stride = bk + ce;
+    let a_stage = bm * a_stride;
+    let b_stage = bk * bn;
+    let a_elems: SharedArray<E> = unsafe { a_chunks.cast() };
+    let b_elems: SharedArray<E> = unsafe { b_chunks.cast() };
+    let a_quads: SharedArray<E::Quad> = unsafe { a_chunks.cast() };
+    let b_quads: SharedArray<E::Quad> = unsafe { b_chunks.cast() };
+
+    let tiles_n = n.div_ceil(bn).max(1);
+    let block = gpu::block_idx_x();
+    let (m0, n0) = ((block / tiles_n) * bm, (block % tiles_n) * bn);
+    let threads_x = bn / THREAD_TILE;
+    let (tx, ty) = (tid % threads_x, tid / threads_x);
+    let threads = cfg.threads();
+    // Row i < 8 of the thread tile, and column j < 8, within the block tile.
+    let row = |i: usize| if i < 4 { ty * 4 + i as u32 } else { bm / 2 + ty * 4 + i as u32 - 4 };
+    let col = |j: usize| if j < 4 { tx * 4 + j as u32 } else { bn / 2 + tx * 4 + j as u32 - 4 };
+
+    let a_vec = vector::is_aligned16(a) && k.is_multiple_of(ce);
+    let b_vec = vector::is_aligned16(b) && n.is_multiple_of(ce);
+    // Copies k-tile `kt` into ring slot `slot`: 16-byte cp.async chunks when the tile is
+    // inside the matrix and rows are chunk-aligned, element by element with zero fill else.
+    let load_tile = |kt: u32, slot: u32| {
+        let k0 = kt * bk;
+        let a_row_chunks = bk / ce;
+        let inside_a = a_vec && m0 + bm <= m && k0 + bk <= k;
+        let mut i = tid;
+        while i < bm * a_row_chunks {
+            let (r, q) = (i / a_row_chunks, i % a_row_chunks);
+            let dst = slot * a_stage + r * a_stride + q * ce;
+            if inside_a {
+                let src = unsafe { a.add((m0 + r) as usize * k as usize + (k0 + q * ce) as usize) };
+                unsafe { a_chunks.copy_async(dst / ce, src.cast()) };
+            } else {
+                for e in 0..ce {
+                    let (gm, gk) = (m0 + r, k0 + q * ce + e);
+                    let v = if gm < m && gk < k {
+                        unsafe { a.add(gm as usize * k as usize + gk as usize).read() }
+                    } else {
+                        E::ZERO
+                    };
+                    unsafe { a_elems.write(dst + e, v) };
+                }
+            }
+            i += threads;
+        }
+        let b_row_chunks = bn / ce;
+        let inside_b = b_vec && n0 + bn <= n && k0 + bk <= k;
+        let mut i = tid;
+        while i < bk * b_row_chunks {
+            let (r, q) = (i / b_row_chunks, i % b_row_chunks);
+            let dst = slot * b_stage + r * bn + q * ce;
+            if inside_b {
+                let src = unsafe { b.add((k0 + r) as usize * n as usize + (n0 + q * ce) as usize) };
+                unsafe { b_chunks.copy_async(dst / ce, src.cast()) };
+            } else {
+                for e in 0..ce {
+                    let (gk, gn) = (k0 + r, n0 + q * ce + e);
+                    let v = if gk < k && gn < n {
+                        unsafe { b.add(gk as usize * n as usize + gn as usize).read() }
+                    } else {
+                        E::ZERO
+                    };
+                    unsafe { b_elems.write(dst + e, v) };
+                }
+            }
+            i += threads;
+        }
+        gpu::copy_async_commit();
+    };
+
+    let mut acc = [[0.0f32; 8]; 8];
+    let k_tiles = k.div_ceil(bk);
+    let mut s = 0;
+    while s + 1 < stages {
+        if s < k_tiles {
+            load_tile(s, s);
+        } else {
+            gpu::copy_async_commit();
+        }
+        s += 1;
+    }
+    let mut kt = 0;
+    while kt < k_tiles {
+        // Tile kt's copies (this thread's) have landed once at most stages - 2 newer groups
+        // are pending; the barrier publishes every thread's, and tells that slot (kt - 1)
+        // is free to refill.
+        gpu::copy_async_wait_pending(stages.saturating_sub(2));
+        gpu::barrier();
+        let next = kt + stages - 1;
+        if stages > 1 {
+            if next < k_tiles {
+                load_tile(next, next % stages);
+            } else {
+                gpu::copy_async_commit();
+            }
+        } else {
+            load_tile(kt, 0);
+            gpu::copy_async_wait_pending(0);
+            gpu::barrier();
+        }
+        let slot = kt % stages;
+        let a_base = slot * a_stage;
+        let b_base = slot * b_stage;
+        let mut kk = 0;
+        while kk < bk {
+            let mut af = [[0.0f32; 4]; 8];
+            for i in 0..8 {
+                let q = unsafe { a_quads.read((a_base + row(i) * a_stride + kk) / 4) };
+                af[i] = E::quad_to_f32(q);
+            }
+            // One k of the four: a macro so that `j4` is a literal and every index into
+            // the register arrays a constant (a loop this large is not unrolled, and a
+            // rolled one indexes `af` at run time, which puts it in local memory).
+            macro_rules! k_step {
+                ($j4:literal) => {
+                    let kr = b_base + (kk + $j4) * bn;
+                    let lo = E::quad_to_f32(unsafe { b_quads.read((kr + tx * 4) / 4) });
+                    let hi = E::quad_to_f32(unsafe { b_quads.read((kr + bn / 2 + tx * 4) / 4) });
+                    let bf = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
+                    for i in 0..8 {
+                        for j in 0..8 {
+                            acc[i][j] = gpu::fma(af[i][$j4], bf[j], acc[i][j]);
+                        }
+                    }
+                };
+            }
+            k_step!(0);
+            k_step!(1);
+            k_step!(2);
+            k_step!(3);
+            kk += 4;
+        }
+        kt += 1;
+    }
+
+    // C = alpha * acc + beta * C; C is not read when beta is 0 (it may hold anything).
+    let c_vec = vector::is_aligned16(c) && n.is_multiple_of(4);
+    // A macro over the literal row, like `k_step`: a rolled loop would index `acc` at run
+    // time.
+    macro_rules! store_row {
+        ($i:literal) => {
+            let gm = m0 + row($i);
+            if gm < m {
+                let c_row = unsafe { c.add(gm as usize * n as usize) };
+                for h in 0..2 {
+                    let gn = n0 + col(4 * h);
+                    let mut out = Vec4([0.0f32; 4]);
+                    for e in 0..4 {
+                        out.0[e] = alpha * acc[$i][4 * h + e];
+                    }
+                    if beta != 0.0 {
+                        let old = unsafe { vector::load4(c_row, gn as i64, n as u64, 0.0, c_vec) };
+                        for e in 0..4 {
+                            out.0[e] = gpu::fma(beta, old.0[e], out.0[e]);
+                        }
+                    }
+                    unsafe { vector::store4(c_row, gn as u64, n as u64, out, c_vec) };
+                }
+            }
+        };
+    }
+    store_row!(0);
+    store_row!(1);
+    store_row!(2);
+    store_row!(3);
+    store_row!(4);
+    store_row!(5);
+    store_row!(6);
+    store_row!(7);
+}
+
+crate::kernels! { KERNELS;
+    /// f32 GEMM, block tile chosen at launch; see the module documentation.
+    pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        let cfg = SgemmConfig { bm, bn, bk, stages };
+        unsafe { gemm::<f32, Runtime>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+    }
+    /// f32 GEMM with the 128 x 128 x 16, 2-stage block tile compiled in (the same source).
+    pub fn sgemm_f32_128x128x16s2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        if (SgemmConfig { bm, bn, bk, stages }) != FIXED_128X128X16S2 {
+            gpu::trap();
+        }
+        unsafe { gemm::<f32, Fixed<128, 128, 16, 2>>(Fixed, a, b, c, m, n, k, alpha, beta) }
+    }
+    /// f16 inputs (as bits), f32 accumulation and output; block tile chosen at launch.
+    pub fn hgemm_f16_f32(a: *const u16, b: *const u16, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        let cfg = SgemmConfig { bm, bn, bk, stages };
+        unsafe { gemm::<u16, Runtime>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+    }
+}
+
+/// The entry point for `elem` inputs (`"f32"` or `"f16"`) and whether the tile is the
+/// compiled-in one.
+pub fn entry_name(f16_inputs: bool, fixed: bool) -> Option<&'static str> {
+    match (f16_inputs, fixed) {
+        (false, false) => Some("sgemm_f32"),
+        (false, true) => Some("sgemm_f32_128x128x16s2"),
+        (true, false) => Some("hgemm_f16_f32"),
+        (true, true) => None,
+    }
+}

@@ -1,0 +1,344 @@
+//! GEMM, host side: problem, configs, the CPU reference (whole for small shapes, sampled
+//! for large ones), the [`Workload`], and cuBLAS as the anchor and the large-shape
+//! reference on CUDA ([`cublas`]). The device algorithm, and which of its parameters are
+//! launch-time and which compiled in, is documented in `dynsmem_kernels::sgemm`.
+
+pub mod cublas;
+
+use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, SgemmConfig, entry_name};
+use serde::{Deserialize, Serialize};
+
+use super::{KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, invalid, invalid_problem};
+use crate::backend::{Arg, BackendKind, Buffer};
+use crate::error::{Error, Result};
+use crate::rng::SplitMix64;
+use crate::verify::{Mismatch, Tolerance};
+
+/// `alpha` of every run: not 1, so a kernel that ignores it fails.
+pub const ALPHA: f32 = 1.5;
+/// `beta` of every run: not 0, so `C` is read and accumulated into.
+pub const BETA: f32 = -0.5;
+/// Above this many multiply-adds the CPU reference checks [`SAMPLES`] entries of `C`
+/// instead of all of them.
+pub const FULL_REFERENCE_MACS: u64 = 1 << 31;
+/// Entries of `C` a sampled check compares (every row and column hit at least once when
+/// the matrix is smaller than this).
+pub const SAMPLES: usize = 4096;
+
+/// `C (m x n) = ALPHA * A (m x k) * B (k x n) + BETA * C`, row-major; inputs f32, or f16
+/// with f32 accumulation and output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SgemmProblem {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub f16_inputs: bool,
+}
+
+impl SgemmProblem {
+    fn elem_bytes(&self) -> u32 {
+        if self.f16_inputs { 2 } else { 4 }
+    }
+}
+
+/// 128 x 128 x 16, two stages (256 threads, 36 KB) on GPUs; 16 x 16 x 8, two stages (4
+/// threads) on the CPU backend.
+pub fn default_config<B: Kernels>(backend: &B) -> SgemmConfig {
+    if backend.kind() == BackendKind::Cpu {
+        SgemmConfig { bm: 16, bn: 16, bk: 8, stages: 2 }
+    } else {
+        SgemmConfig { bm: 128, bn: 128, bk: 16, stages: 2 }
+    }
+}
+
+/// The f32 inputs, and their f16 roundings when the problem asks for f16: the reference
+/// multiplies exactly the values the kernel sees.
+fn inputs(problem: &SgemmProblem, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut rng = SplitMix64::new(seed);
+    let mut fill = |len: u64| -> Vec<f32> {
+        (0..len)
+            .map(|_| {
+                let v = rng.next_f32() * 2.0 - 1.0;
+                if problem.f16_inputs { half::f16::from_f32(v).to_f32() } else { v }
+            })
+            .collect()
+    };
+    let (m, n, k) = (problem.m as u64, problem.n as u64, problem.k as u64);
+    let a = fill(m * k);
+    let b = fill(k * n);
+    let c = fill(m * n);
+    (a, b, c)
+}
+
+/// `ALPHA * sum_k a[i][k] b[k][j] + BETA * c[i][j]` in f64, and the scale its rounding
+/// error grows with (`|ALPHA| sum |a b| + |BETA c|`).
+pub fn reference_entry(a: &[f32], b: &[f32], c: &[f32], n: usize, k: usize, i: usize, j: usize) -> (f64, f64) {
+    let (mut dot, mut abs) = (0.0f64, 0.0f64);
+    for p in 0..k {
+        let prod = a[i * k + p] as f64 * b[p * n + j] as f64;
+        dot += prod;
+        abs += prod.abs();
+    }
+    let old = BETA as f64 * c[i * n + j] as f64;
+    (ALPHA as f64 * dot + old, (ALPHA as f64).abs() * abs + old.abs())
+}
+
+/// The entries of `C` a check compares: all of them for small problems, else [`SAMPLES`]
+/// spread over rows and columns (the corners included).
+pub fn checked_entries(problem: &SgemmProblem, seed: u64) -> Vec<(usize, usize)> {
+    let (m, n, k) = (problem.m as usize, problem.n as usize, problem.k as u64);
+    if m == 0 || n == 0 {
+        return Vec::new();
+    }
+    if (m as u64) * (n as u64) * k.max(1) <= FULL_REFERENCE_MACS {
+        return (0..m * n).map(|e| (e / n, e % n)).collect();
+    }
+    let mut rng = SplitMix64::new(seed ^ 0x5eed);
+    let mut picks = vec![(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
+    for s in 0..SAMPLES {
+        // Row s mod m and a random column, then the reverse, so every row and column of a
+        // matrix smaller than SAMPLES is hit.
+        if s % 2 == 0 {
+            picks.push((s / 2 % m, rng.below(n as u64) as usize));
+        } else {
+            picks.push((rng.below(m as u64) as usize, s / 2 % n));
+        }
+    }
+    picks
+}
+
+pub struct SgemmWorkload<'b, B: Kernels> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: SgemmProblem,
+    config: SgemmConfig,
+    /// f32 elements, or f16 pairs packed into `u32` words (the backends move bytes).
+    a: Buffer<B::Raw, u32>,
+    b: Buffer<B::Raw, u32>,
+    c: Buffer<B::Raw, f32>,
+    c_initial: Vec<f32>,
+    expected: Vec<((usize, usize), f64, f64)>,
+}
+
+/// The words a buffer of `values` becomes: f32 bits, or two f16 per word.
+fn device_words(values: &[f32], f16_inputs: bool) -> Vec<u32> {
+    if f16_inputs {
+        values
+            .chunks(2)
+            .map(|p| {
+                let lo = half::f16::from_f32(p[0]).to_bits() as u32;
+                let hi = p.get(1).map_or(0, |&v| half::f16::from_f32(v).to_bits() as u32);
+                lo | (hi << 16)
+            })
+            .collect()
+    } else {
+        values.iter().map(|v| v.to_bits()).collect()
+    }
+}
+
+/// Uploads inputs, computes the reference of the entries to check, and builds the kernel.
+/// `fixed` picks the entry with the 128 x 128 x 16 two-stage tile compiled in (its config
+/// must be that tile).
+pub fn prepare<'b, B: Kernels>(
+    backend: &'b B,
+    problem: SgemmProblem,
+    config: SgemmConfig,
+    fixed: bool,
+    variant: Variant,
+    seed: u64,
+) -> Result<SgemmWorkload<'b, B>> {
+    let entry = entry_name(problem.f16_inputs, fixed)
+        .ok_or_else(|| invalid("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only"))?;
+    if fixed && config != FIXED_128X128X16S2 {
+        return Err(invalid(entry, format!("the compiled-in tile is {FIXED_128X128X16S2:?}, not {config:?}")));
+    }
+    if !config.fits(problem.elem_bytes()) {
+        return Err(invalid(
+            entry,
+            format!(
+                "bm and bn must be multiples of 8, bk a multiple of 4 and of a 16-byte chunk ({} elements), \
+                 stages 1 to {} (got {config:?})",
+                16 / problem.elem_bytes(),
+                dynsmem_kernels::sgemm::MAX_STAGES
+            ),
+        ));
+    }
+    let SgemmProblem { m, n, k, .. } = problem;
+    // Indices are u32 on the device: row * k, row * n and k * n must fit.
+    for (what, v) in [("m * k", m as u64 * k as u64), ("k * n", k as u64 * n as u64), ("m * n", m as u64 * n as u64)] {
+        super::check_index(entry, what, v, u32::MAX as u64, "u32 (element index)")?;
+    }
+    let grid = config.grid(m, n);
+    if grid > u32::MAX as u64 {
+        return Err(invalid_problem(entry, format!("{m} x {n} needs {grid} blocks")));
+    }
+    let eb = problem.elem_bytes() as u64;
+    let device = (m as u64 * k as u64 + k as u64 * n as u64) * eb + m as u64 * n as u64 * 4;
+    super::check_footprint(backend, entry, device, device * 3)?;
+    let wgsl = |_: Variant| -> WgslSpec {
+        unreachable!("GEMM has no WGSL form yet; Prepared::new refuses WGSL variants first")
+    };
+    if backend.kind() == BackendKind::Wgsl {
+        return Err(Error::Unsupported { backend: backend.kind(), what: format!("{entry} (no WGSL form yet)") });
+    }
+    let kernel = Prepared::new(
+        backend,
+        entry,
+        config.shared_bytes(problem.elem_bytes()),
+        grid as u32,
+        config.threads(),
+        variant,
+        &wgsl,
+    )?;
+    let (a, b, c) = inputs(&problem, seed);
+    let picks = checked_entries(&problem, seed);
+    let (nn, kk) = (n as usize, k as usize);
+    let expected: Vec<((usize, usize), f64, f64)> = crate::par::map(picks.len(), |s| {
+        let (i, j) = picks[s];
+        let (v, scale) = reference_entry(&a, &b, &c, nn, kk, i, j);
+        ((i, j), v, scale)
+    });
+    let a = backend.htod(&device_words(&a, problem.f16_inputs))?;
+    let b = backend.htod(&device_words(&b, problem.f16_inputs))?;
+    let c_dev = backend.htod(&c)?;
+    Ok(SgemmWorkload { backend, kernel, problem, config, a, b, c: c_dev, c_initial: c, expected })
+}
+
+impl<B: Kernels> SgemmWorkload<'_, B> {
+    /// One launch computing into `c`.
+    fn launch_into(&self, c: &Buffer<B::Raw, f32>) -> Result<()> {
+        let SgemmProblem { m, n, k, .. } = self.problem;
+        let cfg = &self.config;
+        let dims = self.kernel.dims(cfg.grid(m, n) as u32, cfg.threads());
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            dims,
+            &[
+                self.a.arg(),
+                self.b.arg(),
+                c.arg(),
+                Arg::U32(m),
+                Arg::U32(n),
+                Arg::U32(k),
+                Arg::F32(ALPHA),
+                Arg::F32(BETA),
+                Arg::U32(cfg.bm),
+                Arg::U32(cfg.bn),
+                Arg::U32(cfg.bk),
+                Arg::U32(cfg.stages),
+            ],
+        )
+    }
+
+    /// All of `C` after one run from the initial `C` (into a fresh copy).
+    pub fn result_from_initial(&self) -> Result<Vec<f32>> {
+        let c = self.backend.htod(&self.c_initial)?;
+        self.launch_into(&c)?;
+        self.backend.dtoh(&c)
+    }
+
+    /// The initial `C`, which every run reads (`BETA * C`).
+    pub fn c_initial(&self) -> &[f32] {
+        &self.c_initial
+    }
+
+    /// Compares `got` (all of `C`) with the reference entries.
+    pub fn compare(&self, got: &[f32]) -> Result<()> {
+        // Each entry is a chain of k dependent FMAs, plus alpha and beta.
+        let tol = Tolerance::summation::<f32>(self.problem.k as u64 + 2);
+        let n = self.problem.n as usize;
+        let mut first: Option<Mismatch> = None;
+        let mut count = 0;
+        for &((i, j), want, scale) in &self.expected {
+            let actual = got[i * n + j];
+            if !tol.allows(want, actual as f64, scale) {
+                count += 1;
+                first.get_or_insert(Mismatch {
+                    kernel: self.kernel.name.clone(),
+                    index: i * n + j,
+                    expected: format!("{want} (C[{i}][{j}])"),
+                    actual: actual.to_string(),
+                    allowed: tol.bound(scale),
+                    count: 0,
+                    len: self.expected.len(),
+                });
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some(mut m) => {
+                m.count = count;
+                Err(m.into())
+            }
+        }
+    }
+
+    pub fn problem(&self) -> SgemmProblem {
+        self.problem
+    }
+
+    pub fn kernel_name(&self) -> &str {
+        &self.kernel.name
+    }
+
+    /// The device buffer of `A` (as words; see the field docs).
+    pub fn a(&self) -> &Buffer<B::Raw, u32> {
+        &self.a
+    }
+
+    /// The device buffer of `B` (as words).
+    pub fn b(&self) -> &Buffer<B::Raw, u32> {
+        &self.b
+    }
+}
+
+impl<B: Kernels> Workload for SgemmWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        0
+    }
+    fn flops(&self) -> f64 {
+        2.0 * self.problem.m as f64 * self.problem.n as f64 * self.problem.k as f64
+    }
+    /// Timed runs accumulate into `C` (`BETA != 0`); [`Workload::check`] uses a fresh copy.
+    fn run(&self) -> Result<()> {
+        self.launch_into(&self.c)
+    }
+    /// One run into a fresh copy of the initial `C`, compared with the reference.
+    fn check(&self) -> Result<()> {
+        self.compare(&self.result_from_initial()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampled_entries_cover_rows_columns_and_corners() {
+        let p = SgemmProblem { m: 5000, n: 3000, k: 1000, f16_inputs: false };
+        let picks = checked_entries(&p, 1);
+        assert_eq!(picks.len(), SAMPLES + 4);
+        assert!(picks.contains(&(4999, 2999)));
+        let rows: std::collections::HashSet<_> = picks.iter().map(|p| p.0).collect();
+        assert!(rows.len() >= SAMPLES / 2);
+        let small = SgemmProblem { m: 3, n: 2, k: 7, f16_inputs: true };
+        assert_eq!(checked_entries(&small, 1).len(), 6);
+    }
+
+    #[test]
+    fn reference_entry_is_alpha_ab_plus_beta_c() {
+        // [1 2] x [3; 4] = 11; 1.5 * 11 - 0.5 * 2 = 15.5
+        let (v, s) = reference_entry(&[1.0, 2.0], &[3.0, 4.0], &[2.0], 1, 2, 0, 0);
+        assert_eq!(v, 15.5);
+        assert_eq!(s, 1.5 * 11.0 + 1.0);
+    }
+
+    #[test]
+    fn f16_words_pack_two_halves() {
+        let w = device_words(&[1.0, -2.0, 0.5], true);
+        assert_eq!(w, vec![0x3c00 | (0xc000 << 16), 0x3800]);
+    }
+}
