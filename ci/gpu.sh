@@ -117,14 +117,17 @@ for step in "$@"; do
         "$NCU" --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
           --section LaunchStats --section WarpStateStats --section SchedulerStats \
           --section ComputeWorkloadAnalysis --section InstructionStats \
-          -k "regex:^(scan|conv1d|stencil2d)" --launch-skip 2 --launch-count 1 \
+          -k "regex:^(scan|conv1d|stencil2d|sgemm)" --launch-skip 2 --launch-count 1 \
           $B run "$@" --backend cuda --warmup 3 --warmup-ms 0 --repeats 1 2>&1 | grep -vE "^==PROF==|^$"
       }
       {
+        [ -n "${PROFILE_GEMM_ONLY:-}" ] || {
         p scan --block 512 --ipt 32
         p conv1d --taps 33 --block 128 --outputs-per-thread 8
         p stencil2d --radius 1 --block 256 --tile-w 128 --tile-h 64
         p stencil2d --radius 2 --block 256 --tile-w 128 --tile-h 64
+        }
+        p sgemm --m 4096 --bm 128 --bn 128 --bk 32 --stages 2
       } > "$OUT/profile.txt" 2>&1
       grep -E "^###|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Issue Slots Busy|No Eligible|Stall|Executed Ipc A" "$OUT/profile.txt" | head -120
       ;;

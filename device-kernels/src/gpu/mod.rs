@@ -501,6 +501,22 @@ impl<T: Copy> SharedArray<T> {
         self.check(i);
         unsafe { copy_async_16(self.ptr.add(i as usize).cast(), src.cast()) }
     }
+    /// A raw pointer to element `start`, after checking (on the CPU backend, and on GPUs
+    /// with the `checked` feature) that `start .. start + count` is inside the array: for
+    /// inner loops that walk a known range by pointer increments instead of recomputing an
+    /// index per access.
+    ///
+    /// # Safety
+    /// The caller reads or writes only `start .. start + count` through it, and orders the
+    /// accesses with other threads as for [`SharedArray::read`].
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub unsafe fn range_ptr(self, start: u32, count: u32) -> *mut T {
+        if count > 0 {
+            self.check(start.saturating_add(count - 1));
+        }
+        self.ptr.wrapping_add(start as usize)
+    }
     /// The same memory seen as an array of `U` (e.g. 16-byte vectors for wide copies).
     ///
     /// # Safety
