@@ -331,35 +331,35 @@ unsafe fn gemm<E: GemmInput, D: Dims>(
             gpu::barrier();
         }
         let slot = kt % stages;
-        // Pointers to this thread's 8 rows of the A tile and its two column groups of the B
-        // tile, each range checked once (on the CPU backend) and walked by increments: an
-        // index per access costs four instructions per load with run-time strides.
+        // Indices of this thread's 8 rows of the A tile and its two column groups of the B
+        // tile, walked by increments (an index computed per access costs four instructions
+        // per load with run-time strides; 64-bit pointers instead cost 10 more registers,
+        // which took the kernel past 128 and one block per SM).
         let (aq, bq) = (a_stride / 4, bn / 4);
         let a_base = slot * a_stage / 4;
         let b_base = slot * b_stage / 4;
-        let mut pa = [core::ptr::null_mut::<E::Quad>(); 8];
+        let mut ia = [0u32; 8];
         for i in 0..8 {
-            pa[i] = unsafe { a_quads.range_ptr(a_base + row(i) * aq, bk / 4) };
+            ia[i] = a_base + row(i) * aq;
         }
-        let b_span = (bk - 1) * bq + 1;
-        let mut pb_lo = unsafe { b_quads.range_ptr(b_base + tx, b_span) };
-        let mut pb_hi = unsafe { b_quads.range_ptr(b_base + bq / 2 + tx, b_span) };
+        let mut ib_lo = b_base + tx;
+        let mut ib_hi = b_base + bq / 2 + tx;
         let mut kk = 0;
         while kk < bk {
             let mut af = [[0.0f32; 4]; 8];
             for i in 0..8 {
-                af[i] = E::quad_to_f32(unsafe { pa[i].read() });
-                pa[i] = pa[i].wrapping_add(1);
+                af[i] = E::quad_to_f32(unsafe { a_quads.read(ia[i]) });
+                ia[i] += 1;
             }
             // One k of the four: a macro so that `j4` is a literal and every index into
             // the register arrays a constant (a loop this large is not unrolled, and a
             // rolled one indexes `af` at run time, which puts it in local memory).
             macro_rules! k_step {
                 ($j4:literal) => {
-                    let lo = E::quad_to_f32(unsafe { pb_lo.read() });
-                    let hi = E::quad_to_f32(unsafe { pb_hi.read() });
-                    pb_lo = pb_lo.wrapping_add(bq as usize);
-                    pb_hi = pb_hi.wrapping_add(bq as usize);
+                    let lo = E::quad_to_f32(unsafe { b_quads.read(ib_lo) });
+                    let hi = E::quad_to_f32(unsafe { b_quads.read(ib_hi) });
+                    ib_lo += bq;
+                    ib_hi += bq;
                     let bf = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]];
                     for i in 0..8 {
                         for j in 0..8 {
