@@ -325,11 +325,11 @@ fn sgemm_problem<B: Kernels>(
     let side = if backend.kind() == dynsmem::host::backend::BackendKind::Cpu { 96 } else { 4096 };
     let m = a.m.unwrap_or(side);
     let p = sgemm::SgemmProblem { m, n: a.n.unwrap_or(m), k: a.k.unwrap_or(m), f16_inputs: a.f16 };
-    let d = sgemm::default_config(backend);
+    let d = sgemm::default_config(backend, &p);
     let c = dynsmem::host::device::sgemm::SgemmConfig {
         bm: a.bm.unwrap_or(d.bm),
         bn: a.bn.unwrap_or(d.bn),
-        bk: a.bk.unwrap_or(if a.f16 { d.bk.max(16) } else { d.bk }),
+        bk: a.bk.unwrap_or(d.bk),
         stages: a.stages.unwrap_or(d.stages),
     };
     (p, c)

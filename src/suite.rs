@@ -90,6 +90,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
             have_cuda = true;
             backends.push(describe(&cuda));
             families(&cuda, opts, &mut inputs, &mut records, progress);
+            gemm_cuda(&cuda, opts, &mut records, progress);
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
@@ -99,6 +100,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
             have_hip = true;
             backends.push(describe(&hip));
             families(&hip, opts, &mut inputs, &mut records, progress);
+            gemm(&hip, opts, &mut records, progress);
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
@@ -117,6 +119,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
         let cpu = CpuBackend::new();
         backends.push(describe(&cpu));
         families(&cpu, opts, &mut inputs, &mut records, progress);
+        gemm(&cpu, opts, &mut records, progress);
     }
     BenchReport { backends, records: records.records }
 }
@@ -331,6 +334,61 @@ fn families<B: ReduceKernels + Kernels>(
         ));
     }
     records.push(anchor);
+}
+
+/// GEMM sizes of a backend: 1024, 4096 and 8192 cubed (f32) and 4096 (f16) on a GPU;
+/// small ones elsewhere and with `--quick`.
+fn gemm_sizes<B: Backend>(b: &B, quick: bool) -> Vec<(u32, bool)> {
+    match (b.kind(), b.info().is_cpu || quick) {
+        (dynsmem_host::backend::BackendKind::Cpu, _) => vec![(64, false), (64, true)],
+        (_, true) => vec![(128, false), (128, true)],
+        _ => vec![(1024, false), (4096, false), (8192, false), (4096, true)],
+    }
+}
+
+/// GEMM on CUDA beside cuBLAS on the same inputs (the ratio is to cuBLAS; f16 inputs have
+/// no anchor). WGSL has no GEMM form yet, so the suite runs none there.
+fn gemm_cuda(
+    cuda: &dynsmem_host::backend::cuda::CudaBackend,
+    opts: &BenchOptions,
+    records: &mut Sink<'_>,
+    progress: &mut dyn FnMut(&str),
+) {
+    use dynsmem_host::kernels::sgemm;
+    let prov = crate::provenance(cuda.kind(), &opts.command);
+    for (side, f16_inputs) in gemm_sizes(cuda, opts.quick) {
+        let p = sgemm::SgemmProblem { m: side, n: side, k: side, f16_inputs };
+        let c = sgemm::default_config(cuda, &p);
+        progress(&format!("cuda: sgemm {side}^3 f16={f16_inputs}, and cuBLAS"));
+        let (rec, anchor) = bench::sgemm_cuda(cuda, p, c, false, opts.timing, &prov, opts.seed);
+        records.push(rec);
+        if let Some(a) = anchor {
+            records.push(a);
+        }
+    }
+}
+
+/// GEMM on a backend without a cuBLAS anchor (the CPU backend, HIP).
+fn gemm<B: Kernels>(backend: &B, opts: &BenchOptions, records: &mut Sink<'_>, progress: &mut dyn FnMut(&str)) {
+    use dynsmem_host::kernels::sgemm;
+    let prov = crate::provenance(backend.kind(), &opts.command);
+    let variant = dynsmem_host::kernels::Variant::LaunchSized;
+    for (side, f16_inputs) in gemm_sizes(backend, opts.quick) {
+        let p = sgemm::SgemmProblem { m: side, n: side, k: side, f16_inputs };
+        let c = sgemm::default_config(backend, &p);
+        progress(&format!("{}: sgemm {side}^3 f16={f16_inputs}", backend.kind()));
+        records.push(bench::workload(
+            backend,
+            "sgemm",
+            variant,
+            json(&p),
+            json(&c),
+            sgemm::prepare(backend, p, c, false, variant, opts.seed),
+            opts.timing,
+            &prov,
+            None,
+        ));
+    }
 }
 
 /// A problem or config as it goes into a record.

@@ -20,7 +20,10 @@ impl Table {
         Table { header: header.iter().map(|s| s.to_string()).collect(), rows: Vec::new() }
     }
 
+    /// Adds a row; it must have a cell per header (a missing header shifts every column
+    /// after it under the wrong name, which a reader cannot see).
     pub fn push(&mut self, row: Vec<String>) {
+        assert_eq!(row.len(), self.header.len(), "a row of {} cells under {} headers", row.len(), self.header.len());
         self.rows.push(row);
     }
 
@@ -78,7 +81,9 @@ pub fn records_table(records: &[Record]) -> Table {
         "static B",
         "median ms",
         "GB/s",
+        "TFLOP/s",
         "anchor GB/s",
+        "anchor TFLOP/s",
         "ratio",
         "verified",
     ]);
@@ -105,6 +110,7 @@ pub fn records_table(records: &[Record]) -> Table {
             opt(r.gbps, 1),
             opt(r.tflops, 2),
             opt(r.anchor_gbps, 1),
+            opt(r.anchor_tflops, 2),
             opt(r.ratio, 3),
             match (&r.error, r.verified) {
                 (Some(e), _) => format!("ERROR: {e}"),
@@ -129,5 +135,24 @@ mod tests {
             t.render(TableStyle::Markdown),
             "| a         | long header |\n|-----------|-------------|\n| wide cell | x           |\n"
         );
+    }
+
+    #[test]
+    fn a_records_row_puts_each_figure_under_its_header() {
+        let info = crate::backend::cpu::CpuBackend::new();
+        let prov =
+            crate::report::Provenance { rustc: "r".into(), commit: "c".into(), command: "x".into(), image: "i".into() };
+        let mut r = Record::new("sgemm", "launch-sized", "sgemm_f32", crate::backend::Backend::info(&info), &prov);
+        r.tflops = Some(12.5);
+        r.anchor_tflops = Some(50.0);
+        r.ratio = Some(0.25);
+        r.verified = true;
+        let t = records_table(&[r]);
+        let cell = |h: &str| t.rows[0][t.header.iter().position(|x| x == h).unwrap()].clone();
+        assert_eq!(
+            (cell("TFLOP/s"), cell("anchor TFLOP/s"), cell("ratio")),
+            ("12.50".into(), "50.00".into(), "0.250".into())
+        );
+        assert_eq!(cell("verified"), "yes");
     }
 }

@@ -41,13 +41,23 @@ impl SgemmProblem {
     }
 }
 
-/// 128 x 128 x 16, two stages (256 threads, 36 KB) on GPUs; 16 x 16 x 8, two stages (4
-/// threads) on the CPU backend.
-pub fn default_config<B: Kernels>(backend: &B) -> SgemmConfig {
+/// On GPUs 128 x 128 x 32 with two stages (256 threads, 69632 B of launch-sized memory:
+/// past the 48 KB default), the fastest at 4096^3 and 8192^3 on the H100
+/// (results/2026-11-22-h100-gemm-4fd9a0a.jsonl); where that leaves fewer than two blocks
+/// per multiprocessor (1024^3 has 64 tiles of 128 x 128 for 132 SMs), 128 x 64 x 16 with
+/// three stages, the fastest there. f16 inputs take `bk` 16 (a multiple of their 8-element
+/// chunk). 16 x 16 x 8, two stages (4 threads), on the CPU backend.
+pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmConfig {
     if backend.kind() == BackendKind::Cpu {
-        SgemmConfig { bm: 16, bn: 16, bk: 8, stages: 2 }
+        return SgemmConfig { bm: 16, bn: 16, bk: if problem.f16_inputs { 16 } else { 8 }, stages: 2 };
+    }
+    let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
+    let big = SgemmConfig { bm: 128, bn: 128, bk: 32, stages: 2 };
+    let fits = big.shared_bytes(problem.elem_bytes()).is_ok_and(|b| b <= backend.info().limits.launch_shared_max);
+    if fits && big.grid(problem.m, problem.n) >= 2 * sms {
+        big
     } else {
-        SgemmConfig { bm: 128, bn: 128, bk: 16, stages: 2 }
+        SgemmConfig { bm: 128, bn: 64, bk: 16, stages: 3 }
     }
 }
 
