@@ -43,6 +43,8 @@ use crate::vector::{self, Vec4};
 pub const THREAD_TILE: u32 = 8;
 /// Most pipeline stages.
 pub const MAX_STAGES: u32 = 4;
+/// Most threads a block has on any GPU the image targets (`BM * BN / 64`).
+pub const MAX_THREADS: u32 = 1024;
 /// Blocks along each grid dimension are folded into one (`tiles_m * tiles_n` blocks).
 pub const MAX_GRID: u64 = 2_147_483_647;
 
@@ -72,7 +74,7 @@ impl SgemmConfig {
 
     /// Whether the kernel can run this config with elements of `elem_bytes` (4 or 2):
     /// tiles of whole thread tiles, `bk` a multiple of a 16-byte chunk and of 4, 1 to
-    /// [`MAX_STAGES`] stages.
+    /// [`MAX_STAGES`] stages, at most [`MAX_THREADS`] threads.
     pub fn fits(&self, elem_bytes: u32) -> bool {
         let chunk = 16 / elem_bytes.clamp(1, 16);
         self.bm >= THREAD_TILE
@@ -84,6 +86,7 @@ impl SgemmConfig {
             && self.bk.is_multiple_of(4)
             && self.bk.is_multiple_of(chunk)
             && (1..=MAX_STAGES).contains(&self.stages)
+            && self.threads() <= MAX_THREADS
     }
 
     /// The carve for elements of `elem_bytes`.

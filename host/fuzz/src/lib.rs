@@ -132,6 +132,7 @@ pub enum Family {
     Scan { block: u32, ipt: u32, n: u64 },
     Conv1d { block: u32, outputs_per_thread: u32, taps: u32, n: u64 },
     Stencil2d { block: u32, tile_w: u32, tile_h: u32, radius: u32, width: u32, height: u32 },
+    Sgemm { bm: u32, bn: u32, bk: u32, stages: u32, f16: bool, m: u32, n: u32 },
 }
 
 /// The family's layout equals the model (refused exactly when the model overflows), and
@@ -288,6 +289,28 @@ pub fn family(f: Family) {
             let _ = cfg.fits();
             assert!((1..=stencil2d::MAX_GRID).contains(&cfg.grid(width, height)));
             let _ = stencil2d::entry_name(radius);
+        }
+        Family::Sgemm { bm, bn, bk, stages, f16, m, n } => {
+            let cfg = sgemm::SgemmConfig { bm, bn, bk, stages };
+            let eb: u64 = if f16 { 2 } else { 4 };
+            let chunks = |elems: u64| (elems * eb).div_ceil(16);
+            let a = (chunks(bk as u64) + 1) * bm as u64 * stages as u64;
+            let b = chunks(bn as u64) * bk as u64 * stages as u64;
+            let parts = [part(a, 16, 16), part(b, 16, 16)];
+            let modelled = if a > U32_MAX || b > U32_MAX { None } else { model(&parts) };
+            match (cfg.layout(eb as u32), modelled) {
+                (Ok(l), Some((off, bytes))) => {
+                    assert_eq!(l.bytes as u64, bytes);
+                    check_slice("a", l.a, off[0], parts[0], l.bytes);
+                    check_slice("b", l.b, off[1], parts[1], l.bytes);
+                }
+                (Err(_), None) => {}
+                (got, want) => panic!("{cfg:?} f16 {f16}: layout {got:?}, model {want:?}"),
+            }
+            if cfg.fits(eb as u32) {
+                assert_eq!(cfg.threads() as u64, (bm / 8) as u64 * (bn / 8) as u64);
+            }
+            assert!(cfg.grid(m, n) >= 1);
         }
     }
 }
