@@ -29,6 +29,10 @@ pub enum Error {
     /// A block (workgroup) larger than the device allows.
     #[error("{kernel}: a block of {requested} threads is over the {backend} maximum of {limit}")]
     BlockTooLarge { kernel: String, backend: BackendKind, requested: u32, limit: u32 },
+    /// A block larger than this kernel can run: its registers per thread times the block
+    /// exceed the register file (the device's own maximum may be higher).
+    #[error("{kernel}: a block of {requested} threads is over this kernel's maximum of {limit} ({why})")]
+    KernelBlockLimit { kernel: String, requested: u32, limit: u32, why: String },
     /// More blocks than the device allows in one dimension.
     #[error("{kernel}: a grid of {requested} blocks is over the {backend} maximum of {limit}")]
     GridTooLarge { kernel: String, backend: BackendKind, requested: u64, limit: u64 },

@@ -28,6 +28,8 @@ pub struct CudaKernel {
     func: CudaFunction,
     /// The `MAX_DYNAMIC_SHARED_SIZE_BYTES` currently set on the function.
     optin_bytes: Cell<u32>,
+    /// The function's `MAX_THREADS_PER_BLOCK` (its registers decide it), asked once.
+    max_threads: std::cell::OnceCell<Option<u32>>,
 }
 
 impl KernelName for CudaKernel {
@@ -150,6 +152,7 @@ impl CudaBackend {
             name: name.into(),
             func,
             optin_bytes: Cell::new(self.info.limits.launch_shared_default),
+            max_threads: std::cell::OnceCell::new(),
         });
         self.kernels.borrow_mut().insert(name.into(), k.clone());
         Ok(k)
@@ -229,6 +232,23 @@ impl Backend for CudaBackend {
 
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
         self.check_launch(&kernel.name, dims)?;
+        // A kernel's own ceiling can be below the device's: its registers times the block
+        // must fit the register file (`CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES` otherwise).
+        let kernel_max = kernel.max_threads.get_or_init(|| {
+            let _ = self.ctx.bind_to_thread();
+            kernel.func.max_threads_per_block().ok().map(|t| t as u32)
+        });
+        if let Some(max) = *kernel_max
+            && dims.block > max
+        {
+            let regs = kernel.func.num_regs().map(|r| format!("{r} registers per thread")).unwrap_or_default();
+            return Err(Error::KernelBlockLimit {
+                kernel: kernel.name.clone(),
+                requested: dims.block,
+                limit: max,
+                why: regs,
+            });
+        }
         if dims.shared_bytes > kernel.optin_bytes.get() {
             // Above 48 KB the launch fails with CUDA_ERROR_INVALID_VALUE unless the
             // function was opted in first.
