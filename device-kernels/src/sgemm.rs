@@ -92,11 +92,14 @@ impl SgemmConfig {
     /// The carve for elements of `elem_bytes`.
     pub fn layout(&self, elem_bytes: u32) -> Result<SgemmLayout, LayoutError> {
         let overflow = LayoutError::Overflow { offset: 0, len: self.bm, elem_bytes };
+        // u64 products of three u32 fields can still overflow: checked (found by the
+        // `layout` fuzz target).
         let chunks = |elems: u64| (elems * elem_bytes as u64).div_ceil(16);
         let a_row = chunks(self.bk as u64) + 1;
-        let a = a_row * self.bm as u64 * self.stages as u64;
-        let b = chunks(self.bn as u64) * self.bk as u64 * self.stages as u64;
-        let (a, b) = (u32::try_from(a).map_err(|_| overflow)?, u32::try_from(b).map_err(|_| overflow)?);
+        let a = a_row.checked_mul(self.bm as u64).and_then(|v| v.checked_mul(self.stages as u64));
+        let b = chunks(self.bn as u64).checked_mul(self.bk as u64).and_then(|v| v.checked_mul(self.stages as u64));
+        let to_u32 = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok()).ok_or(overflow);
+        let (a, b) = (to_u32(a)?, to_u32(b)?);
         let mut carve = Carve::new();
         let a = carve.array::<Vec4<u32>>(a)?;
         let b = carve.array::<Vec4<u32>>(b)?;

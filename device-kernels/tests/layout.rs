@@ -99,3 +99,15 @@ fn layouts_refuse_sizes_that_would_wrap() {
     assert!(ScanConfig { block: 512, items_per_thread: 16 }.layout().is_ok());
     assert!(Stencil2dConfig { block: 64, tile_w: 8, tile_h: 8 }.layout(2).is_ok());
 }
+
+/// The sgemm carve of three u32 fields whose product passes u64 is refused, not wrapped
+/// (found by the `layout` fuzz target).
+#[test]
+fn sgemm_layout_refuses_products_past_u64() {
+    use dynsmem_kernels::sgemm::SgemmConfig;
+    let huge = SgemmConfig { bm: 102_399, bn: 0, bk: 3_187_671_040, stages: 4_294_907_904 };
+    assert!(huge.layout(4).is_err());
+    // 128 x 128 x 32, two stages: A rows of 32 + 4 floats, B rows of 128.
+    let ok = SgemmConfig { bm: 128, bn: 128, bk: 32, stages: 2 };
+    assert_eq!(ok.shared_bytes(4), Ok(2 * (128 * 36 + 32 * 128) * 4));
+}
