@@ -103,7 +103,8 @@ impl TuneBackend for WgpuBackend {
 /// One kernel family's side of the tuner: its problem, its tunable parameters with their
 /// candidate values, the constraints a config must meet before it is launched, and how to
 /// build a verified, timeable [`Workload`] for one config. A new family (SGEMM) joins with
-/// one impl of this trait and one line in [`families::FAMILIES`]-style dispatch of the CLI.
+/// one impl of this trait (in [`families`]), its template in [`WGSL_TEMPLATES`], and a
+/// subcommand of `dynsmem tune` that builds its problem.
 pub trait Tunable {
     /// The family's problem type, as `run` records it (part of the cache key).
     type Problem: Serialize + DeserializeOwned + Clone;
