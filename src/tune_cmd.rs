@@ -340,7 +340,10 @@ fn replay<T: Tunable>(
     let tunable = make(recorded);
     say!("replay of {} ({count} configs recorded), no device", path.display());
     say!("recorded: {group}");
-    let space = SearchSpace::build(&tunable, target, &opts.overrides)?;
+    // The recorded sweep's values, then any given on the command line.
+    let mut overrides = cache.group_values(group);
+    overrides.extend(opts.overrides.iter().cloned());
+    let space = SearchSpace::build(&tunable, target, &overrides)?;
     describe_space(&space)?;
     let mut runner = ReplayRunner::new(&cache, group);
     let result = search(&space, &mut runner, opts);

@@ -29,9 +29,11 @@ pub struct TuneFields {
     pub image_hash: String,
     /// The config, as parameter name -> value.
     pub params: BTreeMap<String, u32>,
-    /// The backend, variant and limits the space was filtered for (a replay rebuilds the
-    /// same space from it, with no device).
+    /// The backend, variant and limits the space was filtered for, and the candidate
+    /// values of every parameter of the sweep's space: a replay rebuilds the same space
+    /// from them, with no device.
     pub target: Target,
+    pub values: BTreeMap<String, Vec<u32>>,
     /// What the config asks for, as computed before launch.
     pub footprint: Footprint,
     /// Kernel Tuner's T4 validity class: `correct`, `constraints` (refused before
@@ -217,6 +219,16 @@ impl TuneCache {
         groups.into_iter().map(|(k, (t, n))| (k, t, n)).collect()
     }
 
+    /// The parameter values of a group's sweep (of its first entry): the overrides that
+    /// rebuild its space.
+    pub fn group_values(&self, group: &GroupKey) -> Vec<(String, Vec<u32>)> {
+        self.entries
+            .iter()
+            .find(|e| &e.group() == group)
+            .map(|e| e.tune.values.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default()
+    }
+
     /// The entries of one group, by their parameters.
     pub fn group_entries(&self, group: &GroupKey) -> HashMap<BTreeMap<String, u32>, &CacheEntry> {
         self.entries.iter().filter(|e| &e.group() == group).map(|e| (e.tune.params.clone(), e)).collect()
@@ -276,6 +288,7 @@ pub(crate) mod tests {
                     limits: limits(),
                     is_cpu: true,
                 },
+                values: params.iter().map(|(k, v)| (k.to_string(), vec![*v])).collect(),
                 footprint: Footprint { threads: 32, grid: 1, launch_bytes: 128, static_bytes: 0 },
                 invalidity: if time.is_some() { "correct" } else { "runtime" }.into(),
                 build_ms: 0.0,

@@ -155,6 +155,7 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             image_hash: self.group.image_hash.clone(),
             params: space.params_map(index),
             target: space.target,
+            values: space.params.iter().map(|p| (p.name.to_string(), p.values.clone())).collect(),
             footprint,
             invalidity: "correct".into(),
             build_ms: 0.0,
