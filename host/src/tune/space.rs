@@ -8,6 +8,7 @@ use super::{Footprint, Target, Tunable};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 use crate::kernels::Variant;
+use crate::rng::SplitMix64;
 
 /// One tunable parameter and its candidate values, in the order neighbourhood-based
 /// strategies walk them (so they should be sorted).
@@ -173,6 +174,40 @@ impl SearchSpace {
             }
         }
         out
+    }
+
+    /// A random step from config `i`, as Kernel Tuner's simulated annealing takes one:
+    /// each parameter, with probability `jump`, moves to any other of its values; then one
+    /// parameter moves to an adjacent value. Several parameters can change in one step, so
+    /// a walk can leave a config whose one-parameter neighbours are all slower. A step
+    /// that lands on a filtered combination (or back on `i`) is drawn again, up to
+    /// `tries` times; `None` when none lands in the space.
+    pub fn random_step(&self, i: usize, jump: f64, rng: &mut SplitMix64, tries: usize) -> Option<usize> {
+        let unit = |rng: &mut SplitMix64| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        for _ in 0..tries {
+            let mut pos = self.positions[i].clone();
+            for (d, p) in self.params.iter().enumerate() {
+                if p.values.len() > 1 && unit(rng) < jump {
+                    let other = rng.below(p.values.len() as u64 - 1) as usize;
+                    pos[d] = if other >= pos[d] { other + 1 } else { other };
+                }
+            }
+            let movable: Vec<usize> = (0..self.params.len()).filter(|&d| self.params[d].values.len() > 1).collect();
+            if let Some(&d) = movable.get(rng.below(movable.len().max(1) as u64) as usize) {
+                let last = self.params[d].values.len() - 1;
+                pos[d] = match (pos[d], rng.next_u64() & 1) {
+                    (0, _) => 1,
+                    (p, _) if p == last => last - 1,
+                    (p, 0) => p - 1,
+                    (p, _) => p + 1,
+                };
+            }
+            let point: Point = pos.iter().zip(&self.params).map(|(&k, p)| p.values[k]).collect();
+            if let Some(j) = self.index_of(&point).filter(|&j| j != i) {
+                return Some(j);
+            }
+        }
+        None
     }
 
     /// The position of config `i`'s value of parameter `d` in that parameter's list.

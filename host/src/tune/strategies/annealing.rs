@@ -1,12 +1,12 @@
-//! Simulated annealing over the space's neighbourhoods, after Kernel Tuner's
-//! `simulated_annealing` strategy: from a random config, step to a random neighbour (one
-//! parameter one step along its values; one time in five any value of one parameter),
-//! always accepting a faster one and a slower one with probability
-//! `exp(-(new - old) / old / T)`. The temperature falls geometrically from [`T_START`] to
-//! [`T_END`] as the evaluation budget is spent (the schedule fits the budget), and a walk
-//! that stops finding configs it has not evaluated restarts from a random unvisited one.
+//! Simulated annealing, after Kernel Tuner's `simulated_annealing` strategy: from a random
+//! config, take a random step ([`SearchSpace::random_step`]: each parameter jumps to any
+//! value with probability [`JUMP`], then one moves to an adjacent value), always accepting
+//! a faster config and a slower one with probability `exp(-(new - old) / old / T)`. The
+//! temperature falls geometrically from [`T_START`] to [`T_END`] as the evaluation budget
+//! is spent (the schedule fits the budget), and a walk that stops finding configs it has
+//! not evaluated restarts from a random unvisited one.
 
-use super::{Budget, Evaluator, SearchResult, Stop, pick};
+use super::{Budget, Evaluator, SearchResult, Stop};
 use crate::rng::SplitMix64;
 use crate::tune::runner::Runner;
 use crate::tune::space::SearchSpace;
@@ -17,8 +17,10 @@ pub const T_START: f64 = 0.3;
 pub const T_END: f64 = 0.003;
 /// Steps in a row that evaluate nothing new before the walk restarts elsewhere.
 pub const STUCK_STEPS: usize = 20;
-/// Share of steps that change one parameter to any of its values.
-pub const HAMMING_SHARE: f64 = 0.2;
+/// Probability that a step moves a parameter to any of its values (Kernel Tuner's 0.2).
+pub const JUMP: f64 = 0.2;
+/// Draws of a step before a config counts as having no neighbour in the space.
+const STEP_TRIES: usize = 16;
 
 /// Probability of moving from a config of cost `old` to one of cost `new` at `t`.
 pub fn acceptance(old: f64, new: f64, t: f64) -> f64 {
@@ -49,26 +51,20 @@ pub fn search(space: &SearchSpace, runner: &mut dyn Runner, budget: Budget, rng:
     let max_steps = 64 * space.len() + 1024;
     for _ in 0..max_steps {
         let t = T_START * (T_END / T_START).powf(ev.count() as f64 / schedule);
-        let hamming = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= HAMMING_SHARE;
-        let mut near = space.neighbours(at, hamming);
-        if near.is_empty() {
-            near = space.neighbours(at, !hamming);
-        }
+        let step = space.random_step(at, JUMP, rng, STEP_TRIES);
         let before = ev.count();
-        let next = if near.is_empty() || stuck >= STUCK_STEPS {
-            stuck = 0;
-            match ev.random_unvisited(rng) {
-                Some(i) => {
-                    // A restart moves unconditionally.
-                    let Some(c) = ev.cost(i) else { break };
-                    at = i;
-                    cost = c;
-                    continue;
-                }
-                None => break,
+        let next = match step {
+            Some(j) if stuck < STUCK_STEPS => j,
+            _ => {
+                // No step left the config, or none found anything new for a while: a
+                // restart, which moves unconditionally.
+                stuck = 0;
+                let Some(i) = ev.random_unvisited(rng) else { break };
+                let Some(c) = ev.cost(i) else { break };
+                at = i;
+                cost = c;
+                continue;
             }
-        } else {
-            pick(&near, rng)
         };
         let Some(c) = ev.cost(next) else { break };
         stuck = if ev.count() > before { 0 } else { stuck + 1 };

@@ -277,11 +277,6 @@ impl<'s, 'r> Evaluator<'s, 'r> {
     }
 }
 
-/// A uniformly random element of `items` (which is not empty).
-pub(crate) fn pick<T: Copy>(items: &[T], rng: &mut SplitMix64) -> T {
-    items[rng.below(items.len() as u64) as usize]
-}
-
 /// `items` in a uniformly random order (Fisher-Yates).
 pub(crate) fn shuffle<T>(items: &mut [T], rng: &mut SplitMix64) {
     for i in (1..items.len()).rev() {
