@@ -89,7 +89,8 @@ fn t4_export_validates_against_kernel_tuners_schema() {
 fn the_validator_rejects_what_breaks_the_schema() {
     let (doc, _) = document();
     let v = validator();
-    let broken: [(&str, fn(&mut Value)); 5] = [
+    type Breaks = fn(&mut Value);
+    let broken: [(&str, Breaks); 5] = [
         ("an invalidity outside the enum", |d| d["results"][0]["invalidity"] = json!("slow")),
         ("no correctness", |d| {
             d["results"][0].as_object_mut().unwrap().remove("correctness");

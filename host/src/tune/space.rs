@@ -161,13 +161,13 @@ impl SearchSpace {
         let me = &self.positions[i];
         let mut out = Vec::new();
         for (d, p) in self.params.iter().enumerate() {
-            for v in 0..p.values.len() {
+            for (v, &value) in p.values.iter().enumerate() {
                 let step = v.abs_diff(me[d]);
                 if step == 0 || (!hamming && step > 1) {
                     continue;
                 }
                 let mut point = self.points[i].clone();
-                point[d] = p.values[v];
+                point[d] = value;
                 if let Some(j) = self.index_of(&point) {
                     out.push(j);
                 }
