@@ -41,6 +41,12 @@ pub enum Command {
         #[command(flatten)]
         timing: TimingArgs,
     },
+    /// Sweep one family's launch-time configs over one compiled image: filter, verify, time,
+    /// cache (resumable), and report the best (see README "Tuning").
+    Tune {
+        #[command(subcommand)]
+        family: TuneFamily,
+    },
 }
 
 #[derive(Subcommand)]
@@ -311,4 +317,166 @@ pub struct NbodyArgs {
     pub tile: Option<u32>,
     #[command(flatten)]
     pub common: Common,
+}
+
+// `dynsmem tune`: the families with a search space, each with its problem options (as
+// `run` takes them) and the tuner's options.
+
+#[derive(Subcommand)]
+pub enum TuneFamily {
+    /// Block, items per thread, staged.
+    Reduce(TuneReduceArgs),
+    /// Block, items per thread (a multiple of 4).
+    Scan(TuneScanArgs),
+    /// Block, copies of the bins, grid.
+    Histogram(TuneHistogramArgs),
+    /// Block, outputs per thread (4 or 8: the image's instantiations).
+    Conv1d(TuneConv1dArgs),
+    /// Block, tile width, tile height.
+    Stencil2d(TuneStencil2dArgs),
+    /// Block, tile, padding.
+    Transpose(TuneTransposeArgs),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// Every config, in order.
+    Exhaustive,
+    /// Configs drawn at random without replacement.
+    Random,
+    /// Simulated annealing over neighbouring configs.
+    Anneal,
+    /// Greedy hill climbing with random restarts.
+    HillClimb,
+}
+
+/// What every `tune` takes besides its problem.
+#[derive(clap::Args)]
+pub struct TuneCommon {
+    /// Backend (default as for run).
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
+    /// Variant (default: the backend's first).
+    #[arg(long, value_enum)]
+    pub variant: Option<VariantArg>,
+    #[arg(long, value_enum, default_value = "exhaustive")]
+    pub strategy: StrategyArg,
+    /// Stop after this many distinct configs (cached ones count).
+    #[arg(long)]
+    pub budget_evals: Option<usize>,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    pub budget_seconds: Option<f64>,
+    /// Seed of the strategy's random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Seed of the generated inputs.
+    #[arg(long, default_value_t = 42)]
+    pub input_seed: u64,
+    /// The cache (JSON lines, appended to; configs already in it are not measured again).
+    #[arg(long, default_value = "results/tune-cache.jsonl")]
+    pub cache: PathBuf,
+    /// Rows of the table of the fastest configs.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Write the evaluated (and filtered) configs in Kernel Tuner's T4 JSON format.
+    #[arg(long)]
+    pub t4: Option<PathBuf>,
+    /// Write an SVG of time against shared bytes here, and a heatmap beside it (`<stem>-heatmap.svg`).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// The heatmap's two parameters, e.g. `block,ipt` (default: the first two with several values).
+    #[arg(long, value_delimiter = ',')]
+    pub heatmap: Vec<String>,
+    /// Replace a parameter's candidate values, e.g. `--values block=64,128,256` (repeatable).
+    #[arg(long = "values", value_name = "NAME=V,V,..")]
+    pub values: Vec<String>,
+    /// No device: run the strategy against the results recorded in the cache.
+    #[arg(long)]
+    pub replay: bool,
+    /// With --replay: the recorded device (a substring of its name), when the cache has several.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// No progress bar or per-config lines.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Untimed runs before timing each config (at least).
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u32,
+    /// Milliseconds of warm-up per config (at least).
+    #[arg(long, default_value_t = 50.0)]
+    pub warmup_ms: f64,
+    /// Timed runs per config (all are kept; the median is the objective).
+    #[arg(long, default_value_t = 10)]
+    pub repeats: u32,
+}
+
+#[derive(clap::Args)]
+pub struct TuneReduceArgs {
+    /// Elements (default as run).
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, value_enum, default_value = "sum")]
+    pub op: OpArg,
+    #[arg(long, value_enum, default_value = "f32")]
+    pub dtype: DtypeArg,
+    #[command(flatten)]
+    pub tune: TuneCommon,
+}
+
+#[derive(clap::Args)]
+pub struct TuneScanArgs {
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, value_enum, default_value = "f32")]
+    pub dtype: DtypeArg,
+    #[command(flatten)]
+    pub tune: TuneCommon,
+}
+
+#[derive(clap::Args)]
+pub struct TuneHistogramArgs {
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, default_value_t = 256)]
+    pub bins: u32,
+    /// Percent of keys outside [0, bins).
+    #[arg(long, default_value_t = 0)]
+    pub out_of_range: u32,
+    #[command(flatten)]
+    pub tune: TuneCommon,
+}
+
+#[derive(clap::Args)]
+pub struct TuneConv1dArgs {
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, default_value_t = 33)]
+    pub taps: u32,
+    #[command(flatten)]
+    pub tune: TuneCommon,
+}
+
+#[derive(clap::Args)]
+pub struct TuneStencil2dArgs {
+    #[arg(long)]
+    pub width: Option<u32>,
+    #[arg(long)]
+    pub height: Option<u32>,
+    #[arg(long, default_value_t = 1)]
+    pub radius: u32,
+    #[arg(long, value_enum, default_value = "gaussian")]
+    pub blur: BlurArg,
+    #[command(flatten)]
+    pub tune: TuneCommon,
+}
+
+#[derive(clap::Args)]
+pub struct TuneTransposeArgs {
+    #[arg(long)]
+    pub rows: Option<u32>,
+    #[arg(long)]
+    pub cols: Option<u32>,
+    #[command(flatten)]
+    pub tune: TuneCommon,
 }

@@ -37,6 +37,8 @@ fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
     }
 }
 
+mod tune_cmd;
+
 fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
@@ -47,6 +49,7 @@ fn main() -> anyhow::Result<()> {
         Command::Devices => devices(),
         Command::Run { family } => run(family),
         Command::Bench { json, markdown, n, quick, timing } => run_bench(json, markdown, n, quick, timing),
+        Command::Tune { family } => tune_cmd::tune(family),
     }
 }
 

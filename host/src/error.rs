@@ -107,6 +107,9 @@ pub enum Error {
     /// A result differs from the CPU reference beyond the tolerance.
     #[error(transparent)]
     Mismatch(#[from] Mismatch),
+    /// Drawing a plot failed (the tuner's SVG plots).
+    #[error("plot {what}: {reason}")]
+    Plot { what: String, reason: String },
     /// Reading or writing a record file.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },

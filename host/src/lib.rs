@@ -15,6 +15,7 @@ pub mod measure;
 pub mod par;
 pub mod report;
 pub mod rng;
+pub mod tune;
 pub mod verify;
 
 pub use dynsmem_kernels as device;

@@ -3,5 +3,5 @@
 mod record;
 mod table;
 
-pub use record::{JsonlContents, JsonlWriter, Provenance, Record, TornLine, parse_jsonl, read_jsonl};
+pub use record::{JsonlContents, JsonlWriter, Provenance, Record, TornLine, parse_jsonl, parse_jsonl_as, read_jsonl};
 pub use table::{Table, TableStyle, records_table};

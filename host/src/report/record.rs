@@ -160,7 +160,8 @@ impl JsonlWriter {
 
     /// Appends `record` as one line: serialized whole first, written with one
     /// `write_all` (a single `O_APPEND` write unless the kernel splits it), then synced.
-    pub fn write(&mut self, record: &Record) -> Result<()> {
+    /// Any serializable line (a [`Record`], or a tuner cache entry that embeds one).
+    pub fn write<T: Serialize + ?Sized>(&mut self, record: &T) -> Result<()> {
         let io = |source| Error::Io { path: self.path.clone(), source };
         let mut line =
             serde_json::to_string(record).map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
@@ -199,21 +200,28 @@ pub fn read_jsonl(path: &Path) -> Result<JsonlContents> {
 /// [`read_jsonl`] of bytes already read (`path` names them in errors): separate so the
 /// parsing can be tested and fuzzed without files.
 pub fn parse_jsonl(bytes: &[u8], path: &Path) -> Result<JsonlContents> {
+    let (records, torn) = parse_jsonl_as(bytes, path)?;
+    Ok(JsonlContents { records, torn })
+}
+
+/// [`parse_jsonl`] for lines of any type `T` (the tuner's cache entries): the same rules
+/// for torn lines, and the same error for any other line that does not parse as a `T`.
+pub fn parse_jsonl_as<T: serde::de::DeserializeOwned>(bytes: &[u8], path: &Path) -> Result<(Vec<T>, Vec<TornLine>)> {
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     // After a final newline `split` yields an empty piece: not a line.
     let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
     if !unterminated {
         lines.pop();
     }
-    let mut out = JsonlContents { records: Vec::new(), torn: Vec::new() };
+    let mut out = (Vec::new(), Vec::new());
     for (i, line) in lines.iter().enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         match serde_json::from_slice(line) {
-            Ok(r) => out.records.push(r),
+            Ok(r) => out.0.push(r),
             Err(e) if e.is_eof() || (unterminated && i + 1 == lines.len()) => {
-                out.torn.push(TornLine { line: i + 1, bytes: line.len() })
+                out.1.push(TornLine { line: i + 1, bytes: line.len() })
             }
             Err(e) => {
                 return Err(Error::Io {

@@ -15,7 +15,7 @@
 //! arguments are packed, 4 bytes each (`u64` as lo, hi), into a uniform block bound at
 //! `@binding(k)`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -94,6 +94,9 @@ pub struct WgpuBackend {
     uncaptured: Arc<Mutex<Vec<String>>>,
     /// wgpu's shader runtime checks (bounds, loop bounding) on?
     runtime_checks: bool,
+    /// Milliseconds spent creating shader modules and pipelines so far (cache hits cost
+    /// nothing): the tuner reads it around each config to report pipeline creation apart.
+    pipeline_ms: Cell<f64>,
 }
 
 fn source_hash(source: &str) -> u64 {
@@ -227,6 +230,7 @@ impl WgpuBackend {
             scope: RefCell::new(None),
             uncaptured,
             runtime_checks,
+            pipeline_ms: Cell::new(0.0),
         })
     }
 
@@ -300,16 +304,24 @@ impl WgpuBackend {
             });
         }
         let layout = pipeline.get_bind_group_layout(0);
+        let create_ms = started.elapsed().as_secs_f64() * 1e3;
+        self.pipeline_ms.set(self.pipeline_ms.get() + create_ms);
         let kernel = Rc::new(WgpuKernel {
             name: desc.name,
             pipeline,
             layout,
             static_shared_bytes: desc.static_shared_bytes,
             workgroup_size: desc.workgroup_size,
-            create_ms: started.elapsed().as_secs_f64() * 1e3,
+            create_ms,
         });
         self.pipelines.borrow_mut().insert(key, kernel.clone());
         Ok(kernel)
+    }
+
+    /// Milliseconds this backend has spent creating shader modules and pipelines, over
+    /// every pipeline made so far (a cached pipeline adds nothing).
+    pub fn pipeline_ms_total(&self) -> f64 {
+        self.pipeline_ms.get()
     }
 
     fn take_uncaptured(&self, call: &'static str) -> Result<()> {

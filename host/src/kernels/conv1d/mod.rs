@@ -41,7 +41,7 @@ fn wgsl_padded(i: u32) -> u32 {
     i + i / 32
 }
 
-fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Variant) -> WgslSpec {
+pub(crate) fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Variant) -> WgslSpec {
     let outputs = cfg.block as u64 * cfg.outputs_per_thread as u64;
     let kp = cfg.padded_taps(problem.taps);
     let tile_cap = wgsl_padded((outputs + kp as u64).min(u32::MAX as u64 / 2) as u32) + 1;

@@ -62,7 +62,7 @@ pub fn default_config<B: Kernels>(backend: &B, problem: &HistogramProblem) -> Hi
     HistogramConfig { block, grid, copies }
 }
 
-fn wgsl_spec(problem: &HistogramProblem, cfg: &HistogramConfig, variant: Variant) -> WgslSpec {
+pub(crate) fn wgsl_spec(problem: &HistogramProblem, cfg: &HistogramConfig, variant: Variant) -> WgslSpec {
     let (sizing, constants) = wgsl_sizing(
         variant,
         &[

@@ -120,6 +120,13 @@ fn wgsl_tile_len(cfg: &ReduceConfig) -> u32 {
     if cfg.staged { cfg.block.saturating_mul(cfg.items_per_thread) } else { 1 }
 }
 
+/// Bytes of the WGSL form's static workgroup arrays (`block` scratch elements and the
+/// tile), or `None` past 4 GiB. No device needed: the tuner filters configs with it.
+pub(crate) fn wgsl_static_bytes(dtype: Dtype, cfg: &ReduceConfig) -> Option<u32> {
+    let elems = (cfg.block as u64) + wgsl_tile_len(cfg) as u64;
+    u32::try_from(elems * dtype.bytes() as u64).ok()
+}
+
 fn wgsl_kernel_name(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> String {
     format!("{}[{variant},block={},ipt={}]", entry_name(op, dtype, cfg.staged), cfg.block, cfg.items_per_thread)
 }
@@ -163,8 +170,7 @@ impl ReduceKernels for WgpuBackend {
     }
 
     fn reduce_static_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<u32> {
-        let elems = (cfg.block as u64) + wgsl_tile_len(cfg) as u64;
-        u32::try_from(elems * dtype.bytes() as u64).map_err(|_| Error::InvalidConfig {
+        wgsl_static_bytes(dtype, cfg).ok_or_else(|| Error::InvalidConfig {
             kernel: wgsl_kernel_name(ReduceOp::Sum, dtype, cfg, variant),
             reason: "static workgroup arrays over 4 GiB".into(),
         })

@@ -53,7 +53,7 @@ fn entry(dtype: Dtype) -> &'static str {
     }
 }
 
-fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_entry: &'static str) -> WgslSpec {
+pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_entry: &'static str) -> WgslSpec {
     let (sizing, constants) =
         wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("IPT", "u32", cfg.items_per_thread as f64)]);
     let tile = cfg.block as u64 * cfg.items_per_thread as u64;

@@ -66,7 +66,7 @@ pub fn weights(radius: u32, blur: Blur) -> Vec<f32> {
     raw.iter().map(|w| (w / sum) as f32).collect()
 }
 
-fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, variant: Variant) -> WgslSpec {
+pub(crate) fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, variant: Variant) -> WgslSpec {
     let (sizing, constants) = wgsl_sizing(
         variant,
         &[

@@ -32,7 +32,7 @@ pub fn default_config<B: Kernels>(backend: &B) -> TransposeConfig {
     }
 }
 
-fn wgsl_spec(cfg: &TransposeConfig, variant: Variant) -> WgslSpec {
+pub(crate) fn wgsl_spec(cfg: &TransposeConfig, variant: Variant) -> WgslSpec {
     let (sizing, constants) = wgsl_sizing(
         variant,
         &[("BLOCK", "u32", cfg.block as f64), ("TILE", "u32", cfg.tile as f64), ("PAD", "u32", cfg.pad as f64)],

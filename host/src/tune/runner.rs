@@ -1,0 +1,261 @@
+//! What evaluates one config for a strategy: [`RealRunner`] on a device (answering from
+//! the cache what is already there), [`ReplayRunner`] from a recorded cache with no device.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use super::cache::{CacheEntry, GroupKey, TuneCache, TuneFields};
+use super::space::SearchSpace;
+use super::{Tunable, TuneBackend, canonical_json};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::kernels::Variant;
+use crate::measure::{self, TimingOptions};
+use crate::report::{Provenance, Record};
+
+/// The outcome of evaluating one config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// Position of the config in [`SearchSpace::points`].
+    pub index: usize,
+    /// Median time in milliseconds of a verified config; `None` when it failed.
+    pub time_ms: Option<f64>,
+    /// Why it failed (build, launch, verification), when it did.
+    pub error: Option<String>,
+    /// Answered from the cache (recorded earlier) instead of measured now.
+    pub cached: bool,
+    /// The cache entry (`None` only for a replay of a config the cache does not have).
+    pub entry: Option<CacheEntry>,
+}
+
+impl Evaluation {
+    fn from_entry(index: usize, entry: &CacheEntry, cached: bool) -> Evaluation {
+        Evaluation {
+            index,
+            time_ms: entry.time_ms(),
+            error: entry.record.error.clone(),
+            cached,
+            entry: Some(entry.clone()),
+        }
+    }
+}
+
+/// Evaluates configs of a space. A config that fails to build, launch or verify is an
+/// `Ok` evaluation carrying its error (the search goes on); `Err` means the sweep cannot
+/// go on at all (its results can no longer be recorded).
+pub trait Runner {
+    fn evaluate(&mut self, space: &SearchSpace, index: usize) -> Result<Evaluation>;
+}
+
+/// The group key a sweep on `backend` writes its entries under.
+pub fn group_key<B: Backend, T: Tunable>(backend: &B, tunable: &T, variant: Variant, image_hash: &str) -> GroupKey {
+    let info = backend.info();
+    GroupKey {
+        device: info.name.clone(),
+        driver: info.driver.clone(),
+        backend: info.backend,
+        image_hash: image_hash.into(),
+        family: tunable.family().into(),
+        variant: variant.name().into(),
+        problem: canonical_json(&serde_json::to_value(tunable.problem()).expect("problems serialize")),
+    }
+}
+
+/// Where a failure happened, for its T4 validity class.
+#[derive(Clone, Copy)]
+enum Stage {
+    /// Validating and building (no launch yet).
+    Prepare,
+    /// The first run and its check against the reference.
+    Verify,
+    /// Warm-up and timed runs.
+    Time,
+}
+
+/// Kernel Tuner's T4 `invalidity` for an error at `stage`.
+fn invalidity(stage: Stage, e: &Error) -> &'static str {
+    match (stage, e) {
+        (_, Error::Mismatch(_)) => "correctness",
+        (Stage::Prepare, Error::Driver { .. } | Error::MissingKernel { .. }) => "compile",
+        (Stage::Prepare, Error::OutOfMemory { .. } | Error::Io { .. } | Error::KernelFault { .. }) => "runtime",
+        (Stage::Prepare, _) => "constraints",
+        (Stage::Verify | Stage::Time, _) => "runtime",
+    }
+}
+
+/// Measures configs on a device: every config is built, run once and checked against
+/// the CPU reference, and only then timed ([`measure::time`]: warm-up, repeats, every
+/// time kept); the entry (or the failure with its error) is appended to the cache before
+/// the next config starts. Configs the cache already has are answered from it.
+pub struct RealRunner<'a, B: TuneBackend, T: Tunable> {
+    backend: &'a B,
+    tunable: &'a T,
+    cache: &'a mut TuneCache,
+    group: GroupKey,
+    variant: Variant,
+    timing: TimingOptions,
+    seed: u64,
+    prov: Provenance,
+    strategy: String,
+    /// Configs measured (or failed) now.
+    pub measured: usize,
+    /// Configs answered from the cache.
+    pub from_cache: usize,
+}
+
+impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
+    /// `image_hash` names the kernel image `backend` runs (see [`super::image_hash`]);
+    /// `seed` the inputs; `strategy` is recorded in each new entry.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        backend: &'a B,
+        tunable: &'a T,
+        cache: &'a mut TuneCache,
+        variant: Variant,
+        image_hash: &str,
+        timing: TimingOptions,
+        seed: u64,
+        prov: Provenance,
+        strategy: &str,
+    ) -> Self {
+        let group = group_key(backend, tunable, variant, image_hash);
+        RealRunner {
+            backend,
+            tunable,
+            cache,
+            group,
+            variant,
+            timing,
+            seed,
+            prov,
+            strategy: strategy.into(),
+            measured: 0,
+            from_cache: 0,
+        }
+    }
+
+    pub fn group(&self) -> &GroupKey {
+        &self.group
+    }
+
+    /// Builds, verifies and times config `index`, returning its entry (never an error:
+    /// a failure is an entry with its error).
+    fn measure(&self, space: &SearchSpace, index: usize) -> CacheEntry {
+        let started = Instant::now();
+        let point = &space.points[index];
+        let footprint = space.footprints[index];
+        let family = self.tunable.family();
+        let mut rec = Record::new(family, self.variant.name(), family, self.backend.info(), &self.prov);
+        rec.problem = serde_json::to_value(self.tunable.problem()).expect("problems serialize");
+        rec.config = self.tunable.config_json(point);
+        rec.timer = self.backend.timer_name().into();
+        rec.shared_bytes = if self.variant == Variant::LaunchSized { footprint.launch_bytes } else { 0 };
+        rec.static_shared_bytes = if self.variant == Variant::LaunchSized { 0 } else { footprint.static_bytes };
+        let mut tune = TuneFields {
+            image_hash: self.group.image_hash.clone(),
+            params: space.params_map(index),
+            target: space.target,
+            values: space.params.iter().map(|p| (p.name.to_string(), p.values.clone())).collect(),
+            footprint,
+            invalidity: "correct".into(),
+            build_ms: 0.0,
+            verify_ms: 0.0,
+            wall_ms: 0.0,
+            strategy: self.strategy.clone(),
+        };
+        let built_before = self.backend.build_ms_total();
+        let prepared = self.tunable.prepare(self.backend, self.variant, point, self.seed);
+        tune.build_ms = self.backend.build_ms_total() - built_before;
+        let outcome = prepared.map_err(|e| (Stage::Prepare, e)).and_then(|w| {
+            let k = w.kernel();
+            rec.kernel = k.name;
+            rec.shared_bytes = k.shared_bytes;
+            rec.static_shared_bytes = k.static_shared_bytes;
+            let verify_started = Instant::now();
+            let verified = w.run().and_then(|()| w.check());
+            tune.verify_ms = verify_started.elapsed().as_secs_f64() * 1e3;
+            verified.map_err(|e| (Stage::Verify, e))?;
+            let (t, warmups) =
+                measure::time(self.backend, self.timing, &mut || w.run()).map_err(|e| (Stage::Time, e))?;
+            Ok((t, warmups, w.bytes(), w.flops()))
+        });
+        match outcome {
+            Ok((t, warmups, bytes, flops)) => {
+                rec.verified = true;
+                rec.warmup = warmups;
+                if bytes > 0 {
+                    rec.bytes = Some(bytes);
+                    rec.gbps = Some(measure::gbps(bytes, t.median_ms));
+                }
+                if flops > 0.0 {
+                    rec.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
+                }
+                rec.median_ms = Some(t.median_ms);
+                rec.min_ms = Some(t.min_ms);
+                rec.max_ms = Some(t.max_ms);
+                rec.times_ms = t.times_ms;
+            }
+            Err((stage, e)) => {
+                tune.invalidity = invalidity(stage, &e).into();
+                rec.error = Some(e.to_string());
+            }
+        }
+        tune.wall_ms = started.elapsed().as_secs_f64() * 1e3;
+        CacheEntry { record: rec, tune }
+    }
+}
+
+impl<B: TuneBackend, T: Tunable> Runner for RealRunner<'_, B, T> {
+    fn evaluate(&mut self, space: &SearchSpace, index: usize) -> Result<Evaluation> {
+        let key = super::CacheKey { group: self.group.clone(), params: space.params_map(index) };
+        if let Some(e) = self.cache.get(&key) {
+            self.from_cache += 1;
+            return Ok(Evaluation::from_entry(index, e, true));
+        }
+        let entry = self.measure(space, index);
+        self.cache.append(entry.clone())?;
+        self.measured += 1;
+        Ok(Evaluation::from_entry(index, &entry, false))
+    }
+}
+
+/// Answers every config from the entries one group of a recorded cache holds: a strategy
+/// runs against a real sweep's results with no device (tests, comparing strategies). A
+/// config the cache lacks is a failed evaluation saying so.
+pub struct ReplayRunner {
+    entries: HashMap<BTreeMap<String, u32>, CacheEntry>,
+    /// Evaluations answered.
+    pub answered: usize,
+}
+
+impl ReplayRunner {
+    pub fn new(cache: &TuneCache, group: &GroupKey) -> ReplayRunner {
+        let entries = cache.group_entries(group).into_iter().map(|(k, v)| (k, v.clone())).collect();
+        ReplayRunner { entries, answered: 0 }
+    }
+
+    /// Configs the replayed group holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl Runner for ReplayRunner {
+    fn evaluate(&mut self, space: &SearchSpace, index: usize) -> Result<Evaluation> {
+        self.answered += 1;
+        Ok(match self.entries.get(&space.params_map(index)) {
+            Some(e) => Evaluation::from_entry(index, e, true),
+            None => Evaluation {
+                index,
+                time_ms: None,
+                error: Some(format!("{} is not in the replayed cache", space.describe(index))),
+                cached: true,
+                entry: None,
+            },
+        })
+    }
+}

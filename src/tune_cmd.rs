@@ -1,0 +1,514 @@
+//! `dynsmem tune <family>`: build the family's search space for the chosen backend, run a
+//! strategy over it (on the device, or against a recorded cache with `--replay`), and
+//! report the best config, the fastest ones, the filtered and failed ones, the WGSL
+//! pipeline-creation time, and optional T4 / SVG files.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use dynsmem::cli::*;
+use dynsmem::host::backend::BackendKind;
+use dynsmem::host::kernels::{Kernels, Variant};
+use dynsmem::host::measure::TimingOptions;
+use dynsmem::host::rng::SplitMix64;
+use dynsmem::host::tune::families::*;
+use dynsmem::host::tune::progress::Progress;
+use dynsmem::host::tune::strategies::Stop;
+use dynsmem::host::tune::{
+    Budget, RealRunner, ReplayRunner, SearchResult, SearchSpace, Strategy, Target, Tunable, TuneBackend, TuneCache,
+    plot, t4,
+};
+use dynsmem::suite::{self, Sizes};
+use serde_json::Value;
+
+use super::{Picked, command_line, dtype_of, emit, pick, variant_of};
+
+/// The tuner's options, checked.
+struct Options<'a> {
+    common: &'a TuneCommon,
+    strategy: Strategy,
+    budget: Budget,
+    overrides: Vec<(String, Vec<u32>)>,
+    timing: TimingOptions,
+}
+
+/// The kernel image a backend runs, hashed for cache keys: the PTX text, the HIP code
+/// objects, the WGSL templates; for the CPU backend the host build of the same kernel
+/// source, which the PTX (compiled from that source by this build) stands for, with the
+/// host architecture and compiler.
+fn image_hash(kind: BackendKind) -> String {
+    use dynsmem::host::tune::image_hash;
+    use dynsmem::kernels;
+    match kind {
+        BackendKind::Cuda => image_hash(&[kernels::PTX.as_bytes()]),
+        BackendKind::Hip => {
+            let parts: Vec<&[u8]> = kernels::AMDGPU.iter().flat_map(|(a, o)| [a.as_bytes(), &o[..]]).collect();
+            image_hash(&parts)
+        }
+        BackendKind::Wgsl => dynsmem::host::tune::wgsl_image_hash(),
+        BackendKind::Cpu => image_hash(&[
+            b"cpu-backend",
+            std::env::consts::ARCH.as_bytes(),
+            dynsmem::RUSTC.as_bytes(),
+            kernels::PTX.as_bytes(),
+        ]),
+    }
+}
+
+fn parse_values(values: &[String]) -> anyhow::Result<Vec<(String, Vec<u32>)>> {
+    values
+        .iter()
+        .map(|v| {
+            let (name, list) = v.split_once('=').with_context(|| format!("--values {v}: expected NAME=V1,V2,..."))?;
+            let list = list
+                .split(',')
+                .map(|x| x.trim().parse::<u32>().with_context(|| format!("--values {v}: {x:?} is not a u32")))
+                .collect::<anyhow::Result<Vec<u32>>>()?;
+            Ok((name.trim().to_string(), list))
+        })
+        .collect()
+}
+
+fn options(common: &TuneCommon) -> anyhow::Result<Options<'_>> {
+    let strategy = match common.strategy {
+        StrategyArg::Exhaustive => Strategy::Exhaustive,
+        StrategyArg::Random => Strategy::Random,
+        StrategyArg::Anneal => Strategy::Anneal,
+        StrategyArg::HillClimb => Strategy::HillClimb,
+    };
+    if common.budget_evals == Some(0) {
+        bail!("--budget-evals 0: nothing would be evaluated");
+    }
+    if let Some(s) = common.budget_seconds
+        && !(s > 0.0 && s.is_finite())
+    {
+        bail!("--budget-seconds {s}: a positive number of seconds");
+    }
+    let timing = TimingOptions { warmup: common.warmup, warmup_ms: common.warmup_ms, repeats: common.repeats };
+    timing.validate()?;
+    Ok(Options {
+        common,
+        strategy,
+        budget: Budget { evaluations: common.budget_evals, seconds: common.budget_seconds },
+        overrides: parse_values(&common.values)?,
+        timing,
+    })
+}
+
+/// Runs `tune` for one family.
+pub fn tune(family: TuneFamily) -> anyhow::Result<()> {
+    use dynsmem::host::kernels as k;
+    match family {
+        TuneFamily::Reduce(a) => {
+            let op = match a.op {
+                OpArg::Sum => k::reduce::ReduceOp::Sum,
+                OpArg::Min => k::reduce::ReduceOp::Min,
+                OpArg::Max => k::reduce::ReduceOp::Max,
+            };
+            let dtype = dtype_of(a.dtype);
+            let given = given(&[("n", a.n.is_some()), ("op", true), ("dtype", true)]);
+            family_on(
+                &a.tune,
+                &given,
+                |s| k::reduce::ReduceProblem { n: a.n.unwrap_or(s.n), op, dtype },
+                ReduceTunable::new,
+            )
+        }
+        TuneFamily::Scan(a) => {
+            let dtype = dtype_of(a.dtype);
+            let given = given(&[("n", a.n.is_some()), ("dtype", true)]);
+            family_on(&a.tune, &given, |s| k::scan::ScanProblem { n: a.n.unwrap_or(s.n), dtype }, ScanTunable::new)
+        }
+        TuneFamily::Histogram(a) => {
+            let given = given(&[("n", a.n.is_some()), ("bins", true), ("out_of_range_pct", true)]);
+            let problem = |s: &Sizes| k::histogram::HistogramProblem {
+                n: a.n.unwrap_or(s.n),
+                bins: a.bins,
+                out_of_range_pct: a.out_of_range,
+            };
+            family_on(&a.tune, &given, problem, HistogramTunable::new)
+        }
+        TuneFamily::Conv1d(a) => {
+            let given = given(&[("n", a.n.is_some()), ("taps", true)]);
+            let problem = |s: &Sizes| k::conv1d::Conv1dProblem { n: a.n.unwrap_or(s.n), taps: a.taps };
+            family_on(&a.tune, &given, problem, Conv1dTunable::new)
+        }
+        TuneFamily::Stencil2d(a) => {
+            let blur = match a.blur {
+                BlurArg::Box => k::stencil2d::Blur::Box,
+                BlurArg::Gaussian => k::stencil2d::Blur::Gaussian,
+            };
+            let given = given(&[
+                ("width", a.width.is_some()),
+                ("height", a.height.is_some()),
+                ("radius", true),
+                ("blur", true),
+            ]);
+            let problem = |s: &Sizes| k::stencil2d::Stencil2dProblem {
+                width: a.width.unwrap_or(s.side),
+                height: a.height.unwrap_or(s.side),
+                radius: a.radius,
+                blur,
+            };
+            family_on(&a.tune, &given, problem, Stencil2dTunable::new)
+        }
+        TuneFamily::Transpose(a) => {
+            let given = given(&[("rows", a.rows.is_some()), ("cols", a.cols.is_some())]);
+            let problem = |s: &Sizes| k::transpose::TransposeProblem {
+                rows: a.rows.unwrap_or(s.side),
+                cols: a.cols.unwrap_or(s.side),
+            };
+            family_on(&a.tune, &given, problem, TransposeTunable::new)
+        }
+    }
+}
+
+/// The problem fields given on the command line (a replay matches them against the
+/// recorded problems; the others may be anything).
+fn given(fields: &[(&'static str, bool)]) -> Vec<&'static str> {
+    fields.iter().filter(|(_, g)| *g).map(|(f, _)| *f).collect()
+}
+
+fn family_on<T: Tunable>(
+    common: &TuneCommon,
+    given: &[&str],
+    problem: impl Fn(&Sizes) -> T::Problem,
+    make: impl Fn(T::Problem) -> T,
+) -> anyhow::Result<()> {
+    let opts = options(common)?;
+    if common.replay {
+        return replay(&opts, given, &problem, &make);
+    }
+    if common.device.is_some() {
+        bail!("--device picks a recorded device for --replay; a sweep runs on --backend");
+    }
+    match pick(common.backend)? {
+        Picked::Cuda(b) => sweep(&b, &opts, &problem, &make),
+        Picked::Hip(b) => sweep(&b, &opts, &problem, &make),
+        Picked::Wgsl(b) => sweep(&b, &opts, &problem, &make),
+        Picked::Cpu(b) => sweep(&b, &opts, &problem, &make),
+    }
+}
+
+fn describe_space(space: &SearchSpace) -> anyhow::Result<()> {
+    let params: Vec<String> = space.params.iter().map(|p| format!("{} {:?}", p.name, p.values)).collect();
+    say!(
+        "space: {} configs to evaluate, {} filtered before launch ({})",
+        space.len(),
+        space.filtered.len(),
+        params.join("; ")
+    );
+    const SHOWN: usize = 30;
+    for f in space.filtered.iter().take(SHOWN) {
+        say!("  filtered {}: {}", dynsmem::host::tune::space::describe_point(&space.params, &f.point), f.reason);
+    }
+    if space.filtered.len() > SHOWN {
+        say!(
+            "  ... and {} more filtered (all are in the --t4 export, with their reasons)",
+            space.filtered.len() - SHOWN
+        );
+    }
+    if space.is_empty() {
+        bail!("no config of the space can run on this target");
+    }
+    Ok(())
+}
+
+/// A sweep on a device.
+fn sweep<B: TuneBackend + Kernels, T: Tunable>(
+    backend: &B,
+    opts: &Options<'_>,
+    problem: &impl Fn(&Sizes) -> T::Problem,
+    make: &impl Fn(T::Problem) -> T,
+) -> anyhow::Result<()> {
+    let info = backend.info();
+    let tunable = make(problem(&Sizes::for_backend(backend, None, false)));
+    let variant = variant_of(backend, opts.common.variant);
+    let target = Target { backend: info.backend, variant, limits: info.limits, is_cpu: info.is_cpu };
+    say!("{}", suite::describe(backend));
+    say!(
+        "tune {} {} ({variant})",
+        tunable.family(),
+        serde_json::to_string(tunable.problem()).expect("problems serialize")
+    );
+    let space = SearchSpace::build(&tunable, &target, &opts.overrides)?;
+    describe_space(&space)?;
+    // The cache is opened before anything runs: a path that cannot be written is refused
+    // before the measurements it would have held.
+    let path = &opts.common.cache;
+    let mut cache = TuneCache::open(path).with_context(|| format!("--cache {}", path.display()))?;
+    if !cache.torn.is_empty() {
+        say!("cache {}: {} unfinished line(s) of a killed sweep skipped", path.display(), cache.torn.len());
+    }
+    let image = image_hash(info.backend);
+    let prov = dynsmem::provenance(info.backend, &command_line());
+    let commit = prov.commit.clone();
+    let mut runner = RealRunner::new(
+        backend,
+        &tunable,
+        &mut cache,
+        variant,
+        &image,
+        opts.timing,
+        opts.common.input_seed,
+        prov,
+        opts.strategy.name(),
+    );
+    let result = search(&space, &mut runner, opts);
+    let (measured, from_cache) = (runner.measured, runner.from_cache);
+    say!(
+        "{}: {} evaluations ({measured} measured now, {from_cache} from the cache {}), {} failed; {} in {:.1} s",
+        result.strategy,
+        result.evaluations.len(),
+        path.display(),
+        result.failed().count(),
+        result.stop,
+        result.seconds
+    );
+    let meta = t4::Metadata {
+        family: tunable.family().into(),
+        problem: serde_json::to_value(tunable.problem()).expect("problems serialize"),
+        device: info.name.clone(),
+        driver: info.driver.clone(),
+        backend: info.backend.to_string(),
+        variant: variant.name().into(),
+        image_hash: image,
+        strategy: result.strategy.into(),
+        commit,
+    };
+    report(&space, &result, opts, &meta)?;
+    if let Stop::RunnerFailed(e) = &result.stop {
+        bail!("the sweep stopped: {e}");
+    }
+    Ok(())
+}
+
+/// A strategy against the results one sweep recorded in the cache: no device.
+fn replay<T: Tunable>(
+    opts: &Options<'_>,
+    given: &[&str],
+    problem: &impl Fn(&Sizes) -> T::Problem,
+    make: &impl Fn(T::Problem) -> T,
+) -> anyhow::Result<()> {
+    let path = &opts.common.cache;
+    let cache = TuneCache::read(path).with_context(|| format!("--replay --cache {}", path.display()))?;
+    // The given problem fields, as the family serializes them (sizes of any backend: only
+    // the given fields are compared).
+    let wanted = serde_json::to_value(problem(&Sizes::cpu_backend())).expect("problems serialize");
+    let family = make(problem(&Sizes::cpu_backend())).family();
+    let variant = opts.common.variant.map(|v| match v {
+        VariantArg::LaunchSized => Variant::LaunchSized,
+        VariantArg::WgslLiteral => Variant::WgslLiteral,
+        VariantArg::WgslOverride => Variant::WgslOverride,
+    });
+    let backend = opts.common.backend.map(|b| match b {
+        BackendArg::Cuda => BackendKind::Cuda,
+        BackendArg::Wgsl => BackendKind::Wgsl,
+        BackendArg::Hip => BackendKind::Hip,
+        BackendArg::Cpu => BackendKind::Cpu,
+    });
+    let groups = cache.groups();
+    let matching: Vec<_> = groups
+        .iter()
+        .filter(|(g, t, _)| {
+            let recorded: Value = serde_json::from_str(&g.problem).unwrap_or(Value::Null);
+            g.family == family
+                && backend.is_none_or(|b| b == g.backend)
+                && variant.is_none_or(|v| v == t.variant)
+                && opts.common.device.as_ref().is_none_or(|d| g.device.contains(d.as_str()))
+                && given.iter().all(|f| recorded.get(f) == wanted.get(f))
+        })
+        .collect();
+    let list = |gs: &mut dyn Iterator<Item = &(dynsmem::host::tune::cache::GroupKey, Target, usize)>| {
+        gs.map(|(g, _, n)| format!("\n  {n} configs: {g}")).collect::<String>()
+    };
+    let (group, target, count) = match matching.as_slice() {
+        [one] => *one,
+        [] => bail!(
+            "--replay: {} holds no {family} sweep matching the options; it holds:{}",
+            path.display(),
+            list(&mut groups.iter())
+        ),
+        _ => bail!(
+            "--replay: {} holds several matching {family} sweeps; pick one with --backend, --variant, --device or the problem options:{}",
+            path.display(),
+            list(&mut matching.iter().copied())
+        ),
+    };
+    let recorded: T::Problem =
+        serde_json::from_str(&group.problem).with_context(|| format!("the recorded problem {}", group.problem))?;
+    let tunable = make(recorded);
+    say!("replay of {} ({count} configs recorded), no device", path.display());
+    say!("recorded: {group}");
+    // The recorded sweep's values, then any given on the command line.
+    let mut overrides = cache.group_values(group);
+    overrides.extend(opts.overrides.iter().cloned());
+    let space = SearchSpace::build(&tunable, target, &overrides)?;
+    describe_space(&space)?;
+    let mut runner = ReplayRunner::new(&cache, group);
+    let result = search(&space, &mut runner, opts);
+    say!(
+        "{}: {} evaluations (replayed), {} failed; {} in {:.3} s",
+        result.strategy,
+        result.evaluations.len(),
+        result.failed().count(),
+        result.stop,
+        result.seconds
+    );
+    let commit = cache.entries().iter().find(|e| e.group() == *group).map(|e| e.record.commit.clone());
+    let meta = t4::Metadata {
+        family: family.into(),
+        problem: serde_json::from_str(&group.problem).unwrap_or(Value::Null),
+        device: group.device.clone(),
+        driver: group.driver.clone(),
+        backend: group.backend.to_string(),
+        variant: group.variant.clone(),
+        image_hash: group.image_hash.clone(),
+        strategy: format!("{} (replay)", result.strategy),
+        commit: commit.unwrap_or_default(),
+    };
+    report(&space, &result, opts, &meta)
+}
+
+/// Runs the strategy with the progress bar.
+fn search(space: &SearchSpace, runner: &mut dyn dynsmem::host::tune::Runner, opts: &Options<'_>) -> SearchResult {
+    let total = opts.budget.max_evaluations(space.len());
+    let mut progress = Progress::new(runner, total, opts.common.quiet);
+    let mut rng = SplitMix64::new(opts.common.seed);
+    let result = opts.strategy.search(space, &mut progress, opts.budget, &mut rng);
+    progress.finish();
+    result
+}
+
+/// GB/s with 4 significant digits, so that CPU figures do not print as 0.0.
+fn fmt_gbps(g: f64) -> String {
+    if g >= 10.0 { format!("{g:.1}") } else { format!("{g:.4}") }
+}
+
+fn fmt_ms(v: Option<f64>) -> String {
+    v.map(|t| format!("{t:.4}")).unwrap_or_default()
+}
+
+/// Best config, top-k table, failures, WGSL pipeline time, and the requested files.
+fn report(space: &SearchSpace, result: &SearchResult, opts: &Options<'_>, meta: &t4::Metadata) -> anyhow::Result<()> {
+    use dynsmem::host::report::{Table, TableStyle};
+    let variant = space.target.variant;
+    match result.best() {
+        Some(b) => {
+            let e = b.entry.as_ref().map(|e| &e.record);
+            let gbps = e.and_then(|r| r.gbps).map(|g| format!(", {} GB/s", fmt_gbps(g))).unwrap_or_default();
+            say!(
+                "best: {} -> {} ms{gbps}, {} B of {} workgroup memory",
+                space.describe(b.index),
+                fmt_ms(b.time_ms),
+                space.footprints[b.index].shared_bytes(variant),
+                if variant == Variant::LaunchSized { "launch-sized" } else { "static" }
+            );
+        }
+        None => say!("best: none (no config verified)"),
+    }
+    let mut header: Vec<&str> = vec!["rank"];
+    header.extend(space.params.iter().map(|p| p.name));
+    header.extend(["median ms", "min ms", "GB/s", "shared B", "build ms", "source"]);
+    let mut table = Table::new(&header);
+    for (rank, e) in result.ranked().into_iter().take(opts.common.top).enumerate() {
+        let rec = e.entry.as_ref().map(|x| &x.record);
+        let mut row = vec![(rank + 1).to_string()];
+        row.extend(space.points[e.index].iter().map(|v| v.to_string()));
+        row.push(fmt_ms(e.time_ms));
+        row.push(fmt_ms(rec.and_then(|r| r.min_ms)));
+        row.push(rec.and_then(|r| r.gbps).map(fmt_gbps).unwrap_or_default());
+        row.push(space.footprints[e.index].shared_bytes(variant).to_string());
+        row.push(e.entry.as_ref().map(|x| format!("{:.2}", x.tune.build_ms)).unwrap_or_default());
+        row.push(if e.cached { "cache" } else { "measured" }.into());
+        table.push(row);
+    }
+    let text = table.render(TableStyle::Text);
+    say!("{}", text.trim_end());
+    let failed: Vec<_> = result.failed().collect();
+    for e in failed.iter().take(20) {
+        say!("  failed {}: {}", space.describe(e.index), e.error.as_deref().unwrap_or("no result"));
+    }
+    if failed.len() > 20 {
+        say!("  ... and {} more failed", failed.len() - 20);
+    }
+    if variant != Variant::LaunchSized {
+        // Configs whose source and constants equal an earlier config's reuse its pipeline
+        // (e.g. reduce's items per thread is an argument, not a size): they built nothing.
+        let entries: Vec<_> = result.evaluations.iter().filter_map(|e| e.entry.as_ref()).collect();
+        let mut builds: Vec<f64> = entries.iter().map(|e| e.tune.build_ms).filter(|&b| b > 0.0).collect();
+        builds.sort_by(f64::total_cmp);
+        let mut firsts: Vec<f64> = entries.iter().map(|e| e.tune.verify_ms).collect();
+        firsts.sort_by(f64::total_cmp);
+        let mut kernels: Vec<f64> = entries.iter().filter_map(|e| e.time_ms()).collect();
+        kernels.sort_by(f64::total_cmp);
+        let median = dynsmem::host::measure::median_sorted;
+        say!(
+            "pipeline creation (what launch-time sizing removes): {} of {} configs needed a new pipeline, {:.1} ms in all, \
+             median {:.2} ms each; first run + check median {:.2} ms against a median kernel time of {:.3} ms (a driver \
+             that compiles at first dispatch, as lavapipe does, pays there); the launch-sized path loads one image once",
+            builds.len(),
+            entries.len(),
+            builds.iter().sum::<f64>(),
+            median(&builds),
+            median(&firsts),
+            median(&kernels)
+        );
+    }
+    if let Some(path) = &opts.common.t4 {
+        let doc = t4::export(space, &result.evaluations, meta);
+        write_file(path, &serde_json::to_string_pretty(&doc)?)?;
+        say!("T4 results: {}", path.display());
+    }
+    if let Some(path) = &opts.common.plot {
+        let problem = match &meta.problem {
+            Value::Object(m) => {
+                m.iter().map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect::<Vec<_>>().join(" ")
+            }
+            other => other.to_string(),
+        };
+        let title = format!("{} {problem}: {} {}, {}", meta.family, meta.backend, meta.variant, result.strategy);
+        match plot::time_vs_shared_bytes(space, &result.evaluations, &title) {
+            Ok(svg) => {
+                write_file(path, &svg)?;
+                say!("plot: {}", path.display());
+            }
+            Err(e) => say!("plot: not written: {e}"),
+        }
+        let axes = match opts.common.heatmap.as_slice() {
+            [] => plot::default_axes(space),
+            [x, y] => {
+                let find = |n: &str| space.params.iter().position(|p| p.name == n);
+                match (find(x), find(y)) {
+                    (Some(a), Some(b)) => Some((a, b)),
+                    _ => bail!("--heatmap {x},{y}: not two parameters of the space"),
+                }
+            }
+            other => bail!("--heatmap takes two parameter names, got {other:?}"),
+        };
+        if let Some((px, py)) = axes {
+            let hpath = heatmap_path(path);
+            match plot::heatmap(space, &result.evaluations, px, py, &title) {
+                Ok(svg) => {
+                    write_file(&hpath, &svg)?;
+                    say!("heatmap: {}", hpath.display());
+                }
+                Err(e) => say!("heatmap: not written: {e}"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `dir/name.svg` -> `dir/name-heatmap.svg`.
+fn heatmap_path(plot: &Path) -> PathBuf {
+    let stem = plot.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tune".into());
+    plot.with_file_name(format!("{stem}-heatmap.svg"))
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}

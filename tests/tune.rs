@@ -1,0 +1,252 @@
+//! `dynsmem tune` end to end, through the real binary: a sweep killed with SIGKILL loses no
+//! finished config and its rerun measures none again; every family's search space runs
+//! and verifies on the CPU backend and replays from its cache; on WGSL each config that
+//! needs a new pipeline reports its creation time.
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use dynsmem::host::report::parse_jsonl_as;
+use dynsmem::host::tune::CacheEntry;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dynsmem-tune-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn dynsmem(args: &[&str]) -> Command {
+    let mut cmd = Command::new(common::dynsmem_bin());
+    cmd.args(args).env("RUST_BACKTRACE", "0");
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
+    cmd
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let out: Output = dynsmem(args).output().expect("running dynsmem");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "dynsmem {} failed: {:?}\n{stdout}\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The entries of a cache file (every complete line must parse) and its torn lines.
+fn entries(path: &Path) -> (Vec<CacheEntry>, usize) {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let (e, torn) = parse_jsonl_as::<CacheEntry>(&bytes, path).unwrap_or_else(|e| panic!("{e}"));
+    (e, torn.len())
+}
+
+/// The number after `word` in `text`, e.g. `number_before(s, " measured now")`.
+fn number_before(text: &str, word: &str) -> usize {
+    let at = text.find(word).unwrap_or_else(|| panic!("no {word:?} in:\n{text}"));
+    let digits: String =
+        text[..at].chars().rev().take_while(|c| c.is_ascii_digit()).collect::<Vec<_>>().into_iter().rev().collect();
+    digits.parse().unwrap_or_else(|_| panic!("no number before {word:?} in:\n{text}"))
+}
+
+#[test]
+fn killed_sweep_loses_no_finished_config_and_its_rerun_measures_none_again() {
+    let dir = temp_dir("kill");
+    let cache = dir.join("cache.jsonl");
+    let cache_arg = cache.to_str().unwrap();
+    let args = [
+        "tune",
+        "reduce",
+        "--backend",
+        "cpu",
+        "--n",
+        "16384",
+        "--repeats",
+        "3",
+        "--warmup",
+        "1",
+        "--warmup-ms",
+        "0",
+        "--quiet",
+        "--cache",
+        cache_arg,
+    ];
+    // Start, wait for `at_least` finished configs in the cache, kill with SIGKILL.
+    let kill_after = |at_least: usize| -> usize {
+        let mut child = dynsmem(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("starting tune");
+        let started = Instant::now();
+        loop {
+            let lines = std::fs::read(&cache).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0);
+            if lines >= at_least {
+                break;
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the sweep finished before {at_least} configs: nothing to kill"
+            );
+            assert!(started.elapsed() < Duration::from_secs(300), "no progress in 300 s");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(9), "killed mid-sweep: {status:?}");
+        let (e, torn) = entries(&cache);
+        assert!(torn <= 1, "at most the line being written when killed is torn");
+        e.len()
+    };
+
+    let after_first = kill_after(5);
+    let first = entries(&cache).0;
+    let after_second = kill_after(after_first + 5);
+    assert!(after_second >= after_first + 5);
+    let second = entries(&cache).0;
+    assert_eq!(&second[..after_first], &first[..], "the first run's entries are untouched");
+
+    // The rerun answers every finished config from the cache and measures only the rest.
+    let out = run_ok(&args);
+    let space = number_before(&out, " configs to evaluate");
+    let measured = number_before(&out, " measured now");
+    let cached = number_before(&out, " from the cache");
+    common::note(&format!(
+        "tune kill: {space} configs; killed after {after_first} and {after_second}; rerun measured {measured}, {cached} from the cache"
+    ));
+    assert!(after_second < space, "the second kill landed before the end");
+    assert_eq!(cached, after_second, "every finished config is answered from the cache");
+    assert_eq!(measured, space - after_second, "no finished config is measured again");
+    let (all, _) = entries(&cache);
+    assert_eq!(all.len(), space, "one entry per config, none twice");
+    assert_eq!(&all[..after_second], &second[..]);
+    let mut keys: Vec<_> = all.iter().map(|e| e.tune.params.clone()).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), space, "no config measured twice");
+    assert!(
+        all.iter().all(|e| e.record.verified && e.record.times_ms.len() == 3),
+        "every config verified, 3 raw times each"
+    );
+
+    // A third run measures nothing and appends nothing.
+    let size = std::fs::metadata(&cache).unwrap().len();
+    let out = run_ok(&args);
+    assert_eq!(number_before(&out, " measured now"), 0);
+    assert_eq!(std::fs::metadata(&cache).unwrap().len(), size);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_family_tunes_on_the_cpu_backend_and_replays_from_its_cache() {
+    let dir = temp_dir("families");
+    let families: [&[&str]; 6] = [
+        &["reduce", "--n", "4096"],
+        &["scan", "--n", "4096"],
+        &["histogram", "--n", "4096", "--bins", "64"],
+        &["conv1d", "--n", "4096", "--taps", "9"],
+        &["stencil2d", "--width", "64", "--height", "48"],
+        &["transpose", "--rows", "64", "--cols", "48"],
+    ];
+    for family in families {
+        let name = family[0];
+        let cache = dir.join(format!("{name}.jsonl"));
+        let (t4, plot) = (dir.join(format!("{name}.t4.json")), dir.join(format!("{name}.svg")));
+        let mut args = vec!["tune"];
+        args.extend_from_slice(family);
+        args.extend_from_slice(&[
+            "--backend",
+            "cpu",
+            "--strategy",
+            "random",
+            "--seed",
+            "7",
+            "--budget-evals",
+            "4",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--warmup-ms",
+            "0",
+            "--quiet",
+        ]);
+        args.extend_from_slice(&["--cache", cache.to_str().unwrap()]);
+        let mut sweep = args.clone();
+        sweep.extend_from_slice(&["--t4", t4.to_str().unwrap(), "--plot", plot.to_str().unwrap()]);
+        let out = run_ok(&sweep);
+        assert!(out.contains("4 evaluations (4 measured now, 0 from the cache"), "{name}:\n{out}");
+        assert!(out.contains(", 0 failed;"), "{name}: every config the space admits runs and verifies:\n{out}");
+        let (e, _) = entries(&cache);
+        assert_eq!(e.len(), 4, "{name}");
+        assert!(e.iter().all(|e| e.record.verified && e.tune.invalidity == "correct"), "{name}");
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&t4).unwrap()).unwrap();
+        let filtered = number_before(&out, " filtered before launch");
+        assert_eq!(doc["results"].as_array().unwrap().len(), 4 + filtered, "{name}: evaluated and filtered configs");
+        assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"), "{name}");
+        let heatmap = dir.join(format!("{name}-heatmap.svg"));
+        assert!(std::fs::read_to_string(&heatmap).unwrap().starts_with("<svg"), "{name}");
+        let best = out.lines().find(|l| l.starts_with("best:")).unwrap().to_string();
+
+        // The same search replayed from the cache: same configs, same best, no device.
+        let mut replay = args.clone();
+        replay.push("--replay");
+        let out = run_ok(&replay);
+        assert!(out.contains("4 evaluations (replayed), 0 failed"), "{name}:\n{out}");
+        assert_eq!(out.lines().find(|l| l.starts_with("best:")).unwrap(), best, "{name}");
+    }
+    // A replay of a sweep the cache does not hold says what it holds.
+    let out =
+        dynsmem(&["tune", "reduce", "--n", "8192", "--replay", "--cache", dir.join("reduce.jsonl").to_str().unwrap()])
+            .output()
+            .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("holds no reduce sweep") && err.contains("\"n\":4096"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn wgsl_sweep_reports_each_new_pipelines_creation_time() {
+    if common::wgsl_or_skip("wgsl_sweep_reports_each_new_pipelines_creation_time").is_none() {
+        return;
+    }
+    let dir = temp_dir("wgsl");
+    let cache = dir.join("cache.jsonl");
+    let out = run_ok(&[
+        "tune",
+        "reduce",
+        "--backend",
+        "wgsl",
+        "--n",
+        "65536",
+        "--values",
+        "block=64,128",
+        "--values",
+        "ipt=4,8",
+        "--repeats",
+        "2",
+        "--warmup",
+        "0",
+        "--warmup-ms",
+        "0",
+        "--quiet",
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
+    let (e, _) = entries(&cache);
+    assert_eq!(e.len(), 8);
+    // Unstaged pipelines depend on the block only (items per thread is an argument): 2 of
+    // the 4 unstaged configs build one, the others reuse it. Staged ones size their tile
+    // by block * ipt: all 4 build one.
+    let built: Vec<String> =
+        e.iter().filter(|e| e.tune.build_ms > 0.0).map(|e| format!("{:?}", e.tune.params)).collect();
+    assert_eq!(built.len(), 6, "{built:?}");
+    assert!(out.contains("6 of 8 configs needed a new pipeline"), "{out}");
+    assert!(e.iter().all(|e| e.record.verified && e.record.static_shared_bytes > 0 && e.record.shared_bytes == 0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
