@@ -103,6 +103,22 @@ for step in "$@"; do
       g --m 4096 --f16 --bm 128 --bn 128 --bk 16 --stages 3
       g --m 8192 --f16 --bm 128 --bn 128 --bk 16 --stages 3
       ;;
+    tune-sgemm)
+      # The exhaustive SGEMM 4096^3 sweep: every config verified, then timed; wall time.
+      d=$(mktemp -d)
+      start=$(date +%s.%N)
+      $B tune sgemm --m 4096 --backend cuda --strategy exhaustive --repeats 5 --warmup 2 --warmup-ms 20 --quiet \
+        --cache "$d/tune-sgemm-4096.jsonl" --t4 "$d/tune-sgemm-4096.t4.json" --plot "$d/tune-sgemm-4096.svg" \
+        --top 15 > "$d/tune-sgemm-4096.txt" 2>&1 || status=1
+      end=$(date +%s.%N)
+      echo "wall time of the sweep: $(echo "$end - $start" | bc) s" >> "$d/tune-sgemm-4096.txt"
+      cat "$d/tune-sgemm-4096.txt"
+      tar czf "$OUT/tune-sgemm.tgz" -C "$d" .
+      ;;
+    kernel-limit)
+      # 256 x 256 tiles: 1024 threads, over what the kernel's registers allow: refused before launch.
+      RUST_BACKTRACE=0 $B run sgemm --m 1024 --bm 256 --bn 256 --backend cuda 2>&1 | tail -3; echo "exit code $?"
+      ;;
     sanitize)
       mkdir -p "$OUT/sanitize"
       OUT="$OUT/sanitize" bash ci/sanitize.sh "$B" || status=1

@@ -336,6 +336,26 @@ pub enum TuneFamily {
     Stencil2d(TuneStencil2dArgs),
     /// Block, tile, padding.
     Transpose(TuneTransposeArgs),
+    /// Block tile bm x bn x bk and pipeline stages.
+    Sgemm(TuneSgemmArgs),
+}
+
+#[derive(clap::Args)]
+pub struct TuneSgemmArgs {
+    /// Rows of A and C (default: 4096 on a GPU, 64 on the CPU backend).
+    #[arg(long)]
+    pub m: Option<u32>,
+    /// Columns of B and C (default: as m).
+    #[arg(long)]
+    pub n: Option<u32>,
+    /// Columns of A, rows of B (default: as m).
+    #[arg(long)]
+    pub k: Option<u32>,
+    /// f16 inputs with f32 accumulation.
+    #[arg(long)]
+    pub f16: bool,
+    #[command(flatten)]
+    pub tune: TuneCommon,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -160,6 +160,16 @@ pub fn tune(family: TuneFamily) -> anyhow::Result<()> {
             };
             family_on(&a.tune, &given, problem, TransposeTunable::new)
         }
+        TuneFamily::Sgemm(a) => {
+            let given =
+                given(&[("m", a.m.is_some()), ("n", a.n.is_some()), ("k", a.k.is_some()), ("f16_inputs", true)]);
+            // A quarter of the 2-D side: 4096 on a GPU, 64 on the CPU backend.
+            let problem = |s: &Sizes| {
+                let m = a.m.unwrap_or(s.side / 4);
+                k::sgemm::SgemmProblem { m, n: a.n.unwrap_or(m), k: a.k.unwrap_or(m), f16_inputs: a.f16 }
+            };
+            family_on(&a.tune, &given, problem, SgemmTunable::new)
+        }
     }
 }
 

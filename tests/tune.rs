@@ -144,13 +144,14 @@ fn killed_sweep_loses_no_finished_config_and_its_rerun_measures_none_again() {
 #[test]
 fn every_family_tunes_on_the_cpu_backend_and_replays_from_its_cache() {
     let dir = temp_dir("families");
-    let families: [&[&str]; 6] = [
+    let families: [&[&str]; 7] = [
         &["reduce", "--n", "4096"],
         &["scan", "--n", "4096"],
         &["histogram", "--n", "4096", "--bins", "64"],
         &["conv1d", "--n", "4096", "--taps", "9"],
         &["stencil2d", "--width", "64", "--height", "48"],
         &["transpose", "--rows", "64", "--cols", "48"],
+        &["sgemm", "--m", "24", "--n", "40", "--k", "17"],
     ];
     for family in families {
         let name = family[0];

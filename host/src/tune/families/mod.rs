@@ -12,6 +12,7 @@ pub mod conv1d;
 pub mod histogram;
 pub mod reduce;
 pub mod scan;
+pub mod sgemm;
 pub mod stencil2d;
 pub mod transpose;
 
@@ -19,6 +20,7 @@ pub use conv1d::Conv1dTunable;
 pub use histogram::HistogramTunable;
 pub use reduce::ReduceTunable;
 pub use scan::ScanTunable;
+pub use sgemm::SgemmTunable;
 pub use stencil2d::Stencil2dTunable;
 pub use transpose::TransposeTunable;
 

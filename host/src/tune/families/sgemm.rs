@@ -1,0 +1,90 @@
+//! SGEMM / HGEMM: the block tile `bm x bn x bk` and the pipeline stages, all launch-time
+//! values of one compiled entry (the 8 x 8 thread tile is compiled in and not a parameter).
+//! Threads per block are `bm * bn / 64`; the kernel's own register limit can refuse a
+//! block the device would allow, which the runner records as that config's error.
+
+use dynsmem_kernels::sgemm::SgemmConfig;
+
+use super::layout_reason;
+use crate::backend::BackendKind;
+use crate::error::Result;
+use crate::kernels::sgemm::{SgemmProblem, prepare};
+use crate::kernels::{Variant, Workload};
+use crate::tune::{Footprint, Param, Target, Tunable, TuneBackend};
+
+pub struct SgemmTunable {
+    problem: SgemmProblem,
+}
+
+impl SgemmTunable {
+    pub fn new(problem: SgemmProblem) -> SgemmTunable {
+        SgemmTunable { problem }
+    }
+
+    fn config(point: &[u32]) -> SgemmConfig {
+        SgemmConfig { bm: point[0], bn: point[1], bk: point[2], stages: point[3] }
+    }
+
+    fn elem_bytes(&self) -> u32 {
+        if self.problem.f16_inputs { 2 } else { 4 }
+    }
+}
+
+impl Tunable for SgemmTunable {
+    type Problem = SgemmProblem;
+
+    fn family(&self) -> &'static str {
+        "sgemm"
+    }
+
+    fn problem(&self) -> &SgemmProblem {
+        &self.problem
+    }
+
+    fn params(&self, target: &Target) -> Vec<Param> {
+        if target.backend == BackendKind::Cpu {
+            vec![
+                Param::new("bm", &[8, 16, 32]),
+                Param::new("bn", &[8, 16, 32]),
+                Param::new("bk", &[4, 8, 16]),
+                Param::new("stages", &[1, 2]),
+            ]
+        } else {
+            vec![
+                Param::new("bm", &[32, 64, 128, 256]),
+                Param::new("bn", &[32, 64, 128, 256]),
+                Param::new("bk", &[8, 16, 32, 64]),
+                Param::new("stages", &[1, 2, 3, 4]),
+            ]
+        }
+    }
+
+    fn check(&self, point: &[u32], _: &Target) -> std::result::Result<Footprint, String> {
+        let cfg = Self::config(point);
+        let eb = self.elem_bytes();
+        if !cfg.fits(eb) {
+            return Err(format!(
+                "bm, bn multiples of 8, bk a multiple of 4 and of {} elements, 1-4 stages, at most 1024 threads",
+                16 / eb
+            ));
+        }
+        let launch_bytes = cfg.shared_bytes(eb).map_err(layout_reason)?;
+        let grid = cfg.grid(self.problem.m, self.problem.n).min(u32::MAX as u64) as u32;
+        // No WGSL form: nothing static.
+        Ok(Footprint { threads: cfg.threads(), grid, launch_bytes, static_bytes: 0 })
+    }
+
+    fn config_json(&self, point: &[u32]) -> serde_json::Value {
+        serde_json::to_value(Self::config(point)).expect("configs serialize")
+    }
+
+    fn prepare<'b, B: TuneBackend>(
+        &self,
+        backend: &'b B,
+        variant: Variant,
+        point: &[u32],
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        Ok(Box::new(prepare(backend, self.problem, Self::config(point), false, variant, seed)?))
+    }
+}
