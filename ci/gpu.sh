@@ -111,13 +111,14 @@ for step in "$@"; do
         --cache "$d/tune-sgemm-4096.jsonl" --t4 "$d/tune-sgemm-4096.t4.json" --plot "$d/tune-sgemm-4096.svg" \
         --top 15 > "$d/tune-sgemm-4096.txt" 2>&1 || status=1
       end=$(date +%s.%N)
-      echo "wall time of the sweep: $(echo "$end - $start" | bc) s" >> "$d/tune-sgemm-4096.txt"
+      echo "wall time of the sweep: $(python3 -c "print(round($end - $start, 1))") s" >> "$d/tune-sgemm-4096.txt"
       cat "$d/tune-sgemm-4096.txt"
       tar czf "$OUT/tune-sgemm.tgz" -C "$d" .
       ;;
     kernel-limit)
       # 256 x 256 tiles: 1024 threads, over what the kernel's registers allow: refused before launch.
-      RUST_BACKTRACE=0 $B run sgemm --m 1024 --bm 256 --bn 256 --backend cuda 2>&1 | tail -3; echo "exit code $?"
+      RUST_BACKTRACE=0 $B run sgemm --m 1024 --bm 256 --bn 256 --backend cuda > "$OUT/kernel-limit.txt" 2>&1
+      echo "exit code $?" >> "$OUT/kernel-limit.txt"; cat "$OUT/kernel-limit.txt"
       ;;
     sanitize)
       mkdir -p "$OUT/sanitize"
