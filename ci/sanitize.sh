@@ -2,7 +2,8 @@
 # Runs every kernel family's CUDA path under compute-sanitizer (memcheck, racecheck,
 # synccheck, initcheck) at small sizes, for several configs each, including configs past
 # the 48 KB a block gets without opt-in (staged reduce 205824 B, histogram 49152 bins
-# 196608 B, softmax rows of 32768 floats 132096 B, scan 512 x 48 ~98 KB). Each case is
+# 196608 B, softmax rows of 32768 floats 132096 B, scan 512 x 48 ~98 KB, sgemm 128 x 128 x 32
+# with two stages 69632 B). Each case is
 # `dynsmem run <family> --backend cuda`, which verifies the result against the CPU
 # reference, so a case also fails when the kernel computes a wrong answer.
 #
@@ -43,6 +44,9 @@ cases=(
   "softmax --rows 3 --cols 32768"
   "nbody --n 1001"
   "nbody --n 4096 --tile 256"
+  "sgemm --m 17 --n 33 --k 65"
+  "sgemm --m 256 --bm 128 --bn 128 --bk 32 --stages 2"
+  "sgemm --m 200 --n 136 --k 72 --f16 --bm 64 --bn 64 --bk 16 --stages 3"
 )
 
 {
