@@ -384,7 +384,7 @@ pub struct TuneCommon {
     /// Stop after this many distinct configs (cached ones count).
     #[arg(long)]
     pub budget_evals: Option<usize>,
-    /// Stop after this many seconds.
+    /// Start no new config after this many seconds (the one in flight finishes).
     #[arg(long)]
     pub budget_seconds: Option<f64>,
     /// Seed of the strategy's random choices.
