@@ -5,9 +5,15 @@
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
 use dynsmem::host::backend::Probe;
 use dynsmem::host::kernels::reduce::{ReduceElement, ReduceKernels, ReduceOp, ReducePlan, ReduceProblem};
 use dynsmem_kernels::Dtype;
+
+// The families' helpers; this target uses only the timing loop.
+#[allow(dead_code, unused_macros)]
+#[path = "families/common.rs"]
+mod common;
 
 fn bench_backend<B: ReduceKernels>(c: &mut Criterion, backend: &B) {
     let n: u64 = if backend.info().is_cpu { 1 << 20 } else { 1 << 26 };
@@ -22,24 +28,7 @@ fn bench_backend<B: ReduceKernels>(c: &mut Criterion, backend: &B) {
         plan.verify(&data, backend.dtoh(plan.launch(&input, &partials).expect("launch")).expect("dtoh")[0])
             .expect("verified before it is timed");
         group.bench_function(format!("sum_f32/n={n}/{variant}"), |b| {
-            b.iter_custom(|iters| {
-                // Timed in groups: a wgpu timing scope holds a bounded number of passes.
-                let mut ms = 0.0;
-                let mut left = iters;
-                while left > 0 {
-                    let now = left.min(32);
-                    ms += backend
-                        .time_ms(&mut || {
-                            for _ in 0..now {
-                                plan.launch(&input, &partials)?;
-                            }
-                            Ok(())
-                        })
-                        .expect("timed run");
-                    left -= now;
-                }
-                Duration::from_secs_f64(ms * 1e-3)
-            })
+            b.iter_custom(|iters| common::time_runs(backend, iters, &|| plan.launch(&input, &partials).map(|_| ())))
         });
     }
     group.finish();

@@ -27,9 +27,8 @@ pub fn group<'c, B: Backend>(c: &'c mut Criterion, family: &str, backend: &B) ->
     c.benchmark_group(format!("{family}/{}", backend.kind()))
 }
 
-/// Verifies `w` once, then benches it as `name`: each sample is `iters` runs timed by the
-/// backend's device timer in scopes of at most 32 runs (a wgpu timing scope holds a
-/// bounded number of passes). Throughput is the workload's bytes, or its flops as
+/// Verifies `w` once, then benches it as `name`: each sample is `iters` runs timed by
+/// [`time_runs`]. Throughput is the workload's bytes, or its flops as
 /// elements when it has no bytes.
 pub fn bench<B: Kernels, W: Workload>(group: &mut BenchmarkGroup<'_, WallTime>, backend: &B, name: &str, w: W) {
     w.run().expect("first run");
@@ -39,25 +38,27 @@ pub fn bench<B: Kernels, W: Workload>(group: &mut BenchmarkGroup<'_, WallTime>, 
     } else {
         group.throughput(Throughput::Elements(w.flops() as u64));
     }
-    group.bench_function(name, |b| {
-        b.iter_custom(|iters| {
-            let mut ms = 0.0;
-            let mut left = iters;
-            while left > 0 {
-                let now = left.min(32);
-                ms += backend
-                    .time_ms(&mut || {
-                        for _ in 0..now {
-                            w.run()?;
-                        }
-                        Ok(())
-                    })
-                    .expect("timed run");
-                left -= now;
-            }
-            Duration::from_secs_f64(ms * 1e-3)
-        })
-    });
+    group.bench_function(name, |b| b.iter_custom(|iters| time_runs(backend, iters, &|| w.run())));
+}
+
+/// Device time of `iters` calls of `run`, timed by the backend's device timer in scopes of
+/// at most 32 runs (a wgpu timing scope holds a bounded number of passes).
+pub fn time_runs<B: Backend>(backend: &B, iters: u64, run: &dyn Fn() -> dynsmem::host::Result<()>) -> Duration {
+    let mut ms = 0.0;
+    let mut left = iters;
+    while left > 0 {
+        let now = left.min(32);
+        ms += backend
+            .time_ms(&mut || {
+                for _ in 0..now {
+                    run()?;
+                }
+                Ok(())
+            })
+            .expect("timed run");
+        left -= now;
+    }
+    Duration::from_secs_f64(ms * 1e-3)
 }
 
 /// Runs `$body` with `$b` bound to each GPU backend present (CUDA, then WGSL), printing a
