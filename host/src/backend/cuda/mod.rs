@@ -1,7 +1,7 @@
 //! CUDA backend: the Rust kernels' PTX through the CUDA driver (cudarc), with
 //! launch-sized shared memory up to the device's opt-in limit.
 
-mod driver;
+pub(crate) mod driver;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;

@@ -10,16 +10,13 @@ use cudarc::driver::{CudaSlice, CudaView};
 use super::{ALPHA, BETA, SgemmProblem, SgemmWorkload, inputs};
 use crate::backend::BackendKind;
 use crate::backend::cuda::CudaBackend;
+use crate::backend::cuda::driver::driver_err;
 use crate::error::{Error, Result};
 use crate::measure::{Timing, TimingOptions, time};
 use crate::verify::{Mismatch, Tolerance};
 
 fn blas_err(call: &'static str) -> impl FnOnce(cudarc::cublas::result::CublasError) -> Error {
     move |e| Error::Driver { backend: BackendKind::Cuda, call, message: format!("{e:?}") }
-}
-
-fn drv_err(call: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-    move |e| Error::Driver { backend: BackendKind::Cuda, call, message: e.to_string() }
 }
 
 /// Row-major `c = alpha * a * b + beta * c` through cuBLAS SGEMM.
@@ -83,18 +80,18 @@ pub fn anchor(
     let a = unsafe { a_raw.raw().transmute::<f32>(mk) }.expect("A holds m * k floats");
     let b = unsafe { b_raw.raw().transmute::<f32>(kn) }.expect("B holds k * n floats");
 
-    let mut c = stream.clone_htod(w.c_initial()).map_err(drv_err("cuMemcpyHtoD"))?;
+    let mut c = stream.clone_htod(w.c_initial()).map_err(driver_err("cuMemcpyHtoD"))?;
     gemm(&blas, &p, &a, &b, &mut c, ALPHA, BETA)?;
-    let theirs: Vec<f32> = stream.clone_dtoh(&c).map_err(drv_err("cuMemcpyDtoH"))?;
+    let theirs: Vec<f32> = stream.clone_dtoh(&c).map_err(driver_err("cuMemcpyDtoH"))?;
 
     // The scale of each entry's rounding error, by the same GEMM on absolute values.
     let (ha, hb, hc) = inputs(&p, seed);
     let abs = |v: Vec<f32>| v.into_iter().map(f32::abs).collect::<Vec<f32>>();
-    let abs_a = stream.clone_htod(&abs(ha)).map_err(drv_err("cuMemcpyHtoD"))?;
-    let abs_b = stream.clone_htod(&abs(hb)).map_err(drv_err("cuMemcpyHtoD"))?;
-    let mut scale = stream.clone_htod(&abs(hc)).map_err(drv_err("cuMemcpyHtoD"))?;
+    let abs_a = stream.clone_htod(&abs(ha)).map_err(driver_err("cuMemcpyHtoD"))?;
+    let abs_b = stream.clone_htod(&abs(hb)).map_err(driver_err("cuMemcpyHtoD"))?;
+    let mut scale = stream.clone_htod(&abs(hc)).map_err(driver_err("cuMemcpyHtoD"))?;
     gemm(&blas, &p, &abs_a.as_view(), &abs_b.as_view(), &mut scale, ALPHA.abs(), BETA.abs())?;
-    let scale: Vec<f32> = stream.clone_dtoh(&scale).map_err(drv_err("cuMemcpyDtoH"))?;
+    let scale: Vec<f32> = stream.clone_dtoh(&scale).map_err(driver_err("cuMemcpyDtoH"))?;
     drop((abs_a, abs_b));
 
     // Both results are within (k + 2) eps scale of the exact value; the doubled bound of
