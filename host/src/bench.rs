@@ -145,29 +145,41 @@ pub fn workload<B: Backend, W: Workload>(
         Ok((t, warmups, w.bytes(), w.flops()))
     });
     match result {
-        Ok((t, warmups, bytes, flops)) => {
-            rec.verified = true;
-            rec.warmup = warmups;
-            if bytes > 0 {
-                rec.bytes = Some(bytes);
-                rec.gbps = Some(measure::gbps(bytes, t.median_ms));
-                if let Some(a) = anchor {
-                    set_anchor(&mut rec, a);
-                    rec.ratio = rec.gbps.zip(a.gbps).map(|(g, a)| g / a);
-                }
-            }
-            if flops > 0.0 {
-                rec.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
-                if let Some(a) = anchor.filter(|a| a.tflops.is_some()) {
-                    set_anchor(&mut rec, a);
-                    rec.ratio = rec.tflops.zip(a.tflops).map(|(t, a)| t / a);
-                }
-            }
-            set_timing(&mut rec, t);
-        }
+        Ok((t, warmups, bytes, flops)) => set_measured(&mut rec, t, warmups, bytes, flops, anchor),
         Err(e) => rec.error = Some(e.to_string()),
     }
     rec
+}
+
+/// Fills a verified record's measurement: its timing, GB/s where it moves `bytes`, TFLOP/s
+/// where it does `flops`, and the ratio to `anchor` (by GB/s, or by TFLOP/s when the anchor
+/// has those).
+pub(crate) fn set_measured(
+    rec: &mut Record,
+    t: measure::Timing,
+    warmups: u32,
+    bytes: u64,
+    flops: f64,
+    anchor: Option<&Record>,
+) {
+    rec.verified = true;
+    rec.warmup = warmups;
+    if bytes > 0 {
+        rec.bytes = Some(bytes);
+        rec.gbps = Some(measure::gbps(bytes, t.median_ms));
+        if let Some(a) = anchor {
+            set_anchor(rec, a);
+            rec.ratio = rec.gbps.zip(a.gbps).map(|(g, a)| g / a);
+        }
+    }
+    if flops > 0.0 {
+        rec.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
+        if let Some(a) = anchor.filter(|a| a.tflops.is_some()) {
+            set_anchor(rec, a);
+            rec.ratio = rec.tflops.zip(a.tflops).map(|(t, a)| t / a);
+        }
+    }
+    set_timing(rec, t);
 }
 
 /// The median, spread and raw times of a measured record.
@@ -200,7 +212,6 @@ pub fn sgemm_cuda(
     seed: u64,
 ) -> (Record, Option<Record>) {
     use crate::kernels::sgemm;
-    let json = |v: &dyn erased::Json| v.value();
     let prepared = sgemm::prepare(backend, problem, config, fixed, Variant::LaunchSized, seed);
     let anchor = match &prepared {
         Ok(w) if !problem.f16_inputs => {
@@ -209,12 +220,7 @@ pub fn sgemm_cuda(
             rec.timer = backend.timer_name().into();
             let flops = 2.0 * problem.m as f64 * problem.n as f64 * problem.k as f64;
             match w.result_from_initial().and_then(|ours| sgemm::cublas::anchor(backend, w, &ours, seed, timing)) {
-                Ok(r) => {
-                    rec.verified = true;
-                    rec.warmup = r.warmup;
-                    rec.tflops = Some(flops / (r.timing.median_ms * 1e-3) / 1e12);
-                    set_timing(&mut rec, r.timing);
-                }
+                Ok(r) => set_measured(&mut rec, r.timing, r.warmup, 0, flops, None),
                 Err(e) => rec.error = Some(e.to_string()),
             }
             Some(rec)
@@ -235,14 +241,7 @@ pub fn sgemm_cuda(
     (rec, anchor)
 }
 
-/// `serde_json::to_value` behind a trait object, for the closure above.
-mod erased {
-    pub trait Json {
-        fn value(&self) -> serde_json::Value;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn value(&self) -> serde_json::Value {
-            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-        }
-    }
+/// A problem or config as it goes into a record (they always serialize).
+fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }

@@ -180,21 +180,7 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             Ok((t, warmups, w.bytes(), w.flops()))
         });
         match outcome {
-            Ok((t, warmups, bytes, flops)) => {
-                rec.verified = true;
-                rec.warmup = warmups;
-                if bytes > 0 {
-                    rec.bytes = Some(bytes);
-                    rec.gbps = Some(measure::gbps(bytes, t.median_ms));
-                }
-                if flops > 0.0 {
-                    rec.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
-                }
-                rec.median_ms = Some(t.median_ms);
-                rec.min_ms = Some(t.min_ms);
-                rec.max_ms = Some(t.max_ms);
-                rec.times_ms = t.times_ms;
-            }
+            Ok((t, warmups, bytes, flops)) => crate::bench::set_measured(&mut rec, t, warmups, bytes, flops, None),
             Err((stage, e)) => {
                 tune.invalidity = invalidity(stage, &e).into();
                 rec.error = Some(e.to_string());
