@@ -49,9 +49,7 @@ impl HistogramConfig {
 }
 
 /// Four keys as one 16-byte load.
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct Keys4([u32; 4]);
+type Keys4 = crate::vector::Vec4<u32>;
 
 /// # Safety
 /// `keys` holds `n` keys, `bins` holds `num_bins` zeroed counters, the launch gave the

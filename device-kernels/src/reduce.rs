@@ -251,11 +251,7 @@ impl Combine<u32> for Max {
 }
 
 use crate::gpu::{self, SharedArray};
-
-/// Four elements loaded or stored as one 16-byte access.
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct Vec4<T>([T; 4]);
+use crate::vector::Vec4;
 
 #[inline(always)]
 fn fold4<T: Copy, Op: Combine<T>>(v: Vec4<T>) -> T {

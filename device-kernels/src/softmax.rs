@@ -19,6 +19,7 @@
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
+use crate::vector::Vec4;
 
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,10 +54,6 @@ impl SoftmaxConfig {
         rows.clamp(1, MAX_GRID)
     }
 }
-
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct F4([f32; 4]);
 
 /// Folds every thread's `value` with `op` through `scratch`; every thread gets the result.
 #[inline(always)]
@@ -93,7 +90,7 @@ unsafe fn softmax(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
         } else {
             0
         };
-    let row4: SharedArray<F4> = unsafe { row.cast() };
+    let row4: SharedArray<Vec4<f32>> = unsafe { row.cast() };
 
     let mut r = gpu::block_idx_x();
     while r < rows {
@@ -102,9 +99,9 @@ unsafe fn softmax(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
         let mut m = f32::NEG_INFINITY;
         let mut i = tid;
         while i < vectors {
-            let v = unsafe { (src as *const F4).add(i as usize).read() }.0;
+            let v = unsafe { (src as *const Vec4<f32>).add(i as usize).read() }.0;
             m = m.max(v[0]).max(v[1]).max(v[2]).max(v[3]);
-            unsafe { row4.write(i, F4([v[0], v[1], v[2], v[3]])) };
+            unsafe { row4.write(i, Vec4([v[0], v[1], v[2], v[3]])) };
             i += block;
         }
         let mut i = vectors * 4 + tid;
@@ -123,7 +120,7 @@ unsafe fn softmax(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
             let v = unsafe { row4.read(i) }.0;
             let e = [gpu::exp(v[0] - m), gpu::exp(v[1] - m), gpu::exp(v[2] - m), gpu::exp(v[3] - m)];
             s += (e[0] + e[1]) + (e[2] + e[3]);
-            unsafe { row4.write(i, F4(e)) };
+            unsafe { row4.write(i, Vec4(e)) };
             i += block;
         }
         let mut i = vectors * 4 + tid;
@@ -139,8 +136,8 @@ unsafe fn softmax(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
         let mut i = tid;
         while i < vectors {
             let e = unsafe { row4.read(i) }.0;
-            let o = F4([e[0] * inv, e[1] * inv, e[2] * inv, e[3] * inv]);
-            unsafe { (dst as *mut F4).add(i as usize).write(o) };
+            let o = Vec4([e[0] * inv, e[1] * inv, e[2] * inv, e[3] * inv]);
+            unsafe { (dst as *mut Vec4<f32>).add(i as usize).write(o) };
             i += block;
         }
         let mut i = vectors * 4 + tid;
