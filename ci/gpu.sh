@@ -89,19 +89,24 @@ for step in "$@"; do
       python3 ci/gpu_crosscheck.py 2>&1 | tee "$OUT/crosscheck.txt"
       ;;
     gemm)
-      g() { $B run sgemm "$@" --backend cuda --repeats 10 --json "$OUT/gemm.jsonl" 2>&1 | grep -E "^(time|error|cuBLAS|Error)" | tr '\n' ' ' | sed "s|^|$* : |"; echo; }
-      for s in 1024 4096 8192; do
-        for c in "128 128 16 2" "128 128 16 3" "128 128 32 2" "128 64 16 3" "64 64 16 3"; do
-          read -r bm bn bk st <<< "$c"; g --m $s --bm $bm --bn $bn --bk $bk --stages $st
+      # GEMM_SIZES / GEMM_CONFIGS narrow it (e.g. GEMM_SIZES=4096 for a quick look).
+      g() { $B run sgemm "$@" --backend cuda --repeats 10 --json "$OUT/gemm.jsonl" 2>&1 | grep -E "^(time|error|cuBLAS|Error|registers)" | tr '\n' ' ' | sed "s|^|$* : |"; echo; }
+      for s in ${GEMM_SIZES:-1024 4096 8192}; do
+        for c in ${GEMM_CONFIGS:-128x128x16x2 128x128x16x3 128x128x32x2 128x128x32x3 128x64x16x3 128x64x32x3 64x128x32x3 64x64x16x3 64x64x32x4}; do
+          IFS=x read -r bm bn bk st <<< "$c"; g --m $s --bm $bm --bn $bn --bk $bk --stages $st
         done
       done
-      for c in "128 128 16 4" "128 128 32 3" "64 128 16 3" "256 128 16 2" "128 256 16 2" "128 128 8 4"; do
-        read -r bm bn bk st <<< "$c"; g --m 4096 --bm $bm --bn $bn --bk $bk --stages $st
+      if [ -z "${GEMM_SIZES:-}" ]; then
+      # The register double buffer's ablation, the compiled-in tile against the same tile at
+      # launch, and f16 inputs.
+      for s in 1024 4096; do
+        DYNSMEM_SGEMM_ENTRY=sgemm_f32_noprefetch g --m $s --bm 128 --bn 128 --bk 32 --stages 3
+        g --m $s --fixed --bm 128 --bn 128 --bk 16 --stages 2
+        g --m $s --bm 128 --bn 128 --bk 16 --stages 2
       done
-      g --m 4096 --fixed --bm 128 --bn 128 --bk 16 --stages 2
-      g --m 1024 --fixed --bm 128 --bn 128 --bk 16 --stages 2
       g --m 4096 --f16 --bm 128 --bn 128 --bk 16 --stages 3
       g --m 8192 --f16 --bm 128 --bn 128 --bk 16 --stages 3
+      fi
       ;;
     tune-sgemm)
       # The exhaustive SGEMM 4096^3 sweep: every config verified, then timed; wall time.

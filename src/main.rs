@@ -357,6 +357,9 @@ fn sgemm_cuda(backend: &CudaBackend, a: &SgemmArgs, out: Option<&mut JsonlWriter
             _ => {}
         }
     }
+    if let Ok((regs, local)) = backend.kernel_resources(&rec.kernel) {
+        say!("registers: {regs} per thread, {local} B of local memory per thread");
+    }
     finish(None, &rec, anchor.as_ref(), out)
 }
 

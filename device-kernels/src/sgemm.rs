@@ -89,17 +89,27 @@ impl SgemmConfig {
             && self.threads() <= MAX_THREADS
     }
 
-    /// The carve for elements of `elem_bytes`.
+    /// The carve for elements of `elem_bytes`: f32 tiles in k-groups, f16 tiles row-major
+    /// (see the module documentation).
     pub fn layout(&self, elem_bytes: u32) -> Result<SgemmLayout, LayoutError> {
         let overflow = LayoutError::Overflow { offset: 0, len: self.bm, elem_bytes };
         // u64 products of three u32 fields can still overflow: checked (found by the
         // `layout` fuzz target).
-        let chunks = |elems: u64| (elems * elem_bytes as u64).div_ceil(16);
-        let a_row = chunks(self.bk as u64) + 1;
-        let a = a_row.checked_mul(self.bm as u64).and_then(|v| v.checked_mul(self.stages as u64));
-        let b = chunks(self.bn as u64).checked_mul(self.bk as u64).and_then(|v| v.checked_mul(self.stages as u64));
         let to_u32 = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok()).ok_or(overflow);
-        let (a, b) = (to_u32(a)?, to_u32(b)?);
+        let (a, b) = if elem_bytes == 4 {
+            // Groups of 4 rows (columns) of bk + 1 16-byte slots each.
+            let group = self.bk as u64 + 1;
+            let tile = |rows: u32| {
+                (rows as u64).div_ceil(4).checked_mul(group).and_then(|v| v.checked_mul(self.stages as u64))
+            };
+            (to_u32(tile(self.bm))?, to_u32(tile(self.bn))?)
+        } else {
+            let chunks = |elems: u64| (elems * elem_bytes as u64).div_ceil(16);
+            let a_row = chunks(self.bk as u64) + 1;
+            let a = a_row.checked_mul(self.bm as u64).and_then(|v| v.checked_mul(self.stages as u64));
+            let b = chunks(self.bn as u64).checked_mul(self.bk as u64).and_then(|v| v.checked_mul(self.stages as u64));
+            (to_u32(a)?, to_u32(b)?)
+        };
         let mut carve = Carve::new();
         let a = carve.array::<Vec4<u32>>(a)?;
         let b = carve.array::<Vec4<u32>>(b)?;
@@ -213,7 +223,7 @@ pub const FIXED_128X128X16S2: SgemmConfig = SgemmConfig { bm: 128, bn: 128, bk: 
 // Index loops over register arrays with constant bounds are what keeps them registers.
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn gemm<E: GemmInput, D: Dims>(
+unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     dims: D,
     a: *const E,
     b: *const E,
@@ -383,10 +393,242 @@ unsafe fn gemm<E: GemmInput, D: Dims>(
         kt += 1;
     }
 
-    // C = alpha * acc + beta * C; C is not read when beta is 0 (it may hold anything).
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
+}
+
+/// The f32 kernel: tiles in k-groups (see the module documentation).
+///
+/// # Safety
+/// As for [`gemm_rowmajor`].
+#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn sgemm_kgroups<D: Dims, const PREFETCH: bool>(
+    dims: D,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let (bm, bn, bk, stages) = (dims.bm(), dims.bn(), dims.bk(), dims.stages());
+    let cfg = SgemmConfig { bm, bn, bk, stages };
+    let tid = gpu::thread_idx_x();
+    if !cfg.fits(4) || gpu::block_dim_x() != cfg.threads() {
+        gpu::trap();
+    }
+    let Ok(l) = cfg.layout(4) else { gpu::trap() };
+    let region = gpu::launch_region(l.bytes);
+    let a_slots: SharedArray<Vec4<f32>> = unsafe { region.array(l.a).cast() };
+    let b_slots: SharedArray<Vec4<f32>> = unsafe { region.array(l.b).cast() };
+    let a_words: SharedArray<f32> = unsafe { a_slots.cast() };
+    let b_words: SharedArray<f32> = unsafe { b_slots.cast() };
+    // 16-byte slots per group (odd: the groups a warp reads at one k start in different
+    // banks), and per ring stage.
+    let gs = bk + 1;
+    let a_stage = bm / 4 * gs;
+    let b_stage = bn / 4 * gs;
+
+    let tiles_n = n.div_ceil(bn).max(1);
+    let block = gpu::block_idx_x();
+    let (m0, n0) = ((block / tiles_n) * bm, (block % tiles_n) * bn);
+    let threads_x = bn / THREAD_TILE;
+    let (tx, ty) = (tid % threads_x, tid / threads_x);
+    let threads = cfg.threads();
+    let row = |i: usize| if i < 4 { ty * 4 + i as u32 } else { bm / 2 + ty * 4 + i as u32 - 4 };
+    let col = |j: usize| if j < 4 { tx * 4 + j as u32 } else { bn / 2 + tx * 4 + j as u32 - 4 };
+
+    // A is gathered word by word: lane `4 * kk + r` of warp `w` copies row `4 * g + r`,
+    // column `8 * kb + kk` for the groups `g = w, w + warps, ...` and every kb, so a warp
+    // reads 4 rows x 32 bytes (4 whole sectors) and writes 128 consecutive bytes of
+    // shared memory. Needs whole warps and bk a multiple of 8.
+    let warps = threads / 32;
+    let a_fast = threads.is_multiple_of(32) && bk.is_multiple_of(8);
+    let (lane, w) = (tid % 32, tid / 32);
+    let a_src0 = (m0 + w * 4 + lane % 4) as usize * k as usize + (lane / 4) as usize;
+    let a_dst0 = (w * gs + lane / 4) * 4 + lane % 4;
+    // B moves in 16-byte chunks, each one slot: thread t copies chunk column `t % (bn/4)`
+    // of rows `t / (bn/4)`, stepping `threads / (bn/4)` rows (whole when bm % 16 == 0).
+    let qn = bn / 4;
+    let b_fast = vector::is_aligned16(b) && n.is_multiple_of(4) && threads.is_multiple_of(qn);
+    let (b_q, b_r0, b_rstep) = (tid % qn, tid / qn, threads / qn);
+
+    let load_tile = |kt: u32, slot: u32| {
+        let k0 = kt * bk;
+        if a_fast && m0 + bm <= m && k0 + bk <= k {
+            let mut g = w;
+            let mut src = a.wrapping_add(a_src0 + k0 as usize);
+            let mut dst = slot * a_stage * 4 + a_dst0;
+            while g < bm / 4 {
+                let (mut s, mut d, mut kb) = (src, dst, 0);
+                while kb < bk {
+                    unsafe { a_words.copy_async_word(d, s) };
+                    s = s.wrapping_add(8);
+                    d += 32;
+                    kb += 8;
+                }
+                g += warps;
+                src = src.wrapping_add(warps as usize * 4 * k as usize);
+                dst += warps * gs * 4;
+            }
+        } else {
+            let mut e = tid;
+            while e < bm * bk {
+                let (r, q) = (e / bk, e % bk);
+                let (gm, gk) = (m0 + r, k0 + q);
+                let v = if gm < m && gk < k {
+                    unsafe { a.add(gm as usize * k as usize + gk as usize).read() }
+                } else {
+                    0.0
+                };
+                unsafe { a_words.write(slot * a_stage * 4 + (r / 4 * gs + q) * 4 + r % 4, v) };
+                e += threads;
+            }
+        }
+        if b_fast && n0 + bn <= n && k0 + bk <= k {
+            let mut r = b_r0;
+            let mut src = b.wrapping_add((k0 + r) as usize * n as usize + (n0 + b_q * 4) as usize);
+            let mut dst = slot * b_stage + b_q * gs + r;
+            while r < bk {
+                unsafe { b_slots.copy_async(dst, src.cast()) };
+                r += b_rstep;
+                src = src.wrapping_add(b_rstep as usize * n as usize);
+                dst += b_rstep;
+            }
+        } else {
+            let mut e = tid;
+            while e < bk * bn {
+                let (r, q) = (e / bn, e % bn);
+                let (gk, gn) = (k0 + r, n0 + q);
+                let v = if gk < k && gn < n {
+                    unsafe { b.add(gk as usize * n as usize + gn as usize).read() }
+                } else {
+                    0.0
+                };
+                unsafe { b_words.write(slot * b_stage * 4 + (q / 4 * gs + r) * 4 + q % 4, v) };
+                e += threads;
+            }
+        }
+        gpu::copy_async_commit();
+    };
+
+    let mut acc = [[0.0f32; 8]; 8];
+    let k_tiles = k.div_ceil(bk);
+    let mut s = 0;
+    while s + 1 < stages {
+        if s < k_tiles {
+            load_tile(s, s);
+        } else {
+            gpu::copy_async_commit();
+        }
+        s += 1;
+    }
+    let mut kt = 0;
+    while kt < k_tiles {
+        // As in `gemm_rowmajor`: tile kt has landed, and slot (kt - 1) is free to refill.
+        gpu::copy_async_wait_pending(stages.saturating_sub(2));
+        gpu::barrier();
+        let next = kt + stages - 1;
+        if stages > 1 {
+            if next < k_tiles {
+                load_tile(next, next % stages);
+            } else {
+                gpu::copy_async_commit();
+            }
+        } else {
+            load_tile(kt, 0);
+            gpu::copy_async_wait_pending(0);
+            gpu::barrier();
+        }
+        let slot = kt % stages;
+        // This thread's two row groups of A and two column groups of B; slot `kk` of a
+        // group holds its 4 values at k = kk. Walked by pointer so that the four k of an
+        // unrolled step are immediate offsets of one address.
+        let mut pa_lo = unsafe { a_slots.range_ptr(slot * a_stage + ty * gs, gs) }.cast_const();
+        let mut pa_hi = unsafe { a_slots.range_ptr(slot * a_stage + (bm / 8 + ty) * gs, gs) }.cast_const();
+        let mut pb_lo = unsafe { b_slots.range_ptr(slot * b_stage + tx * gs, gs) }.cast_const();
+        let mut pb_hi = unsafe { b_slots.range_ptr(slot * b_stage + (bn / 8 + tx) * gs, gs) }.cast_const();
+        // One k: 16 values of A and B from slot `$j` past the pointers, then 64 FMAs. Macros
+        // so that every index into the register arrays is a constant.
+        macro_rules! fragments {
+            ($j:expr) => {
+                unsafe {
+                    let (al, ah) = (pa_lo.add($j).read().0, pa_hi.add($j).read().0);
+                    let (bl, bh) = (pb_lo.add($j).read().0, pb_hi.add($j).read().0);
+                    (
+                        [al[0], al[1], al[2], al[3], ah[0], ah[1], ah[2], ah[3]],
+                        [bl[0], bl[1], bl[2], bl[3], bh[0], bh[1], bh[2], bh[3]],
+                    )
+                }
+            };
+        }
+        macro_rules! multiply {
+            ($f:expr) => {
+                let (af, bf) = $f;
+                for i in 0..8 {
+                    for j in 0..8 {
+                        acc[i][j] = gpu::fma(af[i], bf[j], acc[i][j]);
+                    }
+                }
+            };
+        }
+        macro_rules! advance {
+            ($by:literal) => {
+                pa_lo = pa_lo.wrapping_add($by);
+                pa_hi = pa_hi.wrapping_add($by);
+                pb_lo = pb_lo.wrapping_add($by);
+                pb_hi = pb_hi.wrapping_add($by);
+            };
+        }
+        let mut kk = 0;
+        if PREFETCH {
+            // The next k's fragments are read before this k's FMAs (two register sets,
+            // ping-pong), so shared-memory latency hides behind 64 FMAs. The read two k
+            // ahead at the last step lands on the group's pad slot (in bounds, unused).
+            let mut cur = fragments!(0);
+            while kk < bk {
+                let next = fragments!(1);
+                multiply!(cur);
+                cur = fragments!(2);
+                multiply!(next);
+                advance!(2);
+                kk += 2;
+            }
+        } else {
+            while kk < bk {
+                multiply!(fragments!(0));
+                multiply!(fragments!(1));
+                multiply!(fragments!(2));
+                multiply!(fragments!(3));
+                advance!(4);
+                kk += 4;
+            }
+        }
+        kt += 1;
+    }
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
+}
+
+/// `C = alpha * acc + beta * C` for a thread's 8 x 8 tile at rows `m0 + row(i)`, columns
+/// `n0 + col(j)`; `C` is not read when beta is 0 (it may hold anything).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn store_tile(
+    acc: &[[f32; 8]; 8],
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    m0: u32,
+    n0: u32,
+    alpha: f32,
+    beta: f32,
+    row: impl Fn(usize) -> u32,
+    col: impl Fn(usize) -> u32,
+) {
     let c_vec = vector::is_aligned16(c) && n.is_multiple_of(4);
-    // A macro over the literal row, like `k_step`: a rolled loop would index `acc` at run
-    // time.
+    // A macro over the literal row: a rolled loop would index `acc` at run time.
     macro_rules! store_row {
         ($i:literal) => {
             let gm = m0 + row($i);
@@ -423,19 +665,24 @@ crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.
     pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bm, bn, bk, stages };
-        unsafe { gemm::<f32, Runtime>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_kgroups::<Runtime, true>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+    }
+    /// `sgemm_f32` without the register double buffer (the ablation of it).
+    pub fn sgemm_f32_noprefetch(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        let cfg = SgemmConfig { bm, bn, bk, stages };
+        unsafe { sgemm_kgroups::<Runtime, false>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// f32 GEMM with the 128 x 128 x 16, 2-stage block tile compiled in (the same source).
     pub fn sgemm_f32_128x128x16s2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         if (SgemmConfig { bm, bn, bk, stages }) != FIXED_128X128X16S2 {
             gpu::trap();
         }
-        unsafe { gemm::<f32, Fixed<128, 128, 16, 2>>(Fixed, a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_kgroups::<Fixed<128, 128, 16, 2>, true>(Fixed, a, b, c, m, n, k, alpha, beta) }
     }
     /// f16 inputs (as bits), f32 accumulation and output; block tile chosen at launch.
     pub fn hgemm_f16_f32(a: *const u16, b: *const u16, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bm, bn, bk, stages };
-        unsafe { gemm::<u16, Runtime>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        unsafe { gemm_rowmajor::<u16, Runtime>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
 }
 

@@ -314,6 +314,28 @@ unsafe fn copy_async_16(dst: *mut u8, src: *const u8) {
     };
 }
 
+/// [`copy_async_16`] for 4 bytes (`cp.async.ca`: `.cg` takes only 16).
+///
+/// # Safety
+/// `src` is 4-byte aligned device memory, `dst` 4-byte aligned workgroup memory, and
+/// nothing reads or writes `dst` until the wait.
+#[inline(always)]
+unsafe fn copy_async_4(dst: *mut u8, src: *const u8) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .u64 d; cvta.to.shared.u64 d, {dst}; cp.async.ca.shared.global [d], [{src}], 4; }}",
+            dst = in(reg64) dst,
+            src = in(reg64) src,
+            options(nostack)
+        );
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+    unsafe {
+        dst.cast::<u32>().write(src.cast::<u32>().read())
+    };
+}
+
 /// Closes this thread's current group of [`SharedArray::copy_async`] copies
 /// (`cp.async.commit_group`), so that [`copy_async_wait_pending`] can wait for it.
 #[inline(always)]
@@ -500,6 +522,19 @@ impl<T: Copy> SharedArray<T> {
         const { assert!(size_of::<T>() == 16 && align_of::<T>() >= 16) };
         self.check(i);
         unsafe { copy_async_16(self.ptr.add(i as usize).cast(), src.cast()) }
+    }
+    /// Starts copying one 4-byte element `i` from device memory at `src` (`cp.async.ca`,
+    /// through L1: for gathers whose neighbours in the same sector are copied by other
+    /// threads of the block); see [`copy_async_wait`].
+    ///
+    /// # Safety
+    /// As for [`SharedArray::copy_async`], with `src` 4-byte aligned.
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub unsafe fn copy_async_word(self, i: u32, src: *const T) {
+        const { assert!(size_of::<T>() == 4 && align_of::<T>() >= 4) };
+        self.check(i);
+        unsafe { copy_async_4(self.ptr.add(i as usize).cast(), src.cast()) }
     }
     /// A raw pointer to element `start`, after checking (on the CPU backend, and on GPUs
     /// with the `checked` feature) that `start .. start + count` is inside the array: for

@@ -138,6 +138,16 @@ impl CudaBackend {
         &self.stream
     }
 
+    /// Registers per thread and local (spill) bytes per thread of kernel `name`, as ptxas
+    /// compiled it for this device (`CU_FUNC_ATTRIBUTE_NUM_REGS`, `LOCAL_SIZE_BYTES`).
+    pub fn kernel_resources(&self, name: &str) -> Result<(u32, u32)> {
+        let k = self.kernel(name)?;
+        self.ctx.bind_to_thread().map_err(driver_err("cuCtxSetCurrent"))?;
+        let regs = k.func.num_regs().map_err(driver_err("cuFuncGetAttribute"))?;
+        let local = k.func.local_size_bytes().map_err(driver_err("cuFuncGetAttribute"))?;
+        Ok((regs as u32, local as u32))
+    }
+
     /// The kernel `name` of the loaded image (cached).
     pub fn kernel(&self, name: &str) -> Result<Rc<CudaKernel>> {
         if let Some(k) = self.kernels.borrow().get(name) {
