@@ -75,8 +75,14 @@ fn main() {
     for target in &targets {
         let image = build_target(&root, &sysroot, target, checked);
         let dest = out_dir.join(format!("dynsmem_kernels_{}.{}", target.cpu, target.ext));
-        replace_with(&dest, |tmp| fs::copy(&image, tmp).map(drop))
-            .unwrap_or_else(|e| panic!("copying {} to {}: {e}", image.display(), dest.display()));
+        let copy = |tmp: &Path| -> std::io::Result<()> {
+            if target.ext == "ptx" {
+                fs::write(tmp, cap_registers(&fs::read_to_string(&image)?))
+            } else {
+                fs::copy(&image, tmp).map(drop)
+            }
+        };
+        replace_with(&dest, copy).unwrap_or_else(|e| panic!("copying {} to {}: {e}", image.display(), dest.display()));
         images.push(dest);
     }
 
@@ -108,6 +114,31 @@ fn main() {
     replace_with(&out_dir.join("kernels.rs"), |tmp| fs::write(tmp, &src)).expect("writing kernels.rs");
 
     emit_provenance(&root);
+}
+
+/// PTX entries whose registers per thread ptxas must keep at or under a cap (`.maxnreg`),
+/// which Rust has no attribute for. The GEMM entries: their block size is a launch-time
+/// value, so ptxas cannot see that a 256-thread block needs at most 128 registers for two
+/// blocks per multiprocessor; uncapped it gave the launch-time entry 159 (one block per
+/// SM, 24 TFLOP/s at 4096^3 against 41 for the same source at 122 registers on the H100:
+/// results/2026-11-22-h100-gemm-*.jsonl). Blocks past 512 threads are then refused before
+/// launch (the kernel's own limit), not failed.
+const MAX_REGISTERS: &[(&str, u32)] =
+    &[("sgemm_f32", 128), ("sgemm_f32_unroll4", 128), ("sgemm_f32_128x128x16s2", 128), ("hgemm_f16_f32", 128)];
+
+/// `ptx` with a `.maxnreg` directive after the parameter list of each [`MAX_REGISTERS`]
+/// entry. Panics (the build fails) when a listed entry is missing, so a rename cannot
+/// silently drop its cap.
+fn cap_registers(ptx: &str) -> String {
+    let mut out = ptx.to_string();
+    for &(entry, regs) in MAX_REGISTERS {
+        let head = format!(".entry {entry}(");
+        let start =
+            out.find(&head).unwrap_or_else(|| panic!("dynsmem: PTX entry {entry} (in MAX_REGISTERS) not found"));
+        let body = out[start..].find("\n{").map(|i| start + i).expect("a PTX entry has a body");
+        out.insert_str(body, &format!("\n.maxnreg {regs}"));
+    }
+    out
 }
 
 /// Writes `dest` through a temporary beside it and a rename, so a build killed mid-write

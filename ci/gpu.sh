@@ -97,10 +97,10 @@ for step in "$@"; do
         done
       done
       if [ -z "${GEMM_SIZES:-}" ]; then
-      # The register double buffer's ablation, the compiled-in tile against the same tile at
+      # The unroll-by-8 ablation, the compiled-in tile against the same tile at
       # launch, and f16 inputs.
       for s in 1024 4096; do
-        DYNSMEM_SGEMM_ENTRY=sgemm_f32_noprefetch g --m $s --bm 128 --bn 128 --bk 32 --stages 3
+        DYNSMEM_SGEMM_ENTRY=sgemm_f32_unroll4 g --m $s --bm 128 --bn 128 --bk 32 --stages 3
         g --m $s --fixed --bm 128 --bn 128 --bk 16 --stages 2
         g --m $s --bm 128 --bn 128 --bk 16 --stages 2
       done

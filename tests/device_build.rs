@@ -51,6 +51,25 @@ fn no_kernel_spills_to_local_memory() {
 }
 
 #[test]
+fn gemm_entries_are_capped_at_128_registers_and_read_shared_memory_by_immediate_offsets() {
+    for name in ["sgemm_f32", "sgemm_f32_unroll4", "sgemm_f32_128x128x16s2", "hgemm_f16_f32"] {
+        let entry = ptx_entry(kernels::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
+        let header = &entry[..entry.find('{').unwrap()];
+        assert!(header.contains(".maxnreg 128"), "{name}: two 256-thread blocks per SM need <= 128 registers");
+    }
+    // The f32 kernel's k loop reads four k of one 16-byte slot column by immediate offsets
+    // of one address (the k-group layout), not by an index computed per read.
+    let entry = ptx_entry(kernels::PTX, "sgemm_f32").unwrap();
+    for off in ["+16]", "+32]"] {
+        assert!(
+            entry.lines().any(|l| l.contains("ld.shared.v4") && l.contains(off)),
+            "no 16-byte shared read at {off} in sgemm_f32"
+        );
+    }
+    assert!(entry.contains("cp.async.ca.shared.global") && entry.contains("cp.async.cg.shared.global"));
+}
+
+#[test]
 fn launch_sized_memory_is_extern_shared_and_16_aligned() {
     let externs: Vec<&str> = kernels::PTX.lines().filter(|l| l.starts_with(".extern .shared")).collect();
     assert!(!externs.is_empty(), "no .extern .shared symbol: the kernels would have no launch-sized memory");
