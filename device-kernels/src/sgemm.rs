@@ -191,6 +191,34 @@ impl Dims for Runtime {
     }
 }
 
+/// Block tile chosen at launch except its depth `BK`, compiled in: the k loop then unrolls
+/// completely and its trip counts fold (one of [`COMPILED_BK`], picked inside the entry).
+#[derive(Clone, Copy)]
+pub struct RuntimeTile<const BK: u32>(pub SgemmConfig);
+
+impl<const BK: u32> Dims for RuntimeTile<BK> {
+    #[inline(always)]
+    fn bm(self) -> u32 {
+        self.0.bm
+    }
+    #[inline(always)]
+    fn bn(self) -> u32 {
+        self.0.bn
+    }
+    #[inline(always)]
+    fn bk(self) -> u32 {
+        BK
+    }
+    #[inline(always)]
+    fn stages(self) -> u32 {
+        self.0.stages
+    }
+}
+
+/// The `bk` values `sgemm_f32` has a compiled-in k loop for; any other `bk` runs the
+/// fully launch-time loop.
+pub const COMPILED_BK: [u32; 3] = [8, 16, 32];
+
 /// Block tile compiled in.
 #[derive(Clone, Copy)]
 pub struct Fixed<const BM: u32, const BN: u32, const BK: u32, const S: u32>;
@@ -668,9 +696,22 @@ crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.
     pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bm, bn, bk, stages };
+        // A uniform branch to the instantiation with this depth compiled in.
+        unsafe {
+            match bk {
+                8 => sgemm_kgroups::<RuntimeTile<8>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta),
+                16 => sgemm_kgroups::<RuntimeTile<16>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta),
+                32 => sgemm_kgroups::<RuntimeTile<32>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta),
+                _ => sgemm_kgroups::<Runtime, true>(Runtime(cfg), a, b, c, m, n, k, alpha, beta),
+            }
+        }
+    }
+    /// `sgemm_f32` with every `bk` at launch (no compiled-in depth; the ablation of it).
+    pub fn sgemm_f32_runtime(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        let cfg = SgemmConfig { bm, bn, bk, stages };
         unsafe { sgemm_kgroups::<Runtime, true>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
-    /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
+    /// `sgemm_f32_runtime` with its k loop unrolled by 4 instead of 8 (the ablation of it).
     pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bm, bn, bk, stages };
         unsafe { sgemm_kgroups::<Runtime, false>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }

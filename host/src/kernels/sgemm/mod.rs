@@ -159,10 +159,11 @@ pub fn prepare<'b, B: Kernels>(
 ) -> Result<SgemmWorkload<'b, B>> {
     let entry = entry_name(problem.f16_inputs, fixed)
         .ok_or_else(|| invalid("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only"))?;
-    // The ablation: `DYNSMEM_SGEMM_ENTRY=sgemm_f32_unroll4` runs the f32 kernel with its
-    // k loop unrolled by 4 instead of 8 (same arguments).
+    // Ablations of the f32 kernel, same arguments: `DYNSMEM_SGEMM_ENTRY=sgemm_f32_runtime`
+    // (bk at launch too) or `sgemm_f32_unroll4` (that, with the k loop unrolled by 4).
     let entry = match std::env::var("DYNSMEM_SGEMM_ENTRY").as_deref() {
         Ok("sgemm_f32_unroll4") if !fixed && !problem.f16_inputs => "sgemm_f32_unroll4",
+        Ok("sgemm_f32_runtime") if !fixed && !problem.f16_inputs => "sgemm_f32_runtime",
         _ => entry,
     };
     if fixed && config != FIXED_128X128X16S2 {
