@@ -1,22 +1,22 @@
 // 1-D convolution ("same" size, zero padding), y[i] = sum_k w[k] x[i + k - TAPS/2], with
 // static shared memory: the algorithm, register tiling and thread mapping of
 // device-kernels/src/conv1d.rs (see its module documentation), with the outputs per
-// thread R, the taps and the block compiled in. The tile starts BEFORE = TAPS/2 rounded up
+// thread OUTS, the taps and the block compiled in. The tile starts BEFORE = TAPS/2 rounded up
 // to a multiple of 4 elements before the tile's outputs (so its vectors are aligned vectors
 // of x), and the weights are shifted right by SHIFT = BEFORE - TAPS/2 zeros and padded
-// with zeros to KP taps (a multiple of R): y[o + m] = sum_j w'[j] tile[m + j].
+// with zeros to KP taps (a multiple of OUTS): y[o + m] = sum_j w'[j] tile[m + j].
 //
-// Launch: min(ceil(n / (BLOCK * R)), 65535) blocks of BLOCK threads, no dynamic shared
+// Launch: min(ceil(n / (BLOCK * OUTS)), 65535) blocks of BLOCK threads, no dynamic shared
 // memory; arguments as the Rust entry points (taps is TAPS here).
 
-#ifndef R
-#error "R (outputs per thread, 4 or 8) must be defined"
+#ifndef OUTS
+#error "OUTS (outputs per thread, 4 or 8) must be defined"
 #endif
 #ifndef TAPS
 #error "TAPS (odd number of taps) must be defined"
 #endif
 #ifndef KP
-#error "KP (shifted taps padded to a multiple of R) must be defined"
+#error "KP (shifted taps padded to a multiple of OUTS) must be defined"
 #endif
 #ifndef BLOCK
 #error "BLOCK (threads per block) must be defined"
@@ -25,12 +25,12 @@
 #define HALF (TAPS / 2)
 #define BEFORE ((HALF + 3) / 4 * 4)
 #define SHIFT (BEFORE - HALF)
-#define OUTPUTS (BLOCK * R)
+#define OUTPUTS (BLOCK * OUTS)
 #define INPUTS (OUTPUTS + KP)
-#define RV (R / 4)
+#define RV (OUTS / 4)
 
-// Tile elements 4v .. 4v + R into e (R / 4 vector loads).
-__device__ __forceinline__ void read_vecs(float (&e)[R], const float4* a, u32 v) {
+// Tile elements 4v .. 4v + OUTS into e (OUTS / 4 vector loads).
+__device__ __forceinline__ void read_vecs(float (&e)[OUTS], const float4* a, u32 v) {
 #pragma unroll
     for (int q = 0; q < RV; ++q) {
         const float4 x = a[v + q];
@@ -41,14 +41,14 @@ __device__ __forceinline__ void read_vecs(float (&e)[R], const float4* a, u32 v)
     }
 }
 
-// R taps at once: acc[r] += wk[j] * window[r + j], the window being lo then hi.
-__device__ __forceinline__ void step(float (&acc)[R], const float (&lo)[R], const float (&hi)[R],
-                                     const float (&wk)[R]) {
+// OUTS taps at once: acc[r] += wk[j] * window[r + j], the window being lo then hi.
+__device__ __forceinline__ void step(float (&acc)[OUTS], const float (&lo)[OUTS], const float (&hi)[OUTS],
+                                     const float (&wk)[OUTS]) {
 #pragma unroll
-    for (int j = 0; j < R; ++j) {
+    for (int j = 0; j < OUTS; ++j) {
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const float v = (r + j < R) ? lo[r + j] : hi[r + j - R];
+        for (int r = 0; r < OUTS; ++r) {
+            const float v = (r + j < OUTS) ? lo[r + j] : hi[r + j - OUTS];
             acc[r] = fmaf(wk[j], v, acc[r]);
         }
     }
@@ -91,18 +91,18 @@ extern "C" __global__ void conv1d_static(const float* __restrict__ x, const floa
         }
         __syncthreads();
 
-        // Thread tid makes outputs o + tid*R .. + R, walking the taps R at a time with a
+        // Thread tid makes outputs o + tid*OUTS .. + OUTS, walking the taps OUTS at a time with a
         // window of 2R tile elements in registers; two steps per iteration, so the
         // window's halves trade places by naming, not copies.
         const u32 base = tid * RV;
-        float acc[R];
+        float acc[OUTS];
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < OUTS; ++r) {
             acc[r] = 0.0f;
         }
-        float lo[R];
-        float hi[R];
-        float wk[R];
+        float lo[OUTS];
+        float hi[OUTS];
+        float wk[OUTS];
         read_vecs(lo, tile, base);
         u32 k = 0;
         for (; k + 2 * RV <= KP / 4; k += 2 * RV) {

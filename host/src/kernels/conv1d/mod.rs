@@ -77,7 +77,7 @@ pub fn cuda_source(problem: &Conv1dProblem, cfg: &Conv1dConfig) -> CudaSource {
         file: "conv1d.cu",
         entry: "conv1d_static",
         defines: vec![
-            ("R", cfg.outputs_per_thread.to_string()),
+            ("OUTS", cfg.outputs_per_thread.to_string()),
             ("TAPS", problem.taps.to_string()),
             ("KP", cfg.padded_taps(problem.taps).to_string()),
             ("BLOCK", cfg.block.to_string()),

@@ -59,8 +59,9 @@ pub fn cuda_source(problem: &SoftmaxProblem, cfg: &SoftmaxConfig) -> CudaSource 
 }
 
 /// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller blocks. The
-/// row itself must fit: rows past 12032 floats have no static config (32768 floats are
-/// 128 KB), and their cuda-static row is refused with the bytes and the limit.
+/// row itself must fit beside the scratch (12032 floats with 256 threads); rows of 32768
+/// floats (128 KB) have no static config, and their cuda-static row is refused with the
+/// bytes and the limit.
 pub fn fit_config<B: Backend>(
     backend: &B,
     variant: Variant,
