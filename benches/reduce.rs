@@ -7,7 +7,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 use dynsmem::host::backend::Probe;
-use dynsmem::host::kernels::reduce::{ReduceElement, ReduceKernels, ReduceOp, ReducePlan, ReduceProblem};
+use dynsmem::host::kernels::reduce::{ReduceElement, ReduceKernels, ReduceOp, ReducePlan, ReduceProblem, fit_config};
 use dynsmem_kernels::Dtype;
 
 // The families' helpers; this target uses only the timing loop.
@@ -23,7 +23,8 @@ fn bench_backend<B: ReduceKernels>(c: &mut Criterion, backend: &B) {
     let mut group = c.benchmark_group(format!("reduce/{}", backend.kind()));
     group.throughput(Throughput::Bytes(n * 4));
     for &variant in backend.reduce_variants() {
-        let plan = ReducePlan::new(backend, problem, backend.reduce_default_config(), variant).expect("plan");
+        let (config, _) = fit_config(backend, variant, Dtype::F32, backend.reduce_default_config());
+        let plan = ReducePlan::new(backend, problem, config, variant).expect("plan");
         let partials = plan.alloc_partials::<f32>().expect("partials");
         plan.verify(&data, backend.dtoh(plan.launch(&input, &partials).expect("launch")).expect("dtoh")[0])
             .expect("verified before it is timed");

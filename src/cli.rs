@@ -118,6 +118,8 @@ pub enum VariantArg {
     LaunchSized,
     WgslLiteral,
     WgslOverride,
+    /// CUDA C with static `__shared__` arrays, compiled per config through NVRTC (cuda only).
+    CudaStatic,
 }
 
 /// What every `run` takes besides its problem and config.

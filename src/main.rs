@@ -158,7 +158,10 @@ fn run(family: RunFamily) -> anyhow::Result<()> {
     };
     match pick(common.backend)? {
         Picked::Cuda(b) => match &family {
-            RunFamily::Sgemm(a) => sgemm_cuda(&b, a, out.as_mut()),
+            // cuda-static GEMM runs as any other family (its record has no cuBLAS anchor).
+            RunFamily::Sgemm(a) if !matches!(a.common.variant, Some(VariantArg::CudaStatic)) => {
+                sgemm_cuda(&b, a, out.as_mut())
+            }
             _ => run_on(&b, &family, common, out.as_mut()),
         },
         Picked::Hip(b) => run_on(&b, &family, common, out.as_mut()),
@@ -173,6 +176,7 @@ fn variant_of<B: Kernels>(backend: &B, v: Option<VariantArg>) -> Variant {
         Some(VariantArg::LaunchSized) => Variant::LaunchSized,
         Some(VariantArg::WgslLiteral) => Variant::WgslLiteral,
         Some(VariantArg::WgslOverride) => Variant::WgslOverride,
+        Some(VariantArg::CudaStatic) => Variant::CudaStatic,
     }
 }
 
@@ -205,15 +209,19 @@ fn run_on<B: ReduceKernels + Kernels>(
     let seed = common.timing.seed;
     say!("{}", suite::describe(backend));
     let m = Measure { backend, variant, timing, prov: &prov };
-    let (rec, anchor) = match family {
+    // Where cuda-static's static arrays cannot hold the default config, it runs the best
+    // that fits; the note says so when that is the config run.
+    let note: Option<String>;
+    let (mut rec, anchor) = match family {
         RunFamily::Reduce(a) => return reduce_on(backend, a, sizes.n, variant, timing, &prov, common, out),
         RunFamily::Scan(a) => {
             let p = k::scan::ScanProblem { n: a.n.unwrap_or(sizes.n), dtype: dtype_of(a.dtype) };
-            let d = k::scan::default_config(backend);
+            let (d, fit) = k::scan::fit_config(backend, variant, k::scan::default_config(backend));
             let c = scan::ScanConfig {
                 block: a.block.unwrap_or(d.block),
                 items_per_thread: a.ipt.unwrap_or(d.items_per_thread),
             };
+            note = fit.filter(|_| c == d);
             let kernel = format!("scan_exclusive_{}", p.dtype.name());
             bridge_footprint(backend, &kernel, p.n)?;
             // The WGSL form scans tile sums level by level until one tile is left; with a
@@ -245,22 +253,24 @@ fn run_on<B: ReduceKernels + Kernels>(
                 bins: a.bins,
                 out_of_range_pct: a.out_of_range,
             };
-            let d = k::histogram::default_config(backend, &p);
+            let (d, fit) = k::histogram::fit_config(backend, variant, &p, k::histogram::default_config(backend, &p));
             let c = histogram::HistogramConfig {
                 block: a.block.unwrap_or(d.block),
                 grid: a.grid.unwrap_or(d.grid),
                 copies: a.copies.unwrap_or(d.copies),
             };
+            note = fit.filter(|_| c == d);
             let w = k::histogram::prepare(backend, p, c, variant, seed);
             m.run("histogram", json(&p), json(&c), w, Some(bytes_of(p.n, 4)))?
         }
         RunFamily::Conv1d(a) => {
             let p = k::conv1d::Conv1dProblem { n: a.n.unwrap_or(sizes.n), taps: a.taps };
-            let d = k::conv1d::default_config(backend, a.taps);
+            let (d, fit) = k::conv1d::fit_config(backend, variant, &p, k::conv1d::default_config(backend, a.taps));
             let c = conv1d::Conv1dConfig {
                 block: a.block.unwrap_or(d.block),
                 outputs_per_thread: a.outputs_per_thread.unwrap_or(d.outputs_per_thread),
             };
+            note = fit.filter(|_| c == d);
             bridge_footprint(backend, "conv1d_f32", p.n)?;
             let w = k::conv1d::prepare(backend, p, c, variant, seed);
             m.run("conv1d", json(&p), json(&c), w, Some(bytes_of(p.n, 4)))?
@@ -272,12 +282,13 @@ fn run_on<B: ReduceKernels + Kernels>(
             };
             let (width, height) = (a.width.unwrap_or(sizes.side), a.height.unwrap_or(sizes.side));
             let p = k::stencil2d::Stencil2dProblem { width, height, radius: a.radius, blur };
-            let d = k::stencil2d::default_config(backend);
+            let (d, fit) = k::stencil2d::fit_config(backend, variant, &p, k::stencil2d::default_config(backend));
             let c = stencil2d::Stencil2dConfig {
                 block: a.block.unwrap_or(d.block),
                 tile_w: a.tile_w.unwrap_or(d.tile_w),
                 tile_h: a.tile_h.unwrap_or(d.tile_h),
             };
+            note = fit.filter(|_| c == d);
             let pixels = width as u64 * height as u64;
             bridge_footprint(backend, "stencil2d_f32", pixels)?;
             let w = k::stencil2d::prepare(backend, p, c, variant, seed);
@@ -288,47 +299,69 @@ fn run_on<B: ReduceKernels + Kernels>(
                 rows: a.rows.unwrap_or(sizes.side),
                 cols: a.cols.unwrap_or(sizes.side),
             };
-            let d = k::transpose::default_config(backend);
+            let (d, fit) = k::transpose::fit_config(backend, variant, k::transpose::default_config(backend));
             let c = transpose::TransposeConfig {
                 block: a.block.unwrap_or(d.block),
                 tile: a.tile.unwrap_or(d.tile),
                 pad: a.pad.unwrap_or(d.pad),
             };
+            note = fit.filter(|_| c == d);
             let w = k::transpose::prepare(backend, p, c, variant, seed);
             m.run("transpose", json(&p), json(&c), w, Some(bytes_of(p.rows as u64 * p.cols as u64, 4)))?
         }
         RunFamily::Softmax(a) => {
             let p = k::softmax::SoftmaxProblem { rows: a.rows.unwrap_or(sizes.softmax_rows), cols: a.cols };
-            let c = softmax::SoftmaxConfig { block: a.block.unwrap_or(k::softmax::default_config(backend).block) };
+            let (d, fit) = k::softmax::fit_config(backend, variant, &p, k::softmax::default_config(backend));
+            let c = softmax::SoftmaxConfig { block: a.block.unwrap_or(d.block) };
+            note = fit.filter(|_| c == d);
             let w = k::softmax::prepare(backend, p, c, variant, seed);
             m.run("softmax", json(&p), json(&c), w, Some(bytes_of(p.rows as u64 * p.cols as u64, 4)))?
         }
         RunFamily::Nbody(a) => {
             let p = k::nbody::NbodyProblem::new(a.n.unwrap_or(sizes.nbody));
-            let d = k::nbody::default_config(backend);
+            let (d, fit) = k::nbody::fit_config(backend, variant, k::nbody::default_config(backend));
             let c = nbody::NbodyConfig { block: a.block.unwrap_or(d.block), tile: a.tile.unwrap_or(d.tile) };
+            note = fit.filter(|_| c == d);
             let w = k::nbody::prepare(backend, p, c, variant, seed);
             m.run("nbody", json(&p), json(&c), w, None)?
         }
         RunFamily::Sgemm(a) => {
-            let (p, c) = sgemm_problem(backend, a);
+            let (p, c) = sgemm_problem(backend, a, variant);
+            note = sgemm_note(backend, a, variant, &p);
             let w = k::sgemm::prepare(backend, p, c, a.fixed, variant, seed);
             m.run("sgemm", json(&p), json(&c), w, None)?
         }
     };
+    rec.note = note;
     finish(None, &rec, anchor.as_ref(), out)
 }
 
-/// The problem and config `run sgemm` asks for, defaults filled in.
+/// The note of `run sgemm`'s record: why a cuda-static run has another config than the
+/// default asked (only when no tile flag replaced the fitted default).
+fn sgemm_note<B: Kernels>(
+    backend: &B,
+    a: &SgemmArgs,
+    variant: Variant,
+    p: &dynsmem::host::kernels::sgemm::SgemmProblem,
+) -> Option<String> {
+    use dynsmem::host::kernels::sgemm;
+    let flags = [a.bm, a.bn, a.bk, a.stages];
+    let (_, fit) = sgemm::fit_config(backend, variant, p, sgemm::default_config(backend, p));
+    fit.filter(|_| flags.iter().all(Option::is_none))
+}
+
+/// The problem and config `run sgemm` asks for, defaults filled in (for cuda-static, the
+/// default is the best config whose static arrays fit).
 fn sgemm_problem<B: Kernels>(
     backend: &B,
     a: &SgemmArgs,
+    variant: Variant,
 ) -> (dynsmem::host::kernels::sgemm::SgemmProblem, dynsmem::host::device::sgemm::SgemmConfig) {
     use dynsmem::host::kernels::sgemm;
     let side = if backend.kind() == dynsmem::host::backend::BackendKind::Cpu { 96 } else { 4096 };
     let m = a.m.unwrap_or(side);
     let p = sgemm::SgemmProblem { m, n: a.n.unwrap_or(m), k: a.k.unwrap_or(m), f16_inputs: a.f16 };
-    let d = sgemm::default_config(backend, &p);
+    let (d, _) = sgemm::fit_config(backend, variant, &p, sgemm::default_config(backend, &p));
     let c = dynsmem::host::device::sgemm::SgemmConfig {
         bm: a.bm.unwrap_or(d.bm),
         bn: a.bn.unwrap_or(d.bn),
@@ -343,7 +376,7 @@ fn sgemm_cuda(backend: &CudaBackend, a: &SgemmArgs, out: Option<&mut JsonlWriter
     let timing = timing_options(&a.common.timing)?;
     let prov = dynsmem::provenance(backend.kind(), &command_line());
     say!("{}", suite::describe(backend));
-    let (p, c) = sgemm_problem(backend, a);
+    let (p, c) = sgemm_problem(backend, a, Variant::LaunchSized);
     let (rec, anchor) = bench::sgemm_cuda(backend, p, c, a.fixed, timing, &prov, a.common.timing.seed);
     if rec.error.is_some() && rec.median_ms.is_none() && anchor.is_none() {
         bail!("sgemm on cuda: refused, nothing launched: {}", rec.error.clone().unwrap_or_default());
@@ -482,6 +515,9 @@ fn print_record(rec: &Record, anchor: Option<&Record>) -> anyhow::Result<()> {
         let ratio = rec.ratio.map(|r| format!("; ratio {r:.3}")).unwrap_or_default();
         say!("anchor: device-to-device copy {a:.1} GB/s (read + write){ratio}");
     }
+    if let Some(n) = &rec.note {
+        say!("note: {n}");
+    }
     match &rec.error {
         Some(e) => say!("error: {e}"),
         None => say!("verified: {}", if rec.verified { "yes, against the CPU reference" } else { "NO" }),
@@ -501,18 +537,20 @@ fn reduce_on<B: ReduceKernels>(
     out: Option<&mut JsonlWriter>,
 ) -> anyhow::Result<()> {
     let n = args.n.unwrap_or(default_n);
-    let default = backend.reduce_default_config();
+    let dtype = dtype_of(args.dtype);
+    let asked = ReduceConfig { staged: args.staged, ..backend.reduce_default_config() };
+    let (default, fit) = dynsmem::host::kernels::reduce::fit_config(backend, variant, dtype, asked);
     let config = ReduceConfig {
         block: args.block.unwrap_or(default.block),
         items_per_thread: args.ipt.unwrap_or(default.items_per_thread),
         staged: args.staged,
     };
+    let note = fit.filter(|_| config == default);
     let op = match args.op {
         OpArg::Sum => ReduceOp::Sum,
         OpArg::Min => ReduceOp::Min,
         OpArg::Max => ReduceOp::Max,
     };
-    let dtype = dtype_of(args.dtype);
     let problem = ReduceProblem { n, op, dtype };
     // Validate before generating gigabytes of input, so bad input fails fast.
     let plan =
@@ -523,7 +561,7 @@ fn reduce_on<B: ReduceKernels>(
     drop(plan);
     let anchor = bench::copy_anchor(backend, n * dtype.bytes() as u64, timing, prov);
     let seed = common.timing.seed;
-    let rec = match dtype {
+    let mut rec = match dtype {
         Dtype::F32 => bench::reduce(
             backend,
             &f32::inputs(n as usize, seed),
@@ -545,6 +583,7 @@ fn reduce_on<B: ReduceKernels>(
             Some(&anchor),
         ),
     };
+    rec.note = note;
     let heading = format!("{passes} pass{}", if passes == 1 { "" } else { "es" });
     finish(Some(heading), &rec, Some(&anchor), out)
 }

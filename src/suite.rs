@@ -89,10 +89,16 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
         Probe::Ready(cuda) => {
             have_cuda = true;
             backends.push(describe(&cuda));
+            // Its rows are still made, each recording this reason as its error.
+            if !dynsmem_host::backend::cuda::nvrtc::library_present() {
+                backends.push("cuda cuda-static: skipped: libnvrtc not found (CUDA's run-time compiler)".into());
+            }
             families(&cuda, opts, &mut inputs, &mut records, progress);
             gemm_cuda(&cuda, opts, &mut records, progress);
         }
-        Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
+        Probe::Unavailable(kind, why) => {
+            backends.push(format!("{kind}: unavailable: {why} (no launch-sized or cuda-static CUDA rows)"))
+        }
     }
     let mut have_hip = false;
     match crate::hip(0) {
@@ -184,7 +190,7 @@ fn families<B: ReduceKernels + Kernels>(
     records: &mut Sink<'_>,
     progress: &mut dyn FnMut(&str),
 ) {
-    use dynsmem_host::kernels::{conv1d, histogram, nbody, scan, softmax, stencil2d, transpose};
+    use dynsmem_host::kernels::{conv1d, histogram, nbody, reduce, scan, softmax, stencil2d, transpose};
     let sizes = Sizes::for_backend(backend, opts.n, opts.quick);
     let prov = crate::provenance(backend.kind(), &opts.command);
     let kind = backend.kind();
@@ -202,60 +208,70 @@ fn families<B: ReduceKernels + Kernels>(
     }
     let data = &inputs.as_ref().expect("set above").1;
     let problem = ReduceProblem { n, op: ReduceOp::Sum, dtype: Dtype::F32 };
-    for config in [backend.reduce_default_config(), STAGED_200K] {
+    for asked in [backend.reduce_default_config(), STAGED_200K] {
         for &variant in backend.reduce_variants() {
+            let (config, note) = reduce::fit_config(backend, variant, problem.dtype, asked);
             progress(&format!("{kind}: reduce {variant} {config:?}"));
-            records.push(bench::reduce(backend, data, problem, config, variant, t, &prov, a));
+            records.push(noted(bench::reduce(backend, data, problem, config, variant, t, &prov, a), note));
         }
     }
 
     for &variant in Kernels::variants(backend) {
         let p = scan::ScanProblem { n, dtype: Dtype::F32 };
-        let c = scan::default_config(backend);
+        let (c, note) = scan::fit_config(backend, variant, scan::default_config(backend));
         progress(&format!("{kind}: scan {variant}"));
-        records.push(bench::workload(
-            backend,
-            "scan",
-            variant,
-            json(&p),
-            json(&c),
-            scan::prepare::<B, f32>(backend, p, c, variant, seed),
-            t,
-            &prov,
-            a,
+        records.push(noted(
+            bench::workload(
+                backend,
+                "scan",
+                variant,
+                json(&p),
+                json(&c),
+                scan::prepare::<B, f32>(backend, p, c, variant, seed),
+                t,
+                &prov,
+                a,
+            ),
+            note,
         ));
 
         for bins in [256, 4096, 49_152] {
             let p = histogram::HistogramProblem { n, bins, out_of_range_pct: 0 };
-            let c = histogram::default_config(backend, &p);
+            let (c, note) = histogram::fit_config(backend, variant, &p, histogram::default_config(backend, &p));
             progress(&format!("{kind}: histogram {bins} bins {variant}"));
-            records.push(bench::workload(
-                backend,
-                "histogram",
-                variant,
-                json(&p),
-                json(&c),
-                histogram::prepare(backend, p, c, variant, seed),
-                t,
-                &prov,
-                a,
+            records.push(noted(
+                bench::workload(
+                    backend,
+                    "histogram",
+                    variant,
+                    json(&p),
+                    json(&c),
+                    histogram::prepare(backend, p, c, variant, seed),
+                    t,
+                    &prov,
+                    a,
+                ),
+                note,
             ));
         }
 
         for taps in [3, 33] {
             let p = conv1d::Conv1dProblem { n, taps };
-            let c = conv1d::default_config(backend, taps);
+            let (c, note) = conv1d::fit_config(backend, variant, &p, conv1d::default_config(backend, taps));
             progress(&format!("{kind}: conv1d K={taps} {variant}"));
-            records.push(bench::workload(
-                backend,
-                "conv1d",
-                variant,
-                json(&p),
-                json(&c),
-                conv1d::prepare(backend, p, c, variant, seed),
-                t,
-                &prov,
-                a,
+            records.push(noted(
+                bench::workload(
+                    backend,
+                    "conv1d",
+                    variant,
+                    json(&p),
+                    json(&c),
+                    conv1d::prepare(backend, p, c, variant, seed),
+                    t,
+                    &prov,
+                    a,
+                ),
+                note,
             ));
         }
 
@@ -266,18 +282,21 @@ fn families<B: ReduceKernels + Kernels>(
                 radius,
                 blur: stencil2d::Blur::Gaussian,
             };
-            let c = stencil2d::default_config(backend);
+            let (c, note) = stencil2d::fit_config(backend, variant, &p, stencil2d::default_config(backend));
             progress(&format!("{kind}: stencil2d r={radius} {variant}"));
-            records.push(bench::workload(
-                backend,
-                "stencil2d",
-                variant,
-                json(&p),
-                json(&c),
-                stencil2d::prepare(backend, p, c, variant, seed),
-                t,
-                &prov,
-                a,
+            records.push(noted(
+                bench::workload(
+                    backend,
+                    "stencil2d",
+                    variant,
+                    json(&p),
+                    json(&c),
+                    stencil2d::prepare(backend, p, c, variant, seed),
+                    t,
+                    &prov,
+                    a,
+                ),
+                note,
             ));
         }
 
@@ -286,51 +305,61 @@ fn families<B: ReduceKernels + Kernels>(
             transpose::default_config(backend),
             dynsmem_kernels::transpose::TransposeConfig { pad: 0, ..transpose::default_config(backend) },
         ] {
+            let (c, note) = transpose::fit_config(backend, variant, c);
             progress(&format!("{kind}: transpose pad={} {variant}", c.pad));
-            records.push(bench::workload(
-                backend,
-                "transpose",
-                variant,
-                json(&p),
-                json(&c),
-                transpose::prepare(backend, p, c, variant, seed),
-                t,
-                &prov,
-                a,
+            records.push(noted(
+                bench::workload(
+                    backend,
+                    "transpose",
+                    variant,
+                    json(&p),
+                    json(&c),
+                    transpose::prepare(backend, p, c, variant, seed),
+                    t,
+                    &prov,
+                    a,
+                ),
+                note,
             ));
         }
 
         // Rows of 4096, and rows of 32768 floats (128 KB: past any static limit).
         for (rows, cols) in [(sizes.softmax_rows, 4096), ((sizes.softmax_rows / 8).max(1), 32_768)] {
             let p = softmax::SoftmaxProblem { rows, cols };
-            let c = softmax::default_config(backend);
+            let (c, note) = softmax::fit_config(backend, variant, &p, softmax::default_config(backend));
             progress(&format!("{kind}: softmax {rows}x{cols} {variant}"));
-            records.push(bench::workload(
-                backend,
-                "softmax",
-                variant,
-                json(&p),
-                json(&c),
-                softmax::prepare(backend, p, c, variant, seed),
-                t,
-                &prov,
-                a,
+            records.push(noted(
+                bench::workload(
+                    backend,
+                    "softmax",
+                    variant,
+                    json(&p),
+                    json(&c),
+                    softmax::prepare(backend, p, c, variant, seed),
+                    t,
+                    &prov,
+                    a,
+                ),
+                note,
             ));
         }
 
         let p = nbody::NbodyProblem::new(sizes.nbody);
-        let c = nbody::default_config(backend);
+        let (c, note) = nbody::fit_config(backend, variant, nbody::default_config(backend));
         progress(&format!("{kind}: nbody {} {variant}", sizes.nbody));
-        records.push(bench::workload(
-            backend,
-            "nbody",
-            variant,
-            json(&p),
-            json(&c),
-            nbody::prepare(backend, p, c, variant, seed),
-            t,
-            &prov,
-            a,
+        records.push(noted(
+            bench::workload(
+                backend,
+                "nbody",
+                variant,
+                json(&p),
+                json(&c),
+                nbody::prepare(backend, p, c, variant, seed),
+                t,
+                &prov,
+                a,
+            ),
+            note,
         ));
     }
     records.push(anchor);
@@ -362,6 +391,14 @@ fn gemm_cuda(
         progress(&format!("cuda: sgemm {side}^3 f16={f16_inputs}, and cuBLAS"));
         let (rec, anchor) = bench::sgemm_cuda(cuda, p, c, false, opts.timing, &prov, opts.seed);
         records.push(rec);
+        // The same algorithm in CUDA C with static arrays, beside cuBLAS too.
+        let variant = dynsmem_host::kernels::Variant::CudaStatic;
+        let (c, note) = sgemm::fit_config(cuda, variant, &p, c);
+        progress(&format!("cuda: sgemm {side}^3 f16={f16_inputs} {variant}"));
+        let prepared = sgemm::prepare(cuda, p, c, false, variant, opts.seed);
+        let rec =
+            bench::workload(cuda, "sgemm", variant, json(&p), json(&c), prepared, opts.timing, &prov, anchor.as_ref());
+        records.push(noted(rec, note));
         if let Some(a) = anchor {
             records.push(a);
         }
@@ -389,6 +426,12 @@ fn gemm<B: Kernels>(backend: &B, opts: &BenchOptions, records: &mut Sink<'_>, pr
             None,
         ));
     }
+}
+
+/// `rec` with `note` (why a cuda-static row ran another config than the one asked).
+fn noted(mut rec: Record, note: Option<String>) -> Record {
+    rec.note = note;
+    rec
 }
 
 /// A problem or config as it goes into a record.

@@ -310,6 +310,7 @@ fn replay<T: Tunable>(
         VariantArg::LaunchSized => Variant::LaunchSized,
         VariantArg::WgslLiteral => Variant::WgslLiteral,
         VariantArg::WgslOverride => Variant::WgslOverride,
+        VariantArg::CudaStatic => Variant::CudaStatic,
     });
     let backend = opts.common.backend.map(|b| match b {
         BackendArg::Cuda => BackendKind::Cuda,

@@ -29,7 +29,8 @@ fn wgsl() {
 #[test]
 fn cuda() {
     let Some(cuda) = cuda_or_skip("histogram::cuda") else { return };
-    assert_eq!(conformance::histogram(&cuda, &[0, 1, 1_000_003, 1 << 26], &[1, 256, 4096]), 4 * 3 * 3);
+    // Launch-sized and cuda-static: every config's counters fit 48 KB (at most 32 KB).
+    assert_eq!(conformance::histogram(&cuda, &[0, 1, 1_000_003, 1 << 26], &[1, 256, 4096]), 4 * 3 * 3 * 2);
 }
 
 /// 49152 bins of u32 counters (192 KB per block) run where launch-sized memory can hold

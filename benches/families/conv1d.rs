@@ -2,7 +2,7 @@
 
 use criterion::Criterion;
 use dynsmem::host::kernels::Kernels;
-use dynsmem::host::kernels::conv1d::{Conv1dProblem, default_config, prepare};
+use dynsmem::host::kernels::conv1d::{Conv1dProblem, default_config, fit_config, prepare};
 
 use super::common;
 
@@ -13,6 +13,7 @@ pub fn bench(c: &mut Criterion) {
             let p = Conv1dProblem { n: common::sizes(&b).n, taps };
             let cfg = default_config(&b, taps);
             for &v in b.variants() {
+                let (cfg, _) = fit_config(&b, v, &p, cfg);
                 let w = prepare(&b, p, cfg, v, 1).expect("prepare");
                 common::bench(&mut g, &b, &format!("taps={taps}/n={}/{v}", p.n), w);
             }

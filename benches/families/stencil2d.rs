@@ -2,7 +2,7 @@
 
 use criterion::Criterion;
 use dynsmem::host::kernels::Kernels;
-use dynsmem::host::kernels::stencil2d::{Blur, Stencil2dProblem, default_config, prepare};
+use dynsmem::host::kernels::stencil2d::{Blur, Stencil2dProblem, default_config, fit_config, prepare};
 
 use super::common;
 
@@ -14,6 +14,7 @@ pub fn bench(c: &mut Criterion) {
             let p = Stencil2dProblem { width: side, height: side, radius, blur: Blur::Gaussian };
             let cfg = default_config(&b);
             for &v in b.variants() {
+                let (cfg, _) = fit_config(&b, v, &p, cfg);
                 let w = prepare(&b, p, cfg, v, 1).expect("prepare");
                 common::bench(&mut g, &b, &format!("r={radius}/{side}x{side}/{v}"), w);
             }

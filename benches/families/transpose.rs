@@ -4,7 +4,7 @@
 use criterion::Criterion;
 use dynsmem::host::device::transpose::TransposeConfig;
 use dynsmem::host::kernels::Kernels;
-use dynsmem::host::kernels::transpose::{TransposeProblem, default_config, prepare};
+use dynsmem::host::kernels::transpose::{TransposeProblem, default_config, fit_config, prepare};
 
 use super::common;
 
@@ -16,6 +16,7 @@ pub fn bench(c: &mut Criterion) {
         let d = default_config(&b);
         for cfg in [d, TransposeConfig { pad: 0, ..d }] {
             for &v in b.variants() {
+                let (cfg, _) = fit_config(&b, v, cfg);
                 let w = prepare(&b, p, cfg, v, 1).expect("prepare");
                 common::bench(&mut g, &b, &format!("pad={}/{side}x{side}/{v}", cfg.pad), w);
             }

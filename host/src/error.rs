@@ -51,6 +51,14 @@ pub enum Error {
     /// The backend cannot be used on this machine (no driver library, no device, no adapter).
     #[error("{backend} unavailable: {reason}")]
     Unavailable { backend: BackendKind, reason: String },
+    /// libnvrtc (CUDA's run-time compiler) cannot be loaded: the cuda-static variant
+    /// compiles its CUDA C through it, so it cannot run (the launch-sized kernels can).
+    #[error("libnvrtc not found: {reason}")]
+    NvrtcUnavailable { reason: String },
+    /// NVRTC rejected a kernel's CUDA C: `log` is NVRTC's program log (line numbers are
+    /// those of the family's `.cu` file), `options` the command line it was given.
+    #[error("{kernel}: NVRTC compile failed with options [{options}]:\n{log}")]
+    NvrtcCompile { kernel: String, options: String, log: String },
     /// A driver call failed.
     #[error("{backend} {call}: {message}")]
     Driver { backend: BackendKind, call: &'static str, message: String },

@@ -312,6 +312,18 @@ pub trait Backend {
 /// on HIP, the host build on the CPU), which it finds by entry name.
 pub trait RustKernels: Backend {
     fn rust_kernel(&self, name: &str) -> Result<Self::Kernel>;
+
+    /// The variants this backend runs: the launch-sized Rust kernels everywhere, and on
+    /// CUDA also cuda-static (the same algorithms in CUDA C with static arrays, NVRTC).
+    fn rust_variants(&self) -> &'static [crate::kernels::Variant] {
+        &[crate::kernels::Variant::LaunchSized]
+    }
+
+    /// The cuda-static kernel of `src` and the static bytes the driver reports it uses;
+    /// only the CUDA backend has them.
+    fn static_kernel(&self, src: &cuda::nvrtc::CudaSource) -> Result<(Self::Kernel, u32)> {
+        Err(Error::Unsupported { backend: self.kind(), what: format!("{} (cuda-static runs on CUDA only)", src.name) })
+    }
 }
 
 /// The result of looking for one backend on this machine.

@@ -23,6 +23,9 @@ pub enum Variant {
     WgslLiteral,
     /// WGSL with `var<workgroup>` arrays sized by pipeline `override` constants.
     WgslOverride,
+    /// CUDA C with static `__shared__` arrays sized by `-D` defines, the same algorithm as
+    /// the Rust kernel, compiled per config at run time through NVRTC (CUDA only).
+    CudaStatic,
 }
 
 impl Variant {
@@ -31,6 +34,7 @@ impl Variant {
             Variant::LaunchSized => "launch-sized",
             Variant::WgslLiteral => "wgsl-literal",
             Variant::WgslOverride => "wgsl-override",
+            Variant::CudaStatic => "cuda-static",
         }
     }
 }
@@ -52,6 +56,7 @@ pub(crate) fn fill_template(template: &str, slots: &[(&str, &str)]) -> String {
     out
 }
 
+pub use crate::backend::cuda::nvrtc::CudaSource;
 use crate::backend::wgpu::{PipelineDesc, WgpuBackend};
 use crate::backend::{Backend, BackendKind, RustKernels};
 use crate::error::{Error, Result};
@@ -71,11 +76,19 @@ pub struct WgslSpec {
 }
 
 /// One kernel of a family, as every backend can build it: the Rust entry point with the
-/// launch-sized bytes of its layout, and the WGSL pipeline for each sizing.
+/// launch-sized bytes of its layout, the WGSL pipeline for each sizing, and the CUDA C
+/// source with static arrays.
 pub struct KernelSpec<'a> {
     pub entry: &'static str,
     pub launch_bytes: u32,
     pub wgsl: &'a dyn Fn(Variant) -> WgslSpec,
+    pub cuda: &'a dyn Fn() -> CudaSource,
+}
+
+/// The `cuda` of a [`KernelSpec`] for a kernel that has no CUDA C form (never called:
+/// the backends check the variant before they build).
+pub(crate) fn no_cuda_source() -> CudaSource {
+    unreachable!("this kernel has no cuda-static form; the variant is checked before building")
 }
 
 /// A built kernel and the workgroup memory it uses.
@@ -94,17 +107,24 @@ pub trait Kernels: Backend {
 
 impl<B: RustKernels> Kernels for B {
     fn variants(&self) -> &'static [Variant] {
-        &[Variant::LaunchSized]
+        self.rust_variants()
     }
 
     fn build(&self, spec: &KernelSpec<'_>, variant: Variant) -> Result<Built<Self::Kernel>> {
-        if variant != Variant::LaunchSized {
-            return Err(Error::Unsupported {
+        match variant {
+            Variant::LaunchSized => {
+                Ok(Built { kernel: self.rust_kernel(spec.entry)?, launch_bytes: spec.launch_bytes, static_bytes: 0 })
+            }
+            // The static bytes are the driver's figure for the compiled kernel.
+            Variant::CudaStatic if self.rust_variants().contains(&variant) => {
+                let (kernel, static_bytes) = self.static_kernel(&(spec.cuda)())?;
+                Ok(Built { kernel, launch_bytes: 0, static_bytes })
+            }
+            _ => Err(Error::Unsupported {
                 backend: self.kind(),
                 what: format!("the {variant} variant of {}", spec.entry),
-            });
+            }),
         }
-        Ok(Built { kernel: self.rust_kernel(spec.entry)?, launch_bytes: spec.launch_bytes, static_bytes: 0 })
     }
 }
 
@@ -160,6 +180,42 @@ pub(crate) fn wgsl_sizing(
     }
 }
 
+/// The config a variant runs for a config asked of it. The cuda-static kernels' arrays are
+/// capped at `limit` bytes (48 KB on CUDA: static `__shared__` arrays cannot opt in past
+/// it), so for that variant a config whose arrays (`bytes`) are larger is replaced by the
+/// first of `fallbacks` that fits (the family orders them best first), with a note saying
+/// so for the record; where none fits, `asked` is kept and the build refuses it with the
+/// bytes and the limit. Other variants run `asked`.
+pub fn fit_static<C: Copy + std::fmt::Debug>(
+    variant: Variant,
+    limit: u32,
+    asked: C,
+    fallbacks: impl IntoIterator<Item = C>,
+    bytes: impl Fn(&C) -> Option<u32>,
+) -> (C, Option<String>) {
+    let fits = |c: &C| bytes(c).is_some_and(|b| b <= limit);
+    if variant != Variant::CudaStatic || fits(&asked) {
+        return (asked, None);
+    }
+    match fallbacks.into_iter().find(|c| fits(c)) {
+        Some(c) => {
+            let over = bytes(&asked).map_or_else(|| "past u32".to_string(), |b| format!("{b} B"));
+            let note = format!(
+                "static arrays of {asked:?} would be {over}, over the {limit} B static limit: ran {c:?} ({} B), \
+                 the best that fits",
+                bytes(&c).unwrap_or(0)
+            );
+            (c, Some(note))
+        }
+        None => (asked, None),
+    }
+}
+
+/// Halvings of `v` down to `min` (exclusive of `v` itself): fallback sizes.
+pub(crate) fn halvings(v: u32, min: u32) -> impl Iterator<Item = u32> {
+    std::iter::successors(Some(v / 2), |x| Some(x / 2)).take_while(move |&x| x >= min.max(1))
+}
+
 /// What a record says about a workload's kernel(s).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelInfo {
@@ -181,6 +237,7 @@ impl<K> Prepared<K> {
     /// Checks that the backend offers `variant`, that the layout can be carved, and the
     /// launch of `grid` blocks of `block` threads against the backend's limits (nothing is
     /// launched when any check fails), then builds the kernel.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new<B: Kernels<Kernel = K>>(
         backend: &B,
         entry: &'static str,
@@ -189,6 +246,7 @@ impl<K> Prepared<K> {
         block: u32,
         variant: Variant,
         wgsl: &dyn Fn(Variant) -> WgslSpec,
+        cuda: &dyn Fn() -> CudaSource,
     ) -> Result<Prepared<K>> {
         if !backend.variants().contains(&variant) {
             return Err(Error::Unsupported {
@@ -199,8 +257,12 @@ impl<K> Prepared<K> {
         let launch_bytes = layout_bytes.map_err(|source| Error::Layout { kernel: entry.into(), source })?;
         let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
         backend.check_launch(entry, crate::backend::LaunchDims { grid, block, shared_bytes })?;
-        let built = backend.build(&KernelSpec { entry, launch_bytes, wgsl }, variant)?;
-        let name = if variant == Variant::LaunchSized { entry.to_string() } else { wgsl(variant).name };
+        let built = backend.build(&KernelSpec { entry, launch_bytes, wgsl, cuda }, variant)?;
+        let name = match variant {
+            Variant::LaunchSized => entry.to_string(),
+            Variant::CudaStatic => cuda().name,
+            _ => wgsl(variant).name,
+        };
         Ok(Prepared { built, name })
     }
 

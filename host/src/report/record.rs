@@ -71,6 +71,11 @@ pub struct Record {
     pub verified: bool,
     /// Why the config could not be built, launched or verified.
     pub error: Option<String>,
+    /// What a reader must know to compare the figure, e.g. that a cuda-static row ran a
+    /// smaller config than the one asked, because the asked one's static arrays are over
+    /// the 48 KB static limit. Absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Record {
@@ -111,6 +116,7 @@ impl Record {
             ratio: None,
             verified: false,
             error: None,
+            note: None,
         }
     }
 }

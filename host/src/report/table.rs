@@ -116,7 +116,7 @@ pub fn records_table(records: &[Record]) -> Table {
                 (Some(e), _) => format!("ERROR: {e}"),
                 (None, true) => "yes".into(),
                 (None, false) => "no".into(),
-            },
+            } + &r.note.as_ref().map(|n| format!(" (note: {n})")).unwrap_or_default(),
         ]);
     }
     t

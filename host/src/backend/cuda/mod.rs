@@ -2,6 +2,7 @@
 //! launch-sized shared memory up to the device's opt-in limit.
 
 pub(crate) mod driver;
+pub mod nvrtc;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice
 use cudarc::nvrtc::Ptx;
 
 use self::driver::{attribute, driver_err};
+use self::nvrtc::CudaSource;
 use super::{Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, Probe, RustKernels};
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -32,6 +34,14 @@ pub struct CudaKernel {
     max_threads: std::cell::OnceCell<Option<u32>>,
 }
 
+impl CudaKernel {
+    /// Bytes of static `__shared__` arrays the loaded function declares, as the driver
+    /// reports them (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`; 0 for the Rust kernels).
+    pub fn static_shared_bytes(&self) -> Result<u32> {
+        Ok(self.func.shared_size_bytes().map_err(driver_err("cuFuncGetAttribute(SHARED_SIZE_BYTES)"))? as u32)
+    }
+}
+
 impl KernelName for CudaKernel {
     fn name(&self) -> &str {
         &self.name
@@ -45,8 +55,15 @@ pub struct CudaBackend {
     module: Arc<CudaModule>,
     info: DeviceInfo,
     kernels: RefCell<HashMap<String, Rc<CudaKernel>>>,
+    /// The cuda-static kernels compiled so far, by (entry, source, defines): a bench or a
+    /// sweep compiles each config once.
+    static_kernels: RefCell<HashMap<StaticKey, Rc<CudaKernel>>>,
+    /// Compute capability (major, minor): NVRTC compiles for exactly this device.
+    capability: (i32, i32),
     timer: (CudaEvent, CudaEvent),
 }
+
+type StaticKey = (&'static str, &'static str, Vec<(&'static str, String)>);
 
 impl CudaBackend {
     /// Finds device `ordinal` and loads `ptx` on it; a missing driver or device is
@@ -127,7 +144,16 @@ impl CudaBackend {
             ctx.new_event(timing).map_err(driver_err("cuEventCreate"))?,
             ctx.new_event(timing).map_err(driver_err("cuEventCreate"))?,
         );
-        Ok(CudaBackend { ctx, stream, module, info, kernels: RefCell::new(HashMap::new()), timer })
+        Ok(CudaBackend {
+            ctx,
+            stream,
+            module,
+            info,
+            kernels: RefCell::new(HashMap::new()),
+            static_kernels: RefCell::new(HashMap::new()),
+            capability: (major, minor),
+            timer,
+        })
     }
 
     pub fn context(&self) -> &Arc<CudaContext> {
@@ -165,6 +191,44 @@ impl CudaBackend {
             max_threads: std::cell::OnceCell::new(),
         });
         self.kernels.borrow_mut().insert(name.into(), k.clone());
+        Ok(k)
+    }
+
+    /// The cuda-static kernel `src` (compiled through NVRTC for this device and loaded as
+    /// a module of its own on first use, cached after): refused before compiling when its
+    /// static arrays are over the static limit (48 KB per block: static `__shared__` arrays
+    /// cannot opt in to more, only launch-sized memory can).
+    pub fn nvrtc_kernel(&self, src: &CudaSource) -> Result<Rc<CudaKernel>> {
+        let limit = self.info.limits.static_shared_max;
+        if src.static_bytes > limit {
+            return Err(Error::SharedMemoryLimit {
+                kernel: src.name.clone(),
+                backend: BackendKind::Cuda,
+                kind: "static",
+                requested: src.static_bytes as u64,
+                limit: limit as u64,
+                limit_name: "MAX_SHARED_MEMORY_PER_BLOCK: static __shared__ arrays cannot opt in past it",
+            });
+        }
+        let key: StaticKey = (src.entry, src.source, src.defines.clone());
+        if let Some(k) = self.static_kernels.borrow().get(&key) {
+            return Ok(k.clone());
+        }
+        let (major, minor) = self.capability;
+        let ptx = nvrtc::compile(src, major, minor)?;
+        let module = self.ctx.load_module(ptx).map_err(driver_err("cuModuleLoadData (NVRTC output)"))?;
+        let func = module.load_function(src.entry).map_err(|e| Error::MissingKernel {
+            name: src.entry.into(),
+            backend: BackendKind::Cuda,
+            detail: format!("{} (NVRTC output of {}): {e}", src.name, src.file),
+        })?;
+        let k = Rc::new(CudaKernel {
+            name: src.name.clone(),
+            func,
+            optin_bytes: Cell::new(self.info.limits.launch_shared_default),
+            max_threads: std::cell::OnceCell::new(),
+        });
+        self.static_kernels.borrow_mut().insert(key, k.clone());
         Ok(k)
     }
 
@@ -322,5 +386,16 @@ impl Backend for CudaBackend {
 impl RustKernels for CudaBackend {
     fn rust_kernel(&self, name: &str) -> Result<Self::Kernel> {
         self.kernel(name)
+    }
+
+    fn rust_variants(&self) -> &'static [crate::kernels::Variant] {
+        &[crate::kernels::Variant::LaunchSized, crate::kernels::Variant::CudaStatic]
+    }
+
+    fn static_kernel(&self, src: &CudaSource) -> Result<(Self::Kernel, u32)> {
+        let k = self.nvrtc_kernel(src)?;
+        self.ctx.bind_to_thread().map_err(driver_err("cuCtxSetCurrent"))?;
+        let bytes = k.static_shared_bytes()?;
+        Ok((k, bytes))
     }
 }

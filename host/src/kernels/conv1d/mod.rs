@@ -6,14 +6,17 @@ use dynsmem_kernels::conv1d::{Conv1dConfig, MAX_TAPS, OUTPUTS_PER_THREAD, entry_
 use serde::{Deserialize, Serialize};
 
 use super::{
-    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 const WGSL_TEMPLATE: &str = include_str!("conv1d.wgsl");
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("conv1d.cu");
 
 /// `n` samples through a `taps`-tap filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -62,6 +65,38 @@ pub(crate) fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Va
         workgroup_size: cfg.block,
         static_bytes: ((tile_cap as u64 + kp as u64) * 4).min(u32::MAX as u64) as u32,
     }
+}
+
+/// The cuda-static kernel: `conv1d.cu` with the outputs per thread, taps, padded taps and
+/// block as defines; its static arrays are the Rust kernel's layout (tile and halo, and
+/// the shifted taps, as vectors).
+pub fn cuda_source(problem: &Conv1dProblem, cfg: &Conv1dConfig) -> CudaSource {
+    CudaSource {
+        name: format!("conv1d_f32_r{}[cuda-static,taps={},block={}]", cfg.outputs_per_thread, problem.taps, cfg.block),
+        source: CUDA_SOURCE,
+        file: "conv1d.cu",
+        entry: "conv1d_static",
+        defines: vec![
+            ("OUTS", cfg.outputs_per_thread.to_string()),
+            ("TAPS", problem.taps.to_string()),
+            ("KP", cfg.padded_taps(problem.taps).to_string()),
+            ("BLOCK", cfg.block.to_string()),
+        ],
+        static_bytes: cfg.shared_bytes(problem.taps).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller blocks (every
+/// default fits: 128 x 8 outputs and 129 taps are 4.7 KB).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &Conv1dProblem,
+    cfg: Conv1dConfig,
+) -> (Conv1dConfig, Option<String>) {
+    let fallbacks = super::halvings(cfg.block, 32).map(|block| Conv1dConfig { block, ..cfg });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.taps).ok())
 }
 
 /// The CPU reference in f64 and, per output, the sum of `|w_k x_j|` its rounding error
@@ -122,8 +157,9 @@ pub fn prepare<'b, B: Kernels>(
         return Err(invalid_problem(entry, format!("n = {n}: the WGSL path indexes with u32")));
     }
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
+    let cuda = || cuda_source(&problem, &config);
     let kernel =
-        Prepared::new(backend, entry, config.shared_bytes(taps), config.grid(n), config.block, variant, &wgsl)?;
+        Prepared::new(backend, entry, config.shared_bytes(taps), config.grid(n), config.block, variant, &wgsl, &cuda)?;
     let mut rng = SplitMix64::new(seed);
     let xs: Vec<f32> = (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let ws: Vec<f32> = (0..taps).map(|_| (rng.next_f32() * 2.0 - 1.0) / taps as f32).collect();

@@ -6,7 +6,8 @@ use dynsmem_kernels::histogram::HistogramConfig;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
 use crate::backend::{Arg, Backend, BackendKind, Buffer};
 use crate::error::Result;
@@ -14,6 +15,8 @@ use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 const WGSL_TEMPLATE: &str = include_str!("histogram.wgsl");
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("histogram.cu");
 const KERNEL: &str = "histogram_u32";
 /// The WGSL path indexes keys with u32 and strides past the end: it takes fewer keys.
 const WGSL_MAX_KEYS: u64 = 1 << 31;
@@ -79,6 +82,37 @@ pub(crate) fn wgsl_spec(problem: &HistogramProblem, cfg: &HistogramConfig, varia
         workgroup_size: cfg.block,
         static_bytes: (problem.bins as u64 * cfg.copies as u64 * 4).min(u32::MAX as u64) as u32,
     }
+}
+
+/// The cuda-static kernel: `histogram.cu` with the bins, copies and block as defines; its
+/// static array is the Rust kernel's layout (`copies * bins` counters).
+pub fn cuda_source(problem: &HistogramProblem, cfg: &HistogramConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{KERNEL}[cuda-static,bins={},copies={},block={}]", problem.bins, cfg.copies, cfg.block),
+        source: CUDA_SOURCE,
+        file: "histogram.cu",
+        entry: "histogram_static",
+        defines: vec![
+            ("BINS", problem.bins.to_string()),
+            ("COPIES", cfg.copies.to_string()),
+            ("BLOCK", cfg.block.to_string()),
+        ],
+        static_bytes: cfg.shared_bytes(problem.bins).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): fewer private copies
+/// of the bins, down to one; none fits when one copy is over the static limit (49152 bins
+/// of 4 bytes are 192 KB, four times the 48 KB a static array may hold).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &HistogramProblem,
+    cfg: HistogramConfig,
+) -> (HistogramConfig, Option<String>) {
+    let fallbacks = (1..cfg.copies).rev().map(|copies| HistogramConfig { copies, ..cfg });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.bins).ok())
 }
 
 /// Keys from `seed`: uniform in `[0, bins)`, with `out_of_range_pct` percent drawn from
@@ -152,8 +186,17 @@ pub fn prepare<'b, B: Kernels>(
         keys_bytes.saturating_add(3 * bins_bytes),
     )?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
-    let kernel =
-        Prepared::new(backend, KERNEL, config.shared_bytes(problem.bins), config.grid, config.block, variant, &wgsl)?;
+    let cuda = || cuda_source(&problem, &config);
+    let kernel = Prepared::new(
+        backend,
+        KERNEL,
+        config.shared_bytes(problem.bins),
+        config.grid,
+        config.block,
+        variant,
+        &wgsl,
+        &cuda,
+    )?;
     let data = inputs(&problem, seed);
     let expected = reference(&data, problem.bins);
     let keys = backend.htod(&data)?;

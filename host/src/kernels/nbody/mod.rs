@@ -6,15 +6,18 @@ use dynsmem_kernels::nbody::{FLOPS_PER_INTERACTION, NbodyConfig};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 const WGSL_TEMPLATE: &str = include_str!("nbody.wgsl");
 const KERNEL: &str = "nbody_step_f32";
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("nbody.cu");
 /// Bodies whose result is checked against the f64 reference (all of them when fewer):
 /// the reference is O(n) per body.
 const CHECKED_BODIES: usize = 256;
@@ -53,6 +56,27 @@ fn wgsl_spec(cfg: &NbodyConfig, variant: Variant) -> WgslSpec {
         workgroup_size: cfg.block,
         static_bytes: (cfg.tile as u64 * 16).min(u32::MAX as u64) as u32,
     }
+}
+
+/// The cuda-static kernel: `nbody.cu` with the tile and block as defines; its static array
+/// is the Rust kernel's layout (`tile` bodies of 16 bytes).
+pub fn cuda_source(cfg: &NbodyConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{KERNEL}[cuda-static,tile={},block={}]", cfg.tile, cfg.block),
+        source: CUDA_SOURCE,
+        file: "nbody.cu",
+        entry: "nbody_static",
+        defines: vec![("TILE", cfg.tile.to_string()), ("BLOCK", cfg.block.to_string())],
+        static_bytes: cfg.shared_bytes().unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller tiles (the
+/// default 256 bodies fit: 4 KB).
+pub fn fit_config<B: Backend>(backend: &B, variant: Variant, cfg: NbodyConfig) -> (NbodyConfig, Option<String>) {
+    let fallbacks = super::halvings(cfg.tile, 1).map(|tile| NbodyConfig { tile, ..cfg });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
 }
 
 /// The f64 reference for body `i`: new position and velocity (`[x, y, z, m]`,
@@ -115,8 +139,17 @@ pub fn prepare<'b, B: Kernels>(
     // generated and flattened), the NaN fill and the read-back on the host.
     super::check_footprint(backend, KERNEL, super::bytes_of(n, 64), super::bytes_of(n, 112))?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
-    let kernel =
-        Prepared::new(backend, KERNEL, config.shared_bytes(), config.grid(problem.n), config.block, variant, &wgsl)?;
+    let cuda = || cuda_source(&config);
+    let kernel = Prepared::new(
+        backend,
+        KERNEL,
+        config.shared_bytes(),
+        config.grid(problem.n),
+        config.block,
+        variant,
+        &wgsl,
+        &cuda,
+    )?;
     let n = problem.n as usize;
     let mut rng = SplitMix64::new(seed);
     let mut u = || rng.next_f32() * 2.0 - 1.0;

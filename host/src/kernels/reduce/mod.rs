@@ -10,7 +10,7 @@ use dynsmem_kernels::Dtype;
 pub use dynsmem_kernels::reduce::{MAX_GRID, ReduceConfig, ReduceOp, entry_name};
 use serde::{Deserialize, Serialize};
 
-use super::{Variant, fill_template};
+use super::{CudaSource, Variant, fill_template};
 use crate::backend::wgpu::{PipelineDesc, WgpuBackend};
 use crate::backend::{Arg, Backend, BackendKind, Buffer, KernelName, LaunchDims, RustKernels};
 use crate::element::Element;
@@ -19,6 +19,8 @@ use crate::rng::SplitMix64;
 use crate::verify::{self, Tolerance};
 
 const WGSL_TEMPLATE: &str = include_str!("reduce.wgsl");
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("reduce.cu");
 
 /// What to reduce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,7 +53,7 @@ fn unsupported_variant(backend: BackendKind, variant: Variant) -> Error {
 /// way: by entry name, with the launch-sized bytes of the shared layout.
 impl<B: RustKernels> ReduceKernels for B {
     fn reduce_variants(&self) -> &'static [Variant] {
-        &[Variant::LaunchSized]
+        self.rust_variants()
     }
 
     fn reduce_default_config(&self) -> ReduceConfig {
@@ -67,20 +69,89 @@ impl<B: RustKernels> ReduceKernels for B {
     }
 
     fn reduce_kernel(&self, op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<Self::Kernel> {
-        if variant != Variant::LaunchSized {
-            return Err(unsupported_variant(self.kind(), variant));
+        match variant {
+            Variant::LaunchSized => self.rust_kernel(entry_name(op, dtype, cfg.staged)),
+            Variant::CudaStatic if self.rust_variants().contains(&variant) => {
+                Ok(self.static_kernel(&cuda_source(op, dtype, cfg))?.0)
+            }
+            _ => Err(unsupported_variant(self.kind(), variant)),
         }
-        self.rust_kernel(entry_name(op, dtype, cfg.staged))
     }
 
-    fn reduce_launch_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, _: Variant) -> Result<u32> {
+    fn reduce_launch_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<u32> {
+        if variant == Variant::CudaStatic {
+            return Ok(0);
+        }
         let kernel = entry_name(ReduceOp::Sum, dtype, cfg.staged);
         cfg.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: kernel.into(), source })
     }
 
-    fn reduce_static_bytes(&self, _: Dtype, _: &ReduceConfig, _: Variant) -> Result<u32> {
-        Ok(0)
+    fn reduce_static_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<u32> {
+        if variant != Variant::CudaStatic {
+            return Ok(0);
+        }
+        let kernel = entry_name(ReduceOp::Sum, dtype, cfg.staged);
+        cfg.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: kernel.into(), source })
     }
+}
+
+/// The cuda-static kernel for one pass of `op` over `dtype` with `cfg`: `reduce.cu` with
+/// the element type, operator, block, items per thread and staging as defines. Its static
+/// arrays are the Rust kernel's launch-sized layout (the 16-byte aligned staged tile, then
+/// `block` scratch elements), so its static bytes are that layout's bytes.
+pub fn cuda_source(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig) -> CudaSource {
+    let elem = match dtype {
+        Dtype::F32 => "float",
+        Dtype::U32 => "u32",
+    };
+    let op_code = match op {
+        ReduceOp::Sum => "0",
+        ReduceOp::Min => "1",
+        ReduceOp::Max => "2",
+    };
+    CudaSource {
+        name: format!(
+            "{}[cuda-static,block={},ipt={}]",
+            entry_name(op, dtype, cfg.staged),
+            cfg.block,
+            cfg.items_per_thread
+        ),
+        source: CUDA_SOURCE,
+        file: "reduce.cu",
+        entry: "reduce_static",
+        defines: vec![
+            ("ELEM", elem.into()),
+            ("OP", op_code.into()),
+            ("BLOCK", cfg.block.to_string()),
+            ("IPT", cfg.items_per_thread.to_string()),
+            ("STAGED", (cfg.staged as u32).to_string()),
+        ],
+        static_bytes: cfg.shared_bytes(dtype).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): a staged config whose
+/// tile is over the static limit keeps its block and stages fewer items per thread (the
+/// most that fit, multiples of 4 first for the 16-byte loads); an unstaged one halves its
+/// block.
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    dtype: Dtype,
+    cfg: ReduceConfig,
+) -> (ReduceConfig, Option<String>) {
+    let fallbacks: Vec<ReduceConfig> = if cfg.staged {
+        let ipts = (1..cfg.items_per_thread).rev();
+        ipts.clone()
+            .filter(|i| i % 4 == 0)
+            .chain(ipts.filter(|i| i % 4 != 0))
+            .map(|items_per_thread| ReduceConfig { items_per_thread, ..cfg })
+            .collect()
+    } else {
+        super::halvings(cfg.block, 32).map(|block| ReduceConfig { block, ..cfg }).collect()
+    };
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(dtype).ok())
 }
 
 /// f32 `min` on WGSL with the Rust kernels' NaN rule (a NaN operand is ignored, like

@@ -7,16 +7,19 @@ use dynsmem_kernels::scan::ScanConfig;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Built, KernelInfo, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem,
-    wgsl_sizing,
+    Built, CudaSource, KernelInfo, KernelSpec, Kernels, Variant, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, no_cuda_source, wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
+use crate::backend::{Arg, Backend, BackendKind, Buffer, LaunchDims};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::kernels::reduce::ReduceElement;
 use crate::verify::{Tolerance, check_slice};
 
 const WGSL_TEMPLATE: &str = include_str!("scan.wgsl");
+/// The cuda-static form: the same algorithm (decoupled look-back) in CUDA C with static
+/// arrays.
+pub const CUDA_SOURCE: &str = include_str!("scan.cu");
 /// Most workgroups a WGSL dispatch uses; they loop over the tiles past it.
 const WGSL_MAX_GRID: u64 = 65_535;
 
@@ -65,6 +68,38 @@ pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_e
         workgroup_size: cfg.block,
         static_bytes: ((tile + tile / 32 + 1 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32,
     }
+}
+
+/// The cuda-static kernel: `scan.cu` with the element type, block and items per thread as
+/// defines; its static arrays are the Rust kernel's layout (tile, scratch, rake, window,
+/// misc), so its static bytes are that layout's bytes.
+pub fn cuda_source(dtype: Dtype, cfg: &ScanConfig) -> CudaSource {
+    let elem = match dtype {
+        Dtype::F32 => "float",
+        Dtype::U32 => "u32",
+    };
+    CudaSource {
+        name: format!("{}[cuda-static,block={},ipt={}]", entry(dtype), cfg.block, cfg.items_per_thread),
+        source: CUDA_SOURCE,
+        file: "scan.cu",
+        entry: "scan_static",
+        defines: vec![
+            ("ELEM", elem.into()),
+            ("BLOCK", cfg.block.to_string()),
+            ("IPT", cfg.items_per_thread.to_string()),
+        ],
+        static_bytes: cfg.shared_bytes().unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): the same block with
+/// fewer items per thread (multiples of 4, the most that fit: 512 x 20 for the launch-sized
+/// default 512 x 48, whose 100752 B are twice the static limit), then smaller blocks.
+pub fn fit_config<B: Backend>(backend: &B, variant: Variant, cfg: ScanConfig) -> (ScanConfig, Option<String>) {
+    let fewer_items = (1..cfg.items_per_thread / 4).rev().map(|v| ScanConfig { items_per_thread: 4 * v, ..cfg });
+    let smaller_blocks = super::halvings(cfg.block, 32).map(|block| ScanConfig { block, ..cfg });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fewer_items.chain(smaller_blocks), |c| c.shared_bytes().ok())
 }
 
 /// The CPU reference: exclusive prefix sums (f64 for f32, wrapping for u32) and, per
@@ -156,22 +191,25 @@ pub fn prepare<'b, B: Kernels, T: ReduceElement>(
     let launch_bytes = config.shared_bytes().map_err(|source| Error::Layout { kernel: kernel.into(), source })?;
     let tiles = config.tiles(problem.n);
     let mut levels = Vec::new();
-    let (plan, name) = if variant == Variant::LaunchSized {
+    let (plan, name) = if matches!(variant, Variant::LaunchSized | Variant::CudaStatic) {
         let grid = u32::try_from(tiles)
             .map_err(|_| invalid_problem(kernel, format!("{tiles} tiles: more blocks than a grid holds")))?;
-        backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes: launch_bytes })?;
-        let none = |_: Variant| -> WgslSpec { unreachable!("the launch-sized variant has no WGSL form") };
-        (
-            Plan::LookBack(backend.build(&KernelSpec { entry: kernel, launch_bytes, wgsl: &none }, variant)?),
-            kernel.to_string(),
-        )
+        let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
+        backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes })?;
+        let none = |_: Variant| -> WgslSpec { unreachable!("the look-back variants have no WGSL form") };
+        let cuda = || cuda_source(problem.dtype, &config);
+        let spec = KernelSpec { entry: kernel, launch_bytes, wgsl: &none, cuda: &cuda };
+        let name = if variant == Variant::CudaStatic { cuda().name } else { kernel.to_string() };
+        (Plan::LookBack(backend.build(&spec, variant)?), name)
     } else {
         let grid = tiles.min(WGSL_MAX_GRID) as u32;
         backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes: 0 })?;
         let sums_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "tile_sums");
         let tiles_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "scan_tiles");
-        let sums = backend.build(&KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &sums_spec }, variant)?;
-        let scan_tiles = backend.build(&KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &tiles_spec }, variant)?;
+        let sums_kernel = KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &sums_spec, cuda: &no_cuda_source };
+        let tiles_kernel = KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &tiles_spec, cuda: &no_cuda_source };
+        let sums = backend.build(&sums_kernel, variant)?;
+        let scan_tiles = backend.build(&tiles_kernel, variant)?;
         let mut len = problem.n;
         while len > tile as u64 {
             let m = len.div_ceil(tile as u64) as usize;

@@ -8,11 +8,14 @@ pub mod cublas;
 use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, SgemmConfig, entry_name};
 use serde::{Deserialize, Serialize};
 
-use super::{KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, invalid, invalid_problem};
-use crate::backend::{Arg, BackendKind, Buffer};
+use super::{CudaSource, KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, invalid, invalid_problem};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::verify::{Mismatch, Tolerance};
+
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("sgemm.cu");
 
 /// `alpha` of every run: not 1, so a kernel that ignores it fails.
 pub const ALPHA: f32 = 1.5;
@@ -59,6 +62,51 @@ pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmC
     } else {
         SgemmConfig { bm: 128, bn: 64, bk: 16, stages: 3 }
     }
+}
+
+/// The cuda-static kernel: `sgemm.cu` with the block tile, stages and input type as
+/// defines (the 8 x 8 thread tile is compiled in, as in the Rust kernel); its static arrays
+/// are the Rust kernel's layout (the ring of A and B tiles as 16-byte chunks).
+pub fn cuda_source(problem: &SgemmProblem, cfg: &SgemmConfig) -> CudaSource {
+    let entry = entry_name(problem.f16_inputs, false).unwrap_or("sgemm_f32");
+    CudaSource {
+        name: format!("{entry}[cuda-static,{}x{}x{},stages={}]", cfg.bm, cfg.bn, cfg.bk, cfg.stages),
+        source: CUDA_SOURCE,
+        file: "sgemm.cu",
+        entry: "sgemm_static",
+        defines: vec![
+            ("BM", cfg.bm.to_string()),
+            ("BN", cfg.bn.to_string()),
+            ("BK", cfg.bk.to_string()),
+            ("STAGES", cfg.stages.to_string()),
+            ("F16", (problem.f16_inputs as u32).to_string()),
+        ],
+        static_bytes: cfg.shared_bytes(problem.elem_bytes()).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): the same block tile
+/// with shallower k-tiles (keeping the stages), then fewer stages, then smaller block
+/// tiles; each kept to what the kernel can run. The launch-sized default 128 x 128 x 32
+/// with two stages (69632 B) becomes 128 x 128 x 16 with two (36864 B).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &SgemmProblem,
+    cfg: SgemmConfig,
+) -> (SgemmConfig, Option<String>) {
+    let eb = problem.elem_bytes();
+    let mut fallbacks = Vec::new();
+    for (bm, bn) in [(cfg.bm, cfg.bn), (cfg.bm, cfg.bn / 2), (cfg.bm / 2, cfg.bn / 2)] {
+        for stages in (1..=cfg.stages).rev() {
+            for bk in std::iter::once(cfg.bk).chain(super::halvings(cfg.bk, 4)) {
+                fallbacks.push(SgemmConfig { bm, bn, bk, stages });
+            }
+        }
+    }
+    fallbacks.retain(|c| c.fits(eb) && *c != cfg);
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(eb).ok())
 }
 
 /// The f32 inputs, and their f16 roundings when the problem asks for f16: the reference
@@ -198,6 +246,10 @@ pub fn prepare<'b, B: Kernels>(
     if backend.kind() == BackendKind::Wgsl {
         return Err(Error::Unsupported { backend: backend.kind(), what: format!("{entry} (no WGSL form yet)") });
     }
+    if fixed && variant == Variant::CudaStatic {
+        return Err(invalid(entry, "the cuda-static kernel compiles every tile in; --fixed is for the Rust kernel"));
+    }
+    let cuda = || cuda_source(&problem, &config);
     let kernel = Prepared::new(
         backend,
         entry,
@@ -206,6 +258,7 @@ pub fn prepare<'b, B: Kernels>(
         config.threads(),
         variant,
         &wgsl,
+        &cuda,
     )?;
     let host = host_inputs(problem, seed);
     let a = backend.htod(&host.a_words)?;

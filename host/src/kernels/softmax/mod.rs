@@ -6,15 +6,18 @@ use dynsmem_kernels::softmax::SoftmaxConfig;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 const WGSL_TEMPLATE: &str = include_str!("softmax.wgsl");
 const KERNEL: &str = "softmax_f32";
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("softmax.cu");
 
 /// `rows` rows of `cols` floats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -39,6 +42,35 @@ fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) ->
         workgroup_size: cfg.block,
         static_bytes: ((cols as u64 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32,
     }
+}
+
+/// The cuda-static kernel: `softmax.cu` with the row length and block as defines; its
+/// static arrays are the Rust kernel's layout (the row, 16-byte aligned, then `block`
+/// floats of scratch).
+pub fn cuda_source(problem: &SoftmaxProblem, cfg: &SoftmaxConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{KERNEL}[cuda-static,cols={},block={}]", problem.cols, cfg.block),
+        source: CUDA_SOURCE,
+        file: "softmax.cu",
+        entry: "softmax_static",
+        defines: vec![("COLS", problem.cols.to_string()), ("BLOCK", cfg.block.to_string())],
+        static_bytes: cfg.shared_bytes(problem.cols).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller blocks. The
+/// row itself must fit beside the scratch (12032 floats with 256 threads); rows of 32768
+/// floats (128 KB) have no static config, and their cuda-static row is refused with the
+/// bytes and the limit.
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &SoftmaxProblem,
+    cfg: SoftmaxConfig,
+) -> (SoftmaxConfig, Option<String>) {
+    let fallbacks = super::halvings(cfg.block, 32).map(|block| SoftmaxConfig { block });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.cols).ok())
 }
 
 /// The CPU reference, in f64: `exp(x - max) / sum exp(x - max)` per row.
@@ -94,7 +126,8 @@ fn validate<B: Kernels>(
     // read-back on the host.
     super::check_footprint(backend, KERNEL, super::bytes_of(elems, 8), super::bytes_of(elems, 20))?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
-    Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl)
+    let cuda = || cuda_source(&problem, &config);
+    Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl, &cuda)
 }
 
 /// Softmax of `rows x cols` logits drawn from `seed`, uniform in [-8, 8).

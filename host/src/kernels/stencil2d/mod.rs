@@ -6,14 +6,17 @@ use dynsmem_kernels::stencil2d::{RADII, Stencil2dConfig, entry_name};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
-use crate::backend::{Arg, BackendKind, Buffer};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 const WGSL_TEMPLATE: &str = include_str!("stencil2d.wgsl");
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("stencil2d.cu");
 
 /// Which weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -91,6 +94,47 @@ pub(crate) fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, varia
     }
 }
 
+/// The cuda-static kernel: `stencil2d.cu` with the radius, tile and block as defines; its
+/// static arrays are the Rust kernel's layout (the bordered tile as vectors, the weights).
+pub fn cuda_source(problem: &Stencil2dProblem, cfg: &Stencil2dConfig) -> CudaSource {
+    CudaSource {
+        name: format!(
+            "stencil2d_f32_r{}[cuda-static,tile={}x{},block={}]",
+            problem.radius, cfg.tile_w, cfg.tile_h, cfg.block
+        ),
+        source: CUDA_SOURCE,
+        file: "stencil2d.cu",
+        entry: "stencil2d_static",
+        defines: vec![
+            ("RADIUS", problem.radius.to_string()),
+            ("TILE_W", cfg.tile_w.to_string()),
+            ("TILE_H", cfg.tile_h.to_string()),
+            ("BLOCK", cfg.block.to_string()),
+        ],
+        static_bytes: cfg.shared_bytes(problem.radius).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): shorter tiles (the
+/// same threads, each with a shorter strip), then narrower ones with fewer threads, each
+/// kept to the thread arrangement the kernel needs (the default 128 x 32 fits: 19.7 KB).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &Stencil2dProblem,
+    cfg: Stencil2dConfig,
+) -> (Stencil2dConfig, Option<String>) {
+    let shorter = super::halvings(cfg.tile_h, 1).map(|tile_h| Stencil2dConfig { tile_h, ..cfg });
+    let narrower = super::halvings(cfg.tile_w, 4).map(|tile_w| Stencil2dConfig {
+        tile_w,
+        block: cfg.block * tile_w / cfg.tile_w.max(1),
+        ..cfg
+    });
+    let fallbacks: Vec<Stencil2dConfig> = shorter.chain(narrower).filter(|c| c.fits()).collect();
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.radius).ok())
+}
+
 /// The CPU reference in f64 (edges clamped) and each output's error scale `sum |w x|`.
 pub fn reference(image: &[f32], width: usize, height: usize, radius: usize, w: &[f32]) -> (Vec<f64>, Vec<f64>) {
     let k = 2 * radius + 1;
@@ -147,6 +191,7 @@ pub fn prepare<'b, B: Kernels>(
         return Err(invalid_problem(entry, format!("{width} x {height}: the WGSL path indexes with u32")));
     }
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
+    let cuda = || cuda_source(&problem, &config);
     let kernel = Prepared::new(
         backend,
         entry,
@@ -155,6 +200,7 @@ pub fn prepare<'b, B: Kernels>(
         config.block,
         variant,
         &wgsl,
+        &cuda,
     )?;
     let mut rng = SplitMix64::new(seed);
     let image: Vec<f32> = (0..pixels).map(|_| rng.next_f32()).collect();

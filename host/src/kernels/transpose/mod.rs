@@ -5,14 +5,18 @@
 use dynsmem_kernels::transpose::TransposeConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, wgsl_sizing};
-use crate::backend::{Arg, BackendKind, Buffer};
+use super::{
+    CudaSource, KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, wgsl_sizing,
+};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 const WGSL_TEMPLATE: &str = include_str!("transpose.wgsl");
 const KERNEL: &str = "transpose_f32";
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("transpose.cu");
 
 /// A row-major `rows x cols` matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -45,6 +49,33 @@ pub(crate) fn wgsl_spec(cfg: &TransposeConfig, variant: Variant) -> WgslSpec {
         workgroup_size: cfg.block,
         static_bytes: ((cfg.tile as u64 * (cfg.tile as u64 + cfg.pad as u64)) * 4).min(u32::MAX as u64) as u32,
     }
+}
+
+/// The cuda-static kernel: `transpose.cu` with the tile, padding and block as defines; its
+/// static array is the Rust kernel's layout (`tile x (tile + pad)` floats).
+pub fn cuda_source(cfg: &TransposeConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{KERNEL}[cuda-static,tile={},pad={},block={}]", cfg.tile, cfg.pad, cfg.block),
+        source: CUDA_SOURCE,
+        file: "transpose.cu",
+        entry: "transpose_static",
+        defines: vec![("TILE", cfg.tile.to_string()), ("PAD", cfg.pad.to_string()), ("BLOCK", cfg.block.to_string())],
+        static_bytes: cfg.shared_bytes().unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller tiles with the
+/// same padding and block, down to 16 (the default 64 x 65 fits: 16.6 KB).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    cfg: TransposeConfig,
+) -> (TransposeConfig, Option<String>) {
+    let fallbacks = super::halvings(cfg.tile, 16)
+        .map(|tile| TransposeConfig { tile, ..cfg })
+        .filter(|c| c.block >= c.tile && c.block.is_multiple_of(c.tile));
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
 }
 
 /// The CPU reference.
@@ -98,8 +129,17 @@ pub fn prepare<'b, B: Kernels>(
     // the check, the read-back and the reference as f64 on the host.
     super::check_footprint(backend, KERNEL, super::bytes_of(elems, 8), super::bytes_of(elems, 24))?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
-    let kernel =
-        Prepared::new(backend, KERNEL, config.shared_bytes(), config.grid(rows, cols), config.block, variant, &wgsl)?;
+    let cuda = || cuda_source(&config);
+    let kernel = Prepared::new(
+        backend,
+        KERNEL,
+        config.shared_bytes(),
+        config.grid(rows, cols),
+        config.block,
+        variant,
+        &wgsl,
+        &cuda,
+    )?;
     let mut rng = SplitMix64::new(seed);
     let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let expected = reference(&data, rows as usize, cols as usize);

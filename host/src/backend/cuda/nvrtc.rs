@@ -1,0 +1,139 @@
+//! CUDA C compiled at run time through NVRTC, for the cuda-static variant: each family's
+//! kernel written in CUDA C with static `__shared__` arrays (`host/src/kernels/<family>/
+//! <family>.cu`), sized by `-D` defines, so that each config is its own compiled kernel
+//! exactly as a CUDA programmer would write it. Beside the launch-sized Rust kernels on the
+//! same backend it isolates what launch-time sizing costs.
+//!
+//! Layered like the rest of the backend: cudarc's `nvrtc` (libnvrtc loaded on first use)
+//! -> [`compile`] with typed errors -> `CudaBackend::static_kernel`, which loads the PTX as
+//! a module and caches it per (source, defines).
+
+use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
+
+use crate::error::{Error, Result};
+
+/// The helpers every kernel source uses, prepended to it (see the file).
+pub const PRELUDE: &str = include_str!("prelude.cuh");
+
+/// One CUDA C kernel with static `__shared__` arrays, as a family asks for it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CudaSource {
+    /// For errors and records, e.g. `histogram_u32[cuda-static,bins=256,copies=8,block=512]`.
+    pub name: String,
+    /// The family's `.cu` text; [`PRELUDE`] is prepended when compiling.
+    pub source: &'static str,
+    /// The file name NVRTC's log uses for `source`, e.g. `histogram.cu`.
+    pub file: &'static str,
+    /// The `extern "C" __global__` function.
+    pub entry: &'static str,
+    /// `-D NAME=VALUE` each: the tile sizes (and element type, operator) as compile-time
+    /// constants, so the arrays are sized exactly for the config.
+    pub defines: Vec<(&'static str, String)>,
+    /// Bytes of the static `__shared__` arrays `defines` size, in declaration order with
+    /// each array aligned to its type (what `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES` reports).
+    pub static_bytes: u32,
+}
+
+impl CudaSource {
+    /// The value of define `name`, if given.
+    pub fn define(&self, name: &str) -> Option<&str> {
+        self.defines.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Whether libnvrtc can be loaded. cudarc panics on first use when it cannot (as for
+/// libcuda), so this is asked first.
+pub fn library_present() -> bool {
+    // SAFETY: only tries to dlopen the library.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// The NVRTC options for `src` on a device of compute capability `major.minor`: the
+/// device's own architecture (so `__CUDA_ARCH__` selects cp.async where the Rust kernels
+/// use it) and the defines. No fast-math flag: the kernels ask for the approximate
+/// instructions the Rust kernels use by name (ex2.approx, rsqrt.approx) and nothing else.
+pub fn options(src: &CudaSource, major: i32, minor: i32) -> Vec<String> {
+    let mut o = vec![format!("--gpu-architecture=sm_{major}{minor}")];
+    o.extend(src.defines.iter().map(|(k, v)| format!("-D{k}={v}")));
+    o
+}
+
+/// The text NVRTC compiles: the prelude, then the family's source with its line numbers
+/// restored (`#line`), so the log points into the `.cu` file.
+pub fn program_text(src: &CudaSource) -> String {
+    format!("{PRELUDE}\n#line 1 \"{}\"\n{}", src.file, src.source)
+}
+
+/// Compiles `src` to PTX for compute capability `major.minor`. A missing libnvrtc is
+/// [`Error::NvrtcUnavailable`]; a rejected source [`Error::NvrtcCompile`] with NVRTC's log.
+pub fn compile(src: &CudaSource, major: i32, minor: i32) -> Result<Ptx> {
+    if !library_present() {
+        return Err(Error::NvrtcUnavailable {
+            reason: "libnvrtc.so could not be loaded (CUDA's run-time compiler: install the toolkit's NVRTC, \
+                     e.g. libnvrtc.so.13, or put it on the loader path); the cuda-static variant needs it"
+                .into(),
+        });
+    }
+    let options = options(src, major, minor);
+    let opts = CompileOptions { options: options.clone(), name: Some(src.file.into()), ..Default::default() };
+    let text = program_text(src);
+    // cudarc panics when a symbol it expects is missing from the library it loaded.
+    match std::panic::catch_unwind(move || cudarc::nvrtc::compile_ptx_with_opts(text, opts)) {
+        Ok(Ok(ptx)) => Ok(ptx),
+        Ok(Err(CompileError::CompileError { log, .. })) => Err(Error::NvrtcCompile {
+            kernel: src.name.clone(),
+            options: options.join(" "),
+            log: log.to_string_lossy().into_owned(),
+        }),
+        Ok(Err(other)) => Err(Error::NvrtcCompile {
+            kernel: src.name.clone(),
+            options: options.join(" "),
+            log: format!("(no program log) {other}"),
+        }),
+        Err(_) => Err(Error::NvrtcUnavailable {
+            reason: "libnvrtc was loaded but lacks a function cudarc calls (an NVRTC older than the CUDA 13 \
+                     this build expects)"
+                .into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_name_the_architecture_and_every_define() {
+        let src = CudaSource {
+            name: "k".into(),
+            source: "",
+            file: "k.cu",
+            entry: "k",
+            defines: vec![("BLOCK", "256".into()), ("ELEM", "float".into())],
+            static_bytes: 0,
+        };
+        assert_eq!(options(&src, 9, 0), ["--gpu-architecture=sm_90", "-DBLOCK=256", "-DELEM=float"]);
+        assert_eq!(src.define("ELEM"), Some("float"));
+        assert!(program_text(&src).contains("#line 1 \"k.cu\""));
+    }
+
+    #[test]
+    fn a_missing_libnvrtc_is_a_typed_error() {
+        if library_present() {
+            eprintln!("SKIPPED: libnvrtc is present (a_missing_libnvrtc_is_a_typed_error)");
+            return;
+        }
+        let src = CudaSource {
+            name: "k[cuda-static]".into(),
+            source: "extern \"C\" __global__ void k() {}",
+            file: "k.cu",
+            entry: "k",
+            defines: vec![],
+            static_bytes: 0,
+        };
+        match compile(&src, 9, 0) {
+            Err(e @ Error::NvrtcUnavailable { .. }) => assert!(e.to_string().starts_with("libnvrtc not found:")),
+            other => panic!("expected NvrtcUnavailable, got {:?}", other.map(|_| ())),
+        }
+    }
+}
