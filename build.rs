@@ -125,7 +125,9 @@ fn main() {
 /// launch (the kernel's own limit), not failed.
 const MAX_REGISTERS: &[(&str, u32)] = &[
     ("sgemm_f32", 128),
-    ("sgemm_f32_runtime", 128),
+    ("sgemm_f32_bk8", 128),
+    ("sgemm_f32_bk16", 128),
+    ("sgemm_f32_bk32", 128),
     ("sgemm_f32_unroll4", 128),
     ("sgemm_f32_128x128x16s2", 128),
     ("hgemm_f16_f32", 128),

@@ -100,9 +100,12 @@ for step in "$@"; do
       # The unroll-by-8 ablation, the compiled-in tile against the same tile at
       # launch, and f16 inputs.
       for s in 1024 4096; do
-        DYNSMEM_SGEMM_ENTRY=sgemm_f32_unroll4 g --m $s --bm 128 --bn 128 --bk 32 --stages 3
+        DYNSMEM_SGEMM_ENTRY=sgemm_f32 g --m $s --bm 128 --bn 128 --bk 32 --stages 2
+        DYNSMEM_SGEMM_ENTRY=sgemm_f32_unroll4 g --m $s --bm 128 --bn 128 --bk 32 --stages 2
         g --m $s --fixed --bm 128 --bn 128 --bk 16 --stages 2
         g --m $s --bm 128 --bn 128 --bk 16 --stages 2
+        DYNSMEM_SGEMM_ENTRY=sgemm_f32 g --m $s --bm 128 --bn 128 --bk 16 --stages 2
+        g --m $s --variant cuda-static --bm 128 --bn 128 --bk 16 --stages 2
       done
       g --m 4096 --f16 --bm 128 --bn 128 --bk 16 --stages 3
       g --m 8192 --f16 --bm 128 --bn 128 --bk 16 --stages 3

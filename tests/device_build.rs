@@ -52,7 +52,15 @@ fn no_kernel_spills_to_local_memory() {
 
 #[test]
 fn gemm_entries_are_capped_at_128_registers_and_read_shared_memory_by_immediate_offsets() {
-    for name in ["sgemm_f32", "sgemm_f32_runtime", "sgemm_f32_unroll4", "sgemm_f32_128x128x16s2", "hgemm_f16_f32"] {
+    for name in [
+        "sgemm_f32",
+        "sgemm_f32_bk8",
+        "sgemm_f32_bk16",
+        "sgemm_f32_bk32",
+        "sgemm_f32_unroll4",
+        "sgemm_f32_128x128x16s2",
+        "hgemm_f16_f32",
+    ] {
         let entry = ptx_entry(kernels::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
         let header = &entry[..entry.find('{').unwrap()];
         assert!(header.contains(".maxnreg 128"), "{name}: two 256-thread blocks per SM need <= 128 registers");

@@ -192,7 +192,7 @@ impl Dims for Runtime {
 }
 
 /// Block tile chosen at launch except its depth `BK`, compiled in: the k loop then unrolls
-/// completely and its trip counts fold (one of [`COMPILED_BK`], picked inside the entry).
+/// completely and its trip counts fold (one entry per [`COMPILED_BK`]).
 #[derive(Clone, Copy)]
 pub struct RuntimeTile<const BK: u32>(pub SgemmConfig);
 
@@ -215,8 +215,8 @@ impl<const BK: u32> Dims for RuntimeTile<BK> {
     }
 }
 
-/// The `bk` values `sgemm_f32` has a compiled-in k loop for; any other `bk` runs the
-/// fully launch-time loop.
+/// The `bk` values with an f32 entry of their own (`sgemm_f32_bk{8,16,32}`, the k loop
+/// compiled in); any other `bk` runs `sgemm_f32`, every dimension at launch.
 pub const COMPILED_BK: [u32; 3] = [8, 16, 32];
 
 /// Block tile compiled in.
@@ -696,22 +696,34 @@ crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.
     pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bm, bn, bk, stages };
-        // A uniform branch to the instantiation with this depth compiled in.
-        unsafe {
-            match bk {
-                8 => sgemm_kgroups::<RuntimeTile<8>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta),
-                16 => sgemm_kgroups::<RuntimeTile<16>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta),
-                32 => sgemm_kgroups::<RuntimeTile<32>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta),
-                _ => sgemm_kgroups::<Runtime, true>(Runtime(cfg), a, b, c, m, n, k, alpha, beta),
-            }
-        }
-    }
-    /// `sgemm_f32` with every `bk` at launch (no compiled-in depth; the ablation of it).
-    pub fn sgemm_f32_runtime(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        let cfg = SgemmConfig { bm, bn, bk, stages };
         unsafe { sgemm_kgroups::<Runtime, true>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
-    /// `sgemm_f32_runtime` with its k loop unrolled by 4 instead of 8 (the ablation of it).
+    /// `sgemm_f32` with `bk` = 8 compiled in (`bm`, `bn`, `stages` at launch; traps on
+    /// another `bk`).
+    pub fn sgemm_f32_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        if bk != 8 {
+            gpu::trap();
+        }
+        let cfg = SgemmConfig { bm, bn, bk, stages };
+        unsafe { sgemm_kgroups::<RuntimeTile<8>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+    }
+    /// `sgemm_f32` with `bk` = 16 compiled in.
+    pub fn sgemm_f32_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        if bk != 16 {
+            gpu::trap();
+        }
+        let cfg = SgemmConfig { bm, bn, bk, stages };
+        unsafe { sgemm_kgroups::<RuntimeTile<16>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+    }
+    /// `sgemm_f32` with `bk` = 32 compiled in.
+    pub fn sgemm_f32_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        if bk != 32 {
+            gpu::trap();
+        }
+        let cfg = SgemmConfig { bm, bn, bk, stages };
+        unsafe { sgemm_kgroups::<RuntimeTile<32>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+    }
+    /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
     pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bm, bn, bk, stages };
         unsafe { sgemm_kgroups::<Runtime, false>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
@@ -730,13 +742,16 @@ crate::kernels! { KERNELS;
     }
 }
 
-/// The entry point for `elem` inputs (`"f32"` or `"f16"`) and whether the tile is the
-/// compiled-in one.
-pub fn entry_name(f16_inputs: bool, fixed: bool) -> Option<&'static str> {
-    match (f16_inputs, fixed) {
-        (false, false) => Some("sgemm_f32"),
-        (false, true) => Some("sgemm_f32_128x128x16s2"),
-        (true, false) => Some("hgemm_f16_f32"),
-        (true, true) => None,
+/// The entry point for f32 or f16 inputs, the compiled-in tile or not, and depth `bk`: f32
+/// takes the entry with `bk` compiled in where there is one ([`COMPILED_BK`]).
+pub fn entry_name(f16_inputs: bool, fixed: bool, bk: u32) -> Option<&'static str> {
+    match (f16_inputs, fixed, bk) {
+        (false, false, 8) => Some("sgemm_f32_bk8"),
+        (false, false, 16) => Some("sgemm_f32_bk16"),
+        (false, false, 32) => Some("sgemm_f32_bk32"),
+        (false, false, _) => Some("sgemm_f32"),
+        (false, true, _) => Some("sgemm_f32_128x128x16s2"),
+        (true, false, _) => Some("hgemm_f16_f32"),
+        (true, true, _) => None,
     }
 }

@@ -52,8 +52,21 @@ pub fn library_present() -> bool {
 /// device's own architecture (so `__CUDA_ARCH__` selects cp.async where the Rust kernels
 /// use it) and the defines. No fast-math flag: the kernels ask for the approximate
 /// instructions the Rust kernels use by name (ex2.approx, rsqrt.approx) and nothing else.
+///
+/// A register cap from the block size the defines give (`BLOCK`, or `BM * BN / 64` for the
+/// GEMM), as `__launch_bounds__(threads)` would set: unbounded, ptxas may give a static
+/// kernel more registers than a block of its own size can have (reduce at 1024 threads got
+/// 75, refused at launch). The GEMM gets 128 at most, the cap build.rs puts on the Rust
+/// GEMM entries, so both run two 256-thread blocks per SM.
 pub fn options(src: &CudaSource, major: i32, minor: i32) -> Vec<String> {
     let mut o = vec![format!("--gpu-architecture=sm_{major}{minor}")];
+    let num = |name: &str| src.define(name).and_then(|v| v.parse::<u32>().ok());
+    let threads = num("BLOCK").or_else(|| Some(num("BM")? * num("BN")? / 64));
+    if let Some(t) = threads.filter(|&t| t > 0) {
+        let gemm_cap = if src.define("BM").is_some() { 128 } else { 255 };
+        let regs = (65536 / t / 8 * 8).clamp(16, 255).min(gemm_cap);
+        o.push(format!("--maxrregcount={regs}"));
+    }
     o.extend(src.defines.iter().map(|(k, v)| format!("-D{k}={v}")));
     o
 }
@@ -112,7 +125,14 @@ mod tests {
             defines: vec![("BLOCK", "256".into()), ("ELEM", "float".into())],
             static_bytes: 0,
         };
-        assert_eq!(options(&src, 9, 0), ["--gpu-architecture=sm_90", "-DBLOCK=256", "-DELEM=float"]);
+        assert_eq!(
+            options(&src, 9, 0),
+            ["--gpu-architecture=sm_90", "--maxrregcount=255", "-DBLOCK=256", "-DELEM=float"]
+        );
+        let big = CudaSource { defines: vec![("BLOCK", "1024".into())], ..src.clone() };
+        assert_eq!(options(&big, 9, 0)[1], "--maxrregcount=64");
+        let gemm = CudaSource { defines: vec![("BM", "128".into()), ("BN", "64".into())], ..src.clone() };
+        assert_eq!(options(&gemm, 9, 0)[1], "--maxrregcount=128");
         assert_eq!(src.define("ELEM"), Some("float"));
         assert!(program_text(&src).contains("#line 1 \"k.cu\""));
     }

@@ -68,7 +68,7 @@ pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmC
 /// defines (the 8 x 8 thread tile is compiled in, as in the Rust kernel); its static arrays
 /// are the Rust kernel's layout (the ring of A and B tiles as 16-byte chunks).
 pub fn cuda_source(problem: &SgemmProblem, cfg: &SgemmConfig) -> CudaSource {
-    let entry = entry_name(problem.f16_inputs, false).unwrap_or("sgemm_f32");
+    let entry = if problem.f16_inputs { "hgemm_f16_f32" } else { "sgemm_f32" };
     CudaSource {
         name: format!("{entry}[cuda-static,{}x{}x{},stages={}]", cfg.bm, cfg.bn, cfg.bk, cfg.stages),
         source: CUDA_SOURCE,
@@ -205,13 +205,14 @@ pub fn prepare<'b, B: Kernels>(
     variant: Variant,
     seed: u64,
 ) -> Result<SgemmWorkload<'b, B>> {
-    let entry = entry_name(problem.f16_inputs, fixed)
+    let entry = entry_name(problem.f16_inputs, fixed, config.bk)
         .ok_or_else(|| invalid("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only"))?;
-    // Ablations of the f32 kernel, same arguments: `DYNSMEM_SGEMM_ENTRY=sgemm_f32_runtime`
-    // (bk at launch too) or `sgemm_f32_unroll4` (that, with the k loop unrolled by 4).
+    // Ablations of the f32 kernel, same arguments: `DYNSMEM_SGEMM_ENTRY=sgemm_f32` (bk at
+    // launch too, where an entry has it compiled in) or `sgemm_f32_unroll4` (that, with the
+    // k loop unrolled by 4).
     let entry = match std::env::var("DYNSMEM_SGEMM_ENTRY").as_deref() {
         Ok("sgemm_f32_unroll4") if !fixed && !problem.f16_inputs => "sgemm_f32_unroll4",
-        Ok("sgemm_f32_runtime") if !fixed && !problem.f16_inputs => "sgemm_f32_runtime",
+        Ok("sgemm_f32") if !fixed && !problem.f16_inputs => "sgemm_f32",
         _ => entry,
     };
     if fixed && config != FIXED_128X128X16S2 {
