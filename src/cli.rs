@@ -274,7 +274,7 @@ pub struct SoftmaxArgs {
 
 #[derive(clap::Args)]
 pub struct SgemmArgs {
-    /// Rows of A and C (default: 4096 on a GPU, 96 on the CPU backend).
+    /// Rows of A and C (default: 4096 on a GPU, 256 on a CPU Vulkan adapter, 96 on the CPU backend).
     #[arg(long)]
     pub m: Option<u32>,
     /// Columns of B and C (default: as m).
@@ -298,7 +298,7 @@ pub struct SgemmArgs {
     /// Depth of a k-step (multiple of 4, and of 8 for f16).
     #[arg(long)]
     pub bk: Option<u32>,
-    /// Pipeline stages (1 to 4): k-tiles in flight in shared memory.
+    /// Pipeline stages (1 to 4; WGSL: 1 or 2): k-tiles in flight in shared memory.
     #[arg(long)]
     pub stages: Option<u32>,
     #[command(flatten)]

@@ -325,7 +325,13 @@ fn sgemm_problem<B: Kernels>(
     a: &SgemmArgs,
 ) -> (dynsmem::host::kernels::sgemm::SgemmProblem, dynsmem::host::device::sgemm::SgemmConfig) {
     use dynsmem::host::kernels::sgemm;
-    let side = if backend.kind() == dynsmem::host::backend::BackendKind::Cpu { 96 } else { 4096 };
+    // The CPU backend runs a thread per kernel thread; a CPU Vulkan adapter (lavapipe) is
+    // faster but still a CPU.
+    let side = match (backend.kind(), backend.info().is_cpu) {
+        (dynsmem::host::backend::BackendKind::Cpu, _) => 96,
+        (_, true) => 256,
+        _ => 4096,
+    };
     let m = a.m.unwrap_or(side);
     let p = sgemm::SgemmProblem { m, n: a.n.unwrap_or(m), k: a.k.unwrap_or(m), f16_inputs: a.f16 };
     let d = sgemm::default_config(backend, &p);

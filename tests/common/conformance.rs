@@ -239,11 +239,11 @@ pub fn nbody<B: Kernels>(backend: &B, sizes: &[u32]) -> usize {
     checked
 }
 
-/// GEMM: every shape with every config, f32 and (where `bk` holds whole f16 chunks) f16
-/// inputs, plus the compiled-in-tile entry where its config is among `configs`. Awkward
-/// shapes (1x1x1, sizes not multiples of any tile, k = 1) go through the zero-filled edge
-/// tiles; shapes of whole tiles through the asynchronous copies. Returns the number of
-/// checked cases.
+/// GEMM: every shape with every config in every variant the backend runs, f32 and (where
+/// `bk` holds whole f16 chunks, on the Rust backends) f16 inputs, plus the compiled-in-tile
+/// entry where its config is among `configs`. Awkward shapes (1x1x1, sizes not multiples of
+/// any tile, k = 1) go through the zero-filled edge tiles; shapes of whole tiles through
+/// the asynchronous copies (the vec4 loads on WGSL). Returns the number of checked cases.
 pub fn sgemm<B: Kernels>(
     backend: &B,
     shapes: &[(u32, u32, u32)],
@@ -255,19 +255,23 @@ pub fn sgemm<B: Kernels>(
     let mut checked = 0;
     for &(m, n, k) in shapes {
         for &config in configs {
-            for f16_inputs in [false, true] {
-                if f16_inputs && !config.bk.is_multiple_of(8) {
-                    continue;
-                }
-                let problem = SgemmProblem { m, n, k, f16_inputs };
-                let fixed = if config == FIXED_128X128X16S2 && !f16_inputs { &[false, true][..] } else { &[false][..] };
-                for &fixed in fixed {
-                    let what = format!("{} {m}x{n}x{k} f16={f16_inputs} fixed={fixed} {config:?}", backend.kind());
-                    run_case(
-                        &what,
-                        prepare(backend, problem, config, fixed, Variant::LaunchSized, (m * 31 + n * 7 + k) as u64),
-                    );
-                    checked += 1;
+            for &variant in backend.variants() {
+                // The WGSL form is f32 with the tile set per pipeline.
+                let rust = variant == Variant::LaunchSized;
+                for f16_inputs in [false, true] {
+                    if f16_inputs && (!config.bk.is_multiple_of(8) || !rust) {
+                        continue;
+                    }
+                    let problem = SgemmProblem { m, n, k, f16_inputs };
+                    let both = config == FIXED_128X128X16S2 && !f16_inputs && rust;
+                    for &fixed in if both { &[false, true][..] } else { &[false][..] } {
+                        let what = format!(
+                            "{} {variant} {m}x{n}x{k} f16={f16_inputs} fixed={fixed} {config:?}",
+                            backend.kind()
+                        );
+                        run_case(&what, prepare(backend, problem, config, fixed, variant, (m * 31 + n * 7 + k) as u64));
+                        checked += 1;
+                    }
                 }
             }
         }
