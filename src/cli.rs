@@ -30,6 +30,10 @@ pub enum Command {
         /// Print the table as Markdown.
         #[arg(long)]
         markdown: bool,
+        /// Write SVG plots of this run's records into this folder (created if missing): a bar
+        /// chart per family and GEMM TFLOP/s against size (see `dynsmem plot`).
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
         /// Elements per problem (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
         #[arg(long)]
         n: Option<u64>,
@@ -40,6 +44,16 @@ pub enum Command {
         quick: bool,
         #[command(flatten)]
         timing: TimingArgs,
+    },
+    /// SVG plots of a record file (`bench --json`): a bar chart per family (GB/s or TFLOP/s
+    /// per backend and variant, the same-run anchor and ratio marked) and GEMM TFLOP/s
+    /// against size; of repeated measurements the file's last is plotted.
+    Plot {
+        /// The JSON-lines record file.
+        records: PathBuf,
+        /// Folder to write the SVG files into (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
     },
     /// Sweep one family's launch-time configs over one compiled image: filter, verify, time,
     /// cache (resumable), and report the best (see README "Tuning").
