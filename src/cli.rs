@@ -30,6 +30,10 @@ pub enum Command {
         /// Print the table as Markdown.
         #[arg(long)]
         markdown: bool,
+        /// Write SVG plots of this run's records into this folder (created if missing): a bar
+        /// chart per family and GEMM TFLOP/s against size (see `dynsmem plot`).
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
         /// Elements per problem (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
         #[arg(long)]
         n: Option<u64>,
@@ -40,6 +44,16 @@ pub enum Command {
         quick: bool,
         #[command(flatten)]
         timing: TimingArgs,
+    },
+    /// SVG plots of a record file (`bench --json`): a bar chart per family (GB/s or TFLOP/s
+    /// per backend and variant, the same-run anchor and ratio marked) and GEMM TFLOP/s
+    /// against size; of repeated measurements the file's last is plotted.
+    Plot {
+        /// The JSON-lines record file.
+        records: PathBuf,
+        /// Folder to write the SVG files into (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
     },
     /// Sweep one family's launch-time configs over one compiled image: filter, verify, time,
     /// cache (resumable), and report the best (see README "Tuning").
@@ -276,7 +290,7 @@ pub struct SoftmaxArgs {
 
 #[derive(clap::Args)]
 pub struct SgemmArgs {
-    /// Rows of A and C (default: 4096 on a GPU, 96 on the CPU backend).
+    /// Rows of A and C (default: 4096 on a GPU, 256 on a CPU Vulkan adapter, 96 on the CPU backend).
     #[arg(long)]
     pub m: Option<u32>,
     /// Columns of B and C (default: as m).
@@ -300,7 +314,7 @@ pub struct SgemmArgs {
     /// Depth of a k-step (multiple of 4, and of 8 for f16).
     #[arg(long)]
     pub bk: Option<u32>,
-    /// Pipeline stages (1 to 4): k-tiles in flight in shared memory.
+    /// Pipeline stages (1 to 4; WGSL: 1 or 2): k-tiles in flight in shared memory.
     #[arg(long)]
     pub stages: Option<u32>,
     #[command(flatten)]

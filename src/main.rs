@@ -48,7 +48,10 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Devices => devices(),
         Command::Run { family } => run(family),
-        Command::Bench { json, markdown, n, quick, timing } => run_bench(json, markdown, n, quick, timing),
+        Command::Bench { json, markdown, plots, n, quick, timing } => {
+            run_bench(json, markdown, plots, n, quick, timing)
+        }
+        Command::Plot { records, out } => plot(&records, &out),
         Command::Tune { family } => tune_cmd::tune(family),
     }
 }
@@ -358,7 +361,13 @@ fn sgemm_problem<B: Kernels>(
     variant: Variant,
 ) -> (dynsmem::host::kernels::sgemm::SgemmProblem, dynsmem::host::device::sgemm::SgemmConfig) {
     use dynsmem::host::kernels::sgemm;
-    let side = if backend.kind() == dynsmem::host::backend::BackendKind::Cpu { 96 } else { 4096 };
+    // The CPU backend runs a thread per kernel thread; a CPU Vulkan adapter (lavapipe) is
+    // faster but still a CPU.
+    let side = match (backend.kind(), backend.info().is_cpu) {
+        (dynsmem::host::backend::BackendKind::Cpu, _) => 96,
+        (_, true) => 256,
+        _ => 4096,
+    };
     let m = a.m.unwrap_or(side);
     let p = sgemm::SgemmProblem { m, n: a.n.unwrap_or(m), k: a.k.unwrap_or(m), f16_inputs: a.f16 };
     let (d, _) = sgemm::fit_config(backend, variant, &p, sgemm::default_config(backend, &p));
@@ -591,6 +600,7 @@ fn reduce_on<B: ReduceKernels>(
 fn run_bench(
     json: Option<PathBuf>,
     markdown: bool,
+    plots: Option<PathBuf>,
     n: Option<u64>,
     quick: bool,
     timing: TimingArgs,
@@ -632,5 +642,30 @@ fn run_bench(
     if report.records.is_empty() {
         bail!("no backend available: nothing was measured");
     }
+    // After the records are safe in their file: a plot that cannot be written loses none.
+    if let Some(dir) = &plots {
+        let paths = dynsmem::host::report::plot::write(&report.records, dir)
+            .with_context(|| format!("--plots {}", dir.display()))?;
+        say!("\n{} plots written to {}", paths.len(), dir.display());
+    }
+    Ok(())
+}
+
+/// `dynsmem plot`: the plots of a record file (torn lines, left by a killed writer, are
+/// skipped and counted on stderr).
+fn plot(records: &std::path::Path, out: &std::path::Path) -> anyhow::Result<()> {
+    let contents = dynsmem::host::report::read_jsonl(records)?;
+    if !contents.torn.is_empty() {
+        eprintln!("{}: {} torn line(s) skipped", records.display(), contents.torn.len());
+    }
+    if contents.records.is_empty() {
+        bail!("{}: no records", records.display());
+    }
+    let paths = dynsmem::host::report::plot::write(&contents.records, out)
+        .with_context(|| format!("--out {}", out.display()))?;
+    for p in &paths {
+        say!("{}", p.display());
+    }
+    say!("{} plots of {} records", paths.len(), contents.records.len());
     Ok(())
 }

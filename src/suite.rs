@@ -85,6 +85,8 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
     let mut inputs: Option<(u64, Vec<f32>)> = None;
 
     let mut have_cuda = false;
+    // cuBLAS's records, the anchor of the WGSL GEMM rows of the same problem.
+    let mut cublas = Vec::new();
     match crate::cuda(0) {
         Probe::Ready(cuda) => {
             have_cuda = true;
@@ -94,7 +96,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
                 backends.push("cuda cuda-static: skipped: libnvrtc not found (CUDA's run-time compiler)".into());
             }
             families(&cuda, opts, &mut inputs, &mut records, progress);
-            gemm_cuda(&cuda, opts, &mut records, progress);
+            cublas = gemm_cuda(&cuda, opts, &mut records, progress);
         }
         Probe::Unavailable(kind, why) => {
             backends.push(format!("{kind}: unavailable: {why} (no launch-sized or cuda-static CUDA rows)"))
@@ -106,7 +108,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
             have_hip = true;
             backends.push(describe(&hip));
             families(&hip, opts, &mut inputs, &mut records, progress);
-            gemm(&hip, opts, &mut records, progress);
+            gemm(&hip, opts, &[], &mut records, progress);
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
@@ -114,6 +116,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
         Probe::Ready(wgsl) => {
             backends.push(describe(&wgsl));
             families(&wgsl, opts, &mut inputs, &mut records, progress);
+            gemm(&wgsl, opts, &cublas, &mut records, progress);
         }
         Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
     }
@@ -125,7 +128,7 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
         let cpu = CpuBackend::new();
         backends.push(describe(&cpu));
         families(&cpu, opts, &mut inputs, &mut records, progress);
-        gemm(&cpu, opts, &mut records, progress);
+        gemm(&cpu, opts, &[], &mut records, progress);
     }
     BenchReport { backends, records: records.records }
 }
@@ -376,15 +379,16 @@ fn gemm_sizes<B: Backend>(b: &B, quick: bool) -> Vec<(u32, bool)> {
 }
 
 /// GEMM on CUDA beside cuBLAS on the same inputs (the ratio is to cuBLAS; f16 inputs have
-/// no anchor). WGSL has no GEMM form yet, so the suite runs none there.
+/// no anchor). Returns cuBLAS's records.
 fn gemm_cuda(
     cuda: &dynsmem_host::backend::cuda::CudaBackend,
     opts: &BenchOptions,
     records: &mut Sink<'_>,
     progress: &mut dyn FnMut(&str),
-) {
+) -> Vec<Record> {
     use dynsmem_host::kernels::sgemm;
     let prov = crate::provenance(cuda.kind(), &opts.command);
+    let mut anchors = Vec::new();
     for (side, f16_inputs) in gemm_sizes(cuda, opts.quick) {
         let p = sgemm::SgemmProblem { m: side, n: side, k: side, f16_inputs };
         let c = sgemm::default_config(cuda, &p);
@@ -400,31 +404,48 @@ fn gemm_cuda(
             bench::workload(cuda, "sgemm", variant, json(&p), json(&c), prepared, opts.timing, &prov, anchor.as_ref());
         records.push(noted(rec, note));
         if let Some(a) = anchor {
+            anchors.push(a.clone());
             records.push(a);
         }
     }
+    anchors
 }
 
-/// GEMM on a backend without a cuBLAS anchor (the CPU backend, HIP).
-fn gemm<B: Kernels>(backend: &B, opts: &BenchOptions, records: &mut Sink<'_>, progress: &mut dyn FnMut(&str)) {
-    use dynsmem_host::kernels::sgemm;
+/// GEMM on a backend that has no cuBLAS of its own (the CPU backend, HIP, WGSL), in every
+/// variant it runs (WGSL: f32 inputs only; its form has no f16). A row's anchor is the
+/// verified cuBLAS record of the same problem among `cublas` (measured earlier in this
+/// run, on the CUDA device), so the WGSL rows of a machine with CUDA carry their ratio to
+/// cuBLAS; without one, no anchor and no ratio.
+fn gemm<B: Kernels>(
+    backend: &B,
+    opts: &BenchOptions,
+    cublas: &[Record],
+    records: &mut Sink<'_>,
+    progress: &mut dyn FnMut(&str),
+) {
+    use dynsmem_host::kernels::{Variant, sgemm};
     let prov = crate::provenance(backend.kind(), &opts.command);
-    let variant = dynsmem_host::kernels::Variant::LaunchSized;
     for (side, f16_inputs) in gemm_sizes(backend, opts.quick) {
         let p = sgemm::SgemmProblem { m: side, n: side, k: side, f16_inputs };
         let c = sgemm::default_config(backend, &p);
-        progress(&format!("{}: sgemm {side}^3 f16={f16_inputs}", backend.kind()));
-        records.push(bench::workload(
-            backend,
-            "sgemm",
-            variant,
-            json(&p),
-            json(&c),
-            sgemm::prepare(backend, p, c, false, variant, opts.seed),
-            opts.timing,
-            &prov,
-            None,
-        ));
+        let anchor = cublas.iter().find(|a| a.error.is_none() && a.tflops.is_some() && a.problem == json(&p));
+        for &variant in Kernels::variants(backend) {
+            if f16_inputs && variant != Variant::LaunchSized {
+                continue;
+            }
+            progress(&format!("{}: sgemm {side}^3 f16={f16_inputs} {variant}", backend.kind()));
+            records.push(bench::workload(
+                backend,
+                "sgemm",
+                variant,
+                json(&p),
+                json(&c),
+                sgemm::prepare(backend, p, c, false, variant, opts.seed),
+                opts.timing,
+                &prov,
+                anchor,
+            ));
+        }
     }
 }
 

@@ -1,12 +1,18 @@
-//! GEMM conformance on the CPU backend always and on CUDA where a device is (WGSL has no
-//! GEMM yet): awkward shapes, configs of one to four stages, configs past 48 KB of
-//! launch-sized memory on CUDA, f32 and f16 inputs, and the compiled-in tile.
+//! GEMM conformance on the CPU backend and the WGSL path always (lavapipe in CI) and on
+//! CUDA where a device is: awkward shapes, configs of one to four stages (WGSL: one or
+//! two, both variants), configs past 48 KB of launch-sized memory on CUDA, f32 and f16
+//! inputs, and the compiled-in tile; on WGSL the configs it refuses before a pipeline is
+//! made.
 
 mod common;
 
-use common::{conformance, cuda_or_skip};
+use common::{conformance, cuda_or_skip, wgsl_or_skip};
+use dynsmem::host::backend::Backend;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::device::sgemm::SgemmConfig;
+use dynsmem::host::kernels::Variant;
+use dynsmem::host::kernels::sgemm::{SgemmProblem, prepare};
+use dynsmem::host::{Error, kernels::Workload};
 
 const fn cfg(bm: u32, bn: u32, bk: u32, stages: u32) -> SgemmConfig {
     SgemmConfig { bm, bn, bk, stages }
@@ -39,4 +45,82 @@ fn cuda() {
     // must fit 48 KB: f32 128x128x16 with three stages (55296 B) and 128x128x32 with two
     // (69632 B) are refused before anything is built; every f16 config fits.
     assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * (5 * 2 + 1) + 6 * (3 + 5));
+}
+
+#[test]
+fn wgsl() {
+    let Some(wgsl) = wgsl_or_skip("sgemm::wgsl") else { return };
+    // Tall-skinny and wide shapes; K % 4 == 0 with N % 4 != 0 (vec4 loads of A, element
+    // loads of B and C) and the reverse; whole tiles (all vec4); K = 0 (C = beta C).
+    let shapes =
+        [(1, 1, 1), (17, 33, 65), (100, 103, 97), (4099, 5, 36), (3, 1001, 13), (64, 64, 64), (40, 36, 20), (5, 7, 0)];
+    let configs = [
+        cfg(16, 16, 8, 1),
+        cfg(32, 32, 16, 2),
+        // bk 4: one chunk per row of the A tile.
+        cfg(64, 32, 4, 2),
+        cfg(32, 64, 8, 1),
+        // The GPU default: 256 invocations, 16640 B.
+        cfg(128, 128, 8, 2),
+    ];
+    // f32 only, both variants.
+    assert_eq!(conformance::sgemm(&wgsl, &shapes, &configs), 8 * 5 * 2);
+}
+
+/// More 8 x 8 tiles (257 x 256) than a dispatch may have workgroups along x (65535 on
+/// every Vulkan adapter wgpu admits): the grid is capped and the kernel loops over the
+/// tiles past it.
+#[test]
+fn wgsl_grid_stride_covers_tiles_past_the_dispatch_limit() {
+    let Some(wgsl) = wgsl_or_skip("sgemm::wgsl_grid_stride") else { return };
+    let max_grid = wgsl.info().limits.max_grid_x;
+    let p = SgemmProblem { m: 2056, n: 2048, k: 4, f16_inputs: false };
+    let c = cfg(8, 8, 4, 2);
+    assert!(c.grid(p.m, p.n) > max_grid, "{} tiles, the limit is {max_grid}", c.grid(p.m, p.n));
+    let w = prepare(&wgsl, p, c, false, Variant::WgslOverride, 3).expect("prepare");
+    w.check().expect("every tile computed");
+}
+
+/// What the WGSL form refuses, each with its typed error and before any pipeline is
+/// created (the backend's pipeline-creation time does not move).
+#[test]
+fn wgsl_refusals() {
+    let Some(wgsl) = wgsl_or_skip("sgemm::wgsl_refusals") else { return };
+    let p = SgemmProblem { m: 64, n: 64, k: 64, f16_inputs: false };
+    let before = wgsl.pipeline_ms_total();
+    let limit = wgsl.info().limits.static_shared_max;
+    for variant in [Variant::WgslLiteral, Variant::WgslOverride] {
+        // 64 x (128 + 4) + 64 x 128 floats = 66560 B: past any adapter's 48 KB or less.
+        match prepare(&wgsl, p, cfg(128, 128, 64, 1), false, variant, 1).map(|_| ()) {
+            Err(Error::SharedMemoryLimit { requested: 66560, kind: "static", limit: l, .. }) => {
+                assert_eq!(l, limit as u64)
+            }
+            other => panic!("{variant} 128x128x64: {other:?}"),
+        }
+        // Three stages: the launch-sized kernel takes them, the WGSL form does not.
+        match prepare(&wgsl, p, cfg(64, 64, 8, 3), false, variant, 1).map(|_| ()) {
+            Err(Error::InvalidConfig { reason, .. }) => assert!(reason.contains("1 or 2 stages"), "{reason}"),
+            other => panic!("{variant} 3 stages: {other:?}"),
+        }
+        // Two stages with more than 8 chunks of A per invocation in registers.
+        match prepare(&wgsl, p, cfg(32, 32, 32, 2), false, variant, 1).map(|_| ()) {
+            Err(Error::InvalidConfig { reason, .. }) => assert!(reason.contains("registers"), "{reason}"),
+            other => panic!("{variant} 32x32x32 s2: {other:?}"),
+        }
+        let f16 = SgemmProblem { f16_inputs: true, ..p };
+        match prepare(&wgsl, f16, cfg(64, 64, 16, 2), false, variant, 1).map(|_| ()) {
+            Err(Error::Unsupported { what, .. }) => assert!(what.contains("f16"), "{what}"),
+            other => panic!("{variant} f16: {other:?}"),
+        }
+        // Past the adapter's invocations per workgroup, where it allows fewer than the 1024
+        // the form itself allows (lavapipe and most GPUs allow 1024: nothing to refuse).
+        let threads_limit = wgsl.info().limits.max_threads_per_block;
+        if threads_limit < 1024 {
+            match prepare(&wgsl, p, cfg(256, 256, 4, 1), false, variant, 1).map(|_| ()) {
+                Err(Error::BlockTooLarge { requested: 1024, limit, .. }) => assert_eq!(limit, threads_limit),
+                other => panic!("{variant} 1024 invocations: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(wgsl.pipeline_ms_total(), before, "no pipeline was created for a refused config");
 }

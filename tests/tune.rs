@@ -251,3 +251,66 @@ fn wgsl_sweep_reports_each_new_pipelines_creation_time() {
     assert!(e.iter().all(|e| e.record.verified && e.record.static_shared_bytes > 0 && e.record.shared_bytes == 0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SGEMM's WGSL form in the tuner: the two-stage points that would hold more of the next
+/// tile in registers than the form allows are filtered before launch with their reason,
+/// every other point is a pipeline of its own, verified, with its static bytes recorded.
+#[test]
+fn wgsl_sgemm_sweep_filters_by_the_forms_rules_and_builds_a_pipeline_per_config() {
+    if common::wgsl_or_skip("wgsl_sgemm_sweep").is_none() {
+        return;
+    }
+    let dir = temp_dir("wgsl-sgemm");
+    let cache = dir.join("cache.jsonl");
+    let out = run_ok(&[
+        "tune",
+        "sgemm",
+        "--backend",
+        "wgsl",
+        "--variant",
+        "wgsl-override",
+        "--m",
+        "40",
+        "--n",
+        "36",
+        "--k",
+        "20",
+        "--values",
+        "bm=16,32",
+        "--values",
+        "bn=32",
+        "--values",
+        "bk=8,32",
+        "--values",
+        "stages=1,2",
+        "--repeats",
+        "2",
+        "--warmup",
+        "0",
+        "--warmup-ms",
+        "0",
+        "--quiet",
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
+    // bk = 32 with two stages: 16 chunks of A per invocation held in registers, past 8.
+    assert!(out.contains("6 configs to evaluate, 2 filtered before launch"), "{out}");
+    assert!(out.contains("filtered bm=16 bn=32 bk=32 stages=2: two stages hold the next tile in registers"), "{out}");
+    assert!(out.contains("6 evaluations (6 measured now") && out.contains(", 0 failed;"), "{out}");
+    assert!(out.contains("6 of 6 configs needed a new pipeline"), "{out}");
+    let (e, _) = entries(&cache);
+    assert_eq!(e.len(), 6);
+    for entry in &e {
+        let r = &entry.record;
+        let c = &r.config;
+        let (bm, bn, bk, s) = (
+            c["bm"].as_u64().unwrap(),
+            c["bn"].as_u64().unwrap(),
+            c["bk"].as_u64().unwrap(),
+            c["stages"].as_u64().unwrap(),
+        );
+        assert!(r.verified && r.shared_bytes == 0 && r.variant == "wgsl-override", "{r:?}");
+        assert_eq!(r.static_shared_bytes as u64, 4 * s * bk * (bm + 4 + bn), "{c}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

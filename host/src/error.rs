@@ -115,7 +115,8 @@ pub enum Error {
     /// A result differs from the CPU reference beyond the tolerance.
     #[error(transparent)]
     Mismatch(#[from] Mismatch),
-    /// Drawing a plot failed (the tuner's SVG plots).
+    /// Drawing a plot failed (the tuner's and the bench's SVG plots), or there was nothing
+    /// to draw.
     #[error("plot {what}: {reason}")]
     Plot { what: String, reason: String },
     /// Reading or writing a record file.

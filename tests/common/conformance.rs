@@ -247,12 +247,13 @@ pub fn nbody<B: Kernels>(backend: &B, sizes: &[u32]) -> usize {
     checked
 }
 
-/// GEMM: every shape with every config, f32 and (where `bk` holds whole f16 chunks) f16
-/// inputs, in every variant the backend runs, plus the compiled-in-tile entry (launch-sized
-/// only) where its config is among `configs`. Awkward shapes (1x1x1, sizes not multiples
-/// of any tile, k = 1) go through the zero-filled edge tiles; shapes of whole tiles through
-/// the asynchronous copies. Returns the number of checked cases (a config a static variant
-/// refuses for its static bytes is not counted; see [`run_case`]).
+/// GEMM: every shape with every config, f32 and (where `bk` holds whole f16 chunks, in the
+/// CUDA variants) f16 inputs, in every variant the backend runs, plus the compiled-in-tile
+/// entry (launch-sized only) where its config is among `configs`. Awkward shapes (1x1x1,
+/// sizes not multiples of any tile, k = 1) go through the zero-filled edge tiles; shapes of
+/// whole tiles through the asynchronous copies (the vec4 loads on WGSL). Returns the number
+/// of checked cases (a config a static variant refuses for its static bytes is not
+/// counted; see [`run_case`]).
 pub fn sgemm<B: Kernels>(
     backend: &B,
     shapes: &[(u32, u32, u32)],
@@ -264,18 +265,16 @@ pub fn sgemm<B: Kernels>(
     let mut checked = 0;
     for &(m, n, k) in shapes {
         for &config in configs {
-            for f16_inputs in [false, true] {
-                if f16_inputs && !config.bk.is_multiple_of(8) {
-                    continue;
-                }
-                let problem = SgemmProblem { m, n, k, f16_inputs };
-                for &variant in backend.variants() {
-                    let fixed = if config == FIXED_128X128X16S2 && !f16_inputs && variant == Variant::LaunchSized {
-                        &[false, true][..]
-                    } else {
-                        &[false][..]
-                    };
-                    for &fixed in fixed {
+            for &variant in backend.variants() {
+                // The WGSL form is f32 only.
+                let wgsl = matches!(variant, Variant::WgslLiteral | Variant::WgslOverride);
+                for f16_inputs in [false, true] {
+                    if f16_inputs && (!config.bk.is_multiple_of(8) || wgsl) {
+                        continue;
+                    }
+                    let problem = SgemmProblem { m, n, k, f16_inputs };
+                    let both = config == FIXED_128X128X16S2 && !f16_inputs && variant == Variant::LaunchSized;
+                    for &fixed in if both { &[false, true][..] } else { &[false][..] } {
                         let what = format!(
                             "{} {variant} {m}x{n}x{k} f16={f16_inputs} fixed={fixed} {config:?}",
                             backend.kind()

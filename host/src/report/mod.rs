@@ -1,5 +1,6 @@
-//! Records with provenance, and the tables printed from them.
+//! Records with provenance, and the tables and plots made from them.
 
+pub mod plot;
 mod record;
 mod table;
 

@@ -102,7 +102,7 @@ impl TuneBackend for WgpuBackend {
 
 /// One kernel family's side of the tuner: its problem, its tunable parameters with their
 /// candidate values, the constraints a config must meet before it is launched, and how to
-/// build a verified, timeable [`Workload`] for one config. A new family (SGEMM) joins with
+/// build a verified, timeable [`Workload`] for one config. A new family joins with
 /// one impl of this trait (in [`families`]), its template in [`WGSL_TEMPLATES`], and a
 /// subcommand of `dynsmem tune` that builds its problem.
 pub trait Tunable {
@@ -176,6 +176,7 @@ pub const WGSL_TEMPLATES: &[&str] = &[
     include_str!("../kernels/transpose/transpose.wgsl"),
     include_str!("../kernels/softmax/softmax.wgsl"),
     include_str!("../kernels/nbody/nbody.wgsl"),
+    include_str!("../kernels/sgemm/sgemm.wgsl"),
 ];
 
 /// [`image_hash`] of [`WGSL_TEMPLATES`].

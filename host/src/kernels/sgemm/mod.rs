@@ -1,14 +1,18 @@
 //! GEMM, host side: problem, configs, the CPU reference (whole for small shapes, sampled
-//! for large ones), the [`Workload`], and cuBLAS as the anchor and the large-shape
-//! reference on CUDA ([`cublas`]). The device algorithm, and which of its parameters are
-//! launch-time and which compiled in, is documented in `dynsmem_kernels::sgemm`.
+//! for large ones), the [`Workload`], the static-WGSL form beside it (`sgemm.wgsl`, f32
+//! inputs), and cuBLAS as the anchor and the large-shape reference on CUDA ([`cublas`]).
+//! The device algorithm, and which of its parameters are launch-time and which compiled
+//! in, is documented in `dynsmem_kernels::sgemm`.
 
 pub mod cublas;
 
 use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, SgemmConfig, entry_name};
 use serde::{Deserialize, Serialize};
 
-use super::{CudaSource, KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, invalid, invalid_problem};
+use super::{
+    CudaSource, KernelInfo, Kernels, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
+};
 use crate::backend::{Arg, Backend, BackendKind, Buffer};
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
@@ -16,6 +20,18 @@ use crate::verify::{Mismatch, Tolerance};
 
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
 pub const CUDA_SOURCE: &str = include_str!("sgemm.cu");
+const WGSL_TEMPLATE: &str = include_str!("sgemm.wgsl");
+/// The WGSL entry point's name in records (f32 inputs; `hgemm_f16_f32` has no WGSL form).
+const WGSL_KERNEL: &str = "sgemm_f32";
+/// Stages the WGSL form has: one tile, or two (double-buffered through registers; with no
+/// asynchronous copy in WGSL a deeper ring would only hold more registers).
+pub const WGSL_MAX_STAGES: u32 = 2;
+/// 16-byte chunks of each tile one invocation may hold in registers in the two-stage WGSL
+/// form (`MAX_LOADS` in `sgemm.wgsl`: function-scope arrays take no `override` size).
+pub const WGSL_MAX_STAGED_LOADS: u32 = 8;
+/// Floats of padding after each transposed row of the A tile in the WGSL form (one vec4,
+/// `A_ROW_PAD` in `sgemm.wgsl`, which says why).
+pub const WGSL_A_ROW_PAD: u32 = 4;
 
 /// `alpha` of every run: not 1, so a kernel that ignores it fails.
 pub const ALPHA: f32 = 1.5;
@@ -50,9 +66,27 @@ impl SgemmProblem {
 /// per multiprocessor (1024^3 has 64 tiles of 128 x 128 for 132 SMs), 128 x 64 x 16 with
 /// three stages, the fastest there. f16 inputs take `bk` 16 (a multiple of their 8-element
 /// chunk). 16 x 16 x 8, two stages (4 threads), on the CPU backend.
+///
+/// WGSL (not yet measured on a GPU, so chosen by the arithmetic): 128 x 128 x 8, two
+/// stages (256 invocations, 16640 B: a third of the 48 KB limit, so two workgroups fit
+/// where a multiprocessor has 100 KB), and 64 x 64 x 16, two stages (64 invocations), where
+/// 128 x 128 tiles leave fewer than two per multiprocessor (132 assumed: Vulkan does not
+/// say). On a CPU adapter (lavapipe) WGSL_CPU_ADAPTER_CONFIG.
 pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmConfig {
     if backend.kind() == BackendKind::Cpu {
         return SgemmConfig { bm: 16, bn: 16, bk: if problem.f16_inputs { 16 } else { 8 }, stages: 2 };
+    }
+    if backend.kind() == BackendKind::Wgsl {
+        if backend.info().is_cpu {
+            return WGSL_CPU_ADAPTER_CONFIG;
+        }
+        let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
+        let big = SgemmConfig { bm: 128, bn: 128, bk: 8, stages: 2 };
+        return if big.grid(problem.m, problem.n) >= 2 * sms {
+            big
+        } else {
+            SgemmConfig { bm: 64, bn: 64, bk: 16, stages: 2 }
+        };
     }
     let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
     let big = SgemmConfig { bm: 128, bn: 128, bk: 32, stages: 2 };
@@ -107,6 +141,88 @@ pub fn fit_config<B: Backend>(
     fallbacks.retain(|c| c.fits(eb) && *c != cfg);
     let limit = backend.info().limits.static_shared_max;
     super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(eb).ok())
+}
+
+/// The WGSL default on a CPU Vulkan adapter (lavapipe): 64 x 64 x 8 (64 invocations, 8448 B
+/// with two stages), the fastest block tile of exhaustive sweeps of both variants at 256^3
+/// on lavapipe (Mesa 22.3.6, 2 shared cores: 4.2-5.1 ms, about 8 GFLOP/s; one and two
+/// stages within the noise of each other, 32 x 64 and 32 x 32 tiles 10-50% slower).
+pub const WGSL_CPU_ADAPTER_CONFIG: SgemmConfig = SgemmConfig { bm: 64, bn: 64, bk: 8, stages: 2 };
+
+/// 16-byte chunks of the A and of the B tile each invocation copies per k-tile in the WGSL
+/// form (`LOADS_A`, `LOADS_B` of `sgemm.wgsl`).
+pub fn wgsl_loads(cfg: &SgemmConfig) -> (u32, u32) {
+    let threads = cfg.threads().max(1) as u64;
+    let a = (cfg.bm as u64 * cfg.bk as u64 / 4).div_ceil(threads);
+    let b = (cfg.bk as u64 * cfg.bn as u64 / 4).div_ceil(threads);
+    (a.min(u32::MAX as u64) as u32, b.min(u32::MAX as u64) as u32)
+}
+
+/// Bytes of the WGSL form's `var<workgroup>` arrays: `stages` transposed A tiles of `bk`
+/// rows of `bm + WGSL_A_ROW_PAD` floats and `stages` B tiles of `bk x bn` floats (u64: the
+/// product of a fuzzed config does not fit u32).
+pub fn wgsl_static_bytes(cfg: &SgemmConfig) -> u64 {
+    let (bm, bn, bk, s) = (cfg.bm as u64, cfg.bn as u64, cfg.bk as u64, cfg.stages as u64);
+    s * bk * (bm + WGSL_A_ROW_PAD as u64) * 4 + s * bk * bn * 4
+}
+
+/// Why the WGSL form cannot run `cfg` (f32 inputs), or `Ok`: the launch-sized kernel's
+/// shape rules ([`SgemmConfig::fits`]: whole 8 x 8 thread tiles, `bk` a multiple of 4), at
+/// most [`WGSL_MAX_STAGES`] stages, and for two stages at most [`WGSL_MAX_STAGED_LOADS`]
+/// chunks of each tile per invocation. Device limits (invocations, workgroup bytes) are
+/// checked apart, against the adapter.
+pub fn wgsl_check(cfg: &SgemmConfig) -> std::result::Result<(), String> {
+    if !cfg.fits(4) {
+        return Err(format!(
+            "bm and bn must be multiples of 8, bk a multiple of 4, at most {} threads (got {cfg:?})",
+            dynsmem_kernels::sgemm::MAX_THREADS
+        ));
+    }
+    if cfg.stages > WGSL_MAX_STAGES {
+        return Err(format!(
+            "the WGSL form has 1 or 2 stages (no asynchronous copy to keep more in flight), not {}",
+            cfg.stages
+        ));
+    }
+    let (la, lb) = wgsl_loads(cfg);
+    if cfg.stages == 2 && la.max(lb) > WGSL_MAX_STAGED_LOADS {
+        return Err(format!(
+            "two stages hold the next tile in registers, at most {WGSL_MAX_STAGED_LOADS} 16-byte chunks of A and of B \
+             per invocation; {cfg:?} needs {la} and {lb} (bk at most min(bm, bn) / 2)"
+        ));
+    }
+    Ok(())
+}
+
+/// The WGSL pipeline of `cfg` (checked by [`wgsl_check`] first).
+pub fn wgsl_spec(cfg: &SgemmConfig, variant: Variant) -> WgslSpec {
+    let (la, lb) = wgsl_loads(cfg);
+    let (sizing, constants) = wgsl_sizing(
+        variant,
+        &[
+            ("BM", "u32", cfg.bm as f64),
+            ("BN", "u32", cfg.bn as f64),
+            ("BK", "u32", cfg.bk as f64),
+            ("STAGES", "u32", cfg.stages as f64),
+            ("THREADS", "u32", cfg.threads() as f64),
+            ("LOADS_A", "u32", la as f64),
+            ("LOADS_B", "u32", lb as f64),
+        ],
+    );
+    WgslSpec {
+        name: format!("{WGSL_KERNEL}[{variant},bm={},bn={},bk={},stages={}]", cfg.bm, cfg.bn, cfg.bk, cfg.stages),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        entry: "sgemm",
+        constants,
+        workgroup_size: cfg.threads(),
+        static_bytes: wgsl_static_bytes(cfg).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// Workgroups of the WGSL form for an `m x n` result: one per tile up to the adapter's
+/// `max_grid_x`; the kernel walks the tiles past it (a grid-stride loop).
+pub fn wgsl_grid(cfg: &SgemmConfig, m: u32, n: u32, max_grid_x: u64) -> u32 {
+    cfg.grid(m, n).min(max_grid_x).min(u32::MAX as u64).max(1) as u32
 }
 
 /// The f32 inputs, and their f16 roundings when the problem asks for f16: the reference
@@ -170,6 +286,9 @@ pub struct SgemmWorkload<'b, B: Kernels> {
     kernel: Prepared<B::Kernel>,
     problem: SgemmProblem,
     config: SgemmConfig,
+    /// Blocks of a launch: one per tile ([`SgemmConfig::grid`]), capped on WGSL
+    /// ([`wgsl_grid`]).
+    grid: u32,
     /// f32 elements, or f16 pairs packed into `u32` words (the backends move bytes).
     a: Buffer<B::Raw, u32>,
     b: Buffer<B::Raw, u32>,
@@ -234,22 +353,35 @@ pub fn prepare<'b, B: Kernels>(
     for (what, v) in [("m * k", m as u64 * k as u64), ("k * n", k as u64 * n as u64), ("m * n", m as u64 * n as u64)] {
         super::check_index(entry, what, v, u32::MAX as u64, "u32 (element index)")?;
     }
-    let grid = config.grid(m, n);
+    let mut grid = config.grid(m, n);
+    if matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) {
+        // The WGSL form: f32 inputs, its own config rules, and tile origins (`m0 + BM`,
+        // `n0 + BN`, `k0 + BK`) in u32; the grid is capped (the kernel loops over tiles).
+        if problem.f16_inputs || fixed {
+            return Err(Error::Unsupported {
+                backend: backend.kind(),
+                what: format!(
+                    "{} in WGSL (the WGSL form is {WGSL_KERNEL}, block tile set per pipeline)",
+                    if fixed { "the compiled-in-tile entry" } else { "f16 inputs" }
+                ),
+            });
+        }
+        wgsl_check(&config).map_err(|reason| invalid(WGSL_KERNEL, reason))?;
+        for (what, v, tile) in [("m", m, config.bm), ("n", n, config.bn), ("k", k, config.bk)] {
+            super::check_index(WGSL_KERNEL, what, v as u64, (u32::MAX - tile) as u64, "WGSL u32 (tile origin)")?;
+        }
+        grid = wgsl_grid(&config, m, n, backend.info().limits.max_grid_x) as u64;
+    }
     if grid > u32::MAX as u64 {
         return Err(invalid_problem(entry, format!("{m} x {n} needs {grid} blocks")));
     }
     let eb = problem.elem_bytes() as u64;
     let device = (m as u64 * k as u64 + k as u64 * n as u64) * eb + m as u64 * n as u64 * 4;
     super::check_footprint(backend, entry, device, device * 3)?;
-    let wgsl = |_: Variant| -> WgslSpec {
-        unreachable!("GEMM has no WGSL form yet; Prepared::new refuses WGSL variants first")
-    };
-    if backend.kind() == BackendKind::Wgsl {
-        return Err(Error::Unsupported { backend: backend.kind(), what: format!("{entry} (no WGSL form yet)") });
-    }
     if fixed && variant == Variant::CudaStatic {
         return Err(invalid(entry, "the cuda-static kernel compiles every tile in; --fixed is for the Rust kernel"));
     }
+    let wgsl = |v: Variant| wgsl_spec(&config, v);
     let cuda = || cuda_source(&problem, &config);
     let kernel = Prepared::new(
         backend,
@@ -270,6 +402,7 @@ pub fn prepare<'b, B: Kernels>(
         kernel,
         problem,
         config,
+        grid: grid as u32,
         a,
         b,
         c: c_dev,
@@ -325,7 +458,7 @@ impl<B: Kernels> SgemmWorkload<'_, B> {
     fn launch_into(&self, c: &Buffer<B::Raw, f32>) -> Result<()> {
         let SgemmProblem { m, n, k, .. } = self.problem;
         let cfg = &self.config;
-        let dims = self.kernel.dims(cfg.grid(m, n) as u32, cfg.threads());
+        let dims = self.kernel.dims(self.grid, cfg.threads());
         self.backend.launch(
             &self.kernel.built.kernel,
             dims,
@@ -450,6 +583,40 @@ mod tests {
         let (v, s) = reference_entry(&[1.0, 2.0], &[3.0, 4.0], &[2.0], 1, 2, 0, 0);
         assert_eq!(v, 15.5);
         assert_eq!(s, 1.5 * 11.0 + 1.0);
+    }
+
+    #[test]
+    fn wgsl_forms_of_one_config_differ_only_in_sizing() {
+        let cfg = SgemmConfig { bm: 128, bn: 128, bk: 8, stages: 2 };
+        // 2 x 8 x (128 + 4) + 2 x 8 x 128 floats.
+        assert_eq!(wgsl_static_bytes(&cfg), 16640);
+        assert_eq!(wgsl_loads(&cfg), (1, 1));
+        let lit = wgsl_spec(&cfg, Variant::WgslLiteral);
+        let ovr = wgsl_spec(&cfg, Variant::WgslOverride);
+        assert!(lit.source.contains("const BM: u32 = 128u;") && lit.constants.is_empty());
+        assert!(ovr.source.contains("override BM: u32;") && ovr.constants.contains(&("THREADS", 256.0)));
+        assert!(!lit.source.contains("{{") && !ovr.source.contains("{{"));
+        assert_eq!((lit.static_bytes, lit.workgroup_size), (16640, 256));
+        let strip = |t: &str| t.lines().filter(|l| !l.starts_with("const ") && !l.starts_with("override ")).count();
+        assert_eq!(strip(&lit.source), strip(&ovr.source));
+    }
+
+    #[test]
+    fn wgsl_check_refuses_what_the_form_cannot_run() {
+        let ok = |bm, bn, bk, stages| wgsl_check(&SgemmConfig { bm, bn, bk, stages });
+        assert!(ok(128, 128, 8, 2).is_ok());
+        assert!(ok(8, 8, 4, 2).is_ok());
+        // 32 x 32 x 16: 8 chunks of each tile per invocation, the most two stages hold.
+        assert!(ok(32, 32, 16, 2).is_ok());
+        assert!(ok(32, 32, 32, 2).unwrap_err().contains("registers"));
+        assert!(ok(32, 32, 32, 1).is_ok());
+        assert!(ok(64, 64, 8, 3).unwrap_err().contains("1 or 2 stages"));
+        assert!(ok(12, 64, 8, 1).is_err());
+        assert!(ok(64, 64, 6, 1).is_err());
+        // Grid capped at the dispatch limit, at least one workgroup.
+        let c = SgemmConfig { bm: 8, bn: 8, bk: 4, stages: 1 };
+        assert_eq!(wgsl_grid(&c, 4096, 4096, 65535), 65535);
+        assert_eq!(wgsl_grid(&c, 0, 0, 65535), 1);
     }
 
     #[test]

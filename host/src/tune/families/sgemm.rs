@@ -1,14 +1,16 @@
 //! SGEMM / HGEMM: the block tile `bm x bn x bk` and the pipeline stages, all launch-time
 //! values of one compiled entry (the 8 x 8 thread tile is compiled in and not a parameter).
 //! Threads per block are `bm * bn / 64`; the kernel's own register limit can refuse a
-//! block the device would allow, which the runner records as that config's error.
+//! block the device would allow, which the runner records as that config's error. On
+//! WGSL (f32 only) each point is a pipeline of its own, with 1 or 2 stages and the rules
+//! of [`wgsl_check`]; its static bytes are checked against the adapter's limit.
 
 use dynsmem_kernels::sgemm::SgemmConfig;
 
 use super::layout_reason;
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernels::sgemm::{SgemmProblem, prepare};
+use crate::kernels::sgemm::{SgemmProblem, prepare, wgsl_check, wgsl_grid, wgsl_static_bytes};
 use crate::kernels::{Variant, Workload};
 use crate::tune::{Footprint, Param, Target, Tunable, TuneBackend};
 
@@ -49,6 +51,12 @@ impl Tunable for SgemmTunable {
                 Param::new("bk", &[4, 8, 16]),
                 Param::new("stages", &[1, 2]),
             ]
+        } else if target.variant != Variant::LaunchSized {
+            // WGSL: 1 or 2 stages; a CPU adapter (lavapipe) runs a workgroup's invocations
+            // on one core, so its list stops at 64 x 64 tiles.
+            let tiles: &[u32] = if target.is_cpu { &[16, 32, 64] } else { &[32, 64, 128, 256] };
+            let bk: &[u32] = if target.is_cpu { &[4, 8, 16] } else { &[8, 16, 32] };
+            vec![Param::new("bm", tiles), Param::new("bn", tiles), Param::new("bk", bk), Param::new("stages", &[1, 2])]
         } else {
             vec![
                 Param::new("bm", &[32, 64, 128, 256]),
@@ -59,9 +67,18 @@ impl Tunable for SgemmTunable {
         }
     }
 
-    fn check(&self, point: &[u32], _: &Target) -> std::result::Result<Footprint, String> {
+    fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
         let cfg = Self::config(point);
         let eb = self.elem_bytes();
+        if target.variant != Variant::LaunchSized {
+            if self.problem.f16_inputs {
+                return Err("the WGSL form takes f32 inputs only".into());
+            }
+            wgsl_check(&cfg)?;
+            let static_bytes = wgsl_static_bytes(&cfg).min(u32::MAX as u64) as u32;
+            let grid = wgsl_grid(&cfg, self.problem.m, self.problem.n, target.limits.max_grid_x);
+            return Ok(Footprint { threads: cfg.threads(), grid, launch_bytes: 0, static_bytes });
+        }
         if !cfg.fits(eb) {
             return Err(format!(
                 "bm, bn multiples of 8, bk a multiple of 4 and of {} elements, 1-4 stages, at most 1024 threads",
@@ -70,7 +87,6 @@ impl Tunable for SgemmTunable {
         }
         let launch_bytes = cfg.shared_bytes(eb).map_err(layout_reason)?;
         let grid = cfg.grid(self.problem.m, self.problem.n).min(u32::MAX as u64) as u32;
-        // No WGSL form: nothing static.
         Ok(Footprint { threads: cfg.threads(), grid, launch_bytes, static_bytes: 0 })
     }
 
