@@ -3,7 +3,7 @@
 # .device/ here: the steps named on the command line, outputs under $OUT.
 #   tests       every test executable (.device/run.sh), logs packed into test-logs.tgz
 #   devices     nvidia-smi + `dynsmem devices`
-#   bench       `dynsmem bench --markdown --json` -> bench.md, bench.jsonl
+#   bench       `dynsmem bench --markdown --json --plots` -> bench.md, bench.jsonl, plots/*.svg
 #   sweep       reduce configs at 2^28 on CUDA -> sweep.jsonl
 #   wgsl-sweep  reduce configs at 2^28 on WGSL, runtime checks on and off -> wgsl-sweep.jsonl
 #   limits      200 KB of launch-sized memory runs; 232452 B is refused before launch -> limits.txt
@@ -41,7 +41,9 @@ for step in "$@"; do
       { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; $B devices; } 2>&1 | tee "$OUT/devices.txt"
       ;;
     bench)
-      $B bench --markdown --json "$OUT/bench.jsonl" > "$OUT/bench.md" 2> "$OUT/bench.err" || status=1
+      start=$(date +%s)
+      $B bench --markdown --json "$OUT/bench.jsonl" --plots "$OUT/plots" > "$OUT/bench.md" 2> "$OUT/bench.err" || status=1
+      echo "wall time of the bench: $(( $(date +%s) - start )) s" | tee -a "$OUT/bench.err"
       cat "$OUT/bench.md"
       ;;
     sweep)
