@@ -47,6 +47,7 @@ cases=(
   "sgemm --m 17 --n 33 --k 65"
   "sgemm --m 256 --bm 128 --bn 128 --bk 32 --stages 2"
   "sgemm --m 200 --n 136 --k 72 --f16 --bm 64 --bn 64 --bk 16 --stages 3"
+  "sgemm --m 300 --n 260 --k 100 --bm 64 --bn 128 --bk 24 --stages 3"
 )
 
 {

@@ -60,12 +60,13 @@ impl SgemmProblem {
     }
 }
 
-/// On GPUs 128 x 128 x 32 with two stages (256 threads, 69632 B of launch-sized memory:
-/// past the 48 KB default), the fastest at 4096^3 and 8192^3 on the H100
-/// (results/2026-11-22-h100-gemm-4fd9a0a.jsonl); where that leaves fewer than two blocks
-/// per multiprocessor (1024^3 has 64 tiles of 128 x 128 for 132 SMs), 128 x 64 x 16 with
-/// three stages, the fastest there. f16 inputs take `bk` 16 (a multiple of their 8-element
-/// chunk). 16 x 16 x 8, two stages (4 threads), on the CPU backend.
+/// On GPUs 128 x 128 x 32 with two stages (256 threads, 67584 B of launch-sized memory for
+/// f32: past the 48 KB default), the fastest at 4096^3 and 8192^3 on the H100
+/// (results/2026-11-22-h100-gemm-d27bfcd.jsonl: 40.8 and 41.4 TFLOP/s); where that leaves
+/// fewer than two blocks per multiprocessor (1024^3 has 64 tiles of 128 x 128 for 132 SMs),
+/// 64 x 128 x 32 with three stages (21.1 TFLOP/s at 1024^3, the fastest there). f16 inputs
+/// take the same tiles (`bk` a multiple of their 8-element chunk). 16 x 16 x 8, two stages
+/// (4 threads), on the CPU backend.
 ///
 /// WGSL (not yet measured on a GPU, so chosen by the arithmetic): 128 x 128 x 8, two
 /// stages (256 invocations, 16640 B: a third of the 48 KB limit, so two workgroups fit
@@ -94,7 +95,7 @@ pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmC
     if fits && big.grid(problem.m, problem.n) >= 2 * sms {
         big
     } else {
-        SgemmConfig { bm: 128, bn: 64, bk: 16, stages: 3 }
+        SgemmConfig { bm: 64, bn: 128, bk: 32, stages: 3 }
     }
 }
 
