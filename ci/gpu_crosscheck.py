@@ -39,3 +39,34 @@ report("torch.bincount 256 bins, 2^28 i32 keys (read)", median_ms(lambda: torch.
 m = x.view(16384, 16384)
 out = torch.empty_like(m)
 report("torch transpose 16384^2 f32 (read + write)", median_ms(lambda: out.copy_(m.t())), 2 * nbytes)
+
+# GEMM: torch.matmul in f32 with TF32 off (cuBLAS SGEMM, as dynsmem's anchor runs it), and
+# CuPy's matmul where CuPy is present: an independent figure for the anchor's TFLOP/s.
+torch.backends.cuda.matmul.allow_tf32 = False
+del x, y, keys, m, out
+for s in (1024, 4096, 8192):
+    a = torch.rand(s, s, device="cuda") * 2 - 1
+    b = torch.rand(s, s, device="cuda") * 2 - 1
+    c = torch.empty(s, s, device="cuda")
+    ms = median_ms(lambda: torch.matmul(a, b, out=c), reps=10)
+    print(f"torch.matmul f32 (TF32 off) {s}^3: {ms:.4f} ms, {2 * s**3 / ms / 1e9:.2f} TFLOP/s")
+try:
+    import cupy
+
+    for s in (4096, 8192):
+        a = cupy.random.rand(s, s, dtype=cupy.float32)
+        b = cupy.random.rand(s, s, dtype=cupy.float32)
+        ev0, ev1 = cupy.cuda.Event(), cupy.cuda.Event()
+        for _ in range(3):
+            a @ b
+        times = []
+        for _ in range(10):
+            ev0.record()
+            a @ b
+            ev1.record()
+            ev1.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(ev0, ev1))
+        ms = sorted(times)[len(times) // 2]
+        print(f"cupy matmul f32 {s}^3: {ms:.4f} ms, {2 * s**3 / ms / 1e9:.2f} TFLOP/s")
+except ImportError:
+    print("cupy: not installed")

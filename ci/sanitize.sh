@@ -3,7 +3,7 @@
 # synccheck, initcheck) at small sizes, for several configs each, including configs past
 # the 48 KB a block gets without opt-in (staged reduce 205824 B, histogram 49152 bins
 # 196608 B, softmax rows of 32768 floats 132096 B, scan 512 x 48 ~98 KB, sgemm 128 x 128 x 32
-# with two stages 69632 B). Each case is
+# with two stages 67584 B). Each case is
 # `dynsmem run <family> --backend cuda`, which verifies the result against the CPU
 # reference, so a case also fails when the kernel computes a wrong answer.
 #

@@ -17,10 +17,11 @@ use std::path::Path;
 
 use dynsmem_host::kernels::histogram::HistogramProblem;
 use dynsmem_host::kernels::reduce::ReduceProblem;
+use dynsmem_host::kernels::sgemm::SgemmProblem;
 use dynsmem_host::report::parse_jsonl_as;
 use dynsmem_host::rng::SplitMix64;
 use dynsmem_host::tune::cache::GroupKey;
-use dynsmem_host::tune::families::{HistogramTunable, ReduceTunable};
+use dynsmem_host::tune::families::{HistogramTunable, ReduceTunable, SgemmTunable};
 use dynsmem_host::tune::{Budget, CacheEntry, ReplayRunner, SearchSpace, Strategy, Target, Tunable, TuneCache};
 
 /// A committed cache: one exhaustive sweep.
@@ -34,11 +35,12 @@ struct Recorded {
 }
 
 /// The committed sweeps (see `tests/data/README.md`).
-const CACHES: [(&str, &str); 4] = [
+const CACHES: [(&str, &str); 5] = [
     ("tune-reduce-cpu.jsonl", include_str!("data/tune-reduce-cpu.jsonl")),
     ("tune-reduce-lavapipe.jsonl", include_str!("data/tune-reduce-lavapipe.jsonl")),
     ("tune-histogram-lavapipe-4m.jsonl", include_str!("data/tune-histogram-lavapipe-4m.jsonl")),
     ("tune-histogram-lavapipe-16m.jsonl", include_str!("data/tune-histogram-lavapipe-16m.jsonl")),
+    ("tune-sgemm-h100-4096.jsonl", include_str!("data/tune-sgemm-h100-4096.jsonl")),
 ];
 
 /// "Within 5% of the exhaustive best".
@@ -70,6 +72,9 @@ fn load(name: &'static str, text: &str) -> Recorded {
             &target,
             &values,
         ),
+        "sgemm" => {
+            space_of(&SgemmTunable::new(serde_json::from_value::<SgemmProblem>(problem).unwrap()), &target, &values)
+        }
         f => panic!("{name}: no space for {f}"),
     };
     // The sweep was exhaustive: the rebuilt space is exactly what the cache holds.
@@ -189,4 +194,14 @@ fn annealing_beats_uniform_sampling_on_every_cache() {
         );
         assert!(rate >= p, "{}: annealing {rate:.3} does worse than uniform sampling {p:.3}", r.name);
     }
+}
+
+#[test]
+fn on_the_h100_sgemm_sweep_annealing_meets_the_criterion_on_every_seed() {
+    // The GPU sweep (241 configs, 8 within 5%): uniform sampling's odds (0.944) are under
+    // the general test's 0.95 bar, and random sampling does miss on one of the ten seeds
+    // (5.1% on seed 3); annealing, which walks neighbours of good configs, meets it on all.
+    let all = recorded();
+    let r = all.iter().find(|r| r.name == "tune-sgemm-h100-4096.jsonl").unwrap();
+    assert!(meets_criterion(r, Strategy::Anneal), "{}: annealing misses the criterion", r.name);
 }

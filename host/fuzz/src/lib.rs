@@ -294,8 +294,16 @@ pub fn family(f: Family) {
             let cfg = sgemm::SgemmConfig { bm, bn, bk, stages };
             let eb: u64 = if f16 { 2 } else { 4 };
             let chunks = |elems: u64| (elems * eb).div_ceil(16);
-            let a = (chunks(bk as u64) + 1).saturating_mul(bm as u64).saturating_mul(stages as u64);
-            let b = chunks(bn as u64).saturating_mul(bk as u64).saturating_mul(stages as u64);
+            let (a, b) = if f16 {
+                // Row-major tiles: rows of A padded by one chunk.
+                let a = (chunks(bk as u64) + 1).saturating_mul(bm as u64).saturating_mul(stages as u64);
+                (a, chunks(bn as u64).saturating_mul(bk as u64).saturating_mul(stages as u64))
+            } else {
+                // k-groups: ceil(rows / 4) groups of bk + 1 16-byte slots per stage.
+                let group = bk as u64 + 1;
+                let tile = |rows: u32| (rows as u64).div_ceil(4).saturating_mul(group).saturating_mul(stages as u64);
+                (tile(bm), tile(bn))
+            };
             let parts = [part(a, 16, 16), part(b, 16, 16)];
             let modelled = if a > U32_MAX || b > U32_MAX { None } else { model(&parts) };
             match (cfg.layout(eb as u32), modelled) {
