@@ -68,11 +68,12 @@ impl SgemmProblem {
 /// take the same tiles (`bk` a multiple of their 8-element chunk). 16 x 16 x 8, two stages
 /// (4 threads), on the CPU backend.
 ///
-/// WGSL (not yet measured on a GPU, so chosen by the arithmetic): 128 x 128 x 8, two
-/// stages (256 invocations, 16640 B: a third of the 48 KB limit, so two workgroups fit
-/// where a multiprocessor has 100 KB), and 64 x 64 x 16, two stages (64 invocations), where
-/// 128 x 128 tiles leave fewer than two per multiprocessor (132 assumed: Vulkan does not
-/// say). On a CPU adapter (lavapipe) WGSL_CPU_ADAPTER_CONFIG.
+/// WGSL: 128 x 128 x 8, one stage (256 invocations, 8320 B), the fastest of the exhaustive
+/// WGSL sweep at 4096^3 on the H100 (5.50 ms, 25.0 TFLOP/s; two stages 6.13 ms:
+/// results/2026-11-22-h100-tune-sgemm-wgsl-4096-e5ba232.txt), and 64 x 64 x 16, two stages
+/// (64 invocations; not measured), where 128 x 128 tiles leave fewer than two per
+/// multiprocessor (132 assumed: Vulkan does not say). On a CPU adapter (lavapipe)
+/// WGSL_CPU_ADAPTER_CONFIG.
 pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmConfig {
     if backend.kind() == BackendKind::Cpu {
         return SgemmConfig { bm: 16, bn: 16, bk: if problem.f16_inputs { 16 } else { 8 }, stages: 2 };
@@ -82,7 +83,7 @@ pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmC
             return WGSL_CPU_ADAPTER_CONFIG;
         }
         let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
-        let big = SgemmConfig { bm: 128, bn: 128, bk: 8, stages: 2 };
+        let big = SgemmConfig { bm: 128, bn: 128, bk: 8, stages: 1 };
         return if big.grid(problem.m, problem.n) >= 2 * sms {
             big
         } else {
