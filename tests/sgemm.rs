@@ -48,6 +48,24 @@ fn cuda() {
 }
 
 #[test]
+fn cuda_block_over_the_kernels_register_limit_is_refused_before_launch() {
+    let Some(cuda) = cuda_or_skip("sgemm::cuda_block_over_the_kernels_register_limit_is_refused_before_launch") else {
+        return;
+    };
+    // 256 x 256 tiles: 1024 threads, which the device allows and the GEMM entries (capped
+    // at 128 registers) do not: 65536 / 128 = 512.
+    let p = SgemmProblem { m: 512, n: 512, k: 64, f16_inputs: false };
+    let w = prepare(&cuda, p, cfg(256, 256, 16, 2), false, Variant::LaunchSized, 1).expect("prepares");
+    match w.run() {
+        Err(Error::KernelBlockLimit { kernel, requested: 1024, limit: 512, why }) => {
+            assert_eq!(kernel, "sgemm_f32_bk16");
+            assert!(why.contains("128 registers"), "{why}");
+        }
+        other => panic!("1024-thread GEMM block: {other:?}"),
+    }
+}
+
+#[test]
 fn wgsl() {
     let Some(wgsl) = wgsl_or_skip("sgemm::wgsl") else { return };
     // Tall-skinny and wide shapes; K % 4 == 0 with N % 4 != 0 (vec4 loads of A, element
