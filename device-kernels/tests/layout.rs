@@ -107,7 +107,10 @@ fn sgemm_layout_refuses_products_past_u64() {
     use dynsmem_kernels::sgemm::SgemmConfig;
     let huge = SgemmConfig { bm: 102_399, bn: 0, bk: 3_187_671_040, stages: 4_294_907_904 };
     assert!(huge.layout(4).is_err());
-    // 128 x 128 x 32, two stages: A rows of 32 + 4 floats, B rows of 128.
+    assert!(huge.layout(2).is_err());
     let ok = SgemmConfig { bm: 128, bn: 128, bk: 32, stages: 2 };
-    assert_eq!(ok.shared_bytes(4), Ok(2 * (128 * 36 + 32 * 128) * 4));
+    // f32, k-groups: 128 / 4 groups of A and of B, each 32 + 1 16-byte slots, per stage.
+    assert_eq!(ok.shared_bytes(4), Ok(2 * (32 * 33 + 32 * 33) * 16));
+    // f16, row-major: A rows of 32 + 8 halves, B rows of 128.
+    assert_eq!(ok.shared_bytes(2), Ok(2 * (128 * 40 + 32 * 128) * 2));
 }
