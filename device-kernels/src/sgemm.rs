@@ -363,36 +363,7 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     };
 
     let mut acc = [[0.0f32; 8]; 8];
-    let k_tiles = k.div_ceil(bk);
-    let mut s = 0;
-    while s + 1 < stages {
-        if s < k_tiles {
-            load_tile(s, s);
-        } else {
-            gpu::copy_async_commit();
-        }
-        s += 1;
-    }
-    let mut kt = 0;
-    while kt < k_tiles {
-        // Tile kt's copies (this thread's) have landed once at most stages - 2 newer groups
-        // are pending; the barrier publishes every thread's, and tells that slot (kt - 1)
-        // is free to refill.
-        gpu::copy_async_wait_pending(stages.saturating_sub(2));
-        gpu::barrier();
-        let next = kt + stages - 1;
-        if stages > 1 {
-            if next < k_tiles {
-                load_tile(next, next % stages);
-            } else {
-                gpu::copy_async_commit();
-            }
-        } else {
-            load_tile(kt, 0);
-            gpu::copy_async_wait_pending(0);
-            gpu::barrier();
-        }
-        let slot = kt % stages;
+    ring_pipeline(stages, k.div_ceil(bk), load_tile, |slot| {
         // Indices of this thread's 8 rows of the A tile and its two column groups of the B
         // tile, walked by increments (an index computed per access costs four instructions
         // per load with run-time strides; 64-bit pointers instead cost 10 more registers,
@@ -436,8 +407,7 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
             k_step!(3);
             kk += 4;
         }
-        kt += 1;
-    }
+    });
 
     store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
@@ -520,18 +490,9 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
                 dst += warps * gs * 4;
             }
         } else {
-            let mut e = tid;
-            while e < bm * bk {
-                let (r, q) = (e / bk, e % bk);
-                let (gm, gk) = (m0 + r, k0 + q);
-                let v = if gm < m && gk < k {
-                    unsafe { a.add(gm as usize * k as usize + gk as usize).read() }
-                } else {
-                    0.0
-                };
-                unsafe { a_words.write(slot * a_stage * 4 + (r / 4 * gs + q) * 4 + r % 4, v) };
-                e += threads;
-            }
+            // Element (r, q) of the tile is row r of group r / 4 at k = q.
+            let at = |r: u32, q: u32| (r / 4 * gs + q) * 4 + r % 4;
+            unsafe { gather_tile(a, (m, k), (m0, k0), (bm, bk), a_words, slot * a_stage * 4, at, tid, threads) };
         }
         if b_fast && n0 + bn <= n && k0 + bk <= k {
             let mut r = b_r0;
@@ -544,51 +505,15 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
                 dst += b_rstep;
             }
         } else {
-            let mut e = tid;
-            while e < bk * bn {
-                let (r, q) = (e / bn, e % bn);
-                let (gk, gn) = (k0 + r, n0 + q);
-                let v = if gk < k && gn < n {
-                    unsafe { b.add(gk as usize * n as usize + gn as usize).read() }
-                } else {
-                    0.0
-                };
-                unsafe { b_words.write(slot * b_stage * 4 + (q / 4 * gs + r) * 4 + q % 4, v) };
-                e += threads;
-            }
+            // Element (r, q) of the tile is column q of group q / 4 at k = r.
+            let at = |r: u32, q: u32| (q / 4 * gs + r) * 4 + q % 4;
+            unsafe { gather_tile(b, (k, n), (k0, n0), (bk, bn), b_words, slot * b_stage * 4, at, tid, threads) };
         }
         gpu::copy_async_commit();
     };
 
     let mut acc = [[0.0f32; 8]; 8];
-    let k_tiles = k.div_ceil(bk);
-    let mut s = 0;
-    while s + 1 < stages {
-        if s < k_tiles {
-            load_tile(s, s);
-        } else {
-            gpu::copy_async_commit();
-        }
-        s += 1;
-    }
-    let mut kt = 0;
-    while kt < k_tiles {
-        // As in `gemm_rowmajor`: tile kt has landed, and slot (kt - 1) is free to refill.
-        gpu::copy_async_wait_pending(stages.saturating_sub(2));
-        gpu::barrier();
-        let next = kt + stages - 1;
-        if stages > 1 {
-            if next < k_tiles {
-                load_tile(next, next % stages);
-            } else {
-                gpu::copy_async_commit();
-            }
-        } else {
-            load_tile(kt, 0);
-            gpu::copy_async_wait_pending(0);
-            gpu::barrier();
-        }
-        let slot = kt % stages;
+    ring_pipeline(stages, k.div_ceil(bk), load_tile, |slot| {
         // This thread's two row groups of A and two column groups of B; slot `kk` of a
         // group holds its 4 values at k = kk. Walked by pointer so that the four k of an
         // unrolled step are immediate offsets of one address.
@@ -655,9 +580,82 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
             advance!(4);
             kk += 4;
         }
+    });
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
+}
+
+/// Copies the `tile.0 x tile.1` tile at `origin` of the row-major `dims.0 x dims.1` matrix
+/// `src` into `dst`, element `(r, q)` at word `base + at(r, q)`, zero past the matrix's
+/// edges: the f32 kernel's path for tiles the asynchronous copies cannot take. Thread `tid`
+/// of `threads` takes every `threads`-th element.
+///
+/// # Safety
+/// `src` holds `dims.0 * dims.1` elements; `base + at(r, q)` is inside `dst` for every
+/// element of the tile, and no other thread touches those words until a barrier.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn gather_tile(
+    src: *const f32,
+    dims: (u32, u32),
+    origin: (u32, u32),
+    tile: (u32, u32),
+    dst: SharedArray<f32>,
+    base: u32,
+    at: impl Fn(u32, u32) -> u32,
+    tid: u32,
+    threads: u32,
+) {
+    let mut e = tid;
+    while e < tile.0 * tile.1 {
+        let (r, q) = (e / tile.1, e % tile.1);
+        let (gr, gq) = (origin.0 + r, origin.1 + q);
+        let v = if gr < dims.0 && gq < dims.1 {
+            unsafe { src.add(gr as usize * dims.1 as usize + gq as usize).read() }
+        } else {
+            0.0
+        };
+        unsafe { dst.write(base + at(r, q), v) };
+        e += threads;
+    }
+}
+
+/// The ring of `stages` shared tile buffers both GEMM kernels run: `load_tile(kt, slot)`
+/// starts copying k-tile `kt` into ring slot `slot` and commits its copies as one group,
+/// `multiply(slot)` multiplies the tile in `slot`. While tile `kt` is multiplied, tiles up
+/// to `kt + stages - 1` are in flight; one barrier per k-tile (two with one stage).
+#[inline(always)]
+fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut multiply: impl FnMut(u32)) {
+    let mut s = 0;
+    while s + 1 < stages {
+        if s < k_tiles {
+            load_tile(s, s);
+        } else {
+            gpu::copy_async_commit();
+        }
+        s += 1;
+    }
+    let mut kt = 0;
+    while kt < k_tiles {
+        // Tile kt's copies (this thread's) have landed once at most stages - 2 newer groups
+        // are pending; the barrier publishes every thread's, and tells that slot (kt - 1)
+        // is free to refill.
+        gpu::copy_async_wait_pending(stages.saturating_sub(2));
+        gpu::barrier();
+        let next = kt + stages - 1;
+        if stages > 1 {
+            if next < k_tiles {
+                load_tile(next, next % stages);
+            } else {
+                gpu::copy_async_commit();
+            }
+        } else {
+            load_tile(kt, 0);
+            gpu::copy_async_wait_pending(0);
+            gpu::barrier();
+        }
+        multiply(kt % stages);
         kt += 1;
     }
-    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
 
 /// `C = alpha * acc + beta * C` for a thread's 8 x 8 tile at rows `m0 + row(i)`, columns
@@ -710,6 +708,30 @@ fn store_tile(
     store_row!(7);
 }
 
+/// `sgemm_kgroups` with depth `BK` compiled in: the body of `sgemm_f32_bk{8,16,32}`.
+/// Traps when the launch names another depth.
+///
+/// # Safety
+/// As for [`gemm_rowmajor`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn sgemm_compiled_bk<const BK: u32>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    cfg: SgemmConfig,
+) {
+    if cfg.bk != BK {
+        gpu::trap();
+    }
+    unsafe { sgemm_kgroups::<RuntimeTile<BK>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+}
+
 crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.
     pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
@@ -719,27 +741,15 @@ crate::kernels! { KERNELS;
     /// `sgemm_f32` with `bk` = 8 compiled in (`bm`, `bn`, `stages` at launch; traps on
     /// another `bk`).
     pub fn sgemm_f32_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        if bk != 8 {
-            gpu::trap();
-        }
-        let cfg = SgemmConfig { bm, bn, bk, stages };
-        unsafe { sgemm_kgroups::<RuntimeTile<8>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_compiled_bk::<8>(a, b, c, m, n, k, alpha, beta, SgemmConfig { bm, bn, bk, stages }) }
     }
     /// `sgemm_f32` with `bk` = 16 compiled in.
     pub fn sgemm_f32_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        if bk != 16 {
-            gpu::trap();
-        }
-        let cfg = SgemmConfig { bm, bn, bk, stages };
-        unsafe { sgemm_kgroups::<RuntimeTile<16>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_compiled_bk::<16>(a, b, c, m, n, k, alpha, beta, SgemmConfig { bm, bn, bk, stages }) }
     }
     /// `sgemm_f32` with `bk` = 32 compiled in.
     pub fn sgemm_f32_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        if bk != 32 {
-            gpu::trap();
-        }
-        let cfg = SgemmConfig { bm, bn, bk, stages };
-        unsafe { sgemm_kgroups::<RuntimeTile<32>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_compiled_bk::<32>(a, b, c, m, n, k, alpha, beta, SgemmConfig { bm, bn, bk, stages }) }
     }
     /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
     pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
