@@ -7,6 +7,8 @@
 pub mod cublas;
 
 use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, SgemmConfig, entry_name};
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -295,8 +297,8 @@ pub struct SgemmWorkload<'b, B: Kernels> {
     a: Buffer<B::Raw, u32>,
     b: Buffer<B::Raw, u32>,
     c: Buffer<B::Raw, f32>,
-    c_initial: Vec<f32>,
-    expected: Vec<((usize, usize), f64, f64)>,
+    /// The inputs as generated (shared by every config a tuner prepares for the problem).
+    host: Arc<HostInputs>,
 }
 
 /// The words a buffer of `values` becomes: f32 bits, or two f16 per word.
@@ -325,6 +327,19 @@ pub fn prepare<'b, B: Kernels>(
     fixed: bool,
     variant: Variant,
     seed: u64,
+) -> Result<SgemmWorkload<'b, B>> {
+    prepare_with(backend, problem, config, fixed, variant, || Arc::new(HostInputs::new(&problem, seed)))
+}
+
+/// [`prepare`] with the inputs from `inputs`, called only once the config and problem are
+/// accepted: a tuner hands every config of a problem the same [`HostInputs`].
+pub fn prepare_with<'b, B: Kernels>(
+    backend: &'b B,
+    problem: SgemmProblem,
+    config: SgemmConfig,
+    fixed: bool,
+    variant: Variant,
+    inputs: impl FnOnce() -> Arc<HostInputs>,
 ) -> Result<SgemmWorkload<'b, B>> {
     let entry = entry_name(problem.f16_inputs, fixed, config.bk)
         .ok_or_else(|| invalid("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only"))?;
@@ -395,64 +410,40 @@ pub fn prepare<'b, B: Kernels>(
         &wgsl,
         &cuda,
     )?;
-    let host = host_inputs(problem, seed);
+    let host = inputs();
     let a = backend.htod(&host.a_words)?;
     let b = backend.htod(&host.b_words)?;
-    let c_dev = backend.htod(&host.c)?;
-    Ok(SgemmWorkload {
-        backend,
-        kernel,
-        problem,
-        config,
-        grid: grid as u32,
-        a,
-        b,
-        c: c_dev,
-        c_initial: host.c.clone(),
-        expected: host.expected.clone(),
-    })
+    let c = backend.htod(&host.c)?;
+    Ok(SgemmWorkload { backend, kernel, problem, config, grid: grid as u32, a, b, c, host })
 }
 
 /// A problem's inputs as the device gets them, the initial `C`, and the reference entries.
-struct HostInputs {
+pub struct HostInputs {
     a_words: Vec<u32>,
     b_words: Vec<u32>,
     c: Vec<f32>,
+    /// `((i, j), reference, error scale)` of each checked entry of `C`.
     expected: Vec<((usize, usize), f64, f64)>,
 }
 
-/// The inputs and reference of `(problem, seed)`, computed once for consecutive calls with
-/// the same pair: a tuning sweep prepares every config of one problem, and generating
-/// 4096^3's inputs and 4096 reference dot products each time would cost more than timing.
-fn host_inputs(problem: SgemmProblem, seed: u64) -> std::sync::Arc<HostInputs> {
-    use std::sync::{Arc, Mutex};
-    type Last = Option<(SgemmProblem, u64, Arc<HostInputs>)>;
-    static LAST: Mutex<Last> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((p, s, host)) = last.as_ref()
-        && *p == problem
-        && *s == seed
-    {
-        return host.clone();
+impl HostInputs {
+    /// The inputs of `(problem, seed)` and the reference of the entries a check compares.
+    pub fn new(problem: &SgemmProblem, seed: u64) -> HostInputs {
+        let (a, b, c) = inputs(problem, seed);
+        let picks = checked_entries(problem, seed);
+        let (nn, kk) = (problem.n as usize, problem.k as usize);
+        let expected = crate::par::map(picks.len(), |s| {
+            let (i, j) = picks[s];
+            let (v, scale) = reference_entry(&a, &b, &c, nn, kk, i, j);
+            ((i, j), v, scale)
+        });
+        HostInputs {
+            a_words: device_words(&a, problem.f16_inputs),
+            b_words: device_words(&b, problem.f16_inputs),
+            c,
+            expected,
+        }
     }
-    // Free the previous problem's inputs before making the next one's.
-    *last = None;
-    let (a, b, c) = inputs(&problem, seed);
-    let picks = checked_entries(&problem, seed);
-    let (nn, kk) = (problem.n as usize, problem.k as usize);
-    let expected: Vec<((usize, usize), f64, f64)> = crate::par::map(picks.len(), |s| {
-        let (i, j) = picks[s];
-        let (v, scale) = reference_entry(&a, &b, &c, nn, kk, i, j);
-        ((i, j), v, scale)
-    });
-    let host = Arc::new(HostInputs {
-        a_words: device_words(&a, problem.f16_inputs),
-        b_words: device_words(&b, problem.f16_inputs),
-        c,
-        expected,
-    });
-    *last = Some((problem, seed, host.clone()));
-    host
 }
 
 impl<B: Kernels> SgemmWorkload<'_, B> {
@@ -483,14 +474,14 @@ impl<B: Kernels> SgemmWorkload<'_, B> {
 
     /// All of `C` after one run from the initial `C` (into a fresh copy).
     pub fn result_from_initial(&self) -> Result<Vec<f32>> {
-        let c = self.backend.htod(&self.c_initial)?;
+        let c = self.backend.htod(&self.host.c)?;
         self.launch_into(&c)?;
         self.backend.dtoh(&c)
     }
 
     /// The initial `C`, which every run reads (`BETA * C`).
     pub fn c_initial(&self) -> &[f32] {
-        &self.c_initial
+        &self.host.c
     }
 
     /// Compares `got` (all of `C`) with the reference entries.
@@ -500,7 +491,7 @@ impl<B: Kernels> SgemmWorkload<'_, B> {
         let n = self.problem.n as usize;
         let mut first: Option<Mismatch> = None;
         let mut count = 0;
-        for &((i, j), want, scale) in &self.expected {
+        for &((i, j), want, scale) in &self.host.expected {
             let actual = got[i * n + j];
             if !tol.allows(want, actual as f64, scale) {
                 count += 1;
@@ -511,7 +502,7 @@ impl<B: Kernels> SgemmWorkload<'_, B> {
                     actual: actual.to_string(),
                     allowed: tol.bound(scale),
                     count: 0,
-                    len: self.expected.len(),
+                    len: self.host.expected.len(),
                 });
             }
         }

@@ -5,22 +5,41 @@
 //! WGSL (f32 only) each point is a pipeline of its own, with 1 or 2 stages and the rules
 //! of [`wgsl_check`]; its static bytes are checked against the adapter's limit.
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use dynsmem_kernels::sgemm::SgemmConfig;
 
 use super::layout_reason;
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernels::sgemm::{SgemmProblem, prepare, wgsl_check, wgsl_grid, wgsl_static_bytes};
+use crate::kernels::sgemm::{HostInputs, SgemmProblem, prepare_with, wgsl_check, wgsl_grid, wgsl_static_bytes};
 use crate::kernels::{Variant, Workload};
 use crate::tune::{Footprint, Param, Target, Tunable, TuneBackend};
 
 pub struct SgemmTunable {
     problem: SgemmProblem,
+    /// The inputs of the last seed, made once for every config (as reduce's tunable does).
+    inputs: RefCell<Option<(u64, Arc<HostInputs>)>>,
 }
 
 impl SgemmTunable {
     pub fn new(problem: SgemmProblem) -> SgemmTunable {
-        SgemmTunable { problem }
+        SgemmTunable { problem, inputs: RefCell::new(None) }
+    }
+
+    fn inputs(&self, seed: u64) -> Arc<HostInputs> {
+        let mut slot = self.inputs.borrow_mut();
+        if let Some((s, i)) = slot.as_ref()
+            && *s == seed
+        {
+            return i.clone();
+        }
+        // Free the last seed's inputs before making the next ones.
+        *slot = None;
+        let inputs = Arc::new(HostInputs::new(&self.problem, seed));
+        *slot = Some((seed, inputs.clone()));
+        inputs
     }
 
     fn config(point: &[u32]) -> SgemmConfig {
@@ -101,6 +120,7 @@ impl Tunable for SgemmTunable {
         point: &[u32],
         seed: u64,
     ) -> Result<Box<dyn Workload + 'b>> {
-        Ok(Box::new(prepare(backend, self.problem, Self::config(point), false, variant, seed)?))
+        let inputs = || self.inputs(seed);
+        Ok(Box::new(prepare_with(backend, self.problem, Self::config(point), false, variant, inputs)?))
     }
 }
