@@ -125,8 +125,16 @@ pub trait Tunable {
     /// are checked by [`SearchSpace::build`] on the returned [`Footprint`].
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String>;
 
-    /// The family's config struct for a point, as `run` records it.
-    fn config_json(&self, point: &[u32]) -> serde_json::Value;
+    /// The family's config struct, as `run` records it.
+    type Config: Serialize;
+
+    /// The config of a point (its values in [`Tunable::params`] order).
+    fn config(&self, point: &[u32]) -> Self::Config;
+
+    /// [`Tunable::config`] as records carry it.
+    fn config_json(&self, point: &[u32]) -> serde_json::Value {
+        serde_json::to_value(self.config(point)).expect("configs serialize")
+    }
 
     /// Validates and builds the workload of one point on `backend` (inputs from `seed`,
     /// reference computed): nothing is launched yet.

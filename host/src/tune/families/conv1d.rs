@@ -18,14 +18,15 @@ impl Conv1dTunable {
     pub fn new(problem: Conv1dProblem) -> Conv1dTunable {
         Conv1dTunable { problem }
     }
-
-    fn config(point: &[u32]) -> Conv1dConfig {
-        Conv1dConfig { block: point[0], outputs_per_thread: point[1] }
-    }
 }
 
 impl Tunable for Conv1dTunable {
     type Problem = Conv1dProblem;
+    type Config = Conv1dConfig;
+
+    fn config(&self, point: &[u32]) -> Conv1dConfig {
+        Conv1dConfig { block: point[0], outputs_per_thread: point[1] }
+    }
 
     fn family(&self) -> &'static str {
         "conv1d"
@@ -42,7 +43,7 @@ impl Tunable for Conv1dTunable {
     }
 
     fn check(&self, point: &[u32], _: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = Self::config(point);
+        let cfg = self.config(point);
         if !OUTPUTS_PER_THREAD.contains(&cfg.outputs_per_thread) {
             return Err(format!("outputs per thread not in the image (one of {OUTPUTS_PER_THREAD:?})"));
         }
@@ -54,10 +55,6 @@ impl Tunable for Conv1dTunable {
         Ok(Footprint { threads: cfg.block, grid: cfg.grid(self.problem.n), launch_bytes, static_bytes })
     }
 
-    fn config_json(&self, point: &[u32]) -> serde_json::Value {
-        serde_json::to_value(Self::config(point)).expect("configs serialize")
-    }
-
     fn prepare<'b, B: TuneBackend>(
         &self,
         backend: &'b B,
@@ -65,6 +62,6 @@ impl Tunable for Conv1dTunable {
         point: &[u32],
         seed: u64,
     ) -> Result<Box<dyn Workload + 'b>> {
-        Ok(Box::new(prepare(backend, self.problem, Self::config(point), variant, seed)?))
+        Ok(Box::new(prepare(backend, self.problem, self.config(point), variant, seed)?))
     }
 }

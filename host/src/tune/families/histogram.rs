@@ -18,14 +18,15 @@ impl HistogramTunable {
     pub fn new(problem: HistogramProblem) -> HistogramTunable {
         HistogramTunable { problem }
     }
-
-    fn config(point: &[u32]) -> HistogramConfig {
-        HistogramConfig { block: point[0], copies: point[1], grid: point[2] }
-    }
 }
 
 impl Tunable for HistogramTunable {
     type Problem = HistogramProblem;
+    type Config = HistogramConfig;
+
+    fn config(&self, point: &[u32]) -> HistogramConfig {
+        HistogramConfig { block: point[0], copies: point[1], grid: point[2] }
+    }
 
     fn family(&self) -> &'static str {
         "histogram"
@@ -56,17 +57,13 @@ impl Tunable for HistogramTunable {
     }
 
     fn check(&self, point: &[u32], _: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = Self::config(point);
+        let cfg = self.config(point);
         if cfg.block == 0 || cfg.copies == 0 || cfg.grid == 0 {
             return Err("block, copies and grid must be at least 1".into());
         }
         let launch_bytes = cfg.shared_bytes(self.problem.bins).map_err(layout_reason)?;
         let static_bytes = wgsl_spec(&self.problem, &cfg, Variant::WgslLiteral).static_bytes;
         Ok(Footprint { threads: cfg.block, grid: cfg.grid, launch_bytes, static_bytes })
-    }
-
-    fn config_json(&self, point: &[u32]) -> serde_json::Value {
-        serde_json::to_value(Self::config(point)).expect("configs serialize")
     }
 
     fn prepare<'b, B: TuneBackend>(
@@ -76,6 +73,6 @@ impl Tunable for HistogramTunable {
         point: &[u32],
         seed: u64,
     ) -> Result<Box<dyn Workload + 'b>> {
-        Ok(Box::new(prepare(backend, self.problem, Self::config(point), variant, seed)?))
+        Ok(Box::new(prepare(backend, self.problem, self.config(point), variant, seed)?))
     }
 }

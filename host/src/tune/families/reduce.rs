@@ -30,10 +30,6 @@ impl ReduceTunable {
         ReduceTunable { problem, inputs: RefCell::new(None) }
     }
 
-    fn config(point: &[u32]) -> ReduceConfig {
-        ReduceConfig { block: point[0], items_per_thread: point[1], staged: point[2] != 0 }
-    }
-
     fn inputs(&self, seed: u64) -> Rc<Inputs> {
         let mut slot = self.inputs.borrow_mut();
         if let Some((s, i)) = slot.as_ref()
@@ -61,6 +57,11 @@ impl ReduceTunable {
 
 impl Tunable for ReduceTunable {
     type Problem = ReduceProblem;
+    type Config = ReduceConfig;
+
+    fn config(&self, point: &[u32]) -> ReduceConfig {
+        ReduceConfig { block: point[0], items_per_thread: point[1], staged: point[2] != 0 }
+    }
 
     fn family(&self) -> &'static str {
         "reduce"
@@ -87,7 +88,7 @@ impl Tunable for ReduceTunable {
     }
 
     fn check(&self, point: &[u32], _: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = Self::config(point);
+        let cfg = self.config(point);
         if cfg.block == 0 || cfg.items_per_thread == 0 {
             return Err("block and items per thread must be at least 1".into());
         }
@@ -102,10 +103,6 @@ impl Tunable for ReduceTunable {
         Ok(Footprint { threads: cfg.block, grid: cfg.grid(self.problem.n), launch_bytes, static_bytes })
     }
 
-    fn config_json(&self, point: &[u32]) -> serde_json::Value {
-        serde_json::to_value(Self::config(point)).expect("configs serialize")
-    }
-
     fn prepare<'b, B: TuneBackend>(
         &self,
         backend: &'b B,
@@ -113,7 +110,7 @@ impl Tunable for ReduceTunable {
         point: &[u32],
         seed: u64,
     ) -> Result<Box<dyn Workload + 'b>> {
-        let plan = ReducePlan::new(backend, self.problem, Self::config(point), variant)?;
+        let plan = ReducePlan::new(backend, self.problem, self.config(point), variant)?;
         let inputs = self.inputs(seed);
         Ok(match &*inputs {
             Inputs::F32(d, r) => Box::new(ReduceWork::new(backend, plan, d, *r)?),

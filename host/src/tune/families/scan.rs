@@ -21,14 +21,15 @@ impl ScanTunable {
     pub fn new(problem: ScanProblem) -> ScanTunable {
         ScanTunable { problem }
     }
-
-    fn config(point: &[u32]) -> ScanConfig {
-        ScanConfig { block: point[0], items_per_thread: point[1] }
-    }
 }
 
 impl Tunable for ScanTunable {
     type Problem = ScanProblem;
+    type Config = ScanConfig;
+
+    fn config(&self, point: &[u32]) -> ScanConfig {
+        ScanConfig { block: point[0], items_per_thread: point[1] }
+    }
 
     fn family(&self) -> &'static str {
         "scan"
@@ -47,7 +48,7 @@ impl Tunable for ScanTunable {
     }
 
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = Self::config(point);
+        let cfg = self.config(point);
         if !cfg.fits() {
             return Err("items per thread must be a positive multiple of 4 (whole 16-byte vectors)".into());
         }
@@ -59,10 +60,6 @@ impl Tunable for ScanTunable {
         Ok(Footprint { threads: cfg.block, grid: grid.min(u32::MAX as u64) as u32, launch_bytes, static_bytes })
     }
 
-    fn config_json(&self, point: &[u32]) -> serde_json::Value {
-        serde_json::to_value(Self::config(point)).expect("configs serialize")
-    }
-
     fn prepare<'b, B: TuneBackend>(
         &self,
         backend: &'b B,
@@ -70,7 +67,7 @@ impl Tunable for ScanTunable {
         point: &[u32],
         seed: u64,
     ) -> Result<Box<dyn Workload + 'b>> {
-        let cfg = Self::config(point);
+        let cfg = self.config(point);
         Ok(match self.problem.dtype {
             Dtype::F32 => Box::new(prepare::<B, f32>(backend, self.problem, cfg, variant, seed)?),
             Dtype::U32 => Box::new(prepare::<B, u32>(backend, self.problem, cfg, variant, seed)?),

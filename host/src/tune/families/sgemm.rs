@@ -42,10 +42,6 @@ impl SgemmTunable {
         inputs
     }
 
-    fn config(point: &[u32]) -> SgemmConfig {
-        SgemmConfig { bm: point[0], bn: point[1], bk: point[2], stages: point[3] }
-    }
-
     fn elem_bytes(&self) -> u32 {
         if self.problem.f16_inputs { 2 } else { 4 }
     }
@@ -53,6 +49,11 @@ impl SgemmTunable {
 
 impl Tunable for SgemmTunable {
     type Problem = SgemmProblem;
+    type Config = SgemmConfig;
+
+    fn config(&self, point: &[u32]) -> SgemmConfig {
+        SgemmConfig { bm: point[0], bn: point[1], bk: point[2], stages: point[3] }
+    }
 
     fn family(&self) -> &'static str {
         "sgemm"
@@ -87,7 +88,7 @@ impl Tunable for SgemmTunable {
     }
 
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = Self::config(point);
+        let cfg = self.config(point);
         let eb = self.elem_bytes();
         if target.variant != Variant::LaunchSized {
             if self.problem.f16_inputs {
@@ -109,10 +110,6 @@ impl Tunable for SgemmTunable {
         Ok(Footprint { threads: cfg.threads(), grid, launch_bytes, static_bytes: 0 })
     }
 
-    fn config_json(&self, point: &[u32]) -> serde_json::Value {
-        serde_json::to_value(Self::config(point)).expect("configs serialize")
-    }
-
     fn prepare<'b, B: TuneBackend>(
         &self,
         backend: &'b B,
@@ -121,6 +118,6 @@ impl Tunable for SgemmTunable {
         seed: u64,
     ) -> Result<Box<dyn Workload + 'b>> {
         let inputs = || self.inputs(seed);
-        Ok(Box::new(prepare_with(backend, self.problem, Self::config(point), false, variant, inputs)?))
+        Ok(Box::new(prepare_with(backend, self.problem, self.config(point), false, variant, inputs)?))
     }
 }

@@ -18,14 +18,15 @@ impl Stencil2dTunable {
     pub fn new(problem: Stencil2dProblem) -> Stencil2dTunable {
         Stencil2dTunable { problem }
     }
-
-    fn config(point: &[u32]) -> Stencil2dConfig {
-        Stencil2dConfig { block: point[0], tile_w: point[1], tile_h: point[2] }
-    }
 }
 
 impl Tunable for Stencil2dTunable {
     type Problem = Stencil2dProblem;
+    type Config = Stencil2dConfig;
+
+    fn config(&self, point: &[u32]) -> Stencil2dConfig {
+        Stencil2dConfig { block: point[0], tile_w: point[1], tile_h: point[2] }
+    }
 
     fn family(&self) -> &'static str {
         "stencil2d"
@@ -52,7 +53,7 @@ impl Tunable for Stencil2dTunable {
     }
 
     fn check(&self, point: &[u32], _: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = Self::config(point);
+        let cfg = self.config(point);
         if !RADII.contains(&self.problem.radius) {
             return Err(format!("radius {} is not in the image (one of {RADII:?})", self.problem.radius));
         }
@@ -67,10 +68,6 @@ impl Tunable for Stencil2dTunable {
         Ok(Footprint { threads: cfg.block, grid, launch_bytes, static_bytes })
     }
 
-    fn config_json(&self, point: &[u32]) -> serde_json::Value {
-        serde_json::to_value(Self::config(point)).expect("configs serialize")
-    }
-
     fn prepare<'b, B: TuneBackend>(
         &self,
         backend: &'b B,
@@ -78,6 +75,6 @@ impl Tunable for Stencil2dTunable {
         point: &[u32],
         seed: u64,
     ) -> Result<Box<dyn Workload + 'b>> {
-        Ok(Box::new(prepare(backend, self.problem, Self::config(point), variant, seed)?))
+        Ok(Box::new(prepare(backend, self.problem, self.config(point), variant, seed)?))
     }
 }

@@ -17,14 +17,15 @@ impl TransposeTunable {
     pub fn new(problem: TransposeProblem) -> TransposeTunable {
         TransposeTunable { problem }
     }
-
-    fn config(point: &[u32]) -> TransposeConfig {
-        TransposeConfig { block: point[0], tile: point[1], pad: point[2] }
-    }
 }
 
 impl Tunable for TransposeTunable {
     type Problem = TransposeProblem;
+    type Config = TransposeConfig;
+
+    fn config(&self, point: &[u32]) -> TransposeConfig {
+        TransposeConfig { block: point[0], tile: point[1], pad: point[2] }
+    }
 
     fn family(&self) -> &'static str {
         "transpose"
@@ -47,7 +48,7 @@ impl Tunable for TransposeTunable {
     }
 
     fn check(&self, point: &[u32], _: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = Self::config(point);
+        let cfg = self.config(point);
         // The entry point's contract (`dynsmem_kernels::transpose`): the block's threads
         // cover whole tile rows.
         if cfg.tile == 0 || cfg.block < cfg.tile || !cfg.block.is_multiple_of(cfg.tile) {
@@ -59,10 +60,6 @@ impl Tunable for TransposeTunable {
         Ok(Footprint { threads: cfg.block, grid, launch_bytes, static_bytes })
     }
 
-    fn config_json(&self, point: &[u32]) -> serde_json::Value {
-        serde_json::to_value(Self::config(point)).expect("configs serialize")
-    }
-
     fn prepare<'b, B: TuneBackend>(
         &self,
         backend: &'b B,
@@ -70,6 +67,6 @@ impl Tunable for TransposeTunable {
         point: &[u32],
         seed: u64,
     ) -> Result<Box<dyn Workload + 'b>> {
-        Ok(Box::new(prepare(backend, self.problem, Self::config(point), variant, seed)?))
+        Ok(Box::new(prepare(backend, self.problem, self.config(point), variant, seed)?))
     }
 }

@@ -299,6 +299,7 @@ pub(crate) mod tests {
 
     impl Tunable for Bowl {
         type Problem = u32;
+        type Config = serde_json::Value;
         fn family(&self) -> &'static str {
             "bowl"
         }
@@ -315,7 +316,7 @@ pub(crate) mod tests {
             }
             Ok(Footprint { threads: 1, grid: 1, launch_bytes: p[0] * 4, static_bytes: 0 })
         }
-        fn config_json(&self, p: &[u32]) -> serde_json::Value {
+        fn config(&self, p: &[u32]) -> serde_json::Value {
             serde_json::json!({"x": p[0], "y": p[1]})
         }
         fn prepare<'b, B: TuneBackend>(
