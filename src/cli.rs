@@ -5,6 +5,14 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use dynsmem_host::kernels::conv1d::Conv1dProblem;
+use dynsmem_host::kernels::histogram::HistogramProblem;
+use dynsmem_host::kernels::reduce::{ReduceOp, ReduceProblem};
+use dynsmem_host::kernels::scan::ScanProblem;
+use dynsmem_host::kernels::stencil2d::{Blur, Stencil2dProblem};
+use dynsmem_host::kernels::transpose::TransposeProblem;
+
+use crate::suite::Sizes;
 
 #[derive(Parser)]
 #[command(name = "dynsmem", version, about = "GPU workgroup (shared) memory sized at launch: run, verify, compare")]
@@ -127,6 +135,15 @@ pub enum DtypeArg {
     U32,
 }
 
+impl DtypeArg {
+    pub fn dtype(self) -> dynsmem_kernels::Dtype {
+        match self {
+            DtypeArg::F32 => dynsmem_kernels::Dtype::F32,
+            DtypeArg::U32 => dynsmem_kernels::Dtype::U32,
+        }
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum VariantArg {
     LaunchSized,
@@ -154,13 +171,8 @@ pub struct Common {
 
 #[derive(clap::Args)]
 pub struct ReduceArgs {
-    /// Number of elements (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, value_enum, default_value = "sum")]
-    pub op: OpArg,
-    #[arg(long, value_enum, default_value = "f32")]
-    pub dtype: DtypeArg,
+    #[command(flatten)]
+    pub problem: ReduceProblemArgs,
     /// Threads per block (default: the backend's default config).
     #[arg(long)]
     pub block: Option<u32>,
@@ -176,11 +188,8 @@ pub struct ReduceArgs {
 
 #[derive(clap::Args)]
 pub struct ScanArgs {
-    /// Elements (default as reduce).
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, value_enum, default_value = "f32")]
-    pub dtype: DtypeArg,
+    #[command(flatten)]
+    pub problem: ScanProblemArgs,
     #[arg(long)]
     pub block: Option<u32>,
     /// Elements per thread (a tile is block * ipt).
@@ -192,14 +201,8 @@ pub struct ScanArgs {
 
 #[derive(clap::Args)]
 pub struct HistogramArgs {
-    /// Keys (default as reduce).
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, default_value_t = 256)]
-    pub bins: u32,
-    /// Percent of keys outside [0, bins) (not counted).
-    #[arg(long, default_value_t = 0)]
-    pub out_of_range: u32,
+    #[command(flatten)]
+    pub problem: HistogramProblemArgs,
     #[arg(long)]
     pub block: Option<u32>,
     #[arg(long)]
@@ -213,12 +216,8 @@ pub struct HistogramArgs {
 
 #[derive(clap::Args)]
 pub struct Conv1dArgs {
-    /// Samples (default as reduce).
-    #[arg(long)]
-    pub n: Option<u64>,
-    /// Taps (odd, 3..=129).
-    #[arg(long, default_value_t = 33)]
-    pub taps: u32,
+    #[command(flatten)]
+    pub problem: Conv1dProblemArgs,
     #[arg(long)]
     pub block: Option<u32>,
     /// Outputs per thread: 4 or 8 (instantiated in the image).
@@ -236,16 +235,8 @@ pub enum BlurArg {
 
 #[derive(clap::Args)]
 pub struct Stencil2dArgs {
-    /// Image width and height (default: 16384 on a GPU).
-    #[arg(long)]
-    pub width: Option<u32>,
-    #[arg(long)]
-    pub height: Option<u32>,
-    /// 1 (3x3) or 2 (5x5).
-    #[arg(long, default_value_t = 1)]
-    pub radius: u32,
-    #[arg(long, value_enum, default_value = "gaussian")]
-    pub blur: BlurArg,
+    #[command(flatten)]
+    pub problem: Stencil2dProblemArgs,
     #[arg(long)]
     pub block: Option<u32>,
     #[arg(long)]
@@ -258,11 +249,8 @@ pub struct Stencil2dArgs {
 
 #[derive(clap::Args)]
 pub struct TransposeArgs {
-    /// Rows and columns (default: 16384 on a GPU).
-    #[arg(long)]
-    pub rows: Option<u32>,
-    #[arg(long)]
-    pub cols: Option<u32>,
+    #[command(flatten)]
+    pub problem: TransposeProblemArgs,
     #[arg(long)]
     pub block: Option<u32>,
     #[arg(long)]
@@ -449,70 +437,176 @@ pub struct TuneCommon {
 
 #[derive(clap::Args)]
 pub struct TuneReduceArgs {
-    /// Elements (default as run).
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, value_enum, default_value = "sum")]
-    pub op: OpArg,
-    #[arg(long, value_enum, default_value = "f32")]
-    pub dtype: DtypeArg,
+    #[command(flatten)]
+    pub problem: ReduceProblemArgs,
     #[command(flatten)]
     pub tune: TuneCommon,
 }
 
 #[derive(clap::Args)]
 pub struct TuneScanArgs {
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, value_enum, default_value = "f32")]
-    pub dtype: DtypeArg,
+    #[command(flatten)]
+    pub problem: ScanProblemArgs,
     #[command(flatten)]
     pub tune: TuneCommon,
 }
 
 #[derive(clap::Args)]
 pub struct TuneHistogramArgs {
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, default_value_t = 256)]
-    pub bins: u32,
-    /// Percent of keys outside [0, bins).
-    #[arg(long, default_value_t = 0)]
-    pub out_of_range: u32,
+    #[command(flatten)]
+    pub problem: HistogramProblemArgs,
     #[command(flatten)]
     pub tune: TuneCommon,
 }
 
 #[derive(clap::Args)]
 pub struct TuneConv1dArgs {
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, default_value_t = 33)]
-    pub taps: u32,
+    #[command(flatten)]
+    pub problem: Conv1dProblemArgs,
     #[command(flatten)]
     pub tune: TuneCommon,
 }
 
 #[derive(clap::Args)]
 pub struct TuneStencil2dArgs {
-    #[arg(long)]
-    pub width: Option<u32>,
-    #[arg(long)]
-    pub height: Option<u32>,
-    #[arg(long, default_value_t = 1)]
-    pub radius: u32,
-    #[arg(long, value_enum, default_value = "gaussian")]
-    pub blur: BlurArg,
+    #[command(flatten)]
+    pub problem: Stencil2dProblemArgs,
     #[command(flatten)]
     pub tune: TuneCommon,
 }
 
 #[derive(clap::Args)]
 pub struct TuneTransposeArgs {
+    #[command(flatten)]
+    pub problem: TransposeProblemArgs,
+    #[command(flatten)]
+    pub tune: TuneCommon,
+}
+
+// The problem options `run <family>` and `tune <family>` share, and the problems they name
+// (sizes left out take the backend's defaults, `Sizes`).
+
+#[derive(clap::Args)]
+pub struct ReduceProblemArgs {
+    /// Number of elements (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, value_enum, default_value = "sum")]
+    pub op: OpArg,
+    #[arg(long, value_enum, default_value = "f32")]
+    pub dtype: DtypeArg,
+}
+
+impl ReduceProblemArgs {
+    pub fn problem(&self, sizes: &Sizes) -> ReduceProblem {
+        let op = match self.op {
+            OpArg::Sum => ReduceOp::Sum,
+            OpArg::Min => ReduceOp::Min,
+            OpArg::Max => ReduceOp::Max,
+        };
+        ReduceProblem { n: self.n.unwrap_or(sizes.n), op, dtype: self.dtype.dtype() }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct ScanProblemArgs {
+    /// Elements (default as reduce).
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, value_enum, default_value = "f32")]
+    pub dtype: DtypeArg,
+}
+
+impl ScanProblemArgs {
+    pub fn problem(&self, sizes: &Sizes) -> ScanProblem {
+        ScanProblem { n: self.n.unwrap_or(sizes.n), dtype: self.dtype.dtype() }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct HistogramProblemArgs {
+    /// Keys (default as reduce).
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, default_value_t = 256)]
+    pub bins: u32,
+    /// Percent of keys outside [0, bins) (not counted).
+    #[arg(long, default_value_t = 0)]
+    pub out_of_range: u32,
+}
+
+impl HistogramProblemArgs {
+    pub fn problem(&self, sizes: &Sizes) -> HistogramProblem {
+        HistogramProblem { n: self.n.unwrap_or(sizes.n), bins: self.bins, out_of_range_pct: self.out_of_range }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct Conv1dProblemArgs {
+    /// Samples (default as reduce).
+    #[arg(long)]
+    pub n: Option<u64>,
+    /// Taps (odd, 3..=129).
+    #[arg(long, default_value_t = 33)]
+    pub taps: u32,
+}
+
+impl Conv1dProblemArgs {
+    pub fn problem(&self, sizes: &Sizes) -> Conv1dProblem {
+        Conv1dProblem { n: self.n.unwrap_or(sizes.n), taps: self.taps }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct Stencil2dProblemArgs {
+    /// Image width and height (default: 16384 on a GPU).
+    #[arg(long)]
+    pub width: Option<u32>,
+    #[arg(long)]
+    pub height: Option<u32>,
+    /// 1 (3x3) or 2 (5x5).
+    #[arg(long, default_value_t = 1)]
+    pub radius: u32,
+    #[arg(long, value_enum, default_value = "gaussian")]
+    pub blur: BlurArg,
+}
+
+impl Stencil2dProblemArgs {
+    pub fn problem(&self, sizes: &Sizes) -> Stencil2dProblem {
+        let blur = match self.blur {
+            BlurArg::Box => Blur::Box,
+            BlurArg::Gaussian => Blur::Gaussian,
+        };
+        Stencil2dProblem {
+            width: self.width.unwrap_or(sizes.side),
+            height: self.height.unwrap_or(sizes.side),
+            radius: self.radius,
+            blur,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct TransposeProblemArgs {
+    /// Rows and columns (default: 16384 on a GPU).
     #[arg(long)]
     pub rows: Option<u32>,
     #[arg(long)]
     pub cols: Option<u32>,
-    #[command(flatten)]
-    pub tune: TuneCommon,
+}
+
+impl TransposeProblemArgs {
+    pub fn problem(&self, sizes: &Sizes) -> TransposeProblem {
+        TransposeProblem { rows: self.rows.unwrap_or(sizes.side), cols: self.cols.unwrap_or(sizes.side) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        // clap's own checks (unique ids and flags among flattened argument structs, ...),
+        // which it otherwise runs only in debug builds.
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }

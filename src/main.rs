@@ -11,7 +11,7 @@ use dynsmem::host::backend::hip::HipBackend;
 use dynsmem::host::backend::wgpu::WgpuBackend;
 use dynsmem::host::backend::{Backend, BackendKind, Probe};
 use dynsmem::host::bench;
-use dynsmem::host::kernels::reduce::{ReduceConfig, ReduceElement, ReduceKernels, ReduceOp, ReduceProblem};
+use dynsmem::host::kernels::reduce::{ReduceConfig, ReduceElement, ReduceKernels, ReduceProblem};
 use dynsmem::host::kernels::{Kernels, Variant, Workload};
 use dynsmem::host::measure::TimingOptions;
 use dynsmem::host::report::{JsonlWriter, Record, TableStyle, records_table};
@@ -183,13 +183,6 @@ fn variant_of<B: Kernels>(backend: &B, v: Option<VariantArg>) -> Variant {
     }
 }
 
-fn dtype_of(d: DtypeArg) -> Dtype {
-    match d {
-        DtypeArg::F32 => Dtype::F32,
-        DtypeArg::U32 => Dtype::U32,
-    }
-}
-
 fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
     serde_json::to_value(v).expect("problems and configs serialize")
 }
@@ -216,9 +209,9 @@ fn run_on<B: ReduceKernels + Kernels>(
     // that fits; the note says so when that is the config run.
     let note: Option<String>;
     let (mut rec, anchor) = match family {
-        RunFamily::Reduce(a) => return reduce_on(backend, a, sizes.n, variant, timing, &prov, common, out),
+        RunFamily::Reduce(a) => return reduce_on(backend, a, &sizes, variant, timing, &prov, common, out),
         RunFamily::Scan(a) => {
-            let p = k::scan::ScanProblem { n: a.n.unwrap_or(sizes.n), dtype: dtype_of(a.dtype) };
+            let p = a.problem.problem(&sizes);
             let (d, fit) = k::scan::fit_config(backend, variant, k::scan::default_config(backend));
             let c = scan::ScanConfig {
                 block: a.block.unwrap_or(d.block),
@@ -251,11 +244,7 @@ fn run_on<B: ReduceKernels + Kernels>(
             }
         }
         RunFamily::Histogram(a) => {
-            let p = k::histogram::HistogramProblem {
-                n: a.n.unwrap_or(sizes.n),
-                bins: a.bins,
-                out_of_range_pct: a.out_of_range,
-            };
+            let p = a.problem.problem(&sizes);
             let (d, fit) = k::histogram::fit_config(backend, variant, &p, k::histogram::default_config(backend, &p));
             let c = histogram::HistogramConfig {
                 block: a.block.unwrap_or(d.block),
@@ -267,8 +256,8 @@ fn run_on<B: ReduceKernels + Kernels>(
             m.run("histogram", json(&p), json(&c), w, Some(bytes_of(p.n, 4)))?
         }
         RunFamily::Conv1d(a) => {
-            let p = k::conv1d::Conv1dProblem { n: a.n.unwrap_or(sizes.n), taps: a.taps };
-            let (d, fit) = k::conv1d::fit_config(backend, variant, &p, k::conv1d::default_config(backend, a.taps));
+            let p = a.problem.problem(&sizes);
+            let (d, fit) = k::conv1d::fit_config(backend, variant, &p, k::conv1d::default_config(backend, p.taps));
             let c = conv1d::Conv1dConfig {
                 block: a.block.unwrap_or(d.block),
                 outputs_per_thread: a.outputs_per_thread.unwrap_or(d.outputs_per_thread),
@@ -279,12 +268,7 @@ fn run_on<B: ReduceKernels + Kernels>(
             m.run("conv1d", json(&p), json(&c), w, Some(bytes_of(p.n, 4)))?
         }
         RunFamily::Stencil2d(a) => {
-            let blur = match a.blur {
-                BlurArg::Box => k::stencil2d::Blur::Box,
-                BlurArg::Gaussian => k::stencil2d::Blur::Gaussian,
-            };
-            let (width, height) = (a.width.unwrap_or(sizes.side), a.height.unwrap_or(sizes.side));
-            let p = k::stencil2d::Stencil2dProblem { width, height, radius: a.radius, blur };
+            let p = a.problem.problem(&sizes);
             let (d, fit) = k::stencil2d::fit_config(backend, variant, &p, k::stencil2d::default_config(backend));
             let c = stencil2d::Stencil2dConfig {
                 block: a.block.unwrap_or(d.block),
@@ -292,16 +276,13 @@ fn run_on<B: ReduceKernels + Kernels>(
                 tile_h: a.tile_h.unwrap_or(d.tile_h),
             };
             note = fit.filter(|_| c == d);
-            let pixels = width as u64 * height as u64;
+            let pixels = p.width as u64 * p.height as u64;
             bridge_footprint(backend, "stencil2d_f32", pixels)?;
             let w = k::stencil2d::prepare(backend, p, c, variant, seed);
             m.run("stencil2d", json(&p), json(&c), w, Some(bytes_of(pixels, 4)))?
         }
         RunFamily::Transpose(a) => {
-            let p = k::transpose::TransposeProblem {
-                rows: a.rows.unwrap_or(sizes.side),
-                cols: a.cols.unwrap_or(sizes.side),
-            };
+            let p = a.problem.problem(&sizes);
             let (d, fit) = k::transpose::fit_config(backend, variant, k::transpose::default_config(backend));
             let c = transpose::TransposeConfig {
                 block: a.block.unwrap_or(d.block),
@@ -538,15 +519,15 @@ fn print_record(rec: &Record, anchor: Option<&Record>) -> anyhow::Result<()> {
 fn reduce_on<B: ReduceKernels>(
     backend: &B,
     args: &ReduceArgs,
-    default_n: u64,
+    sizes: &suite::Sizes,
     variant: Variant,
     timing: TimingOptions,
     prov: &dynsmem::host::report::Provenance,
     common: &Common,
     out: Option<&mut JsonlWriter>,
 ) -> anyhow::Result<()> {
-    let n = args.n.unwrap_or(default_n);
-    let dtype = dtype_of(args.dtype);
+    let problem = args.problem.problem(sizes);
+    let ReduceProblem { n, op, dtype } = problem;
     let asked = ReduceConfig { staged: args.staged, ..backend.reduce_default_config() };
     let (default, fit) = dynsmem::host::kernels::reduce::fit_config(backend, variant, dtype, asked);
     let config = ReduceConfig {
@@ -555,12 +536,6 @@ fn reduce_on<B: ReduceKernels>(
         staged: args.staged,
     };
     let note = fit.filter(|_| config == default);
-    let op = match args.op {
-        OpArg::Sum => ReduceOp::Sum,
-        OpArg::Min => ReduceOp::Min,
-        OpArg::Max => ReduceOp::Max,
-    };
-    let problem = ReduceProblem { n, op, dtype };
     // Validate before generating gigabytes of input, so bad input fails fast.
     let plan =
         dynsmem::host::kernels::reduce::ReducePlan::new(backend, problem, config, variant).with_context(|| {

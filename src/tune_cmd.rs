@@ -21,7 +21,7 @@ use dynsmem::host::tune::{
 use dynsmem::suite::{self, Sizes};
 use serde_json::Value;
 
-use super::{Picked, command_line, dtype_of, emit, pick, variant_of};
+use super::{Picked, command_line, emit, pick, variant_of};
 
 /// The tuner's options, checked.
 struct Options<'a> {
@@ -100,65 +100,33 @@ pub fn tune(family: TuneFamily) -> anyhow::Result<()> {
     use dynsmem::host::kernels as k;
     match family {
         TuneFamily::Reduce(a) => {
-            let op = match a.op {
-                OpArg::Sum => k::reduce::ReduceOp::Sum,
-                OpArg::Min => k::reduce::ReduceOp::Min,
-                OpArg::Max => k::reduce::ReduceOp::Max,
-            };
-            let dtype = dtype_of(a.dtype);
-            let given = given(&[("n", a.n.is_some()), ("op", true), ("dtype", true)]);
-            family_on(
-                &a.tune,
-                &given,
-                |s| k::reduce::ReduceProblem { n: a.n.unwrap_or(s.n), op, dtype },
-                ReduceTunable::new,
-            )
+            let given = given(&[("n", a.problem.n.is_some()), ("op", true), ("dtype", true)]);
+            family_on(&a.tune, &given, |s| a.problem.problem(s), ReduceTunable::new)
         }
         TuneFamily::Scan(a) => {
-            let dtype = dtype_of(a.dtype);
-            let given = given(&[("n", a.n.is_some()), ("dtype", true)]);
-            family_on(&a.tune, &given, |s| k::scan::ScanProblem { n: a.n.unwrap_or(s.n), dtype }, ScanTunable::new)
+            let given = given(&[("n", a.problem.n.is_some()), ("dtype", true)]);
+            family_on(&a.tune, &given, |s| a.problem.problem(s), ScanTunable::new)
         }
         TuneFamily::Histogram(a) => {
-            let given = given(&[("n", a.n.is_some()), ("bins", true), ("out_of_range_pct", true)]);
-            let problem = |s: &Sizes| k::histogram::HistogramProblem {
-                n: a.n.unwrap_or(s.n),
-                bins: a.bins,
-                out_of_range_pct: a.out_of_range,
-            };
-            family_on(&a.tune, &given, problem, HistogramTunable::new)
+            let given = given(&[("n", a.problem.n.is_some()), ("bins", true), ("out_of_range_pct", true)]);
+            family_on(&a.tune, &given, |s| a.problem.problem(s), HistogramTunable::new)
         }
         TuneFamily::Conv1d(a) => {
-            let given = given(&[("n", a.n.is_some()), ("taps", true)]);
-            let problem = |s: &Sizes| k::conv1d::Conv1dProblem { n: a.n.unwrap_or(s.n), taps: a.taps };
-            family_on(&a.tune, &given, problem, Conv1dTunable::new)
+            let given = given(&[("n", a.problem.n.is_some()), ("taps", true)]);
+            family_on(&a.tune, &given, |s| a.problem.problem(s), Conv1dTunable::new)
         }
         TuneFamily::Stencil2d(a) => {
-            let blur = match a.blur {
-                BlurArg::Box => k::stencil2d::Blur::Box,
-                BlurArg::Gaussian => k::stencil2d::Blur::Gaussian,
-            };
             let given = given(&[
-                ("width", a.width.is_some()),
-                ("height", a.height.is_some()),
+                ("width", a.problem.width.is_some()),
+                ("height", a.problem.height.is_some()),
                 ("radius", true),
                 ("blur", true),
             ]);
-            let problem = |s: &Sizes| k::stencil2d::Stencil2dProblem {
-                width: a.width.unwrap_or(s.side),
-                height: a.height.unwrap_or(s.side),
-                radius: a.radius,
-                blur,
-            };
-            family_on(&a.tune, &given, problem, Stencil2dTunable::new)
+            family_on(&a.tune, &given, |s| a.problem.problem(s), Stencil2dTunable::new)
         }
         TuneFamily::Transpose(a) => {
-            let given = given(&[("rows", a.rows.is_some()), ("cols", a.cols.is_some())]);
-            let problem = |s: &Sizes| k::transpose::TransposeProblem {
-                rows: a.rows.unwrap_or(s.side),
-                cols: a.cols.unwrap_or(s.side),
-            };
-            family_on(&a.tune, &given, problem, TransposeTunable::new)
+            let given = given(&[("rows", a.problem.rows.is_some()), ("cols", a.problem.cols.is_some())]);
+            family_on(&a.tune, &given, |s| a.problem.problem(s), TransposeTunable::new)
         }
         TuneFamily::Sgemm(a) => {
             let given =
