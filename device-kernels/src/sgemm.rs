@@ -315,49 +315,20 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     // inside the matrix and rows are chunk-aligned, element by element with zero fill else.
     let load_tile = |kt: u32, slot: u32| {
         let k0 = kt * bk;
-        let a_row_chunks = bk / ce;
-        let inside_a = a_vec && m0 + bm <= m && k0 + bk <= k;
-        let mut i = tid;
-        while i < bm * a_row_chunks {
-            let (r, q) = (i / a_row_chunks, i % a_row_chunks);
-            let dst = slot * a_stage + r * a_stride + q * ce;
-            if inside_a {
-                let src = unsafe { a.add((m0 + r) as usize * k as usize + (k0 + q * ce) as usize) };
-                unsafe { a_chunks.copy_async(dst / ce, src.cast()) };
-            } else {
-                for e in 0..ce {
-                    let (gm, gk) = (m0 + r, k0 + q * ce + e);
-                    let v = if gm < m && gk < k {
-                        unsafe { a.add(gm as usize * k as usize + gk as usize).read() }
-                    } else {
-                        E::ZERO
-                    };
-                    unsafe { a_elems.write(dst + e, v) };
-                }
-            }
-            i += threads;
+        // Shared offsets in 16-byte chunks (a_stride, bk and bn are whole chunks).
+        if a_vec && m0 + bm <= m && k0 + bk <= k {
+            let base = slot * a_stage / ce;
+            unsafe { copy_rows_async(a, k, (m0, k0), (bm, bk / ce), a_chunks, base, a_stride / ce, tid, threads) };
+        } else {
+            let at = |r: u32, q: u32| r * a_stride + q;
+            unsafe { gather_tile(a, (m, k), (m0, k0), (bm, bk), a_elems, slot * a_stage, at, tid, threads) };
         }
-        let b_row_chunks = bn / ce;
-        let inside_b = b_vec && n0 + bn <= n && k0 + bk <= k;
-        let mut i = tid;
-        while i < bk * b_row_chunks {
-            let (r, q) = (i / b_row_chunks, i % b_row_chunks);
-            let dst = slot * b_stage + r * bn + q * ce;
-            if inside_b {
-                let src = unsafe { b.add((k0 + r) as usize * n as usize + (n0 + q * ce) as usize) };
-                unsafe { b_chunks.copy_async(dst / ce, src.cast()) };
-            } else {
-                for e in 0..ce {
-                    let (gk, gn) = (k0 + r, n0 + q * ce + e);
-                    let v = if gk < k && gn < n {
-                        unsafe { b.add(gk as usize * n as usize + gn as usize).read() }
-                    } else {
-                        E::ZERO
-                    };
-                    unsafe { b_elems.write(dst + e, v) };
-                }
-            }
-            i += threads;
+        if b_vec && n0 + bn <= n && k0 + bk <= k {
+            let base = slot * b_stage / ce;
+            unsafe { copy_rows_async(b, n, (k0, n0), (bk, bn / ce), b_chunks, base, bn / ce, tid, threads) };
+        } else {
+            let at = |r: u32, q: u32| r * bn + q;
+            unsafe { gather_tile(b, (k, n), (k0, n0), (bk, bn), b_elems, slot * b_stage, at, tid, threads) };
         }
         gpu::copy_async_commit();
     };
@@ -585,8 +556,8 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
 }
 
 /// Copies the `tile.0 x tile.1` tile at `origin` of the row-major `dims.0 x dims.1` matrix
-/// `src` into `dst`, element `(r, q)` at word `base + at(r, q)`, zero past the matrix's
-/// edges: the f32 kernel's path for tiles the asynchronous copies cannot take. Thread `tid`
+/// `src` into `dst`, element `(r, q)` at element `base + at(r, q)`, zero past the matrix's
+/// edges: both kernels' path for tiles the asynchronous copies cannot take. Thread `tid`
 /// of `threads` takes every `threads`-th element.
 ///
 /// # Safety
@@ -594,12 +565,12 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
 /// element of the tile, and no other thread touches those words until a barrier.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn gather_tile(
-    src: *const f32,
+unsafe fn gather_tile<E: GemmInput>(
+    src: *const E,
     dims: (u32, u32),
     origin: (u32, u32),
     tile: (u32, u32),
-    dst: SharedArray<f32>,
+    dst: SharedArray<E>,
     base: u32,
     at: impl Fn(u32, u32) -> u32,
     tid: u32,
@@ -612,10 +583,40 @@ unsafe fn gather_tile(
         let v = if gr < dims.0 && gq < dims.1 {
             unsafe { src.add(gr as usize * dims.1 as usize + gq as usize).read() }
         } else {
-            0.0
+            E::ZERO
         };
         unsafe { dst.write(base + at(r, q), v) };
         e += threads;
+    }
+}
+
+/// Starts copying the tile of `tile.0` rows of `tile.1` 16-byte chunks at `origin` of the
+/// row-major matrix `src` (`ld` elements per row) into `dst`, row `r`'s chunk `q` at chunk
+/// `base + r * stride + q`: the row-major kernel's path for tiles inside the matrix.
+///
+/// # Safety
+/// Every chunk of the tile is inside `src` and 16-byte aligned; `base + r * stride + q` is
+/// inside `dst` for every chunk, untouched by other threads until the wait and a barrier.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn copy_rows_async<E: GemmInput>(
+    src: *const E,
+    ld: u32,
+    origin: (u32, u32),
+    tile: (u32, u32),
+    dst: SharedArray<Vec4<u32>>,
+    base: u32,
+    stride: u32,
+    tid: u32,
+    threads: u32,
+) {
+    let ce = 16 / E::BYTES;
+    let mut i = tid;
+    while i < tile.0 * tile.1 {
+        let (r, q) = (i / tile.1, i % tile.1);
+        let chunk = unsafe { src.add((origin.0 + r) as usize * ld as usize + (origin.1 + q * ce) as usize) };
+        unsafe { dst.copy_async(base + r * stride + q, chunk.cast()) };
+        i += threads;
     }
 }
 
