@@ -14,6 +14,9 @@
 #   gemm        SGEMM configs at 1024^3, 4096^3 and 8192^3 beside cuBLAS (same inputs, same
 #               process), the compiled-in tile against the same tile at launch, f16 inputs -> gemm.jsonl
 #   profile     Nsight Compute on one launch each of scan, conv1d K=33, stencil2d -> profile.txt
+#   profile-gemm Nsight Compute on the SGEMM at 4096^3 (and 1024^3): stall reasons per issued
+#               instruction, instruction mix, and cuBLAS's own kernels (name, block, registers,
+#               shared memory) from the same process -> profile-gemm.txt
 set -uo pipefail
 OUT=${OUT:-/tmp/dynsmem-out}
 mkdir -p "$OUT"
@@ -135,6 +138,21 @@ for step in "$@"; do
       OUT="$OUT/sanitize" bash ci/sanitize.sh "$B" || status=1
       for f in "$OUT"/sanitize/*; do mv "$f" "$OUT/sanitize-$(basename "$f")"; done
       rmdir "$OUT/sanitize"
+      ;;
+    profile-gemm)
+      NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+      if [ -z "$NCU" ]; then echo "no ncu"; status=1; continue; fi
+      {
+        for s in 4096 1024; do
+          echo "### dynsmem run sgemm --m $s --bm 128 --bn 128 --bk 32 --stages 2: ours, then every kernel cuBLAS launched"
+          # Launch 0 is ours; cuBLAS's follow (the anchor runs after our timed launches).
+          "$NCU" --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+            --section SchedulerStats --section InstructionStats \
+            --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed_op_.*\.sum,sm__sass_thread_inst_executed_op_ffma_pred_on.sum" \
+            --launch-count 4 $B run sgemm --m $s --bm 128 --bn 128 --bk 32 --stages 2 --backend cuda --warmup 0 --warmup-ms 0 --repeats 1 2>&1 | grep -vE "^==PROF==|^$"
+        done
+      } > "$OUT/profile-gemm.txt" 2>&1
+      grep -E "^###|^  [a-zA-Z_0-9]+.*\(|Duration|Registers Per|Block Size|Grid Size|Dynamic Shared|Static Shared|Issue Slots Busy|No Eligible|stalled_(barrier|short_scoreboard|mio_throttle|math_pipe|not_selected|wait|long_scoreboard|dispatch|no_instruction|lg_throttle|branch)[a-z_]*_per_issue_active|Executed Instructions  " "$OUT/profile-gemm.txt" | head -150
       ;;
     profile)
       NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)

@@ -442,23 +442,29 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
     let b_fast = vector::is_aligned16(b) && n.is_multiple_of(4) && threads.is_multiple_of(qn);
     let (b_q, b_r0, b_rstep) = (tid % qn, tid / qn, threads / qn);
 
+    // The tiles as 32-bit shared addresses, which the copies step through.
+    let a_shared = unsafe { a_words.shared_ptr(0, a_words.len()) };
+    let b_shared = unsafe { b_slots.shared_ptr(0, b_slots.len()) };
+
     let load_tile = |kt: u32, slot: u32| {
         let k0 = kt * bk;
         if a_fast && m0 + bm <= m && k0 + bk <= k {
             let mut g = w;
             let mut src = a.wrapping_add(a_src0 + k0 as usize);
-            let mut dst = slot * a_stage * 4 + a_dst0;
+            let mut dst = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0);
             while g < bm / 4 {
+                // With bk compiled in this unrolls into bk / 8 copies at immediate offsets
+                // of `src` and `dst`.
                 let (mut s, mut d, mut kb) = (src, dst, 0);
                 while kb < bk {
-                    unsafe { a_words.copy_async_word(d, s) };
+                    unsafe { d.copy_async_word(s) };
                     s = s.wrapping_add(8);
-                    d += 32;
+                    d = d.wrapping_add(32);
                     kb += 8;
                 }
                 g += warps;
                 src = src.wrapping_add(warps as usize * 4 * k as usize);
-                dst += warps * gs * 4;
+                dst = dst.wrapping_add(warps * gs * 4);
             }
         } else {
             // Element (r, q) of the tile is row r of group r / 4 at k = q.
@@ -468,12 +474,12 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
         if b_fast && n0 + bn <= n && k0 + bk <= k {
             let mut r = b_r0;
             let mut src = b.wrapping_add((k0 + r) as usize * n as usize + (n0 + b_q * 4) as usize);
-            let mut dst = slot * b_stage + b_q * gs + r;
+            let mut dst = b_shared.wrapping_add(slot * b_stage + b_q * gs + r);
             while r < bk {
-                unsafe { b_slots.copy_async(dst, src.cast()) };
+                unsafe { dst.copy_async(src.cast()) };
                 r += b_rstep;
                 src = src.wrapping_add(b_rstep as usize * n as usize);
-                dst += b_rstep;
+                dst = dst.wrapping_add(b_rstep);
             }
         } else {
             // Element (r, q) of the tile is column q of group q / 4 at k = r.
@@ -635,6 +641,9 @@ fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut mu
         }
         s += 1;
     }
+    // Ring slots of tile kt and of tile kt + stages - 1, stepped instead of computed as
+    // `% stages` (a run-time divisor is some twenty instructions per k-tile).
+    let (mut slot, mut next_slot) = (0, stages - 1);
     let mut kt = 0;
     while kt < k_tiles {
         // Tile kt's copies (this thread's) have landed once at most stages - 2 newer groups
@@ -645,7 +654,7 @@ fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut mu
         let next = kt + stages - 1;
         if stages > 1 {
             if next < k_tiles {
-                load_tile(next, next % stages);
+                load_tile(next, next_slot);
             } else {
                 gpu::copy_async_commit();
             }
@@ -654,7 +663,9 @@ fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut mu
             gpu::copy_async_wait_pending(0);
             gpu::barrier();
         }
-        multiply(kt % stages);
+        multiply(slot);
+        slot = if slot + 1 == stages { 0 } else { slot + 1 };
+        next_slot = if next_slot + 1 == stages { 0 } else { next_slot + 1 };
         kt += 1;
     }
 }

@@ -336,6 +336,86 @@ unsafe fn copy_async_4(dst: *mut u8, src: *const u8) {
     };
 }
 
+/// An element of a [`SharedArray`] as the hardware addresses workgroup memory, for copy
+/// loops that step through a tile by constant offsets: on NVIDIA (sm_80 and later) a
+/// 32-bit address in the shared window, so that a step is one 32-bit add that ptxas folds
+/// into the copy's immediate offset (a generic 64-bit pointer costs a conversion and a
+/// 64-bit multiply-add per copy); elsewhere the array and an index, checked per access
+/// on the CPU backend like every [`SharedArray`] access.
+#[derive(Clone, Copy)]
+pub struct SharedPtr<T> {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    addr: u32,
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    _elem: core::marker::PhantomData<*mut T>,
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+    array: SharedArray<T>,
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+    index: u32,
+}
+
+impl<T: Copy> SharedPtr<T> {
+    /// `n` elements further on.
+    #[inline(always)]
+    pub fn wrapping_add(self, n: u32) -> Self {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+        {
+            SharedPtr {
+                addr: self.addr.wrapping_add(n.wrapping_mul(size_of::<T>() as u32)),
+                _elem: core::marker::PhantomData,
+            }
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+        {
+            SharedPtr { array: self.array, index: self.index.wrapping_add(n) }
+        }
+    }
+    /// [`SharedArray::copy_async_word`] into this element.
+    ///
+    /// # Safety
+    /// As for [`SharedArray::copy_async_word`]: the element is inside the array.
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub unsafe fn copy_async_word(self, src: *const T) {
+        const { assert!(size_of::<T>() == 4 && align_of::<T>() >= 4) };
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+        unsafe {
+            core::arch::asm!(
+                "cp.async.ca.shared.global [{dst}], [{src}], 4;",
+                dst = in(reg32) self.addr,
+                src = in(reg64) src,
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+        unsafe {
+            self.array.copy_async_word(self.index, src)
+        }
+    }
+    /// [`SharedArray::copy_async`] into this element.
+    ///
+    /// # Safety
+    /// As for [`SharedArray::copy_async`]: the element is inside the array.
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub unsafe fn copy_async(self, src: *const T) {
+        const { assert!(size_of::<T>() == 16 && align_of::<T>() >= 16) };
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+        unsafe {
+            core::arch::asm!(
+                "cp.async.cg.shared.global [{dst}], [{src}], 16;",
+                dst = in(reg32) self.addr,
+                src = in(reg64) src,
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+        unsafe {
+            self.array.copy_async(self.index, src)
+        }
+    }
+}
+
 /// Closes this thread's current group of [`SharedArray::copy_async`] copies
 /// (`cp.async.commit_group`), so that [`copy_async_wait_pending`] can wait for it.
 #[inline(always)]
@@ -535,6 +615,35 @@ impl<T: Copy> SharedArray<T> {
         const { assert!(size_of::<T>() == 4 && align_of::<T>() >= 4) };
         self.check(i);
         unsafe { copy_async_4(self.ptr.add(i as usize).cast(), src.cast()) }
+    }
+    /// Element `start` as a [`SharedPtr`], after checking (as [`SharedArray::range_ptr`]
+    /// does) that `start .. start + count` is inside the array.
+    ///
+    /// # Safety
+    /// As for [`SharedArray::range_ptr`].
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub unsafe fn shared_ptr(self, start: u32, count: u32) -> SharedPtr<T> {
+        if count > 0 {
+            self.check(start.saturating_add(count - 1));
+        }
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+        {
+            let addr: u32;
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .u64 t; cvta.to.shared.u64 t, {p}; cvt.u32.u64 {a}, t; }}",
+                    p = in(reg64) self.ptr.wrapping_add(start as usize),
+                    a = out(reg32) addr,
+                    options(pure, nomem, nostack)
+                );
+            }
+            SharedPtr { addr, _elem: core::marker::PhantomData }
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+        {
+            SharedPtr { array: self, index: start }
+        }
     }
     /// A raw pointer to element `start`, after checking (on the CPU backend, and on GPUs
     /// with the `checked` feature) that `start .. start + count` is inside the array: for
