@@ -131,6 +131,11 @@ const MAX_REGISTERS: &[(&str, u32)] = &[
     ("sgemm_f32_unroll4", 128),
     ("sgemm_f32_128x128x16s2", 128),
     ("hgemm_f16_f32", 128),
+    // 16 x 8 thread tiles: 128 accumulators; one 256-thread block per SM at up to 255.
+    ("sgemm_f32_tm16", 255),
+    ("sgemm_f32_tm16_bk8", 255),
+    ("sgemm_f32_tm16_bk16", 255),
+    ("sgemm_f32_tm16_bk32", 255),
 ];
 
 /// `ptx` with a `.maxnreg` directive after the parameter list of each [`MAX_REGISTERS`]

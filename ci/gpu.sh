@@ -94,11 +94,12 @@ for step in "$@"; do
       python3 ci/gpu_crosscheck.py 2>&1 | tee "$OUT/crosscheck.txt"
       ;;
     gemm)
-      # GEMM_SIZES / GEMM_CONFIGS narrow it (e.g. GEMM_SIZES=4096 for a quick look).
+      # GEMM_SIZES / GEMM_CONFIGS narrow it (e.g. GEMM_SIZES=4096 for a quick look); a
+      # config is bm x bn x bk x stages, with an optional x tm (rows per thread).
       g() { $B run sgemm "$@" --backend cuda --repeats 10 --json "$OUT/gemm.jsonl" 2>&1 | grep -E "^(time|error|cuBLAS|Error|registers)" | tr '\n' ' ' | sed "s|^|$* : |"; echo; }
       for s in ${GEMM_SIZES:-1024 4096 8192}; do
         for c in ${GEMM_CONFIGS:-128x128x16x2 128x128x16x3 128x128x32x2 128x128x32x3 128x64x16x3 128x64x32x3 64x128x32x3 64x64x16x3 64x64x32x4}; do
-          IFS=x read -r bm bn bk st <<< "$c"; g --m $s --bm $bm --bn $bn --bk $bk --stages $st
+          IFS=x read -r bm bn bk st tm <<< "$c"; g --m $s --bm $bm --bn $bn --bk $bk --stages $st ${tm:+--tm $tm}
         done
       done
       if [ -z "${GEMM_SIZES:-}" ]; then

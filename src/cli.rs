@@ -305,6 +305,9 @@ pub struct SgemmArgs {
     /// Pipeline stages (1 to 4; WGSL: 1 or 2): k-tiles in flight in shared memory.
     #[arg(long)]
     pub stages: Option<u32>,
+    /// Rows of C per thread: 8 (64 accumulators) or 16 (128; f32, launch-sized CUDA only).
+    #[arg(long)]
+    pub tm: Option<u32>,
     #[command(flatten)]
     pub common: Common,
 }

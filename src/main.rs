@@ -329,7 +329,7 @@ fn sgemm_note<B: Kernels>(
     p: &dynsmem::host::kernels::sgemm::SgemmProblem,
 ) -> Option<String> {
     use dynsmem::host::kernels::sgemm;
-    let flags = [a.bm, a.bn, a.bk, a.stages];
+    let flags = [a.bm, a.bn, a.bk, a.stages, a.tm];
     let (_, fit) = sgemm::fit_config(backend, variant, p, sgemm::default_config(backend, p));
     fit.filter(|_| flags.iter().all(Option::is_none))
 }
@@ -357,6 +357,7 @@ fn sgemm_problem<B: Kernels>(
         bn: a.bn.unwrap_or(d.bn),
         bk: a.bk.unwrap_or(d.bk),
         stages: a.stages.unwrap_or(d.stages),
+        tm: a.tm.unwrap_or(d.tm),
     };
     (p, c)
 }

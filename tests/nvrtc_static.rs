@@ -370,7 +370,7 @@ fn sources() -> Vec<CudaSource> {
             [(128, 128, 32, 2), (128, 128, 16, 2), (128, 128, 16, 3), (64, 64, 16, 2), (128, 64, 8, 4), (16, 16, 8, 1)]
         {
             let p = k::sgemm::SgemmProblem { m: 1, n: 1, k: 1, f16_inputs };
-            out.push(k::sgemm::cuda_source(&p, &SgemmConfig { bm, bn, bk, stages }));
+            out.push(k::sgemm::cuda_source(&p, &SgemmConfig::new(bm, bn, bk, stages)));
         }
     }
     out
@@ -416,8 +416,8 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
     assert!(note.is_some());
 
     let p = k::sgemm::SgemmProblem { m: 4096, n: 4096, k: 4096, f16_inputs: false };
-    let (c, _) = k::sgemm::fit_config(&cpu, s, &p, SgemmConfig { bm: 128, bn: 128, bk: 32, stages: 2 });
-    assert_eq!(c, SgemmConfig { bm: 128, bn: 128, bk: 16, stages: 2 });
+    let (c, _) = k::sgemm::fit_config(&cpu, s, &p, SgemmConfig::new(128, 128, 32, 2));
+    assert_eq!(c, SgemmConfig::new(128, 128, 16, 2));
 
     // Nothing fits: the config is kept, and building it is refused (below, on CUDA).
     let p = k::histogram::HistogramProblem { n: 1, bins: 49_152, out_of_range_pct: 0 };

@@ -15,7 +15,7 @@ use dynsmem::host::kernels::sgemm::{SgemmProblem, prepare};
 use dynsmem::host::{Error, kernels::Workload};
 
 const fn cfg(bm: u32, bn: u32, bk: u32, stages: u32) -> SgemmConfig {
-    SgemmConfig { bm, bn, bk, stages }
+    SgemmConfig::new(bm, bn, bk, stages)
 }
 
 #[test]
@@ -23,9 +23,44 @@ fn cpu_backend() {
     let cpu = CpuBackend::new();
     let shapes = [(1, 1, 1), (17, 33, 65), (33, 17, 1), (64, 64, 64), (70, 40, 37)];
     // 64 x 32 has whole warps (32 threads): the f32 kernel's warp-wide gather of A.
-    let configs = [cfg(16, 16, 8, 2), cfg(32, 16, 4, 1), cfg(16, 32, 16, 3), cfg(32, 32, 8, 4), cfg(64, 32, 8, 2)];
-    // f16 needs bk % 8 == 0: four of the five configs.
-    assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 5 * (5 + 4));
+    let configs = [
+        cfg(16, 16, 8, 2),
+        cfg(32, 16, 4, 1),
+        cfg(16, 32, 16, 3),
+        cfg(32, 32, 8, 4),
+        cfg(64, 32, 8, 2),
+        // 16 x 8 thread tiles (f32 only): 4 threads, and 32 (a whole warp: the warp-wide
+        // gather of A).
+        cfg(32, 16, 8, 2).with_tm(16),
+        cfg(128, 16, 16, 3).with_tm(16),
+    ];
+    // f16 needs bk % 8 == 0: four of the five 8-row configs.
+    assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 5 * (5 + 4 + 2));
+}
+
+#[test]
+fn thread_rows_other_than_the_entries_have_are_refused_before_launch() {
+    let cpu = CpuBackend::new();
+    let f16 = SgemmProblem { m: 64, n: 64, k: 64, f16_inputs: true };
+    match prepare(&cpu, f16, cfg(64, 64, 16, 2).with_tm(16), false, Variant::LaunchSized, 1).map(|_| ()) {
+        Err(Error::InvalidConfig { kernel, reason }) => {
+            assert_eq!(kernel, "hgemm_f16_f32");
+            assert!(reason.contains("tm = 16"), "{reason}");
+        }
+        other => panic!("f16 with 16 rows per thread: {other:?}"),
+    }
+    let f32 = SgemmProblem { f16_inputs: false, ..f16 };
+    match prepare(&cpu, f32, cfg(48, 64, 16, 2).with_tm(12), false, Variant::LaunchSized, 1).map(|_| ()) {
+        Err(Error::InvalidConfig { kernel, reason }) => {
+            assert_eq!(kernel, "sgemm_f32");
+            assert!(reason.contains("tm = 12"), "{reason}");
+        }
+        other => panic!("12 rows per thread: {other:?}"),
+    }
+    match prepare(&cpu, f32, cfg(128, 128, 16, 2).with_tm(16), true, Variant::LaunchSized, 1).map(|_| ()) {
+        Err(Error::InvalidConfig { kernel, .. }) => assert_eq!(kernel, "sgemm_f32"),
+        other => panic!("the compiled-in tile with 16 rows per thread: {other:?}"),
+    }
 }
 
 #[test]
@@ -39,12 +74,18 @@ fn cuda() {
         cfg(128, 128, 32, 2),
         cfg(64, 64, 16, 2),
         cfg(128, 64, 8, 4),
+        // 16 x 8 thread tiles, f32 launch-sized only: 256 threads with 78336 B (three
+        // stages), 128 threads, and bk at launch (24: no entry has it compiled in).
+        cfg(256, 128, 16, 3).with_tm(16),
+        cfg(128, 128, 32, 2).with_tm(16),
+        cfg(256, 128, 24, 2).with_tm(16),
     ];
     // Launch-sized: f16 needs bk % 8 == 0 (all five); the fixed-tile entry adds one case per
     // shape. cuda-static: the same source with the tile compiled in and static arrays, which
     // must fit 48 KB: f32 128x128x16 with three stages (52224 B) and 128x128x32 with two
     // (67584 B) are refused before anything is built; every f16 config fits.
-    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * (5 * 2 + 1) + 6 * (3 + 5));
+    // tm = 16: one case per shape and config (f32, launch-sized).
+    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * (5 * 2 + 1) + 6 * (3 + 5) + 6 * 3);
 }
 
 #[test]
@@ -62,6 +103,15 @@ fn cuda_block_over_the_kernels_register_limit_is_refused_before_launch() {
             assert!(why.contains("128 registers"), "{why}");
         }
         other => panic!("1024-thread GEMM block: {other:?}"),
+    }
+    // 16 rows per thread: 512 threads of over 128 registers each.
+    let w = prepare(&cuda, p, cfg(256, 256, 16, 2).with_tm(16), false, Variant::LaunchSized, 1).expect("prepares");
+    match w.run() {
+        Err(Error::KernelBlockLimit { kernel, requested: 512, limit, .. }) => {
+            assert_eq!(kernel, "sgemm_f32_tm16_bk16");
+            assert!(limit < 512, "{limit}");
+        }
+        other => panic!("512-thread 16-row GEMM block: {other:?}"),
     }
 }
 
@@ -124,6 +174,11 @@ fn wgsl_refusals() {
         match prepare(&wgsl, p, cfg(32, 32, 32, 2), false, variant, 1).map(|_| ()) {
             Err(Error::InvalidConfig { reason, .. }) => assert!(reason.contains("registers"), "{reason}"),
             other => panic!("{variant} 32x32x32 s2: {other:?}"),
+        }
+        // 16 rows per thread: the launch-sized CUDA kernel only.
+        match prepare(&wgsl, p, cfg(64, 64, 8, 1).with_tm(16), false, variant, 1).map(|_| ()) {
+            Err(Error::Unsupported { what, .. }) => assert!(what.contains("tm = 16"), "{what}"),
+            other => panic!("{variant} tm 16: {other:?}"),
         }
         let f16 = SgemmProblem { f16_inputs: true, ..p };
         match prepare(&wgsl, f16, cfg(64, 64, 16, 2), false, variant, 1).map(|_| ()) {

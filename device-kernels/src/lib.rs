@@ -14,6 +14,8 @@
 // f16 inputs of hgemm on the device and in the CPU backend (the primitive, not `half`:
 // `half` on the device is software emulation).
 #![feature(f16)]
+// `#[inline(always)]` on a closure (the GEMM's k-tile body).
+#![feature(stmt_expr_attributes)]
 #![cfg_attr(
     gpu,
     feature(abi_gpu_kernel, core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem),

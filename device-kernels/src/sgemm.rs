@@ -57,8 +57,13 @@ use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
 use crate::vector::{self, Vec4};
 
-/// Rows and columns of `C` each thread computes.
+/// Columns of `C` each thread computes, and the rows unless [`SgemmConfig::tm`] says 16.
 pub const THREAD_TILE: u32 = 8;
+/// The rows of `C` a thread can compute ([`SgemmConfig::tm`]): 8 (64 accumulators, 128
+/// registers, two 256-thread blocks per SM) or 16 for f32 (128 accumulators, up to 255
+/// registers, one 256-thread block per SM: the shape cuBLAS's own FFMA kernels take on the
+/// H100, fewer shared reads and copies per FMA).
+pub const THREAD_ROWS: [u32; 2] = [8, 16];
 /// Most pipeline stages.
 pub const MAX_STAGES: u32 = 4;
 /// Most threads a block has on any GPU the image targets (`BM * BN / 64`).
@@ -73,6 +78,15 @@ pub struct SgemmConfig {
     pub bn: u32,
     pub bk: u32,
     pub stages: u32,
+    /// Rows of `C` per thread, one of [`THREAD_ROWS`] (each thread always has 8 columns);
+    /// 8 in records and caches written before it existed.
+    #[cfg_attr(feature = "serde", serde(default = "default_tm"))]
+    pub tm: u32,
+}
+
+#[cfg(feature = "serde")]
+fn default_tm() -> u32 {
+    THREAD_TILE
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,19 +99,32 @@ pub struct SgemmLayout {
 }
 
 impl SgemmConfig {
-    /// Threads per block.
+    /// A config with the 8 x 8 thread tile.
+    pub const fn new(bm: u32, bn: u32, bk: u32, stages: u32) -> Self {
+        SgemmConfig { bm, bn, bk, stages, tm: THREAD_TILE }
+    }
+
+    /// This config with `tm` rows per thread.
+    pub const fn with_tm(self, tm: u32) -> Self {
+        SgemmConfig { tm, ..self }
+    }
+
+    /// Threads per block: `bm / tm * bn / 8`.
     pub fn threads(&self) -> u32 {
-        (self.bm / THREAD_TILE).saturating_mul(self.bn / THREAD_TILE)
+        self.bm.checked_div(self.tm).unwrap_or(0).saturating_mul(self.bn / THREAD_TILE)
     }
 
     /// Whether the kernel can run this config with elements of `elem_bytes` (4 or 2):
-    /// tiles of whole thread tiles, `bk` a multiple of a 16-byte chunk and of 4, 1 to
-    /// [`MAX_STAGES`] stages, at most [`MAX_THREADS`] threads.
+    /// tiles of whole thread tiles (`tm` one of [`THREAD_ROWS`], 16 only for f32), `bk` a
+    /// multiple of a 16-byte chunk and of 4, 1 to [`MAX_STAGES`] stages, at most
+    /// [`MAX_THREADS`] threads.
     pub fn fits(&self, elem_bytes: u32) -> bool {
         let chunk = 16 / elem_bytes.clamp(1, 16);
-        self.bm >= THREAD_TILE
+        THREAD_ROWS.contains(&self.tm)
+            && (elem_bytes == 4 || self.tm == THREAD_TILE)
+            && self.bm >= self.tm
             && self.bn >= THREAD_TILE
-            && self.bm.is_multiple_of(THREAD_TILE)
+            && self.bm.is_multiple_of(self.tm)
             && self.bn.is_multiple_of(THREAD_TILE)
             && self.bn.is_multiple_of(chunk)
             && self.bk >= 4
@@ -261,7 +288,7 @@ impl<const BM: u32, const BN: u32, const BK: u32, const S: u32> Dims for Fixed<B
 }
 
 /// The compiled-in tile of `sgemm_f32_128x128x16s2`.
-pub const FIXED_128X128X16S2: SgemmConfig = SgemmConfig { bm: 128, bn: 128, bk: 16, stages: 2 };
+pub const FIXED_128X128X16S2: SgemmConfig = SgemmConfig::new(128, 128, 16, 2);
 
 /// # Safety
 /// `a` holds `m * k`, `b` `k * n`, `c` `m * n` elements; the launch has [`SgemmConfig::grid`]
@@ -281,7 +308,7 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     beta: f32,
 ) {
     let (bm, bn, bk, stages) = (dims.bm(), dims.bn(), dims.bk(), dims.stages());
-    let cfg = SgemmConfig { bm, bn, bk, stages };
+    let cfg = SgemmConfig::new(bm, bn, bk, stages);
     let tid = gpu::thread_idx_x();
     if !cfg.fits(E::BYTES) || gpu::block_dim_x() != cfg.threads() {
         gpu::trap();
@@ -383,13 +410,36 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
 
+/// Invokes `$m!(i)` for the literal rows `i` = 0 to 15 of a thread tile (the kernels guard
+/// rows past their `TM`).
+macro_rules! for_rows {
+    ($m:ident) => {
+        $m!(0);
+        $m!(1);
+        $m!(2);
+        $m!(3);
+        $m!(4);
+        $m!(5);
+        $m!(6);
+        $m!(7);
+        $m!(8);
+        $m!(9);
+        $m!(10);
+        $m!(11);
+        $m!(12);
+        $m!(13);
+        $m!(14);
+        $m!(15);
+    };
+}
+
 /// The f32 kernel: tiles in k-groups (see the module documentation).
 ///
 /// # Safety
 /// As for [`gemm_rowmajor`].
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
+unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool, const TM: usize>(
     dims: D,
     a: *const f32,
     b: *const f32,
@@ -401,7 +451,7 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
     beta: f32,
 ) {
     let (bm, bn, bk, stages) = (dims.bm(), dims.bn(), dims.bk(), dims.stages());
-    let cfg = SgemmConfig { bm, bn, bk, stages };
+    let cfg = SgemmConfig { bm, bn, bk, stages, tm: TM as u32 };
     let tid = gpu::thread_idx_x();
     if !cfg.fits(4) || gpu::block_dim_x() != cfg.threads() {
         gpu::trap();
@@ -424,7 +474,9 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
     let threads_x = bn / THREAD_TILE;
     let (tx, ty) = (tid % threads_x, tid / threads_x);
     let threads = cfg.threads();
-    let row = |i: usize| if i < 4 { ty * 4 + i as u32 } else { bm / 2 + ty * 4 + i as u32 - 4 };
+    // Row group q < TM / 4 of this thread (4 rows each), `bm / TM` groups apart.
+    let group_stride = bm / TM as u32;
+    let row = |i: usize| (ty + (i / 4) as u32 * group_stride) * 4 + (i % 4) as u32;
     let col = |j: usize| if j < 4 { tx * 4 + j as u32 } else { bn / 2 + tx * 4 + j as u32 - 4 };
 
     // A is gathered word by word: lane `4 * kk + r` of warp `w` copies row `4 * g + r`,
@@ -489,43 +541,73 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
         gpu::copy_async_commit();
     };
 
-    let mut acc = [[0.0f32; 8]; 8];
-    ring_pipeline(stages, k.div_ceil(bk), load_tile, |slot| {
-        // This thread's two row groups of A and two column groups of B; slot `kk` of a
-        // group holds its 4 values at k = kk. Walked by pointer so that the four k of an
+    let mut acc = [[0.0f32; 8]; TM];
+    // Inlined whatever its size: out of line (LLVM's choice for the 16-row body) the
+    // accumulators live behind a pointer, in memory.
+    let multiply = #[inline(always)]
+    |slot: u32| {
+        // This thread's TM / 4 row groups of A and two column groups of B; slot `kk` of a
+        // group holds its 4 values at k = kk. Walked by pointer so that the k of an
         // unrolled step are immediate offsets of one address.
-        let mut pa_lo = unsafe { a_slots.range_ptr(slot * a_stage + ty * gs, bk) }.cast_const();
-        let mut pa_hi = unsafe { a_slots.range_ptr(slot * a_stage + (bm / 8 + ty) * gs, bk) }.cast_const();
+        // Four named pointers, not an array: LLVM proves each one shared (LDS, not generic
+        // loads) only as a plain value. Groups past TM / 4 repeat group 0 and go unused.
+        let a_group = |q: u32| {
+            let group = ty + if (q as usize) < TM / 4 { q * group_stride } else { 0 };
+            unsafe { a_slots.range_ptr(slot * a_stage + group * gs, bk) }.cast_const()
+        };
+        let (mut pa0, mut pa1, mut pa2, mut pa3) = (a_group(0), a_group(1), a_group(2), a_group(3));
         let mut pb_lo = unsafe { b_slots.range_ptr(slot * b_stage + tx * gs, bk) }.cast_const();
         let mut pb_hi = unsafe { b_slots.range_ptr(slot * b_stage + (bn / 8 + tx) * gs, bk) }.cast_const();
-        // One k: 16 values of A and B from slot `$j` past the pointers, then 64 FMAs. Macros
-        // so that every index into the register arrays is a constant.
+        // One k: TM values of A and 8 of B from slot `$j` past the pointers, then 8 * TM
+        // FMAs. Macros over literal indices (groups and rows past TM compiled out, `% TM`
+        // keeping the index in bounds for the compiler's checks): a loop over 16 rows is
+        // not unrolled, and a rolled one indexes the accumulators at run time, which puts
+        // them in local memory.
         macro_rules! fragments {
             ($j:expr) => {
                 unsafe {
-                    let (al, ah) = (pa_lo.add($j).read().0, pa_hi.add($j).read().0);
+                    let mut af = [0.0f32; TM];
+                    macro_rules! read_group {
+                        ($q:literal, $p:ident) => {
+                            if $q < TM / 4 {
+                                let v = $p.add($j).read().0;
+                                af[(4 * $q) % TM] = v[0];
+                                af[(4 * $q + 1) % TM] = v[1];
+                                af[(4 * $q + 2) % TM] = v[2];
+                                af[(4 * $q + 3) % TM] = v[3];
+                            }
+                        };
+                    }
+                    read_group!(0, pa0);
+                    read_group!(1, pa1);
+                    read_group!(2, pa2);
+                    read_group!(3, pa3);
                     let (bl, bh) = (pb_lo.add($j).read().0, pb_hi.add($j).read().0);
-                    (
-                        [al[0], al[1], al[2], al[3], ah[0], ah[1], ah[2], ah[3]],
-                        [bl[0], bl[1], bl[2], bl[3], bh[0], bh[1], bh[2], bh[3]],
-                    )
+                    (af, [bl[0], bl[1], bl[2], bl[3], bh[0], bh[1], bh[2], bh[3]])
                 }
             };
         }
         macro_rules! multiply {
             ($f:expr) => {
                 let (af, bf) = $f;
-                for i in 0..8 {
-                    for j in 0..8 {
-                        acc[i][j] = gpu::fma(af[i], bf[j], acc[i][j]);
-                    }
+                macro_rules! fma_row {
+                    ($i:literal) => {
+                        if $i < TM {
+                            for j in 0..8 {
+                                acc[$i % TM][j] = gpu::fma(af[$i % TM], bf[j], acc[$i % TM][j]);
+                            }
+                        }
+                    };
                 }
+                for_rows!(fma_row);
             };
         }
         macro_rules! advance {
             ($by:literal) => {
-                pa_lo = pa_lo.wrapping_add($by);
-                pa_hi = pa_hi.wrapping_add($by);
+                pa0 = pa0.wrapping_add($by);
+                pa1 = pa1.wrapping_add($by);
+                pa2 = pa2.wrapping_add($by);
+                pa3 = pa3.wrapping_add($by);
                 pb_lo = pb_lo.wrapping_add($by);
                 pb_hi = pb_hi.wrapping_add($by);
             };
@@ -533,7 +615,7 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
         let mut kk = 0;
         // The k loop unrolled by 8 (4 for a bk that leaves 4): straight-line code that
         // ptxas can reorder to read the next k's fragments while this k's FMAs issue, within
-        // its 128 registers. (Carrying prefetched fragments across iterations instead made
+        // its registers. (Carrying prefetched fragments across iterations instead made
         // LLVM split them into 16 scalar loads through 16 pointers: 159 registers.)
         if UNROLL8 {
             while kk + 8 <= bk {
@@ -557,7 +639,8 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool>(
             advance!(4);
             kk += 4;
         }
-    });
+    };
+    ring_pipeline(stages, k.div_ceil(bk), load_tile, multiply);
     store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
 
@@ -674,8 +757,8 @@ fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut mu
 /// `n0 + col(j)`; `C` is not read when beta is 0 (it may hold anything).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn store_tile(
-    acc: &[[f32; 8]; 8],
+fn store_tile<const TM: usize>(
+    acc: &[[f32; 8]; TM],
     c: *mut f32,
     m: u32,
     n: u32,
@@ -687,17 +770,18 @@ fn store_tile(
     col: impl Fn(usize) -> u32,
 ) {
     let c_vec = vector::is_aligned16(c) && n.is_multiple_of(4);
-    // A macro over the literal row: a rolled loop would index `acc` at run time.
+    // A macro over the literal row: a rolled loop would index `acc` at run time. Rows past
+    // TM are compiled out (`$i % TM` keeps the index in bounds for the compiler's checks).
     macro_rules! store_row {
         ($i:literal) => {
             let gm = m0 + row($i);
-            if gm < m {
+            if $i < TM && gm < m {
                 let c_row = unsafe { c.add(gm as usize * n as usize) };
                 for h in 0..2 {
                     let gn = n0 + col(4 * h);
                     let mut out = Vec4([0.0f32; 4]);
                     for e in 0..4 {
-                        out.0[e] = alpha * acc[$i][4 * h + e];
+                        out.0[e] = alpha * acc[$i % TM][4 * h + e];
                     }
                     if beta != 0.0 {
                         let old = unsafe { vector::load4(c_row, gn as i64, n as u64, 0.0, c_vec) };
@@ -710,24 +794,18 @@ fn store_tile(
             }
         };
     }
-    store_row!(0);
-    store_row!(1);
-    store_row!(2);
-    store_row!(3);
-    store_row!(4);
-    store_row!(5);
-    store_row!(6);
-    store_row!(7);
+    for_rows!(store_row);
 }
 
-/// `sgemm_kgroups` with depth `BK` compiled in: the body of `sgemm_f32_bk{8,16,32}`.
-/// Traps when the launch names another depth.
+/// `sgemm_kgroups` with depth `BK` and `TM` rows per thread compiled in: the body of
+/// `sgemm_f32_bk{8,16,32}` and `sgemm_f32_tm16_bk{8,16,32}`. Traps when the launch names
+/// another depth.
 ///
 /// # Safety
 /// As for [`gemm_rowmajor`].
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn sgemm_compiled_bk<const BK: u32>(
+unsafe fn sgemm_compiled_bk<const BK: u32, const TM: usize>(
     a: *const f32,
     b: *const f32,
     c: *mut f32,
@@ -741,57 +819,80 @@ unsafe fn sgemm_compiled_bk<const BK: u32>(
     if cfg.bk != BK {
         gpu::trap();
     }
-    unsafe { sgemm_kgroups::<RuntimeTile<BK>, true>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+    unsafe { sgemm_kgroups::<RuntimeTile<BK>, true, TM>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
 }
 
 crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.
     pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        let cfg = SgemmConfig { bm, bn, bk, stages };
-        unsafe { sgemm_kgroups::<Runtime, true>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        let cfg = SgemmConfig::new(bm, bn, bk, stages);
+        unsafe { sgemm_kgroups::<Runtime, true, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// `sgemm_f32` with `bk` = 8 compiled in (`bm`, `bn`, `stages` at launch; traps on
     /// another `bk`).
     pub fn sgemm_f32_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<8>(a, b, c, m, n, k, alpha, beta, SgemmConfig { bm, bn, bk, stages }) }
+        unsafe { sgemm_compiled_bk::<8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with `bk` = 16 compiled in.
     pub fn sgemm_f32_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<16>(a, b, c, m, n, k, alpha, beta, SgemmConfig { bm, bn, bk, stages }) }
+        unsafe { sgemm_compiled_bk::<16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with `bk` = 32 compiled in.
     pub fn sgemm_f32_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<32>(a, b, c, m, n, k, alpha, beta, SgemmConfig { bm, bn, bk, stages }) }
+        unsafe { sgemm_compiled_bk::<32, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+    }
+    /// f32 GEMM with 16 x 8 thread tiles (`tm` = 16), block tile chosen at launch.
+    pub fn sgemm_f32_tm16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        let cfg = SgemmConfig::new(bm, bn, bk, stages).with_tm(16);
+        unsafe { sgemm_kgroups::<Runtime, true, 16>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+    }
+    /// `sgemm_f32_tm16` with `bk` = 8 compiled in.
+    pub fn sgemm_f32_tm16_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        unsafe { sgemm_compiled_bk::<8, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+    }
+    /// `sgemm_f32_tm16` with `bk` = 16 compiled in.
+    pub fn sgemm_f32_tm16_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        unsafe { sgemm_compiled_bk::<16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+    }
+    /// `sgemm_f32_tm16` with `bk` = 32 compiled in.
+    pub fn sgemm_f32_tm16_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        unsafe { sgemm_compiled_bk::<32, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
     }
     /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
     pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        let cfg = SgemmConfig { bm, bn, bk, stages };
-        unsafe { sgemm_kgroups::<Runtime, false>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        let cfg = SgemmConfig::new(bm, bn, bk, stages);
+        unsafe { sgemm_kgroups::<Runtime, false, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// f32 GEMM with the 128 x 128 x 16, 2-stage block tile compiled in (the same source).
     pub fn sgemm_f32_128x128x16s2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        if (SgemmConfig { bm, bn, bk, stages }) != FIXED_128X128X16S2 {
+        if SgemmConfig::new(bm, bn, bk, stages) != FIXED_128X128X16S2 {
             gpu::trap();
         }
-        unsafe { sgemm_kgroups::<Fixed<128, 128, 16, 2>, true>(Fixed, a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_kgroups::<Fixed<128, 128, 16, 2>, true, 8>(Fixed, a, b, c, m, n, k, alpha, beta) }
     }
     /// f16 inputs (as bits), f32 accumulation and output; block tile chosen at launch.
     pub fn hgemm_f16_f32(a: *const u16, b: *const u16, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        let cfg = SgemmConfig { bm, bn, bk, stages };
+        let cfg = SgemmConfig::new(bm, bn, bk, stages);
         unsafe { gemm_rowmajor::<u16, Runtime>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
 }
 
-/// The entry point for f32 or f16 inputs, the compiled-in tile or not, and depth `bk`: f32
-/// takes the entry with `bk` compiled in where there is one ([`COMPILED_BK`]).
-pub fn entry_name(f16_inputs: bool, fixed: bool, bk: u32) -> Option<&'static str> {
-    match (f16_inputs, fixed, bk) {
-        (false, false, 8) => Some("sgemm_f32_bk8"),
-        (false, false, 16) => Some("sgemm_f32_bk16"),
-        (false, false, 32) => Some("sgemm_f32_bk32"),
-        (false, false, _) => Some("sgemm_f32"),
-        (false, true, _) => Some("sgemm_f32_128x128x16s2"),
-        (true, false, _) => Some("hgemm_f16_f32"),
-        (true, true, _) => None,
+/// The entry point for `config` with f32 or f16 inputs, the compiled-in tile or not: f32
+/// takes the entry with its `bk` compiled in where there is one ([`COMPILED_BK`]), and the
+/// 16-row entries for `tm` = 16. `None` for a combination no entry has (f16 with the
+/// compiled-in tile or 16 rows, the compiled-in tile with 16 rows).
+pub fn entry_name(f16_inputs: bool, fixed: bool, config: &SgemmConfig) -> Option<&'static str> {
+    match (f16_inputs, fixed, config.tm, config.bk) {
+        (false, false, 8, 8) => Some("sgemm_f32_bk8"),
+        (false, false, 8, 16) => Some("sgemm_f32_bk16"),
+        (false, false, 8, 32) => Some("sgemm_f32_bk32"),
+        (false, false, 8, _) => Some("sgemm_f32"),
+        (false, false, 16, 8) => Some("sgemm_f32_tm16_bk8"),
+        (false, false, 16, 16) => Some("sgemm_f32_tm16_bk16"),
+        (false, false, 16, 32) => Some("sgemm_f32_tm16_bk32"),
+        (false, false, 16, _) => Some("sgemm_f32_tm16"),
+        (false, true, 8, _) => Some("sgemm_f32_128x128x16s2"),
+        (true, false, 8, _) => Some("hgemm_f16_f32"),
+        _ => None,
     }
 }

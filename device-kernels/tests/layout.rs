@@ -105,10 +105,10 @@ fn layouts_refuse_sizes_that_would_wrap() {
 #[test]
 fn sgemm_layout_refuses_products_past_u64() {
     use dynsmem_kernels::sgemm::SgemmConfig;
-    let huge = SgemmConfig { bm: 102_399, bn: 0, bk: 3_187_671_040, stages: 4_294_907_904 };
+    let huge = SgemmConfig::new(102_399, 0, 3_187_671_040, 4_294_907_904);
     assert!(huge.layout(4).is_err());
     assert!(huge.layout(2).is_err());
-    let ok = SgemmConfig { bm: 128, bn: 128, bk: 32, stages: 2 };
+    let ok = SgemmConfig::new(128, 128, 32, 2);
     // f32, k-groups: 128 / 4 groups of A and of B, each 32 + 1 16-byte slots, per stage.
     assert_eq!(ok.shared_bytes(4), Ok(2 * (32 * 33 + 32 * 33) * 16));
     // f16, row-major: A rows of 32 + 8 halves, B rows of 128.

@@ -15,6 +15,7 @@
 
 use std::path::Path;
 
+use dynsmem_host::device::sgemm::THREAD_ROWS;
 use dynsmem_host::kernels::histogram::HistogramProblem;
 use dynsmem_host::kernels::reduce::ReduceProblem;
 use dynsmem_host::kernels::sgemm::SgemmProblem;
@@ -73,7 +74,10 @@ fn load(name: &'static str, text: &str) -> Recorded {
             &values,
         ),
         "sgemm" => {
-            space_of(&SgemmTunable::new(serde_json::from_value::<SgemmProblem>(problem).unwrap()), &target, &values)
+            let problem = serde_json::from_value::<SgemmProblem>(problem).unwrap();
+            // A sweep recorded before `tm` existed ran 8 rows per thread only.
+            let rows: &'static [u32] = if values.iter().any(|(n, _)| n == "tm") { &THREAD_ROWS } else { &[8] };
+            space_of(&SgemmTunable::with_thread_rows(problem, rows), &target, &values)
         }
         f => panic!("{name}: no space for {f}"),
     };

@@ -291,7 +291,7 @@ pub fn family(f: Family) {
             let _ = stencil2d::entry_name(radius);
         }
         Family::Sgemm { bm, bn, bk, stages, f16, m, n } => {
-            let cfg = sgemm::SgemmConfig { bm, bn, bk, stages };
+            let cfg = sgemm::SgemmConfig::new(bm, bn, bk, stages);
             let eb: u64 = if f16 { 2 } else { 4 };
             let chunks = |elems: u64| (elems * eb).div_ceil(16);
             let (a, b) = if f16 {

@@ -78,28 +78,20 @@ impl SgemmProblem {
 /// WGSL_CPU_ADAPTER_CONFIG.
 pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmConfig {
     if backend.kind() == BackendKind::Cpu {
-        return SgemmConfig { bm: 16, bn: 16, bk: if problem.f16_inputs { 16 } else { 8 }, stages: 2 };
+        return SgemmConfig::new(16, 16, if problem.f16_inputs { 16 } else { 8 }, 2);
     }
     if backend.kind() == BackendKind::Wgsl {
         if backend.info().is_cpu {
             return WGSL_CPU_ADAPTER_CONFIG;
         }
         let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
-        let big = SgemmConfig { bm: 128, bn: 128, bk: 8, stages: 1 };
-        return if big.grid(problem.m, problem.n) >= 2 * sms {
-            big
-        } else {
-            SgemmConfig { bm: 64, bn: 64, bk: 16, stages: 2 }
-        };
+        let big = SgemmConfig::new(128, 128, 8, 1);
+        return if big.grid(problem.m, problem.n) >= 2 * sms { big } else { SgemmConfig::new(64, 64, 16, 2) };
     }
     let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
-    let big = SgemmConfig { bm: 128, bn: 128, bk: 32, stages: 2 };
+    let big = SgemmConfig::new(128, 128, 32, 2);
     let fits = big.shared_bytes(problem.elem_bytes()).is_ok_and(|b| b <= backend.info().limits.launch_shared_max);
-    if fits && big.grid(problem.m, problem.n) >= 2 * sms {
-        big
-    } else {
-        SgemmConfig { bm: 64, bn: 128, bk: 32, stages: 3 }
-    }
+    if fits && big.grid(problem.m, problem.n) >= 2 * sms { big } else { SgemmConfig::new(64, 128, 32, 3) }
 }
 
 /// The cuda-static kernel: `sgemm.cu` with the block tile, stages and input type as
@@ -138,7 +130,7 @@ pub fn fit_config<B: Backend>(
     for (bm, bn) in [(cfg.bm, cfg.bn), (cfg.bm, cfg.bn / 2), (cfg.bm / 2, cfg.bn / 2)] {
         for stages in (1..=cfg.stages).rev() {
             for bk in std::iter::once(cfg.bk).chain(super::halvings(cfg.bk, 4)) {
-                fallbacks.push(SgemmConfig { bm, bn, bk, stages });
+                fallbacks.push(SgemmConfig::new(bm, bn, bk, stages).with_tm(cfg.tm));
             }
         }
     }
@@ -151,7 +143,7 @@ pub fn fit_config<B: Backend>(
 /// with two stages), the fastest block tile of exhaustive sweeps of both variants at 256^3
 /// on lavapipe (Mesa 22.3.6, 2 shared cores: 4.2-5.1 ms, about 8 GFLOP/s; one and two
 /// stages within the noise of each other, 32 x 64 and 32 x 32 tiles 10-50% slower).
-pub const WGSL_CPU_ADAPTER_CONFIG: SgemmConfig = SgemmConfig { bm: 64, bn: 64, bk: 8, stages: 2 };
+pub const WGSL_CPU_ADAPTER_CONFIG: SgemmConfig = SgemmConfig::new(64, 64, 8, 2);
 
 /// 16-byte chunks of the A and of the B tile each invocation copies per k-tile in the WGSL
 /// form (`LOADS_A`, `LOADS_B` of `sgemm.wgsl`).
@@ -176,6 +168,9 @@ pub fn wgsl_static_bytes(cfg: &SgemmConfig) -> u64 {
 /// chunks of each tile per invocation. Device limits (invocations, workgroup bytes) are
 /// checked apart, against the adapter.
 pub fn wgsl_check(cfg: &SgemmConfig) -> std::result::Result<(), String> {
+    if cfg.tm != 8 {
+        return Err(format!("the WGSL form's thread tile is 8 x 8, not tm = {}", cfg.tm));
+    }
     if !cfg.fits(4) {
         return Err(format!(
             "bm and bn must be multiples of 8, bk a multiple of 4, at most {} threads (got {cfg:?})",
@@ -341,14 +336,20 @@ pub fn prepare_with<'b, B: Kernels>(
     variant: Variant,
     inputs: impl FnOnce() -> Arc<HostInputs>,
 ) -> Result<SgemmWorkload<'b, B>> {
-    let entry = entry_name(problem.f16_inputs, fixed, config.bk)
-        .ok_or_else(|| invalid("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only"))?;
+    let entry = entry_name(problem.f16_inputs, fixed, &config).ok_or_else(|| {
+        let (kernel, reason) = match (problem.f16_inputs, fixed) {
+            (true, true) => ("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only".to_string()),
+            (true, false) => ("hgemm_f16_f32", format!("f16 inputs take 8 rows per thread, not tm = {}", config.tm)),
+            _ => ("sgemm_f32", format!("tm = {} rows per thread: the f32 entries have 8 or 16", config.tm)),
+        };
+        invalid(kernel, reason)
+    })?;
     // Ablations of the f32 kernel, same arguments: `DYNSMEM_SGEMM_ENTRY=sgemm_f32` (bk at
     // launch too, where an entry has it compiled in) or `sgemm_f32_unroll4` (that, with the
     // k loop unrolled by 4).
     let entry = match std::env::var("DYNSMEM_SGEMM_ENTRY").as_deref() {
-        Ok("sgemm_f32_unroll4") if !fixed && !problem.f16_inputs => "sgemm_f32_unroll4",
-        Ok("sgemm_f32") if !fixed && !problem.f16_inputs => "sgemm_f32",
+        Ok("sgemm_f32_unroll4") if !fixed && !problem.f16_inputs && config.tm == 8 => "sgemm_f32_unroll4",
+        Ok("sgemm_f32") if !fixed && !problem.f16_inputs && config.tm == 8 => "sgemm_f32",
         _ => entry,
     };
     if fixed && config != FIXED_128X128X16S2 {
@@ -358,12 +359,18 @@ pub fn prepare_with<'b, B: Kernels>(
         return Err(invalid(
             entry,
             format!(
-                "bm and bn must be multiples of 8, bk a multiple of 4 and of a 16-byte chunk ({} elements), \
-                 stages 1 to {} (got {config:?})",
+                "tm 8 or 16 (16 for f32 only), bm a multiple of tm, bn of 8, bk a multiple of 4 and of a \
+                 16-byte chunk ({} elements), stages 1 to {} (got {config:?})",
                 16 / problem.elem_bytes(),
                 dynsmem_kernels::sgemm::MAX_STAGES
             ),
         ));
+    }
+    if variant != Variant::LaunchSized && config.tm != 8 {
+        return Err(Error::Unsupported {
+            backend: backend.kind(),
+            what: format!("tm = {} in the {variant} form (its thread tile is 8 x 8)", config.tm),
+        });
     }
     let SgemmProblem { m, n, k, .. } = problem;
     // Indices are u32 on the device: row * k, row * n and k * n must fit.
@@ -580,7 +587,7 @@ mod tests {
 
     #[test]
     fn wgsl_forms_of_one_config_differ_only_in_sizing() {
-        let cfg = SgemmConfig { bm: 128, bn: 128, bk: 8, stages: 2 };
+        let cfg = SgemmConfig::new(128, 128, 8, 2);
         // 2 x 8 x (128 + 4) + 2 x 8 x 128 floats.
         assert_eq!(wgsl_static_bytes(&cfg), 16640);
         assert_eq!(wgsl_loads(&cfg), (1, 1));
@@ -596,7 +603,7 @@ mod tests {
 
     #[test]
     fn wgsl_check_refuses_what_the_form_cannot_run() {
-        let ok = |bm, bn, bk, stages| wgsl_check(&SgemmConfig { bm, bn, bk, stages });
+        let ok = |bm, bn, bk, stages| wgsl_check(&SgemmConfig::new(bm, bn, bk, stages));
         assert!(ok(128, 128, 8, 2).is_ok());
         assert!(ok(8, 8, 4, 2).is_ok());
         // 32 x 32 x 16: 8 chunks of each tile per invocation, the most two stages hold.
@@ -607,7 +614,7 @@ mod tests {
         assert!(ok(12, 64, 8, 1).is_err());
         assert!(ok(64, 64, 6, 1).is_err());
         // Grid capped at the dispatch limit, at least one workgroup.
-        let c = SgemmConfig { bm: 8, bn: 8, bk: 4, stages: 1 };
+        let c = SgemmConfig::new(8, 8, 4, 1);
         assert_eq!(wgsl_grid(&c, 4096, 4096, 65535), 65535);
         assert_eq!(wgsl_grid(&c, 0, 0, 65535), 1);
     }

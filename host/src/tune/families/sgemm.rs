@@ -1,14 +1,15 @@
 //! SGEMM / HGEMM: the block tile `bm x bn x bk` and the pipeline stages, all launch-time
-//! values of one compiled entry (the 8 x 8 thread tile is compiled in and not a parameter).
-//! Threads per block are `bm * bn / 64`; the kernel's own register limit can refuse a
-//! block the device would allow, which the runner records as that config's error. On
+//! values of one compiled image, and for f32 on CUDA the rows per thread `tm` (8 or 16,
+//! each compiled into its own entries). Threads per block are `bm / tm * bn / 8`; the
+//! kernel's own register limit can refuse a block the device would allow, which the runner
+//! records as that config's error. On
 //! WGSL (f32 only) each point is a pipeline of its own, with 1 or 2 stages and the rules
 //! of [`wgsl_check`]; its static bytes are checked against the adapter's limit.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use dynsmem_kernels::sgemm::SgemmConfig;
+use dynsmem_kernels::sgemm::{SgemmConfig, THREAD_ROWS, THREAD_TILE};
 
 use super::layout_reason;
 use crate::backend::BackendKind;
@@ -19,13 +20,21 @@ use crate::tune::{Footprint, Param, Target, Tunable, TuneBackend};
 
 pub struct SgemmTunable {
     problem: SgemmProblem,
+    /// The `tm` values of the CUDA f32 space; a `tm` parameter exists only where there is
+    /// more than one (sweeps recorded before it existed rebuild with `[8]`).
+    thread_rows: &'static [u32],
     /// The inputs of the last seed, made once for every config (as reduce's tunable does).
     inputs: RefCell<Option<(u64, Arc<HostInputs>)>>,
 }
 
 impl SgemmTunable {
     pub fn new(problem: SgemmProblem) -> SgemmTunable {
-        SgemmTunable { problem, inputs: RefCell::new(None) }
+        SgemmTunable::with_thread_rows(problem, &THREAD_ROWS)
+    }
+
+    /// A tunable whose CUDA f32 space takes `tm` from `thread_rows`.
+    pub fn with_thread_rows(problem: SgemmProblem, thread_rows: &'static [u32]) -> SgemmTunable {
+        SgemmTunable { problem, thread_rows, inputs: RefCell::new(None) }
     }
 
     fn inputs(&self, seed: u64) -> Arc<HostInputs> {
@@ -52,7 +61,8 @@ impl Tunable for SgemmTunable {
     type Config = SgemmConfig;
 
     fn config(&self, point: &[u32]) -> SgemmConfig {
-        SgemmConfig { bm: point[0], bn: point[1], bk: point[2], stages: point[3] }
+        let tm = point.get(4).or(self.thread_rows.first()).copied().unwrap_or(THREAD_TILE);
+        SgemmConfig::new(point[0], point[1], point[2], point[3]).with_tm(tm)
     }
 
     fn family(&self) -> &'static str {
@@ -78,12 +88,16 @@ impl Tunable for SgemmTunable {
             let bk: &[u32] = if target.is_cpu { &[4, 8, 16] } else { &[8, 16, 32] };
             vec![Param::new("bm", tiles), Param::new("bn", tiles), Param::new("bk", bk), Param::new("stages", &[1, 2])]
         } else {
-            vec![
+            let mut params = vec![
                 Param::new("bm", &[32, 64, 128, 256]),
                 Param::new("bn", &[32, 64, 128, 256]),
                 Param::new("bk", &[8, 16, 32, 64]),
                 Param::new("stages", &[1, 2, 3, 4]),
-            ]
+            ];
+            if !self.problem.f16_inputs && self.thread_rows.len() > 1 {
+                params.push(Param::new("tm", self.thread_rows));
+            }
+            params
         }
     }
 
@@ -101,7 +115,8 @@ impl Tunable for SgemmTunable {
         }
         if !cfg.fits(eb) {
             return Err(format!(
-                "bm, bn multiples of 8, bk a multiple of 4 and of {} elements, 1-4 stages, at most 1024 threads",
+                "tm 8 or 16, bm a multiple of tm, bn of 8, bk a multiple of 4 and of {} elements, 1-4 stages, \
+                 at most 1024 threads",
                 16 / eb
             ));
         }
