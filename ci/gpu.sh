@@ -144,13 +144,17 @@ for step in "$@"; do
       NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
       if [ -z "$NCU" ]; then echo "no ncu"; status=1; continue; fi
       {
-        for s in 4096 1024; do
-          echo "### dynsmem run sgemm --m $s --bm 128 --bn 128 --bk 32 --stages 2: ours, then every kernel cuBLAS launched"
+        # PROFILE_GEMM: "size:bm x bn x bk x stages[x tm]" items (default: 4096^3 and 1024^3
+        # at 128 x 128 x 32, two stages).
+        for item in ${PROFILE_GEMM:-4096:128x128x32x2 1024:128x128x32x2}; do
+          s=${item%%:*}; IFS=x read -r bm bn bk st tm <<< "${item#*:}"
+          echo "### dynsmem run sgemm --m $s --bm $bm --bn $bn --bk $bk --stages $st ${tm:+--tm $tm}: ours, then cuBLAS's kernels"
           # Launch 0 is ours; cuBLAS's follow (the anchor runs after our timed launches).
           "$NCU" --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
             --section SchedulerStats --section InstructionStats \
             --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed_op_.*\.sum,sm__sass_thread_inst_executed_op_ffma_pred_on.sum" \
-            --launch-count 4 $B run sgemm --m $s --bm 128 --bn 128 --bk 32 --stages 2 --backend cuda --warmup 0 --warmup-ms 0 --repeats 1 2>&1 | grep -vE "^==PROF==|^$"
+            --launch-count "${PROFILE_LAUNCHES:-2}" $B run sgemm --m $s --bm $bm --bn $bn --bk $bk --stages $st ${tm:+--tm $tm} \
+            --backend cuda --warmup 0 --warmup-ms 0 --repeats 1 2>&1 | grep -vE "^==PROF==|^$"
         done
       } > "$OUT/profile-gemm.txt" 2>&1
       grep -E "^###|^  [a-zA-Z_0-9]+.*\(|Duration|Registers Per|Block Size|Grid Size|Dynamic Shared|Static Shared|Issue Slots Busy|No Eligible|stalled_(barrier|short_scoreboard|mio_throttle|math_pipe|not_selected|wait|long_scoreboard|dispatch|no_instruction|lg_throttle|branch)[a-z_]*_per_issue_active|Executed Instructions  " "$OUT/profile-gemm.txt" | head -150

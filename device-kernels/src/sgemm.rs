@@ -439,7 +439,7 @@ macro_rules! for_rows {
 /// As for [`gemm_rowmajor`].
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool, const TM: usize>(
+unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     dims: D,
     a: *const f32,
     b: *const f32,
@@ -613,29 +613,38 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL8: bool, const TM: usize>(
             };
         }
         let mut kk = 0;
-        // The k loop unrolled by 8 (4 for a bk that leaves 4): straight-line code that
-        // ptxas can reorder to read the next k's fragments while this k's FMAs issue, within
-        // its registers. (Carrying prefetched fragments across iterations instead made
+        // The k loop unrolled by UNROLL (8, 16 or 32; then by 4 for a bk that leaves 4):
+        // straight-line code that ptxas can reorder to read the next k's fragments while
+        // this k's FMAs issue. (Carrying prefetched fragments across iterations instead made
         // LLVM split them into 16 scalar loads through 16 pointers: 159 registers.)
-        if UNROLL8 {
+        macro_rules! steps {
+            ($($j:literal)*) => {
+                $(multiply!(fragments!($j));)*
+            };
+        }
+        if UNROLL >= 32 {
+            while kk + 32 <= bk {
+                steps!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+                advance!(32);
+                kk += 32;
+            }
+        }
+        if UNROLL >= 16 {
+            while kk + 16 <= bk {
+                steps!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+                advance!(16);
+                kk += 16;
+            }
+        }
+        if UNROLL >= 8 {
             while kk + 8 <= bk {
-                multiply!(fragments!(0));
-                multiply!(fragments!(1));
-                multiply!(fragments!(2));
-                multiply!(fragments!(3));
-                multiply!(fragments!(4));
-                multiply!(fragments!(5));
-                multiply!(fragments!(6));
-                multiply!(fragments!(7));
+                steps!(0 1 2 3 4 5 6 7);
                 advance!(8);
                 kk += 8;
             }
         }
         while kk < bk {
-            multiply!(fragments!(0));
-            multiply!(fragments!(1));
-            multiply!(fragments!(2));
-            multiply!(fragments!(3));
+            steps!(0 1 2 3);
             advance!(4);
             kk += 4;
         }
@@ -805,7 +814,7 @@ fn store_tile<const TM: usize>(
 /// As for [`gemm_rowmajor`].
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn sgemm_compiled_bk<const BK: u32, const TM: usize>(
+unsafe fn sgemm_compiled_bk<const BK: u32, const TM: usize, const UNROLL: u32>(
     a: *const f32,
     b: *const f32,
     c: *mut f32,
@@ -819,56 +828,68 @@ unsafe fn sgemm_compiled_bk<const BK: u32, const TM: usize>(
     if cfg.bk != BK {
         gpu::trap();
     }
-    unsafe { sgemm_kgroups::<RuntimeTile<BK>, true, TM>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+    unsafe { sgemm_kgroups::<RuntimeTile<BK>, UNROLL, TM>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
 }
 
 crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.
     pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
-        unsafe { sgemm_kgroups::<Runtime, true, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_kgroups::<Runtime, 8, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// `sgemm_f32` with `bk` = 8 compiled in (`bm`, `bn`, `stages` at launch; traps on
     /// another `bk`).
     pub fn sgemm_f32_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        unsafe { sgemm_compiled_bk::<8, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with `bk` = 16 compiled in.
     pub fn sgemm_f32_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        unsafe { sgemm_compiled_bk::<16, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with `bk` = 32 compiled in.
     pub fn sgemm_f32_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<32, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        unsafe { sgemm_compiled_bk::<32, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// f32 GEMM with 16 x 8 thread tiles (`tm` = 16), block tile chosen at launch.
     pub fn sgemm_f32_tm16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig::new(bm, bn, bk, stages).with_tm(16);
-        unsafe { sgemm_kgroups::<Runtime, true, 16>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_kgroups::<Runtime, 8, 16>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// `sgemm_f32_tm16` with `bk` = 8 compiled in.
     pub fn sgemm_f32_tm16_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<8, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+        unsafe { sgemm_compiled_bk::<8, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
     }
     /// `sgemm_f32_tm16` with `bk` = 16 compiled in.
     pub fn sgemm_f32_tm16_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+        unsafe { sgemm_compiled_bk::<16, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
     }
     /// `sgemm_f32_tm16` with `bk` = 32 compiled in.
     pub fn sgemm_f32_tm16_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<32, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+        unsafe { sgemm_compiled_bk::<32, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+    }
+    /// `sgemm_f32_tm16_bk16` with its k-tile unrolled completely (16 k), an ablation.
+    pub fn sgemm_f32_tm16_bk16_u16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        unsafe { sgemm_compiled_bk::<16, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+    }
+    /// `sgemm_f32_tm16_bk32` with its k-tile unrolled completely (32 k), an ablation.
+    pub fn sgemm_f32_tm16_bk32_u32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        unsafe { sgemm_compiled_bk::<32, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+    }
+    /// `sgemm_f32_bk32` with its k-tile unrolled completely (32 k), an ablation.
+    pub fn sgemm_f32_bk32_u32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        unsafe { sgemm_compiled_bk::<32, 8, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
     pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
-        unsafe { sgemm_kgroups::<Runtime, false, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_kgroups::<Runtime, 4, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// f32 GEMM with the 128 x 128 x 16, 2-stage block tile compiled in (the same source).
     pub fn sgemm_f32_128x128x16s2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         if SgemmConfig::new(bm, bn, bk, stages) != FIXED_128X128X16S2 {
             gpu::trap();
         }
-        unsafe { sgemm_kgroups::<Fixed<128, 128, 16, 2>, true, 8>(Fixed, a, b, c, m, n, k, alpha, beta) }
+        unsafe { sgemm_kgroups::<Fixed<128, 128, 16, 2>, 8, 8>(Fixed, a, b, c, m, n, k, alpha, beta) }
     }
     /// f16 inputs (as bits), f32 accumulation and output; block tile chosen at launch.
     pub fn hgemm_f16_f32(a: *const u16, b: *const u16, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {

@@ -347,9 +347,8 @@ pub fn prepare_with<'b, B: Kernels>(
     // Ablations of the f32 kernel, same arguments: `DYNSMEM_SGEMM_ENTRY=sgemm_f32` (bk at
     // launch too, where an entry has it compiled in) or `sgemm_f32_unroll4` (that, with the
     // k loop unrolled by 4).
-    let entry = match std::env::var("DYNSMEM_SGEMM_ENTRY").as_deref() {
-        Ok("sgemm_f32_unroll4") if !fixed && !problem.f16_inputs && config.tm == 8 => "sgemm_f32_unroll4",
-        Ok("sgemm_f32") if !fixed && !problem.f16_inputs && config.tm == 8 => "sgemm_f32",
+    let entry = match std::env::var("DYNSMEM_SGEMM_ENTRY") {
+        Ok(name) if !fixed && !problem.f16_inputs => ablation_entry(&name, &config).unwrap_or(entry),
         _ => entry,
     };
     if fixed && config != FIXED_128X128X16S2 {
@@ -422,6 +421,21 @@ pub fn prepare_with<'b, B: Kernels>(
     let b = backend.htod(&host.b_words)?;
     let c = backend.htod(&host.c)?;
     Ok(SgemmWorkload { backend, kernel, problem, config, grid: grid as u32, a, b, c, host })
+}
+
+/// The f32 entry `name` in place of the one [`entry_name`] picks, for ablations
+/// (`DYNSMEM_SGEMM_ENTRY`): any `sgemm_f32*` entry of the image whose compiled-in rows per
+/// thread and depth (`_tm16`, `_bk{8,16,32}` in its name) agree with `config`; `None`
+/// (the usual entry) for any other name.
+fn ablation_entry(name: &str, config: &SgemmConfig) -> Option<&'static str> {
+    let entry = dynsmem_kernels::sgemm::KERNELS.iter().find(|e| e.name == name && e.name.starts_with("sgemm_f32"))?;
+    let tm = if entry.name.contains("_tm16") { 16 } else { 8 };
+    let bk = ["_bk8", "_bk16", "_bk32"].iter().zip([8, 16, 32]).find(|(s, _)| {
+        entry.name.contains(*s)
+            && !entry.name[entry.name.find(*s).unwrap() + s.len()..].starts_with(|c: char| c.is_ascii_digit())
+    });
+    let fixed_tile = entry.name.contains("128x128");
+    (tm == config.tm && bk.is_none_or(|(_, b)| b == config.bk) && !fixed_tile).then_some(entry.name)
 }
 
 /// A problem's inputs as the device gets them, the initial `C`, and the reference entries.
