@@ -66,9 +66,6 @@ pub const THREAD_TILE: u32 = 8;
 pub const THREAD_ROWS: [u32; 2] = [8, 16];
 /// Most pipeline stages.
 pub const MAX_STAGES: u32 = 4;
-/// Parts the f32 kernel issues a k-tile's copies in, between the k-steps of the tile
-/// before (see `sgemm_kgroups`).
-const LOAD_PARTS: u32 = 4;
 /// Most threads a block has on any GPU the image targets (`BM * BN / 64`).
 pub const MAX_THREADS: u32 = 1024;
 /// Blocks along each grid dimension are folded into one (`tiles_m * tiles_n` blocks).
@@ -364,11 +361,7 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     };
 
     let mut acc = [[0.0f32; 8]; 8];
-    let multiply = #[inline(always)]
-    |slot: u32, next: Option<(u32, u32)>| {
-        if let Some((next_kt, next_slot)) = next {
-            load_tile(next_kt, next_slot);
-        }
+    ring_pipeline(stages, k.div_ceil(bk), load_tile, |slot| {
         // Indices of this thread's 8 rows of the A tile and its two column groups of the B
         // tile, walked by increments (an index computed per access costs four instructions
         // per load with run-time strides; 64-bit pointers instead cost 10 more registers,
@@ -412,8 +405,7 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
             k_step!(3);
             kk += 4;
         }
-    };
-    ring_pipeline(stages, k.div_ceil(bk), load_tile, multiply);
+    });
 
     store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
@@ -506,21 +498,12 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     let a_shared = unsafe { a_words.shared_ptr(0, a_words.len()) };
     let b_shared = unsafe { b_slots.shared_ptr(0, b_slots.len()) };
 
-    // Starts part `part` of [`LOAD_PARTS`] of the copies of k-tile `kt` into ring slot
-    // `slot` (groups `w + warps * part`, `+ warps * LOAD_PARTS`, ... of A; rows `b_r0 +
-    // b_rstep * part`, ... of B) and commits the tile's copies as one group after the
-    // last part; an edge tile (gathered element by element) is copied whole in part 0.
-    // The multiply of the tile before issues the parts between its k-steps: spread
-    // through the FMAs, a copy's address registers are not rewritten while the copy
-    // still holds them, which cost a long-scoreboard stall per copy when a tile's copies
-    // ran back to back.
-    let load_part = |kt: u32, slot: u32, part: u32| {
+    let load_tile = |kt: u32, slot: u32| {
         let k0 = kt * bk;
         if a_fast && m0 + bm <= m && k0 + bk <= k {
-            let step = warps * LOAD_PARTS;
-            let mut g = w + warps * part;
-            let mut src = a.wrapping_add(a_src0 + k0 as usize + (warps * part) as usize * 4 * k as usize);
-            let mut dst = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0 + warps * part * gs * 4);
+            let mut g = w;
+            let mut src = a.wrapping_add(a_src0 + k0 as usize);
+            let mut dst = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0);
             while g < bm / 4 {
                 // With bk compiled in this unrolls into bk / 8 copies at immediate offsets
                 // of `src` and `dst`.
@@ -531,48 +514,38 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
                     d = d.wrapping_add(32);
                     kb += 8;
                 }
-                g += step;
-                src = src.wrapping_add(step as usize * 4 * k as usize);
-                dst = dst.wrapping_add(step * gs * 4);
+                g += warps;
+                src = src.wrapping_add(warps as usize * 4 * k as usize);
+                dst = dst.wrapping_add(warps * gs * 4);
             }
-        } else if part == 0 {
+        } else {
             // Element (r, q) of the tile is row r of group r / 4 at k = q.
             let at = |r: u32, q: u32| (r / 4 * gs + q) * 4 + r % 4;
             unsafe { gather_tile(a, (m, k), (m0, k0), (bm, bk), a_words, slot * a_stage * 4, at, tid, threads) };
         }
         if b_fast && n0 + bn <= n && k0 + bk <= k {
-            let step = b_rstep * LOAD_PARTS;
-            let mut r = b_r0 + b_rstep * part;
+            let mut r = b_r0;
             let mut src = b.wrapping_add((k0 + r) as usize * n as usize + (n0 + b_q * 4) as usize);
             let mut dst = b_shared.wrapping_add(slot * b_stage + b_q * gs + r);
             while r < bk {
                 unsafe { dst.copy_async(src.cast()) };
-                r += step;
-                src = src.wrapping_add(step as usize * n as usize);
-                dst = dst.wrapping_add(step);
+                r += b_rstep;
+                src = src.wrapping_add(b_rstep as usize * n as usize);
+                dst = dst.wrapping_add(b_rstep);
             }
-        } else if part == 0 {
+        } else {
             // Element (r, q) of the tile is column q of group q / 4 at k = r.
             let at = |r: u32, q: u32| (q / 4 * gs + r) * 4 + q % 4;
             unsafe { gather_tile(b, (k, n), (k0, n0), (bk, bn), b_words, slot * b_stage * 4, at, tid, threads) };
         }
-        if part == LOAD_PARTS - 1 {
-            gpu::copy_async_commit();
-        }
-    };
-    let load_tile = |kt: u32, slot: u32| {
-        let mut part = 0;
-        while part < LOAD_PARTS {
-            load_part(kt, slot, part);
-            part += 1;
-        }
+        gpu::copy_async_commit();
     };
 
     let mut acc = [[0.0f32; 8]; TM];
     // Inlined whatever its size: out of line (LLVM's choice for the 16-row body) the
     // accumulators live behind a pointer, in memory.
     let multiply = #[inline(always)]
-    |slot: u32, next: Option<(u32, u32)>| {
+    |slot: u32| {
         // This thread's TM / 4 row groups of A and two column groups of B; slot `kk` of a
         // group holds its 4 values at k = kk. Walked by pointer so that the k of an
         // unrolled step are immediate offsets of one address.
@@ -639,19 +612,6 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
                 pb_hi = pb_hi.wrapping_add($by);
             };
         }
-        // The next tile's copies, a part before each block of 8 k (the rest after the
-        // loop for a tile of fewer than LOAD_PARTS blocks).
-        let mut issued = 0;
-        macro_rules! issue_part {
-            () => {
-                if issued < LOAD_PARTS {
-                    if let Some((next_kt, next_slot)) = next {
-                        load_part(next_kt, next_slot, issued);
-                    }
-                    issued += 1;
-                }
-            };
-        }
         let mut kk = 0;
         // The k loop unrolled by UNROLL (8, 16 or 32; then by 4 for a bk that leaves 4):
         // straight-line code that ptxas can reorder to read the next k's fragments while
@@ -664,31 +624,20 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
         }
         if UNROLL >= 32 {
             while kk + 32 <= bk {
-                issue_part!();
-                steps!(0 1 2 3 4 5 6 7);
-                issue_part!();
-                steps!(8 9 10 11 12 13 14 15);
-                issue_part!();
-                steps!(16 17 18 19 20 21 22 23);
-                issue_part!();
-                steps!(24 25 26 27 28 29 30 31);
+                steps!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
                 advance!(32);
                 kk += 32;
             }
         }
         if UNROLL >= 16 {
             while kk + 16 <= bk {
-                issue_part!();
-                steps!(0 1 2 3 4 5 6 7);
-                issue_part!();
-                steps!(8 9 10 11 12 13 14 15);
+                steps!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
                 advance!(16);
                 kk += 16;
             }
         }
         if UNROLL >= 8 {
             while kk + 8 <= bk {
-                issue_part!();
                 steps!(0 1 2 3 4 5 6 7);
                 advance!(8);
                 kk += 8;
@@ -698,9 +647,6 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
             steps!(0 1 2 3);
             advance!(4);
             kk += 4;
-        }
-        while issued < LOAD_PARTS {
-            issue_part!();
         }
     };
     ring_pipeline(stages, k.div_ceil(bk), load_tile, multiply);
@@ -773,20 +719,11 @@ unsafe fn copy_rows_async<E: GemmInput>(
 }
 
 /// The ring of `stages` shared tile buffers both GEMM kernels run: `load_tile(kt, slot)`
-/// starts copying k-tile `kt` into ring slot `slot` and commits its copies as one group
-/// (the first `stages - 1` tiles, before the loop); `step(slot, next)` multiplies the tile
-/// in `slot` and starts, somewhere in it, the copies of the tile `next = (kt, slot)` that
-/// the barrier before it freed, committing them as one group (`None`: no tile left, the
-/// ring has committed an empty group for it). While tile `kt` is multiplied, tiles up to
-/// `kt + stages - 1` are in flight; one barrier per k-tile (two with one stage, whose
-/// single buffer is copied whole before its multiply).
+/// starts copying k-tile `kt` into ring slot `slot` and commits its copies as one group,
+/// `multiply(slot)` multiplies the tile in `slot`. While tile `kt` is multiplied, tiles up
+/// to `kt + stages - 1` are in flight; one barrier per k-tile (two with one stage).
 #[inline(always)]
-fn ring_pipeline(
-    stages: u32,
-    k_tiles: u32,
-    load_tile: impl Fn(u32, u32),
-    mut step: impl FnMut(u32, Option<(u32, u32)>),
-) {
+fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut multiply: impl FnMut(u32)) {
     let mut s = 0;
     while s + 1 < stages {
         if s < k_tiles {
@@ -806,21 +743,19 @@ fn ring_pipeline(
         // is free to refill.
         gpu::copy_async_wait_pending(stages.saturating_sub(2));
         gpu::barrier();
-        let next_kt = kt + stages - 1;
-        let next = if stages == 1 {
+        let next = kt + stages - 1;
+        if stages > 1 {
+            if next < k_tiles {
+                load_tile(next, next_slot);
+            } else {
+                gpu::copy_async_commit();
+            }
+        } else {
             load_tile(kt, 0);
             gpu::copy_async_wait_pending(0);
             gpu::barrier();
-            None
-        } else if next_kt < k_tiles {
-            Some((next_kt, next_slot))
-        } else {
-            gpu::copy_async_commit();
-            None
-        };
-        // One call site: the step is inlined once (three copies of a 4096-FMA body were
-        // three times the instruction cache).
-        step(slot, next);
+        }
+        multiply(slot);
         slot = if slot + 1 == stages { 0 } else { slot + 1 };
         next_slot = if next_slot + 1 == stages { 0 } else { next_slot + 1 };
         kt += 1;
