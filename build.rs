@@ -136,9 +136,8 @@ const MAX_REGISTERS: &[(&str, u32)] = &[
     ("sgemm_f32_tm16_bk8", 255),
     ("sgemm_f32_tm16_bk16", 255),
     ("sgemm_f32_tm16_bk32", 255),
-    ("sgemm_f32_tm16_bk16_u16", 255),
-    ("sgemm_f32_tm16_bk32_u32", 255),
-    ("sgemm_f32_bk32_u32", 128),
+    ("sgemm_f32_tm16_bk64", 255),
+    ("sgemm_f32_tm16_bk32_u8", 255),
 ];
 
 /// `ptx` with a `.maxnreg` directive after the parameter list of each [`MAX_REGISTERS`]

@@ -100,7 +100,7 @@ fn cuda_block_over_the_kernels_register_limit_is_refused_before_launch() {
     match w.run() {
         Err(Error::KernelBlockLimit { kernel, requested: 1024, limit: 512, why }) => {
             assert_eq!(kernel, "sgemm_f32_bk16");
-            assert!(why.contains("128 registers"), "{why}");
+            assert!(why.contains("registers"), "{why}");
         }
         other => panic!("1024-thread GEMM block: {other:?}"),
     }

@@ -861,23 +861,20 @@ crate::kernels! { KERNELS;
     }
     /// `sgemm_f32_tm16` with `bk` = 16 compiled in.
     pub fn sgemm_f32_tm16_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<16, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+        unsafe { sgemm_compiled_bk::<16, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
     }
     /// `sgemm_f32_tm16` with `bk` = 32 compiled in.
     pub fn sgemm_f32_tm16_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<32, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
-    }
-    /// `sgemm_f32_tm16_bk16` with its k-tile unrolled completely (16 k), an ablation.
-    pub fn sgemm_f32_tm16_bk16_u16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<16, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
-    }
-    /// `sgemm_f32_tm16_bk32` with its k-tile unrolled completely (32 k), an ablation.
-    pub fn sgemm_f32_tm16_bk32_u32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         unsafe { sgemm_compiled_bk::<32, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
     }
-    /// `sgemm_f32_bk32` with its k-tile unrolled completely (32 k), an ablation.
-    pub fn sgemm_f32_bk32_u32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<32, 8, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+    /// `sgemm_f32_tm16` with `bk` = 64 compiled in (two 32-k steps per k-tile).
+    pub fn sgemm_f32_tm16_bk64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        unsafe { sgemm_compiled_bk::<64, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+    }
+    /// `sgemm_f32_tm16_bk32` with its k loop unrolled by 8 instead of the whole tile, an
+    /// ablation.
+    pub fn sgemm_f32_tm16_bk32_u8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        unsafe { sgemm_compiled_bk::<32, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
     }
     /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
     pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
@@ -911,6 +908,7 @@ pub fn entry_name(f16_inputs: bool, fixed: bool, config: &SgemmConfig) -> Option
         (false, false, 16, 8) => Some("sgemm_f32_tm16_bk8"),
         (false, false, 16, 16) => Some("sgemm_f32_tm16_bk16"),
         (false, false, 16, 32) => Some("sgemm_f32_tm16_bk32"),
+        (false, false, 16, 64) => Some("sgemm_f32_tm16_bk64"),
         (false, false, 16, _) => Some("sgemm_f32_tm16"),
         (false, true, 8, _) => Some("sgemm_f32_128x128x16s2"),
         (true, false, 8, _) => Some("hgemm_f16_f32"),

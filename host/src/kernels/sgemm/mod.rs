@@ -430,7 +430,7 @@ pub fn prepare_with<'b, B: Kernels>(
 fn ablation_entry(name: &str, config: &SgemmConfig) -> Option<&'static str> {
     let entry = dynsmem_kernels::sgemm::KERNELS.iter().find(|e| e.name == name && e.name.starts_with("sgemm_f32"))?;
     let tm = if entry.name.contains("_tm16") { 16 } else { 8 };
-    let bk = ["_bk8", "_bk16", "_bk32"].iter().zip([8, 16, 32]).find(|(s, _)| {
+    let bk = ["_bk8", "_bk16", "_bk32", "_bk64"].iter().zip([8, 16, 32, 64]).find(|(s, _)| {
         entry.name.contains(*s)
             && !entry.name[entry.name.find(*s).unwrap() + s.len()..].starts_with(|c: char| c.is_ascii_digit())
     });
