@@ -721,7 +721,8 @@ unsafe fn copy_rows_async<E: GemmInput>(
 /// The ring of `stages` shared tile buffers both GEMM kernels run: `load_tile(kt, slot)`
 /// starts copying k-tile `kt` into ring slot `slot` and commits its copies as one group,
 /// `multiply(slot)` multiplies the tile in `slot`. While tile `kt` is multiplied, tiles up
-/// to `kt + stages - 1` are in flight; one barrier per k-tile (two with one stage).
+/// to `kt + stages - 2` are in flight, and `kt + stages - 1` starts after it (during it with
+/// two stages); one barrier per k-tile (two with one stage).
 #[inline(always)]
 fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut multiply: impl FnMut(u32)) {
     let mut s = 0;
@@ -744,18 +745,30 @@ fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut mu
         gpu::copy_async_wait_pending(stages.saturating_sub(2));
         gpu::barrier();
         let next = kt + stages - 1;
-        if stages > 1 {
+        // With three or more stages the copies of the next tile wait until this tile is
+        // multiplied: its slot has been free since the barrier either way, the tile is not
+        // needed for stages - 2 more multiplies, and a warp's copies then overlap the
+        // other warps' FMAs and the wait at the next barrier instead of stalling every warp
+        // at once right after this one. Two stages need them at once.
+        let late = stages > 2;
+        let load_next = || {
             if next < k_tiles {
                 load_tile(next, next_slot);
             } else {
                 gpu::copy_async_commit();
             }
-        } else {
+        };
+        if stages == 1 {
             load_tile(kt, 0);
             gpu::copy_async_wait_pending(0);
             gpu::barrier();
+        } else if !late {
+            load_next();
         }
         multiply(slot);
+        if late {
+            load_next();
+        }
         slot = if slot + 1 == stages { 0 } else { slot + 1 };
         next_slot = if next_slot + 1 == stages { 0 } else { next_slot + 1 };
         kt += 1;
