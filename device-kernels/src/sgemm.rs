@@ -501,38 +501,22 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     let load_tile = |kt: u32, slot: u32| {
         let k0 = kt * bk;
         if a_fast && m0 + bm <= m && k0 + bk <= k {
-            // One group's row segments: with bk compiled in, bk / 8 copies at immediate
-            // offsets of `src` and `dst`.
-            let copy_group = |mut s: *const f32, mut d: gpu::SharedPtr<f32>| {
-                let mut kb = 0;
+            let mut g = w;
+            let mut src = a.wrapping_add(a_src0 + k0 as usize);
+            let mut dst = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0);
+            while g < bm / 4 {
+                // With bk compiled in this unrolls into bk / 8 copies at immediate offsets
+                // of `src` and `dst`.
+                let (mut s, mut d, mut kb) = (src, dst, 0);
                 while kb < bk {
                     unsafe { d.copy_async_word(s) };
                     s = s.wrapping_add(8);
                     d = d.wrapping_add(32);
                     kb += 8;
                 }
-            };
-            let (src_step, dst_step) = (warps as usize * 4 * k as usize, warps * gs * 4);
-            let mut g = w;
-            let mut src = a.wrapping_add(a_src0 + k0 as usize);
-            let mut dst = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0);
-            // 16-row tiles: two groups per iteration from two address pairs (rewriting the
-            // one pair a copy still holds stalls on the long scoreboard: the copies read
-            // their address registers late). The 8-row kernel has no registers to spare.
-            if TM > 8 {
-                while g + warps < bm / 4 {
-                    copy_group(src, dst);
-                    copy_group(src.wrapping_add(src_step), dst.wrapping_add(dst_step));
-                    g += 2 * warps;
-                    src = src.wrapping_add(2 * src_step);
-                    dst = dst.wrapping_add(2 * dst_step);
-                }
-            }
-            while g < bm / 4 {
-                copy_group(src, dst);
                 g += warps;
-                src = src.wrapping_add(src_step);
-                dst = dst.wrapping_add(dst_step);
+                src = src.wrapping_add(warps as usize * 4 * k as usize);
+                dst = dst.wrapping_add(warps * gs * 4);
             }
         } else {
             // Element (r, q) of the tile is row r of group r / 4 at k = q.
