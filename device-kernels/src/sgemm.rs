@@ -410,15 +410,6 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
 
-/// The word of element `(r, q)` (row `r`, k = `q`) in one stage of the f32 kernel's A tile:
-/// row group `r / 4` of `gs` 16-byte slots, k-pair `q / 2` its slots `q / 2 * 2` (rows 0-1
-/// of the group) and `+ 1` (rows 2-3), each slot `[row 2i at k, at k + 1, row 2i + 1 at k,
-/// at k + 1]`.
-#[inline(always)]
-fn a_word(r: u32, q: u32, gs: u32) -> u32 {
-    ((r / 4) * gs + q / 2 * 2 + (r % 4) / 2) * 4 + (r % 2) * 2 + q % 2
-}
-
 /// Invokes `$m!(i)` for the literal rows `i` = 0 to 15 of a thread tile (the kernels guard
 /// rows past their `TM`).
 macro_rules! for_rows {
@@ -488,18 +479,15 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     let row = |i: usize| (ty + (i / 4) as u32 * group_stride) * 4 + (i % 4) as u32;
     let col = |j: usize| if j < 4 { tx * 4 + j as u32 } else { bn / 2 + tx * 4 + j as u32 - 4 };
 
-    // A is gathered a k-pair (8 bytes) at a time: lane `8 * p + r` of warp `w` copies
-    // row `8 * w + r` (of groups `2w`, `2w + 1`), columns `2p, 2p + 1` plus `8 * kb`, for
-    // every kb and the row blocks `w, w + warps, ...`, so a warp reads 8 rows x 32 bytes
-    // (8 whole sectors) and writes 256 consecutive bytes of shared memory. Needs whole
-    // warps, bk a multiple of 8, and A's rows 8-byte aligned (k even).
+    // A is gathered word by word: lane `4 * kk + r` of warp `w` copies row `4 * g + r`,
+    // column `8 * kb + kk` for the groups `g = w, w + warps, ...` and every kb, so a warp
+    // reads 4 rows x 32 bytes (4 whole sectors) and writes 128 consecutive bytes of
+    // shared memory. Needs whole warps and bk a multiple of 8.
     let warps = threads / 32;
-    let a_fast =
-        threads.is_multiple_of(32) && bk.is_multiple_of(8) && k.is_multiple_of(2) && (a as usize).is_multiple_of(8);
+    let a_fast = threads.is_multiple_of(32) && bk.is_multiple_of(8);
     let (lane, w) = (tid % 32, tid / 32);
-    let (a_r, a_p) = (lane % 8, lane / 8);
-    let a_src0 = (m0 + w * 8 + a_r) as usize * k as usize + (2 * a_p) as usize;
-    let a_dst0 = a_word(w * 8 + a_r, 2 * a_p, gs);
+    let a_src0 = (m0 + w * 4 + lane % 4) as usize * k as usize + (lane / 4) as usize;
+    let a_dst0 = (w * gs + lane / 4) * 4 + lane % 4;
     // B moves in 16-byte chunks, each one slot: thread t copies chunk column `t % (bn/4)`
     // of rows `t / (bn/4)`, stepping `threads / (bn/4)` rows (whole when bm % 16 == 0).
     let qn = bn / 4;
@@ -513,26 +501,26 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     let load_tile = |kt: u32, slot: u32| {
         let k0 = kt * bk;
         if a_fast && m0 + bm <= m && k0 + bk <= k {
-            // Row blocks of 8 rows (two groups).
-            let mut rb = w;
+            let mut g = w;
             let mut src = a.wrapping_add(a_src0 + k0 as usize);
             let mut dst = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0);
-            while rb < bm / 8 {
+            while g < bm / 4 {
                 // With bk compiled in this unrolls into bk / 8 copies at immediate offsets
-                // of `src` and `dst` (8 k are 4 pairs, 8 slots of the group).
+                // of `src` and `dst`.
                 let (mut s, mut d, mut kb) = (src, dst, 0);
                 while kb < bk {
-                    unsafe { d.copy_async_pair(s) };
+                    unsafe { d.copy_async_word(s) };
                     s = s.wrapping_add(8);
                     d = d.wrapping_add(32);
                     kb += 8;
                 }
-                rb += warps;
-                src = src.wrapping_add(warps as usize * 8 * k as usize);
-                dst = dst.wrapping_add(warps * 2 * gs * 4);
+                g += warps;
+                src = src.wrapping_add(warps as usize * 4 * k as usize);
+                dst = dst.wrapping_add(warps * gs * 4);
             }
         } else {
-            let at = |r: u32, q: u32| a_word(r, q, gs);
+            // Element (r, q) of the tile is row r of group r / 4 at k = q.
+            let at = |r: u32, q: u32| (r / 4 * gs + q) * 4 + r % 4;
             unsafe { gather_tile(a, (m, k), (m0, k0), (bm, bk), a_words, slot * a_stage * 4, at, tid, threads) };
         }
         if b_fast && n0 + bn <= n && k0 + bk <= k {
@@ -575,26 +563,18 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
         // keeping the index in bounds for the compiler's checks): a loop over 16 rows is
         // not unrolled, and a rolled one indexes the accumulators at run time, which puts
         // them in local memory.
-        // Two k (a k-pair, `2 * $j` and `2 * $j + 1` past the pointers): A's two slots of
-        // the pair per row group hold rows 0-1 and rows 2-3 of the group, each at both k;
-        // B's slots hold one k each.
         macro_rules! fragments {
             ($j:expr) => {
                 unsafe {
-                    let (mut a0, mut a1) = ([0.0f32; TM], [0.0f32; TM]);
+                    let mut af = [0.0f32; TM];
                     macro_rules! read_group {
                         ($q:literal, $p:ident) => {
                             if $q < TM / 4 {
-                                let v0 = $p.add(2 * $j).read().0;
-                                let v1 = $p.add(2 * $j + 1).read().0;
-                                a0[(4 * $q) % TM] = v0[0];
-                                a0[(4 * $q + 1) % TM] = v0[2];
-                                a0[(4 * $q + 2) % TM] = v1[0];
-                                a0[(4 * $q + 3) % TM] = v1[2];
-                                a1[(4 * $q) % TM] = v0[1];
-                                a1[(4 * $q + 1) % TM] = v0[3];
-                                a1[(4 * $q + 2) % TM] = v1[1];
-                                a1[(4 * $q + 3) % TM] = v1[3];
+                                let v = $p.add($j).read().0;
+                                af[(4 * $q) % TM] = v[0];
+                                af[(4 * $q + 1) % TM] = v[1];
+                                af[(4 * $q + 2) % TM] = v[2];
+                                af[(4 * $q + 3) % TM] = v[3];
                             }
                         };
                     }
@@ -602,11 +582,8 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
                     read_group!(1, pa1);
                     read_group!(2, pa2);
                     read_group!(3, pa3);
-                    let (bl, bh) = (pb_lo.add(2 * $j).read().0, pb_hi.add(2 * $j).read().0);
-                    let b0 = [bl[0], bl[1], bl[2], bl[3], bh[0], bh[1], bh[2], bh[3]];
-                    let (bl, bh) = (pb_lo.add(2 * $j + 1).read().0, pb_hi.add(2 * $j + 1).read().0);
-                    let b1 = [bl[0], bl[1], bl[2], bl[3], bh[0], bh[1], bh[2], bh[3]];
-                    ((a0, b0), (a1, b1))
+                    let (bl, bh) = (pb_lo.add($j).read().0, pb_hi.add($j).read().0);
+                    (af, [bl[0], bl[1], bl[2], bl[3], bh[0], bh[1], bh[2], bh[3]])
                 }
             };
         }
@@ -640,39 +617,34 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
         // straight-line code that ptxas can reorder to read the next k's fragments while
         // this k's FMAs issue. (Carrying prefetched fragments across iterations instead made
         // LLVM split them into 16 scalar loads through 16 pointers: 159 registers.)
-        // k-pairs `$j` of a block.
         macro_rules! steps {
             ($($j:literal)*) => {
-                $(
-                    let (k0, k1) = fragments!($j);
-                    multiply!(k0);
-                    multiply!(k1);
-                )*
+                $(multiply!(fragments!($j));)*
             };
         }
         if UNROLL >= 32 {
             while kk + 32 <= bk {
-                steps!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+                steps!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
                 advance!(32);
                 kk += 32;
             }
         }
         if UNROLL >= 16 {
             while kk + 16 <= bk {
-                steps!(0 1 2 3 4 5 6 7);
+                steps!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
                 advance!(16);
                 kk += 16;
             }
         }
         if UNROLL >= 8 {
             while kk + 8 <= bk {
-                steps!(0 1 2 3);
+                steps!(0 1 2 3 4 5 6 7);
                 advance!(8);
                 kk += 8;
             }
         }
         while kk < bk {
-            steps!(0 1);
+            steps!(0 1 2 3);
             advance!(4);
             kk += 4;
         }

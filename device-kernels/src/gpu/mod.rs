@@ -392,31 +392,6 @@ impl<T: Copy> SharedPtr<T> {
             self.array.copy_async_word(self.index, src)
         }
     }
-    /// Starts copying two 4-byte elements from device memory at `src` into this element
-    /// and the next (`cp.async.ca`, 8 bytes); see [`copy_async_wait`].
-    ///
-    /// # Safety
-    /// As for [`SharedArray::copy_async_word`], for both elements, with `src` and this
-    /// element 8-byte aligned.
-    #[inline(always)]
-    #[cfg_attr(not(gpu), track_caller)]
-    pub unsafe fn copy_async_pair(self, src: *const T) {
-        const { assert!(size_of::<T>() == 4 && align_of::<T>() >= 4) };
-        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
-        unsafe {
-            core::arch::asm!(
-                "cp.async.ca.shared.global [{dst}], [{src}], 8;",
-                dst = in(reg32) self.addr,
-                src = in(reg64) src,
-                options(nostack)
-            );
-        }
-        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
-        unsafe {
-            self.array.copy_async_word(self.index, src);
-            self.array.copy_async_word(self.index.wrapping_add(1), src.wrapping_add(1));
-        }
-    }
     /// [`SharedArray::copy_async`] into this element.
     ///
     /// # Safety
