@@ -62,13 +62,15 @@ impl SgemmProblem {
     }
 }
 
-/// On GPUs 128 x 128 x 32 with two stages (256 threads, 67584 B of launch-sized memory for
-/// f32: past the 48 KB default), the fastest at 4096^3 and 8192^3 on the H100
-/// (results/2026-11-22-h100-gemm-d27bfcd.jsonl: 40.8 and 41.4 TFLOP/s); where that leaves
-/// fewer than two blocks per multiprocessor (1024^3 has 64 tiles of 128 x 128 for 132 SMs),
-/// 64 x 128 x 32 with three stages (21.1 TFLOP/s at 1024^3, the fastest there). f16 inputs
-/// take the same tiles (`bk` a multiple of their 8-element chunk). 16 x 16 x 8, two stages
-/// (4 threads), on the CPU backend.
+/// CUDA, f32: 256 x 128 x 32 with three stages and 16 rows per thread (256 threads,
+/// 152064 B of launch-sized memory: past the 48 KB default, one block per SM), the fastest
+/// of the exhaustive sweep at 4096^3 on the H100 (3.122 ms, 44.0 TFLOP/s:
+/// results/2026-11-22-h100-tune-sgemm-4096-e6a627d.txt); where that leaves fewer than two
+/// tiles per multiprocessor (1024^3 has 32 for 132 SMs), 128 x 64 x 32 with three stages
+/// and 8 rows per thread (128 threads, 76032 B), the fastest at 1024^3 (0.0866 ms, 24.8
+/// TFLOP/s: results/2026-11-22-h100-tune-sgemm-1024-e6a627d.txt). f16 inputs (8 rows per
+/// thread): 128 x 128 x 32 with two stages, or 64 x 128 x 32 with three below two tiles per
+/// multiprocessor. 16 x 16 x 8, two stages (4 threads), on the CPU backend.
 ///
 /// WGSL: 128 x 128 x 8, one stage (256 invocations, 8320 B), the fastest of the exhaustive
 /// WGSL sweep at 4096^3 on the H100 (5.50 ms, 25.0 TFLOP/s; two stages 6.13 ms:
@@ -89,9 +91,13 @@ pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmC
         return if big.grid(problem.m, problem.n) >= 2 * sms { big } else { SgemmConfig::new(64, 64, 16, 2) };
     }
     let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
-    let big = SgemmConfig::new(128, 128, 32, 2);
+    let (big, small) = if problem.f16_inputs {
+        (SgemmConfig::new(128, 128, 32, 2), SgemmConfig::new(64, 128, 32, 3))
+    } else {
+        (SgemmConfig::new(256, 128, 32, 3).with_tm(16), SgemmConfig::new(128, 64, 32, 3))
+    };
     let fits = big.shared_bytes(problem.elem_bytes()).is_ok_and(|b| b <= backend.info().limits.launch_shared_max);
-    if fits && big.grid(problem.m, problem.n) >= 2 * sms { big } else { SgemmConfig::new(64, 128, 32, 3) }
+    if fits && big.grid(problem.m, problem.n) >= 2 * sms { big } else { small }
 }
 
 /// The cuda-static kernel: `sgemm.cu` with the block tile, stages and input type as
@@ -117,8 +123,8 @@ pub fn cuda_source(problem: &SgemmProblem, cfg: &SgemmConfig) -> CudaSource {
 
 /// The config `variant` runs for `cfg` (see [`super::fit_static`]): the same block tile
 /// with shallower k-tiles (keeping the stages), then fewer stages, then smaller block
-/// tiles; each kept to what the kernel can run. The launch-sized default 128 x 128 x 32
-/// with two stages (67584 B for f32) becomes 128 x 128 x 16 with two (34816 B).
+/// tiles; each kept to what the kernel can run, with 8 rows per thread in the static forms
+/// (noted when `cfg` asked 16).
 pub fn fit_config<B: Backend>(
     backend: &B,
     variant: Variant,
@@ -126,6 +132,10 @@ pub fn fit_config<B: Backend>(
     cfg: SgemmConfig,
 ) -> (SgemmConfig, Option<String>) {
     let eb = problem.elem_bytes();
+    // The static forms compute 8 rows per thread.
+    let rows_note = (variant != Variant::LaunchSized && cfg.tm != 8)
+        .then(|| format!("the {variant} form computes 8 rows per thread: tm = {} ran as 8", cfg.tm));
+    let cfg = if rows_note.is_some() { cfg.with_tm(8) } else { cfg };
     let mut fallbacks = Vec::new();
     for (bm, bn) in [(cfg.bm, cfg.bn), (cfg.bm, cfg.bn / 2), (cfg.bm / 2, cfg.bn / 2)] {
         for stages in (1..=cfg.stages).rev() {
@@ -136,7 +146,12 @@ pub fn fit_config<B: Backend>(
     }
     fallbacks.retain(|c| c.fits(eb) && *c != cfg);
     let limit = backend.info().limits.static_shared_max;
-    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(eb).ok())
+    let (c, note) = super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(eb).ok());
+    let note = match (rows_note, note) {
+        (Some(rows), Some(fit)) => Some(format!("{rows}; {fit}")),
+        (rows, fit) => rows.or(fit),
+    };
+    (c, note)
 }
 
 /// The WGSL default on a CPU Vulkan adapter (lavapipe): 64 x 64 x 8 (64 invocations, 8448 B
