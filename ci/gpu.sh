@@ -98,14 +98,17 @@ for step in "$@"; do
       # config is bm x bn x bk x stages, with an optional x tm (rows per thread).
       g() { $B run sgemm "$@" --backend cuda --repeats 10 --json "$OUT/gemm.jsonl" 2>&1 | grep -E "^(time|error|cuBLAS|Error|registers)" | tr '\n' ' ' | sed "s|^|$* : |"; echo; }
       for s in ${GEMM_SIZES:-1024 4096 8192}; do
-        for c in ${GEMM_CONFIGS:-128x128x16x2 128x128x16x3 128x128x32x2 128x128x32x3 128x64x16x3 128x64x32x3 64x128x32x3 64x64x16x3 64x64x32x4}; do
+        for c in ${GEMM_CONFIGS:-256x128x32x3x16 256x128x32x2x16 256x128x16x3x16 128x256x32x3x16 256x128x32x3 128x128x32x2 128x128x32x3 128x128x16x3 128x64x32x3 64x128x32x3 64x64x32x3}; do
           IFS=x read -r bm bn bk st tm <<< "$c"; g --m $s --bm $bm --bn $bn --bk $bk --stages $st ${tm:+--tm $tm}
         done
       done
       if [ -z "${GEMM_SIZES:-}" ]; then
-      # The unroll-by-8 ablation, the compiled-in tile against the same tile at
-      # launch, and f16 inputs.
+      # The unroll-by-8 ablations (16 rows: the whole k-tile against 8 k; 8 rows: 8 k
+      # against 4), bk at launch, the compiled-in tile against the same tile at launch,
+      # and f16 inputs.
       for s in 1024 4096; do
+        DYNSMEM_SGEMM_ENTRY=sgemm_f32_tm16_bk32_u8 g --m $s --bm 256 --bn 128 --bk 32 --stages 3 --tm 16
+        DYNSMEM_SGEMM_ENTRY=sgemm_f32_tm16 g --m $s --bm 256 --bn 128 --bk 32 --stages 3 --tm 16
         DYNSMEM_SGEMM_ENTRY=sgemm_f32 g --m $s --bm 128 --bn 128 --bk 32 --stages 2
         DYNSMEM_SGEMM_ENTRY=sgemm_f32_unroll4 g --m $s --bm 128 --bn 128 --bk 32 --stages 2
         g --m $s --fixed --bm 128 --bn 128 --bk 16 --stages 2
@@ -118,15 +121,18 @@ for step in "$@"; do
       fi
       ;;
     tune-sgemm)
-      # The exhaustive SGEMM 4096^3 sweep: every config verified, then timed; wall time.
+      # Exhaustive SGEMM sweeps at 4096^3 and 1024^3: every config verified, then timed;
+      # wall time. Everything packed into tune-sgemm.tgz (the device tool returns few files).
       d=$(mktemp -d)
-      start=$(date +%s.%N)
-      $B tune sgemm --m 4096 --backend cuda --strategy exhaustive --repeats 5 --warmup 2 --warmup-ms 20 --quiet \
-        --cache "$d/tune-sgemm-4096.jsonl" --t4 "$d/tune-sgemm-4096.t4.json" --plot "$d/tune-sgemm-4096.svg" \
-        --top 15 > "$d/tune-sgemm-4096.txt" 2>&1 || status=1
-      end=$(date +%s.%N)
-      echo "wall time of the sweep: $(python3 -c "print(round($end - $start, 1))") s" >> "$d/tune-sgemm-4096.txt"
-      cat "$d/tune-sgemm-4096.txt"
+      for s in ${TUNE_SIZES:-4096 1024}; do
+        start=$(date +%s.%N)
+        $B tune sgemm --m $s --backend cuda --strategy exhaustive --repeats 5 --warmup 2 --warmup-ms 20 --quiet \
+          --cache "$d/tune-sgemm-$s.jsonl" --t4 "$d/tune-sgemm-$s.t4.json" --plot "$d/tune-sgemm-$s.svg" \
+          --top 20 > "$d/tune-sgemm-$s.txt" 2>&1 || status=1
+        end=$(date +%s.%N)
+        echo "wall time of the sweep: $(python3 -c "print(round($end - $start, 1))") s" >> "$d/tune-sgemm-$s.txt"
+        grep -E "^(best|space)|^[0-9]+ " "$d/tune-sgemm-$s.txt" | head -12; tail -1 "$d/tune-sgemm-$s.txt"
+      done
       tar czf "$OUT/tune-sgemm.tgz" -C "$d" .
       ;;
     kernel-limit)

@@ -3,40 +3,48 @@
 //! tile and the pipeline depth chosen at launch.
 //!
 //! # What is launch-time and what is compiled in
-//! The thread tile is compiled in: each thread keeps an 8 x 8 tile of `C` in 64 registers,
-//! and the loops over it must unroll with constant indices to stay in registers. The block
-//! tile `BM x BN` and the number of pipeline stages only size shared memory and loop trip
-//! counts, so they are launch-time values of every entry: one image serves every block
-//! tile, and a config past 48 KB (e.g. 128 x 128 x 32 with two stages, 67584 B) is just a
-//! bigger launch. The depth of a k-tile `BK` is launch-time too (`sgemm_f32`), and for the
-//! depths of [`COMPILED_BK`] (8, 16, 32) there is an entry with it compiled in
-//! (`sgemm_f32_bk{8,16,32}`): its k loop unrolls completely and the tile's copies fold,
-//! worth 9% at 4096^3 on the H100 (37.3 -> 40.8 TFLOP/s). The host picks the entry from
-//! the config. To measure what launch-time sizing costs, the same source is also
+//! The thread tile is compiled in: each thread keeps a `TM x 8` tile of `C` in registers
+//! (`TM` = 8 or 16, [`SgemmConfig::tm`], each with entries of its own), and the loops over
+//! it must unroll with constant indices to stay in registers. The block tile `BM x BN` and
+//! the number of pipeline stages only size shared memory and loop trip counts, so they are
+//! launch-time values of every entry: one image serves every block tile, and a config past
+//! 48 KB (e.g. 256 x 128 x 32 with three stages, 152064 B) is just a bigger launch. The
+//! depth of a k-tile `BK` is launch-time too (`sgemm_f32`, `sgemm_f32_tm16`), and for the
+//! depths of [`COMPILED_BK`] (8, 16, 32; and 64 with 16 rows) there is an entry with it
+//! compiled in (`sgemm_f32[_tm16]_bk{8,16,32}`): its k loop unrolls and the tile's copies
+//! fold, worth 9% at 4096^3 on the H100 (37.3 -> 40.8 TFLOP/s). The host picks the entry
+//! from the config. To measure what launch-time sizing costs, the same source is also
 //! instantiated with the whole block tile as constants (`sgemm_f32_128x128x16s2`, through
-//! [`Dims`]). The GEMM entries are capped at 128 registers (`.maxnreg`, build.rs), so two
-//! 256-thread blocks fit an SM; a block of more than 512 threads is refused before launch.
+//! [`Dims`]). The 8-row entries are capped at 128 registers (`.maxnreg`, build.rs), so two
+//! 256-thread blocks fit an SM (a block over 512 threads is refused before launch); the
+//! 16-row entries at 255, one 256-thread block per SM, the shape of cuBLAS's own FFMA
+//! kernel on the H100 (256 x 128 x 8, 256 threads, 254 registers:
+//! results/2026-11-22-h100-profile-gemm-*.txt).
 //!
 //! # Algorithm and thread mapping
 //! A block computes the `BM x BN` tile of `C` at `(m0, n0) = (BM * blockIdx / tiles_n, BN *
-//! blockIdx % tiles_n)` with `BM/8 * BN/8` threads. Thread `(tx, ty)` (`tx = t % (BN/8)`)
-//! owns rows `{ty*4 + i, BM/2 + ty*4 + i}` and columns `{tx*4 + j, BN/2 + tx*4 + j}` (`i, j <
-//! 4`): two 4-wide halves in each direction. The k loop walks `BK`-deep tiles of `A` and
-//! `B` through a ring of `stages` shared buffers filled by `cp.async` (edge tiles element by
-//! element with zero fill): while tile `kt` is multiplied, tiles up to `kt + stages - 1` are
-//! in flight. One barrier per k-tile.
+//! blockIdx % tiles_n)` with `BM/TM * BN/8` threads. Thread `(tx, ty)` (`tx = t % (BN/8)`)
+//! owns the row groups `ty + q * BM/TM` (`q < TM/4`, 4 rows each: rows `4 * group + i`) and
+//! columns `{tx*4 + j, BN/2 + tx*4 + j}` (`j < 4`). The k loop walks `BK`-deep tiles of `A`
+//! and `B` through a ring of `stages` shared buffers filled by `cp.async` (edge tiles element
+//! by element with zero fill): while tile `kt` is multiplied, tiles up to `kt + stages - 2`
+//! are in flight, and the copies of `kt + stages - 1` start after the multiply (with two
+//! stages, before it). One barrier per k-tile.
 //!
 //! - f32 (`sgemm_kgroups`): both tiles in **k-groups**. Group `g` of the A tile holds rows
 //!   `4g .. 4g + 3` as `BK + 1` 16-byte slots; slot `kk` is their four values at `k = kk`
 //!   (the B tile likewise, four columns per group). One k of a thread's fragments is then
-//!   four 16-byte reads (its two row groups, its two column groups) at immediate offsets of
-//!   four pointers, 64 FMAs per 4 reads. The odd group length (`BK + 1` slots) puts the
-//!   groups a warp reads at one k in different banks. B's 16-byte chunks of a row are one
-//!   slot each (`cp.async.cg`, 16 bytes); A is a transpose, gathered word by word
-//!   (`cp.async.ca`, 4 bytes): lane `4 kk + r` of warp `w` copies row `4g + r`, column
+//!   `TM/4 + 2` 16-byte reads (its row groups, its two column groups) at immediate offsets
+//!   of as many pointers, `8 * TM` FMAs per `TM/4 + 2` reads. The odd group length (`BK + 1`
+//!   slots) puts the groups a warp reads at one k in different banks. B's 16-byte chunks of
+//!   a row are one slot each (`cp.async.cg`, 16 bytes); A is a transpose, gathered word by
+//!   word (`cp.async.ca`, 4 bytes): lane `4 kk + r` of warp `w` copies row `4g + r`, column
 //!   `8kb + kk`, so a warp reads 4 rows x 32 bytes and writes 128 consecutive bytes. The k
-//!   loop is unrolled by 8 with no fragments carried between iterations (carried, LLVM split
-//!   them into 16 scalar loads through 16 pointers: 159 registers).
+//!   loop is unrolled by 8 (8 rows) or by the whole k-tile (16 rows: 4096 FMAs of straight
+//!   code at bk 32, 2% faster than by 8) with no fragments carried between iterations
+//!   (carried, LLVM split them into 16 scalar loads through 16 pointers: 159 registers).
+//!   Tried and measured slower on the H100 (results/README.md): the next tile's copies
+//!   spread between the k-steps, and A gathered a k-pair (8 bytes) at a time.
 //! - f16 (`gemm_rowmajor`): A row-major (rows padded by one 16-byte chunk), B row-major, both
 //!   in 16-byte chunks; per four k a thread reads its 8 rows of A as 8-byte loads, then per
 //!   k two 8-byte loads of B.
@@ -47,11 +55,12 @@
 //!
 //! # Entry points
 //! `sgemm_f32(a, b, c, m, n, k, alpha, beta, bm, bn, bk, stages)` (`a`, `b`: `*const f32`);
-//! `sgemm_f32_bk8`, `_bk16`, `_bk32` (same arguments; trap on another `bk`);
-//! `sgemm_f32_128x128x16s2` (traps unless the arguments name its tile); `sgemm_f32_unroll4`
-//! (`sgemm_f32` with the k loop unrolled by 4, an ablation); `hgemm_f16_f32` (`a`, `b`:
+//! `sgemm_f32_bk8`, `_bk16`, `_bk32` (same arguments; trap on another `bk`); the 16-row
+//! `sgemm_f32_tm16`, `sgemm_f32_tm16_bk{8,16,32,64}`; `sgemm_f32_128x128x16s2` (traps unless
+//! the arguments name its tile); ablations `sgemm_f32_unroll4` (`sgemm_f32` with the k loop
+//! unrolled by 4) and `sgemm_f32_tm16_bk32_u8` (unrolled by 8); `hgemm_f16_f32` (`a`, `b`:
 //! `*const u16`, f16 bits). `c` is f32 in all; [`entry_name`] picks one. Grid:
-//! `ceil(M / BM) * ceil(N / BN)` blocks of `BM * BN / 64` threads.
+//! `ceil(M / BM) * ceil(N / BN)` blocks of `BM * BN / (8 * TM)` threads.
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
