@@ -306,6 +306,8 @@ pub struct SgemmArgs {
     #[arg(long)]
     pub stages: Option<u32>,
     /// Rows of C per thread: 8 (64 accumulators) or 16 (128; f32, launch-sized CUDA only).
+    /// Default: 8 when a tile (--bm, --bn, --bk, --stages) is given, else the default
+    /// config's.
     #[arg(long)]
     pub tm: Option<u32>,
     #[command(flatten)]

@@ -357,7 +357,9 @@ fn sgemm_problem<B: Kernels>(
         bn: a.bn.unwrap_or(d.bn),
         bk: a.bk.unwrap_or(d.bk),
         stages: a.stages.unwrap_or(d.stages),
-        tm: a.tm.unwrap_or(d.tm),
+        // A tile given without --tm is the 8-row kernel's; nothing given is the default
+        // config whole (16 rows for f32 on CUDA).
+        tm: a.tm.unwrap_or(if a.fixed || [a.bm, a.bn, a.bk, a.stages].iter().any(Option::is_some) { 8 } else { d.tm }),
     };
     (p, c)
 }
