@@ -63,14 +63,16 @@ impl SgemmProblem {
 }
 
 /// CUDA, f32: 256 x 128 x 32 with three stages and 16 rows per thread (256 threads,
-/// 152064 B of launch-sized memory: past the 48 KB default, one block per SM), the fastest
-/// of the exhaustive sweep at 4096^3 on the H100 (3.122 ms, 44.0 TFLOP/s:
-/// results/2026-11-22-h100-tune-sgemm-4096-e6a627d.txt); where that leaves fewer than two
-/// tiles per multiprocessor (1024^3 has 32 for 132 SMs), 128 x 64 x 32 with three stages
-/// and 8 rows per thread (128 threads, 76032 B), the fastest at 1024^3 (0.0866 ms, 24.8
-/// TFLOP/s: results/2026-11-22-h100-tune-sgemm-1024-e6a627d.txt). f16 inputs (8 rows per
-/// thread): 128 x 128 x 32 with two stages, or 64 x 128 x 32 with three below two tiles per
-/// multiprocessor. 16 x 16 x 8, two stages (4 threads), on the CPU backend.
+/// 152064 B of launch-sized memory: past the 48 KB default, one block per SM): at 4096^3 on
+/// the H100 3.116 ms (44.1 TFLOP/s) in the exhaustive sweep, within 0.3% of its best (the
+/// same tile with 8 rows per thread and four stages, 3.108 ms), and 0.874x / 0.886x cuBLAS
+/// at 4096^3 / 8192^3 (results/2026-11-22-h100-{tune-sgemm-4096,gemm}-2ed2680.*). Where
+/// that leaves fewer than two tiles per multiprocessor (1024^3 has 32 for 132 SMs), 128 x
+/// 64 x 32 with three stages and 8 rows per thread (128 threads, 76032 B): 0.0859-0.0892 ms
+/// at 1024^3, with two stages (0.0880 ms) the best of that sweep, within its noise. f16
+/// inputs (8 rows per thread): 128 x 128 x 32 with two stages, or 64 x 128 x 32 with three
+/// below two tiles per multiprocessor. 16 x 16 x 8, two stages (4 threads), on the CPU
+/// backend.
 ///
 /// WGSL: 128 x 128 x 8, one stage (256 invocations, 8320 B), the fastest of the exhaustive
 /// WGSL sweep at 4096^3 on the H100 (5.50 ms, 25.0 TFLOP/s; two stages 6.13 ms:
