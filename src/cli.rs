@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use dynsmem_host::device::sgemm::{SgemmConfig, THREAD_TILE};
 use dynsmem_host::kernels::conv1d::Conv1dProblem;
 use dynsmem_host::kernels::histogram::HistogramProblem;
 use dynsmem_host::kernels::reduce::{ReduceOp, ReduceProblem};
@@ -314,6 +315,22 @@ pub struct SgemmArgs {
     pub common: Common,
 }
 
+impl SgemmArgs {
+    /// The config these options ask for over `default`: each tile option given replaces its
+    /// field. A tile given without `--tm` (or `--fixed`) runs 8 rows per thread; with none
+    /// given, `default` runs whole (16 rows for f32 on CUDA).
+    pub fn config_over(&self, default: SgemmConfig) -> SgemmConfig {
+        let tile_given = self.fixed || [self.bm, self.bn, self.bk, self.stages].iter().any(Option::is_some);
+        SgemmConfig {
+            bm: self.bm.unwrap_or(default.bm),
+            bn: self.bn.unwrap_or(default.bn),
+            bk: self.bk.unwrap_or(default.bk),
+            stages: self.stages.unwrap_or(default.stages),
+            tm: self.tm.unwrap_or(if tile_given { THREAD_TILE } else { default.tm }),
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct NbodyArgs {
     /// Bodies (default: 65536 on a GPU).
@@ -613,5 +630,27 @@ mod tests {
         // clap's own checks (unique ids and flags among flattened argument structs, ...),
         // which it otherwise runs only in debug builds.
         <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    fn sgemm_args(line: &str) -> super::SgemmArgs {
+        use clap::Parser;
+        match super::Cli::parse_from(line.split_whitespace()).command {
+            super::Command::Run { family: super::RunFamily::Sgemm(a) } => a,
+            _ => panic!("{line}: not run sgemm"),
+        }
+    }
+
+    #[test]
+    fn a_gemm_tile_given_without_tm_runs_eight_rows_and_none_given_runs_the_default_whole() {
+        use super::SgemmConfig;
+        let default = SgemmConfig::new(256, 128, 32, 3).with_tm(16);
+        let whole = sgemm_args("dynsmem run sgemm --m 4096").config_over(default);
+        assert_eq!(whole, default);
+        let tile = sgemm_args("dynsmem run sgemm --bm 128 --bn 128 --bk 32 --stages 2").config_over(default);
+        assert_eq!(tile, SgemmConfig::new(128, 128, 32, 2));
+        let stages = sgemm_args("dynsmem run sgemm --stages 4").config_over(default);
+        assert_eq!(stages, SgemmConfig::new(256, 128, 32, 4));
+        let rows = sgemm_args("dynsmem run sgemm --bm 128 --tm 16").config_over(default);
+        assert_eq!(rows, SgemmConfig::new(128, 128, 32, 3).with_tm(16));
     }
 }

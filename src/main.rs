@@ -352,15 +352,7 @@ fn sgemm_problem<B: Kernels>(
     let m = a.m.unwrap_or(side);
     let p = sgemm::SgemmProblem { m, n: a.n.unwrap_or(m), k: a.k.unwrap_or(m), f16_inputs: a.f16 };
     let (d, _) = sgemm::fit_config(backend, variant, &p, sgemm::default_config(backend, &p));
-    let c = dynsmem::host::device::sgemm::SgemmConfig {
-        bm: a.bm.unwrap_or(d.bm),
-        bn: a.bn.unwrap_or(d.bn),
-        bk: a.bk.unwrap_or(d.bk),
-        stages: a.stages.unwrap_or(d.stages),
-        // A tile given without --tm is the 8-row kernel's; nothing given is the default
-        // config whole (16 rows for f32 on CUDA).
-        tm: a.tm.unwrap_or(if a.fixed || [a.bm, a.bn, a.bk, a.stages].iter().any(Option::is_some) { 8 } else { d.tm }),
-    };
+    let c = a.config_over(d);
     (p, c)
 }
 
