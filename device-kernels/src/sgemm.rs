@@ -829,8 +829,8 @@ fn store_tile<const TM: usize>(
 }
 
 /// `sgemm_kgroups` with depth `BK` and `TM` rows per thread compiled in: the body of
-/// `sgemm_f32_bk{8,16,32}` and `sgemm_f32_tm16_bk{8,16,32}`. Traps when the launch names
-/// another depth.
+/// `sgemm_f32_bk{8,16,32}` and `sgemm_f32_tm16_bk{8,16,32,64}`. Traps when the launch names
+/// another depth. (`cfg.tm` is not read: the kernel's config takes its rows from `TM`.)
 ///
 /// # Safety
 /// As for [`gemm_rowmajor`].
@@ -874,29 +874,29 @@ crate::kernels! { KERNELS;
     }
     /// f32 GEMM with 16 x 8 thread tiles (`tm` = 16), block tile chosen at launch.
     pub fn sgemm_f32_tm16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        let cfg = SgemmConfig::new(bm, bn, bk, stages).with_tm(16);
+        let cfg = SgemmConfig::new(bm, bn, bk, stages);
         unsafe { sgemm_kgroups::<Runtime, 8, 16>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// `sgemm_f32_tm16` with `bk` = 8 compiled in.
     pub fn sgemm_f32_tm16_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<8, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+        unsafe { sgemm_compiled_bk::<8, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32_tm16` with `bk` = 16 compiled in.
     pub fn sgemm_f32_tm16_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<16, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+        unsafe { sgemm_compiled_bk::<16, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32_tm16` with `bk` = 32 compiled in.
     pub fn sgemm_f32_tm16_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<32, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+        unsafe { sgemm_compiled_bk::<32, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32_tm16` with `bk` = 64 compiled in (two 32-k steps per k-tile).
     pub fn sgemm_f32_tm16_bk64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<64, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+        unsafe { sgemm_compiled_bk::<64, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32_tm16_bk32` with its k loop unrolled by 8 instead of the whole tile, an
     /// ablation.
     pub fn sgemm_f32_tm16_bk32_u8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
-        unsafe { sgemm_compiled_bk::<32, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages).with_tm(16)) }
+        unsafe { sgemm_compiled_bk::<32, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
     pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {

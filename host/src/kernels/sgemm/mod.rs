@@ -442,15 +442,13 @@ pub fn prepare_with<'b, B: Kernels>(
 
 /// The f32 entry `name` in place of the one [`entry_name`] picks, for ablations
 /// (`DYNSMEM_SGEMM_ENTRY`): any `sgemm_f32*` entry of the image whose compiled-in rows per
-/// thread and depth (`_tm16`, `_bk{8,16,32}` in its name) agree with `config`; `None`
+/// thread and depth (`_tm16`, `_bk{8,16,32,64}` in its name) agree with `config`; `None`
 /// (the usual entry) for any other name.
 fn ablation_entry(name: &str, config: &SgemmConfig) -> Option<&'static str> {
     let entry = dynsmem_kernels::sgemm::KERNELS.iter().find(|e| e.name == name && e.name.starts_with("sgemm_f32"))?;
     let tm = if entry.name.contains("_tm16") { 16 } else { 8 };
-    let bk = ["_bk8", "_bk16", "_bk32", "_bk64"].iter().zip([8, 16, 32, 64]).find(|(s, _)| {
-        entry.name.contains(*s)
-            && !entry.name[entry.name.find(*s).unwrap() + s.len()..].starts_with(|c: char| c.is_ascii_digit())
-    });
+    // No depth's suffix is a prefix of another's, so `contains` names one at most.
+    let bk = ["_bk8", "_bk16", "_bk32", "_bk64"].iter().zip([8, 16, 32, 64]).find(|(s, _)| entry.name.contains(*s));
     let fixed_tile = entry.name.contains("128x128");
     (tm == config.tm && bk.is_none_or(|(_, b)| b == config.bk) && !fixed_tile).then_some(entry.name)
 }
