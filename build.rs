@@ -138,6 +138,7 @@ const MAX_REGISTERS: &[(&str, u32)] = &[
     ("sgemm_f32_tm16_bk32", 255),
     ("sgemm_f32_tm16_bk64", 255),
     ("sgemm_f32_tm16_bk32_u8", 255),
+    ("sgemm_f32_tm16_bk32_u16", 255),
 ];
 
 /// `ptx` with a `.maxnreg` directive after the parameter list of each [`MAX_REGISTERS`]

@@ -33,9 +33,13 @@ fn cpu_backend() {
         // gather of A).
         cfg(32, 16, 8, 2).with_tm(16),
         cfg(128, 16, 16, 3).with_tm(16),
+        // A 32-deep tile with three stages, one warp: it copies A in units of 16 rows, two
+        // per pass (8 rows per thread: two units, one pass; 16 rows: four units, two).
+        cfg(64, 32, 32, 3),
+        cfg(64, 64, 32, 3).with_tm(16),
     ];
-    // f16 needs bk % 8 == 0: four of the five 8-row configs.
-    assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 5 * (5 + 4 + 2));
+    // f16 needs bk % 8 == 0: five of the six 8-row configs.
+    assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 5 * (6 + 5 + 3));
 }
 
 #[test]
@@ -74,18 +78,23 @@ fn cuda() {
         cfg(128, 128, 32, 2),
         cfg(64, 64, 16, 2),
         cfg(128, 64, 8, 4),
+        // The default at 1024^3 (76032 B).
+        cfg(128, 64, 32, 3),
         // 16 x 8 thread tiles, f32 launch-sized only: 256 threads with 78336 B (three
-        // stages), 128 threads, and bk at launch (24: no entry has it compiled in).
+        // stages), 128 threads, and bk at launch (24: no entry has it compiled in); and the
+        // default at 4096^3 (152064 B, the next tile's copies after the multiply).
         cfg(256, 128, 16, 3).with_tm(16),
         cfg(128, 128, 32, 2).with_tm(16),
         cfg(256, 128, 24, 2).with_tm(16),
+        cfg(256, 128, 32, 3).with_tm(16),
     ];
-    // Launch-sized: f16 needs bk % 8 == 0 (all five); the fixed-tile entry adds one case per
+    // Launch-sized: f16 needs bk % 8 == 0 (all six); the fixed-tile entry adds one case per
     // shape. cuda-static: the same source with the tile compiled in and static arrays, which
-    // must fit 48 KB: f32 128x128x16 with three stages (52224 B) and 128x128x32 with two
-    // (67584 B) are refused before anything is built; every f16 config fits.
+    // must fit 48 KB: f32 128x128x16 with three stages (52224 B), 128x128x32 with two
+    // (67584 B) and 128x64x32 with three (76032 B) are refused before anything is built;
+    // every f16 config fits.
     // tm = 16: one case per shape and config (f32, launch-sized).
-    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * (5 * 2 + 1) + 6 * (3 + 5) + 6 * 3);
+    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * (6 * 2 + 1) + 6 * (3 + 6) + 6 * 4);
 }
 
 #[test]

@@ -37,14 +37,21 @@
 //!   `TM/4 + 2` 16-byte reads (its row groups, its two column groups) at immediate offsets
 //!   of as many pointers, `8 * TM` FMAs per `TM/4 + 2` reads. The odd group length (`BK + 1`
 //!   slots) puts the groups a warp reads at one k in different banks. B's 16-byte chunks of
-//!   a row are one slot each (`cp.async.cg`, 16 bytes); A is a transpose, gathered word by
-//!   word (`cp.async.ca`, 4 bytes): lane `4 kk + r` of warp `w` copies row `4g + r`, column
-//!   `8kb + kk`, so a warp reads 4 rows x 32 bytes and writes 128 consecutive bytes. The k
-//!   loop is unrolled by 8 (8 rows) or by the whole k-tile (16 rows: 4096 FMAs of straight
-//!   code at bk 32, 2% faster than by 8) with no fragments carried between iterations
-//!   (carried, LLVM split them into 16 scalar loads through 16 pointers: 159 registers).
-//!   Tried and measured slower on the H100 (results/README.md): the next tile's copies
-//!   spread between the k-steps, and A gathered a k-pair (8 bytes) at a time.
+//!   a row are one slot each (`cp.async.cg`, 16 bytes; a thread copies consecutive rows);
+//!   A is a transpose, gathered word by word (`cp.async.ca`, 4 bytes) in units of 16 rows:
+//!   lane `4 kk + r` copies row `4i + r` of the unit's group `i`, column `8kb + kk`, so a
+//!   warp reads 4 rows x 32 bytes and writes 128 consecutive bytes. Each copy is addressed
+//!   at a constant offset from registers computed once per unit: the H100 holds a register
+//!   a `cp.async` reads until the copy has read it, and an address stepped right after its
+//!   copy stalled ~100 cycles there (9% of the warp samples before; 1024^3 +6%). The k loop
+//!   is unrolled by 8 (8 rows) or by the whole k-tile (16 rows: 4096 FMAs of straight code
+//!   at bk 32, 2% faster than by 8, 1-2% faster than by 16) with no fragments carried
+//!   between iterations (carried, LLVM split them into 16 scalar loads through 16 pointers:
+//!   159 registers). Tried and measured slower on the H100 (results/README.md): the next
+//!   tile's copies spread between the k-steps (twice: 42.33 and 41.6 against 44.3
+//!   TFLOP/s), half of them before the multiply (41.1), A gathered a k-pair (8 bytes) at a
+//!   time, and A laid out by rows so that it moves in 16-byte copies too (a third of the
+//!   copies, but 255 registers: 37.9).
 //! - f16 (`gemm_rowmajor`): A row-major (rows padded by one 16-byte chunk), B row-major, both
 //!   in 16-byte chunks; per four k a thread reads its 8 rows of A as 8-byte loads, then per
 //!   k two 8-byte loads of B.
@@ -58,8 +65,8 @@
 //! `sgemm_f32_bk8`, `_bk16`, `_bk32` (same arguments; trap on another `bk`); the 16-row
 //! `sgemm_f32_tm16`, `sgemm_f32_tm16_bk{8,16,32,64}`; `sgemm_f32_128x128x16s2` (traps unless
 //! the arguments name its tile); ablations `sgemm_f32_unroll4` (`sgemm_f32` with the k loop
-//! unrolled by 4) and `sgemm_f32_tm16_bk32_u8` (unrolled by 8); `hgemm_f16_f32` (`a`, `b`:
-//! `*const u16`, f16 bits). `c` is f32 in all; [`entry_name`] picks one. Grid:
+//! unrolled by 4) and `sgemm_f32_tm16_bk32_u8`, `_u16` (unrolled by 8, 16); `hgemm_f16_f32`
+//! (`a`, `b`: `*const u16`, f16 bits). `c` is f32 in all; [`entry_name`] picks one. Grid:
 //! `ceil(M / BM) * ceil(N / BN)` blocks of `BM * BN / (8 * TM)` threads.
 
 use crate::gpu::{self, SharedArray};
@@ -488,20 +495,30 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     let row = |i: usize| (ty + (i / 4) as u32 * group_stride) * 4 + (i % 4) as u32;
     let col = |j: usize| if j < 4 { tx * 4 + j as u32 } else { bn / 2 + tx * 4 + j as u32 - 4 };
 
-    // A is gathered word by word: lane `4 * kk + r` of warp `w` copies row `4 * g + r`,
-    // column `8 * kb + kk` for the groups `g = w, w + warps, ...` and every kb, so a warp
-    // reads 4 rows x 32 bytes (4 whole sectors) and writes 128 consecutive bytes of
-    // shared memory. Needs whole warps and bk a multiple of 8.
+    // A is gathered word by word, in units of 4 groups (16 rows): lane `4 * kk + r` of a
+    // warp copies row `4 * i + r` of each group `i` of a unit, columns `8 * kb + kk` for
+    // every kb, so one copy reads 4 rows x 32 bytes (4 whole sectors) and writes 128
+    // consecutive bytes. Warp `w` takes units `w`, `w + warps`, ..., two per pass. Every
+    // copy of a unit is addressed at a constant offset from one shared address and four row
+    // pointers, computed afresh per unit: a register a `cp.async` reads is not rewritten
+    // soon after it. (Stepping one address per group did that after every fourth copy, and
+    // the H100 stalls such a rewrite until the copy has read its operands, some 100 cycles:
+    // 9% of the kernel's warp samples, results/2026-11-22-h100-srcprof-d8f9222.txt.) Needs
+    // whole warps, bk a multiple of 8 and bm of 16.
     let warps = threads / 32;
-    let a_fast = threads.is_multiple_of(32) && bk.is_multiple_of(8);
+    let a_fast = threads.is_multiple_of(32) && bk.is_multiple_of(8) && bm.is_multiple_of(16);
     let (lane, w) = (tid % 32, tid / 32);
-    let a_src0 = (m0 + w * 4 + lane % 4) as usize * k as usize + (lane / 4) as usize;
-    let a_dst0 = (w * gs + lane / 4) * 4 + lane % 4;
+    let a_units = bm / 16;
+    let a_src0 = (m0 + lane % 4) as usize * k as usize + (lane / 4) as usize;
+    let a_dst0 = (lane / 4) * 4 + lane % 4;
+    let a_row4 = 4 * k as usize;
     // B moves in 16-byte chunks, each one slot: thread t copies chunk column `t % (bn/4)`
-    // of rows `t / (bn/4)`, stepping `threads / (bn/4)` rows (whole when bm % 16 == 0).
+    // of `b_rows` consecutive rows from row `t / (bn/4) * b_rows`, four at a time at
+    // constant offsets from one shared address (a warp reads whole rows of the tile).
     let qn = bn / 4;
     let b_fast = vector::is_aligned16(b) && n.is_multiple_of(4) && threads.is_multiple_of(qn);
-    let (b_q, b_r0, b_rstep) = (tid % qn, tid / qn, threads / qn);
+    let b_rows = bk.div_ceil((threads / qn).max(1));
+    let (b_q, b_r0) = (tid % qn, tid / qn * b_rows);
 
     // The tiles as 32-bit shared addresses, which the copies step through.
     let a_shared = unsafe { a_words.shared_ptr(0, a_words.len()) };
@@ -510,22 +527,37 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     let load_tile = |kt: u32, slot: u32| {
         let k0 = kt * bk;
         if a_fast && m0 + bm <= m && k0 + bk <= k {
-            let mut g = w;
-            let mut src = a.wrapping_add(a_src0 + k0 as usize);
-            let mut dst = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0);
-            while g < bm / 4 {
-                // With bk compiled in this unrolls into bk / 8 copies at immediate offsets
-                // of `src` and `dst`.
-                let (mut s, mut d, mut kb) = (src, dst, 0);
+            let src0 = a.wrapping_add(a_src0 + k0 as usize);
+            let dst0 = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0);
+            // The 16 rows of unit `u`: its shared address and its four row pointers (plain
+            // values, not an array: an array of pointers is put on the stack).
+            let unit = |u: u32| {
+                let s = src0.wrapping_add(u as usize * 4 * a_row4);
+                let rows = (s, s.wrapping_add(a_row4), s.wrapping_add(2 * a_row4), s.wrapping_add(3 * a_row4));
+                (dst0.wrapping_add(u * 16 * gs), rows)
+            };
+            type Unit = (gpu::SharedPtr<f32>, (*const f32, *const f32, *const f32, *const f32));
+            let copy_unit = |(dst, (r0, r1, r2, r3)): Unit| {
+                // With bk compiled in this unrolls into 4 * bk / 8 copies.
+                let mut kb = 0;
                 while kb < bk {
-                    unsafe { d.copy_async_word(s) };
-                    s = s.wrapping_add(8);
-                    d = d.wrapping_add(32);
+                    unsafe {
+                        dst.wrapping_add(kb * 4).copy_async_word(r0.wrapping_add(kb as usize));
+                        dst.wrapping_add(gs * 4 + kb * 4).copy_async_word(r1.wrapping_add(kb as usize));
+                        dst.wrapping_add(2 * gs * 4 + kb * 4).copy_async_word(r2.wrapping_add(kb as usize));
+                        dst.wrapping_add(3 * gs * 4 + kb * 4).copy_async_word(r3.wrapping_add(kb as usize));
+                    }
                     kb += 8;
                 }
-                g += warps;
-                src = src.wrapping_add(warps as usize * 4 * k as usize);
-                dst = dst.wrapping_add(warps * gs * 4);
+            };
+            let mut u = w;
+            while u < a_units {
+                let (first, second) = (unit(u), unit(u + warps));
+                copy_unit(first);
+                if u + warps < a_units {
+                    copy_unit(second);
+                }
+                u += 2 * warps;
             }
         } else {
             // Element (r, q) of the tile is row r of group r / 4 at k = q.
@@ -533,14 +565,23 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
             unsafe { gather_tile(a, (m, k), (m0, k0), (bm, bk), a_words, slot * a_stage * 4, at, tid, threads) };
         }
         if b_fast && n0 + bn <= n && k0 + bk <= k {
-            let mut r = b_r0;
-            let mut src = b.wrapping_add((k0 + r) as usize * n as usize + (n0 + b_q * 4) as usize);
-            let mut dst = b_shared.wrapping_add(slot * b_stage + b_q * gs + r);
-            while r < bk {
-                unsafe { dst.copy_async(src.cast()) };
-                r += b_rstep;
-                src = src.wrapping_add(b_rstep as usize * n as usize);
-                dst = dst.wrapping_add(b_rstep);
+            let src = b.wrapping_add((k0 + b_r0) as usize * n as usize + (n0 + b_q * 4) as usize);
+            let dst = b_shared.wrapping_add(slot * b_stage + b_q * gs + b_r0);
+            let row = |j: u32| src.wrapping_add(j as usize * n as usize);
+            let mut j = 0;
+            while j + 4 <= b_rows && b_r0 + j + 4 <= bk {
+                let (r0, r1, r2, r3) = (row(j), row(j + 1), row(j + 2), row(j + 3));
+                unsafe {
+                    dst.wrapping_add(j).copy_async(r0.cast());
+                    dst.wrapping_add(j + 1).copy_async(r1.cast());
+                    dst.wrapping_add(j + 2).copy_async(r2.cast());
+                    dst.wrapping_add(j + 3).copy_async(r3.cast());
+                }
+                j += 4;
+            }
+            while j < b_rows && b_r0 + j < bk {
+                unsafe { dst.wrapping_add(j).copy_async(row(j).cast()) };
+                j += 1;
             }
         } else {
             // Element (r, q) of the tile is column q of group q / 4 at k = r.
@@ -897,6 +938,11 @@ crate::kernels! { KERNELS;
     /// ablation.
     pub fn sgemm_f32_tm16_bk32_u8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         unsafe { sgemm_compiled_bk::<32, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+    }
+    /// `sgemm_f32_tm16_bk32` with its k loop unrolled by 16 instead of the whole tile, an
+    /// ablation (half the code of the whole-tile unroll).
+    pub fn sgemm_f32_tm16_bk32_u16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        unsafe { sgemm_compiled_bk::<32, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
     pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {

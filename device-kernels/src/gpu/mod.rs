@@ -341,7 +341,9 @@ unsafe fn copy_async_4(dst: *mut u8, src: *const u8) {
 /// 32-bit address in the shared window, so that a step is one 32-bit add that ptxas folds
 /// into the copy's immediate offset (a generic 64-bit pointer costs a conversion and a
 /// 64-bit multiply-add per copy); elsewhere the array and an index, checked per access
-/// on the CPU backend like every [`SharedArray`] access.
+/// on the CPU backend like every [`SharedArray`] access. Its copies ask L2 for the whole
+/// 128-byte line (`.L2::128B`, as cuBLAS's FFMA kernel's do): a GEMM's gather takes 32
+/// bytes of a row per k-tile and the next tiles the rest of the line.
 #[derive(Clone, Copy)]
 pub struct SharedPtr<T> {
     #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
@@ -381,7 +383,7 @@ impl<T: Copy> SharedPtr<T> {
         #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
         unsafe {
             core::arch::asm!(
-                "cp.async.ca.shared.global [{dst}], [{src}], 4;",
+                "cp.async.ca.shared.global.L2::128B [{dst}], [{src}], 4;",
                 dst = in(reg32) self.addr,
                 src = in(reg64) src,
                 options(nostack)
@@ -403,7 +405,7 @@ impl<T: Copy> SharedPtr<T> {
         #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
         unsafe {
             core::arch::asm!(
-                "cp.async.cg.shared.global [{dst}], [{src}], 16;",
+                "cp.async.cg.shared.global.L2::128B [{dst}], [{src}], 16;",
                 dst = in(reg32) self.addr,
                 src = in(reg64) src,
                 options(nostack)
