@@ -103,11 +103,12 @@ for step in "$@"; do
         done
       done
       if [ -z "${GEMM_SIZES:-}" ]; then
-      # The unroll-by-8 ablations (16 rows: the whole k-tile against 8 k; 8 rows: 8 k
+      # The unroll ablations (16 rows: the whole k-tile against 8 and 16 k; 8 rows: 8 k
       # against 4), bk at launch, the compiled-in tile against the same tile at launch,
       # and f16 inputs.
       for s in 1024 4096; do
         DYNSMEM_SGEMM_ENTRY=sgemm_f32_tm16_bk32_u8 g --m $s --bm 256 --bn 128 --bk 32 --stages 3 --tm 16
+        DYNSMEM_SGEMM_ENTRY=sgemm_f32_tm16_bk32_u16 g --m $s --bm 256 --bn 128 --bk 32 --stages 3 --tm 16
         DYNSMEM_SGEMM_ENTRY=sgemm_f32_tm16 g --m $s --bm 256 --bn 128 --bk 32 --stages 3 --tm 16
         DYNSMEM_SGEMM_ENTRY=sgemm_f32 g --m $s --bm 128 --bn 128 --bk 32 --stages 2
         DYNSMEM_SGEMM_ENTRY=sgemm_f32_unroll4 g --m $s --bm 128 --bn 128 --bk 32 --stages 2
