@@ -63,13 +63,14 @@ impl SgemmProblem {
 }
 
 /// CUDA, f32: 256 x 128 x 32 with three stages and 16 rows per thread (256 threads,
-/// 152064 B of launch-sized memory: past the 48 KB default, one block per SM): at 4096^3 on
-/// the H100 3.116 ms (44.1 TFLOP/s) in the exhaustive sweep, within 0.3% of its best (the
-/// same tile with 8 rows per thread and four stages, 3.108 ms), and 0.874x / 0.886x cuBLAS
-/// at 4096^3 / 8192^3 (results/2026-11-22-h100-{tune-sgemm-4096,gemm}-2ed2680.*). Where
-/// that leaves fewer than two tiles per multiprocessor (1024^3 has 32 for 132 SMs), 128 x
-/// 64 x 32 with three stages and 8 rows per thread (128 threads, 76032 B): 0.0859-0.0892 ms
-/// at 1024^3, with two stages (0.0880 ms) the best of that sweep, within its noise. f16
+/// 152064 B of launch-sized memory: past the 48 KB default, one block per SM): on the H100
+/// 0.87-0.90x cuBLAS at 4096^3 and 0.89x at 8192^3 (results/2026-11-22-h100-gemm-d84f561.*).
+/// The exhaustive sweep at 4096^3 ranks 128 x 256 x 32 with 8 rows first (3.090 ms against
+/// the default's 3.133), but side by side in one process the two tie at 4096^3 and that
+/// tile is 1% slower at 8192^3 (results/2026-11-22-h100-{tune-sgemm-4096,gemm}-d84f561*).
+/// Where that leaves fewer than two tiles per multiprocessor (1024^3 has 32 for 132 SMs),
+/// 128 x 64 x 32 with three stages and 8 rows per thread (128 threads, 76032 B): the best of
+/// the 1024^3 sweep (0.0829 ms, 0.84-0.89x cuBLAS). f16
 /// inputs (8 rows per thread): 128 x 128 x 32 with two stages, or 64 x 128 x 32 with three
 /// below two tiles per multiprocessor. 16 x 16 x 8, two stages (4 threads), on the CPU
 /// backend.
