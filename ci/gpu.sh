@@ -98,6 +98,11 @@ for step in "$@"; do
       # config is bm x bn x bk x stages, with an optional x tm (rows per thread).
       g() { $B run sgemm "$@" --backend cuda --repeats 10 --json "$OUT/gemm.jsonl" 2>&1 | grep -E "^(time|error|cuBLAS|Error|registers)" | tr '\n' ' ' | sed "s|^|$* : |"; echo; }
       for s in ${GEMM_SIZES:-1024 4096 8192}; do
+        # The default, then the tensor-map kernel's tiles (bm x bk x stages; bn is 128).
+        g --m $s
+        for c in ${GEMM_TMA_CONFIGS:-256x32x3 256x32x2 256x32x4 256x64x2 128x32x2}; do
+          IFS=x read -r bm bk st <<< "$c"; g --m $s --tma --bm $bm --bk $bk --stages $st
+        done
         for c in ${GEMM_CONFIGS:-256x128x32x3x16 256x128x32x2x16 256x128x16x3x16 128x256x32x3x16 256x128x32x3 128x128x32x2 128x128x32x3 128x128x16x3 128x64x32x3 64x128x32x3 64x64x32x3}; do
           IFS=x read -r bm bn bk st tm <<< "$c"; g --m $s --bm $bm --bn $bn --bk $bk --stages $st ${tm:+--tm $tm}
         done

@@ -48,6 +48,8 @@ cases=(
   "sgemm --m 256 --bm 128 --bn 128 --bk 32 --stages 2"
   "sgemm --m 200 --n 136 --k 72 --f16 --bm 64 --bn 64 --bk 16 --stages 3"
   "sgemm --m 300 --n 260 --k 100 --bm 64 --bn 128 --bk 24 --stages 3"
+  "sgemm --m 1000 --n 1004 --k 996 --tma --bm 256 --bk 32 --stages 3"
+  "sgemm --m 300 --n 260 --k 1000 --tma --bm 64 --bk 64 --stages 2"
 )
 
 {

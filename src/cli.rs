@@ -311,6 +311,10 @@ pub struct SgemmArgs {
     /// config's.
     #[arg(long)]
     pub tm: Option<u32>,
+    /// f32 on CUDA sm_90: the tensor-map (TMA) kernel, thread tile 8 x 16, bn 128, bk 32
+    /// or 64 (both tiles by the copy engine; K and N multiples of 4).
+    #[arg(long)]
+    pub tma: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -323,10 +327,11 @@ impl SgemmArgs {
         let tile_given = self.fixed || [self.bm, self.bn, self.bk, self.stages].iter().any(Option::is_some);
         SgemmConfig {
             bm: self.bm.unwrap_or(default.bm),
-            bn: self.bn.unwrap_or(default.bn),
+            bn: self.bn.unwrap_or(if self.tma { dynsmem_kernels::sgemm::TMA_BN } else { default.bn }),
             bk: self.bk.unwrap_or(default.bk),
             stages: self.stages.unwrap_or(default.stages),
-            tm: self.tm.unwrap_or(if tile_given { THREAD_TILE } else { default.tm }),
+            tm: self.tm.unwrap_or(if tile_given || self.tma { THREAD_TILE } else { default.tm }),
+            tma: self.tma || (!tile_given && self.tm.is_none() && default.tma),
         }
     }
 }
@@ -652,5 +657,12 @@ mod tests {
         assert_eq!(stages, SgemmConfig::new(256, 128, 32, 4));
         let rows = sgemm_args("dynsmem run sgemm --bm 128 --tm 16").config_over(default);
         assert_eq!(rows, SgemmConfig::new(128, 128, 32, 3).with_tm(16));
+        // The tensor-map default (CUDA f32 at 4096^3): whole with no option, the k-group
+        // kernel with any tile option or --tm, and --tma over a k-group default.
+        let tma = SgemmConfig::tma(256, 32, 3);
+        assert_eq!(sgemm_args("dynsmem run sgemm").config_over(tma), tma);
+        assert_eq!(sgemm_args("dynsmem run sgemm --tm 16").config_over(tma), default);
+        assert_eq!(sgemm_args("dynsmem run sgemm --stages 2").config_over(tma), SgemmConfig::new(256, 128, 32, 2));
+        assert_eq!(sgemm_args("dynsmem run sgemm --tma --stages 4").config_over(default), SgemmConfig::tma(256, 32, 4));
     }
 }

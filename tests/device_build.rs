@@ -77,6 +77,23 @@ fn gemm_entries_are_capped_at_128_registers_and_read_shared_memory_by_immediate_
     assert!(entry.contains("cp.async.ca.shared.global") && entry.contains("cp.async.cg.shared.global"));
 }
 
+/// The tensor-map entries move both tiles by `cp.async.bulk.tensor` into slots whose
+/// transaction barriers they wait on, issue no per-thread copy, and read shared memory by
+/// 16-byte loads at immediate offsets (B's row stride, 512 bytes, compiled in).
+#[test]
+fn tma_entries_copy_by_tensor_map_and_wait_on_transaction_barriers() {
+    for name in ["sgemm_f32_tma_bk32", "sgemm_f32_tma_bk64"] {
+        let entry = ptx_entry(kernels::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
+        // A's and B's box, in the prologue and in the k loop.
+        assert_eq!(entry.matches("cp.async.bulk.tensor.2d.shared::cluster.global").count(), 4, "{name}: A and B boxes");
+        for op in ["mbarrier.init", "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity", "fence.mbarrier_init"] {
+            assert!(entry.contains(op), "{name}: no {op}");
+        }
+        assert!(!entry.contains("cp.async.ca") && !entry.contains("cp.async.cg"), "{name}: a per-thread copy");
+        assert!(entry.lines().any(|l| l.contains("ld.shared.v4") && l.contains("+512]")), "{name}: B's next row");
+    }
+}
+
 #[test]
 fn launch_sized_memory_is_extern_shared_and_16_aligned() {
     let externs: Vec<&str> = kernels::PTX.lines().filter(|l| l.starts_with(".extern .shared")).collect();

@@ -97,6 +97,63 @@ fn cuda() {
     assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * (6 * 2 + 1) + 6 * (3 + 6) + 6 * 4);
 }
 
+/// The tensor-map (TMA) kernel: shapes with k and n multiples of 4 (a tensor map's rows
+/// are 16-byte multiples apart), edges past every tile side (the copies fill zeros), both
+/// depths, two to four stages, and its default at 4096^3 (256 x 128 x 32, three stages,
+/// 147480 B).
+#[test]
+fn cuda_tma() {
+    let Some(cuda) = cuda_or_skip("sgemm::cuda_tma") else { return };
+    let shapes = [(1, 4, 4), (17, 36, 64), (1000, 1004, 996), (4095, 4096, 4), (65536, 64, 64), (300, 260, 1000)];
+    let configs = [
+        SgemmConfig::tma(256, 32, 3),
+        SgemmConfig::tma(256, 32, 2),
+        SgemmConfig::tma(128, 32, 4),
+        SgemmConfig::tma(64, 64, 2),
+        SgemmConfig::tma(8, 32, 3),
+    ];
+    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * 5);
+}
+
+/// What the tensor-map kernel refuses before anything is launched: another backend, k or
+/// n not a multiple of 4, a depth without an entry, a block tile past one box.
+#[test]
+fn tma_refusals() {
+    let cpu = CpuBackend::new();
+    let p = SgemmProblem { m: 64, n: 64, k: 64, f16_inputs: false };
+    match prepare(&cpu, p, SgemmConfig::tma(64, 32, 2), false, Variant::LaunchSized, 1).map(|_| ()) {
+        Err(Error::Unsupported { what, .. }) => assert!(what.contains("sgemm_f32_tma_bk32"), "{what}"),
+        other => panic!("TMA on the CPU backend: {other:?}"),
+    }
+    match prepare(&cpu, p, SgemmConfig::tma(64, 48, 2), false, Variant::LaunchSized, 1).map(|_| ()) {
+        Err(Error::InvalidConfig { kernel, reason }) => {
+            assert_eq!(kernel, "sgemm_f32_tma");
+            assert!(reason.contains("bk one of [32, 64]"), "{reason}");
+        }
+        other => panic!("TMA with bk 48: {other:?}"),
+    }
+    match prepare(&cpu, p, SgemmConfig::tma(512, 32, 2), false, Variant::LaunchSized, 1).map(|_| ()) {
+        Err(Error::InvalidConfig { kernel, reason }) => {
+            assert_eq!(kernel, "sgemm_f32_tma_bk32");
+            assert!(reason.contains("up to 256"), "{reason}");
+        }
+        other => panic!("TMA with bm 512: {other:?}"),
+    }
+    assert_eq!(SgemmConfig::tma(256, 32, 3).shared_bytes(4), Ok(256 * 32 * 4 * 3 + 32 * 128 * 4 * 3 + 3 * 8));
+    assert_eq!(SgemmConfig::tma(256, 32, 3).threads(), 256);
+    let Some(cuda) = cuda_or_skip("sgemm::tma_refusals (CUDA part)") else { return };
+    for (k, n) in [(66, 64), (64, 66)] {
+        let q = SgemmProblem { k, n, ..p };
+        match prepare(&cuda, q, SgemmConfig::tma(64, 32, 2), false, Variant::LaunchSized, 1).map(|_| ()) {
+            Err(Error::InvalidProblem { kernel, reason }) => {
+                assert_eq!(kernel, "sgemm_f32_tma_bk32");
+                assert!(reason.contains("multiples of 4"), "{reason}");
+            }
+            other => panic!("TMA with k {k}, n {n}: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn cuda_block_over_the_kernels_register_limit_is_refused_before_launch() {
     let Some(cuda) = cuda_or_skip("sgemm::cuda_block_over_the_kernels_register_limit_is_refused_before_launch") else {

@@ -13,7 +13,9 @@
 //! depths of [`COMPILED_BK`] (8, 16, 32; and 64 with 16 rows) there is an entry with it
 //! compiled in (`sgemm_f32[_tm16]_bk{8,16,32}`): its k loop unrolls and the tile's copies
 //! fold, worth 9% at 4096^3 on the H100 (37.3 -> 40.8 TFLOP/s). The host picks the entry
-//! from the config. To measure what launch-time sizing costs, the same source is also
+//! from the config. The tensor-map kernel (below) also compiles in its block width,
+//! 128 (B's row stride is then an immediate of every shared read); its `bm` and stages stay
+//! launch-time. To measure what launch-time sizing costs, the same source is also
 //! instantiated with the whole block tile as constants (`sgemm_f32_128x128x16s2`, through
 //! [`Dims`]). The 8-row entries are capped at 128 registers (`.maxnreg`, build.rs), so two
 //! 256-thread blocks fit an SM (a block over 512 threads is refused before launch); the
@@ -56,9 +58,28 @@
 //!   in 16-byte chunks; per four k a thread reads its 8 rows of A as 8-byte loads, then per
 //!   k two 8-byte loads of B.
 //!
+//! - f32 by tensor maps (`sgemm_tma`, [`SgemmConfig::tma`], sm_90): one thread starts two
+//!   `cp.async.bulk.tensor` copies per k-tile (the A box `BK x bm`, the B box `128 x BK`)
+//!   that land dense, row-major, in the ring slot and complete its transaction barrier
+//!   (`mbarrier`); every thread waits on that barrier's phase, then the one block barrier
+//!   per k-tile frees the previous slot for the copies of tile `kt + stages - 1`, started
+//!   right away (no thread holds a register or issues an instruction for them, so early is
+//!   free). The copy engine zero-fills whatever lies past the matrices, so edge tiles need
+//!   no other path; k and n must be multiples of 4 (a tensor map's rows are 16-byte
+//!   multiples apart). Thread tile 8 x 16: A is read along k (row-major), so a thread keeps
+//!   4 k of its 8 rows (32 registers) and reads 16 columns per k, both by 16-byte reads at
+//!   immediate offsets (BK and BN = 128 compiled in, bm and stages at launch). On the H100
+//!   this is the fastest f32 kernel here at 4096^3 and 8192^3, 0.92-0.93x cuBLAS against
+//!   the k-group kernel's 0.88x in the same run: the k-group kernel's 36 copy instructions
+//!   per thread per k-tile filled the load/store queue and held registers (see
+//!   results/README.md, fifth session). Experiment that led here: the k-group kernel with
+//!   its tiles moved by plain bulk copies (`cp.async.bulk`, from operands as if packed, so
+//!   timing only) ran 2-8% faster, before the cost of packing.
+//!
 //! # Launch-sized memory ([`SgemmConfig::layout`])
 //! f32: `a`: `stages * ceil(BM/4) * (BK + 1)` 16-byte slots, `b`: `stages * ceil(BN/4) *
-//! (BK + 1)`. f16: `a`: `stages * BM * (BK + 8)` elements, `b`: `stages * BK * BN`.
+//! (BK + 1)`; the tensor-map kernel: `a`: `stages * BM * BK` floats, `b`: `stages * BK * BN`,
+//! then `stages` 8-byte transaction barriers (`bars`). f16: `a`: `stages * BM * (BK + 8)` elements, `b`: `stages * BK * BN`.
 //!
 //! # Entry points
 //! `sgemm_f32(a, b, c, m, n, k, alpha, beta, bm, bn, bk, stages)` (`a`, `b`: `*const f32`);
@@ -66,8 +87,10 @@
 //! `sgemm_f32_tm16`, `sgemm_f32_tm16_bk{8,16,32,64}`; `sgemm_f32_128x128x16s2` (traps unless
 //! the arguments name its tile); ablations `sgemm_f32_unroll4` (`sgemm_f32` with the k loop
 //! unrolled by 4) and `sgemm_f32_tm16_bk32_u8`, `_u16` (unrolled by 8, 16); `hgemm_f16_f32`
-//! (`a`, `b`: `*const u16`, f16 bits). `c` is f32 in all; [`entry_name`] picks one. Grid:
-//! `ceil(M / BM) * ceil(N / BN)` blocks of `BM * BN / (8 * TM)` threads.
+//! (`a`, `b`: `*const u16`, f16 bits); `sgemm_f32_tma_bk32`, `_bk64` (`a`, `b`: the tensor
+//! maps of A and B, `CUtensorMap`s in device memory). `c` is f32 in all; [`entry_name`]
+//! picks one. Grid: `ceil(M / BM) * ceil(N / BN)` blocks of `BM * BN / (8 * TM)` threads
+//! (`BM * BN / 128` for the tensor-map kernel).
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
@@ -98,6 +121,11 @@ pub struct SgemmConfig {
     /// 8 in records and caches written before it existed.
     #[cfg_attr(feature = "serde", serde(default = "default_tm"))]
     pub tm: u32,
+    /// f32 only: both tiles arrive by tensor-map copies (TMA, sm_90), thread tile 8 x 16,
+    /// [`TMA_BN`] and the depth compiled in ([`TMA_BK`]); see the module documentation.
+    /// Absent (false) in records and caches written before it existed.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
+    pub tma: bool,
 }
 
 #[cfg(feature = "serde")]
@@ -111,13 +139,21 @@ pub struct SgemmLayout {
     pub a: Slice<Vec4<u32>>,
     /// `stages` tiles of `B`, `bk` rows of `bn` elements, as 16-byte chunks.
     pub b: Slice<Vec4<u32>>,
+    /// The tensor-map kernel's transaction barriers, one per stage (empty for the others).
+    pub bars: Slice<u64>,
     pub bytes: u32,
 }
 
 impl SgemmConfig {
     /// A config with the 8 x 8 thread tile.
     pub const fn new(bm: u32, bn: u32, bk: u32, stages: u32) -> Self {
-        SgemmConfig { bm, bn, bk, stages, tm: THREAD_TILE }
+        SgemmConfig { bm, bn, bk, stages, tm: THREAD_TILE, tma: false }
+    }
+
+    /// The tensor-map (TMA) kernel's config: `bm` rows (a multiple of 8, at most 256: one
+    /// tensor-map box), [`TMA_BN`] columns, `bk` one of [`TMA_BK`].
+    pub const fn tma(bm: u32, bk: u32, stages: u32) -> Self {
+        SgemmConfig { bm, bn: TMA_BN, bk, stages, tm: THREAD_TILE, tma: true }
     }
 
     /// This config with `tm` rows per thread.
@@ -127,6 +163,9 @@ impl SgemmConfig {
 
     /// Threads per block: `bm / tm * bn / 8`.
     pub fn threads(&self) -> u32 {
+        if self.tma {
+            return (self.bm / THREAD_TILE).saturating_mul(self.bn / TMA_TN);
+        }
         self.bm.checked_div(self.tm).unwrap_or(0).saturating_mul(self.bn / THREAD_TILE)
     }
 
@@ -136,6 +175,17 @@ impl SgemmConfig {
     /// [`MAX_THREADS`] threads.
     pub fn fits(&self, elem_bytes: u32) -> bool {
         let chunk = 16 / elem_bytes.clamp(1, 16);
+        if self.tma {
+            return elem_bytes == 4
+                && self.tm == THREAD_TILE
+                && self.bn == TMA_BN
+                && TMA_BK.contains(&self.bk)
+                && self.bm >= THREAD_TILE
+                && self.bm <= TMA_MAX_BOX
+                && self.bm.is_multiple_of(THREAD_TILE)
+                && (2..=MAX_STAGES).contains(&self.stages)
+                && self.threads() <= MAX_THREADS;
+        }
         THREAD_ROWS.contains(&self.tm)
             && (elem_bytes == 4 || self.tm == THREAD_TILE)
             && self.bm >= self.tm
@@ -157,6 +207,18 @@ impl SgemmConfig {
         // u64 products of three u32 fields can still overflow: checked (found by the
         // `layout` fuzz target).
         let to_u32 = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok()).ok_or(overflow);
+        if self.tma {
+            // Dense tiles, as the tensor-map copies write them: A `[bm][bk]`, B `[bk][bn]`,
+            // in 16-byte chunks; every stage a multiple of 128 bytes (bm a multiple of 8,
+            // bk of 32) so that each box lands 128-byte aligned.
+            let stage = |rows: u32, cols: u32| (rows as u64 * cols as u64 / 4).checked_mul(self.stages as u64);
+            let (a, b) = (to_u32(stage(self.bm, self.bk))?, to_u32(stage(self.bk, self.bn))?);
+            let mut carve = Carve::new();
+            let a = carve.array::<Vec4<u32>>(a)?;
+            let b = carve.array::<Vec4<u32>>(b)?;
+            let bars = carve.array::<u64>(self.stages)?;
+            return Ok(SgemmLayout { a, b, bars, bytes: carve.bytes() });
+        }
         let (a, b) = if elem_bytes == 4 {
             // Groups of 4 rows (columns) of bk + 1 16-byte slots each.
             let group = self.bk as u64 + 1;
@@ -174,7 +236,8 @@ impl SgemmConfig {
         let mut carve = Carve::new();
         let a = carve.array::<Vec4<u32>>(a)?;
         let b = carve.array::<Vec4<u32>>(b)?;
-        Ok(SgemmLayout { a, b, bytes: carve.bytes() })
+        let bars = carve.array::<u64>(0)?;
+        Ok(SgemmLayout { a, b, bars, bytes: carve.bytes() })
     }
 
     pub fn shared_bytes(&self, elem_bytes: u32) -> Result<u32, LayoutError> {
@@ -279,6 +342,16 @@ impl<const BK: u32> Dims for RuntimeTile<BK> {
 /// The `bk` values with an f32 entry of their own (`sgemm_f32_bk{8,16,32}`, the k loop
 /// compiled in); any other `bk` runs `sgemm_f32`, every dimension at launch.
 pub const COMPILED_BK: [u32; 3] = [8, 16, 32];
+
+/// The tensor-map kernel's columns per block (compiled in: B's row stride is then an
+/// immediate offset of every shared read).
+pub const TMA_BN: u32 = 128;
+/// The tensor-map kernel's depths, each an entry (`sgemm_f32_tma_bk{32,64}`).
+pub const TMA_BK: [u32; 2] = [32, 64];
+/// Columns of `C` per thread in the tensor-map kernel (rows: [`THREAD_TILE`]).
+pub const TMA_TN: u32 = 16;
+/// The largest box side a tensor map allows (elements).
+pub const TMA_MAX_BOX: u32 = 256;
 
 /// Block tile compiled in.
 #[derive(Clone, Copy)]
@@ -467,7 +540,7 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     beta: f32,
 ) {
     let (bm, bn, bk, stages) = (dims.bm(), dims.bn(), dims.bk(), dims.stages());
-    let cfg = SgemmConfig { bm, bn, bk, stages, tm: TM as u32 };
+    let cfg = SgemmConfig { bm, bn, bk, stages, tm: TM as u32, tma: false };
     let tid = gpu::thread_idx_x();
     if !cfg.fits(4) || gpu::block_dim_x() != cfg.threads() {
         gpu::trap();
@@ -829,8 +902,8 @@ fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut mu
 /// `n0 + col(j)`; `C` is not read when beta is 0 (it may hold anything).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn store_tile<const TM: usize>(
-    acc: &[[f32; 8]; TM],
+fn store_tile<const TM: usize, const TN: usize>(
+    acc: &[[f32; TN]; TM],
     c: *mut f32,
     m: u32,
     n: u32,
@@ -849,7 +922,7 @@ fn store_tile<const TM: usize>(
             let gm = m0 + row($i);
             if $i < TM && gm < m {
                 let c_row = unsafe { c.add(gm as usize * n as usize) };
-                for h in 0..2 {
+                for h in 0..TN / 4 {
                     let gn = n0 + col(4 * h);
                     let mut out = Vec4([0.0f32; 4]);
                     for e in 0..4 {
@@ -867,6 +940,179 @@ fn store_tile<const TM: usize>(
         };
     }
     for_rows!(store_row);
+}
+
+/// The tensor-map kernel (`sgemm_f32_tma_bk*`): both tiles of a k-step arrive by two
+/// tensor-map copies (TMA) that one thread starts, so no thread spends an instruction or a
+/// register on a copy, and the edges of the matrices arrive as zeros. A `[bm][BK]` and B
+/// `[BK][TMA_BN]` tiles lie dense in each of `stages` ring slots, each slot with a
+/// transaction barrier (`mbarrier`) that its copies complete. Thread `(tx, ty)` (`tx = t %
+/// 8`) computes rows `8 ty + i` (`i < 8`) and columns `32 c + 4 tx + e` (`c, e < 4`): per 4
+/// k it reads its 8 rows' 4 values (8 16-byte reads, the 8 threads of a quarter-warp share
+/// them), per k its 16 columns (4 16-byte reads, a quarter-warp's 8 threads 128 consecutive
+/// bytes), 8 + 16 reads per 512 FMAs, as the k-group kernel. Every read is an immediate
+/// offset of one A and one B pointer: BK and TMA_BN are compiled in. `a_map`, `b_map`:
+/// tensor maps (`CUtensorMap`) of A (`k` x `m`, box `BK` x `bm`) and B (`n` x `k`, box
+/// `TMA_BN` x `BK`), f32, no swizzle, zero fill.
+///
+/// # Safety
+/// As for [`gemm_rowmajor`], with the tensor maps describing `a` and `b`.
+#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn sgemm_tma<const BK: u32>(
+    a_map: *const u8,
+    b_map: *const u8,
+    c: *mut f32,
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+    cfg: SgemmConfig,
+) {
+    const BN: u32 = TMA_BN;
+    const TN: usize = TMA_TN as usize;
+    let (bm, stages) = (cfg.bm, cfg.stages);
+    let tid = gpu::thread_idx_x();
+    if !cfg.tma || cfg.bk != BK || !cfg.fits(4) || gpu::block_dim_x() != cfg.threads() {
+        gpu::trap();
+    }
+    let Ok(l) = cfg.layout(4) else { gpu::trap() };
+    let region = gpu::launch_region(l.bytes);
+    let a_tiles: SharedArray<Vec4<f32>> = unsafe { region.array(l.a).cast() };
+    let b_tiles: SharedArray<Vec4<f32>> = unsafe { region.array(l.b).cast() };
+    let bars: SharedArray<u64> = region.array(l.bars);
+    let bar = |slot: u32| unsafe { bars.shared_ptr(slot, 1) };
+    let (a_stage, b_stage) = (bm * BK / 4, BK * BN / 4);
+    let a_dst = |slot: u32| unsafe { a_tiles.shared_ptr(slot * a_stage, a_stage) };
+    let b_dst = |slot: u32| unsafe { b_tiles.shared_ptr(slot * b_stage, b_stage) };
+    if tid == 0 {
+        // A box must land 128-byte aligned; the stages are multiples of 128 bytes, so the
+        // region's base decides.
+        if a_dst(0).shared_addr() % 128 != 0 {
+            gpu::trap();
+        }
+        let mut s = 0;
+        while s < stages {
+            unsafe { bar(s).mbar_init(1) };
+            s += 1;
+        }
+        gpu::mbar_init_fence();
+    }
+    gpu::barrier();
+
+    let tiles_n = n.div_ceil(BN).max(1);
+    let block = gpu::block_idx_x();
+    let (m0, n0) = ((block / tiles_n) * bm, (block % tiles_n) * BN);
+    let (tx, ty) = (tid % (BN / TMA_TN), tid / (BN / TMA_TN));
+    let row = |i: usize| ty * THREAD_TILE + i as u32;
+    let col = |j: usize| (j / 4) as u32 * (BN / 4) + tx * 4 + (j % 4) as u32;
+
+    let k_tiles = k.div_ceil(BK);
+    let tile_bytes = (bm * BK + BK * BN) * 4;
+    let start_tile = |kt: u32, slot: u32| unsafe {
+        bar(slot).mbar_arrive_expect_tx(tile_bytes);
+        a_dst(slot).copy_tile_2d(a_map, (kt * BK) as i32, m0 as i32, bar(slot));
+        b_dst(slot).copy_tile_2d(b_map, n0 as i32, (kt * BK) as i32, bar(slot));
+    };
+    if tid == 0 {
+        let mut s = 0;
+        while s + 1 < stages && s < k_tiles {
+            start_tile(s, s);
+            s += 1;
+        }
+    }
+
+    let mut acc = [[0.0f32; TN]; THREAD_TILE as usize];
+    let (mut slot, mut next_slot, mut parity) = (0, stages - 1, 0);
+    let mut kt = 0;
+    while kt < k_tiles {
+        unsafe { bar(slot).mbar_wait(parity) };
+        // Every warp is past tile kt - 1, so its slot may be refilled.
+        gpu::barrier();
+        if tid == 0 && kt + stages - 1 < k_tiles {
+            start_tile(kt + stages - 1, next_slot);
+        }
+        let pa = unsafe { a_tiles.range_ptr(slot * a_stage + ty * THREAD_TILE * (BK / 4), THREAD_TILE * BK / 4) }
+            .cast_const();
+        let pb = unsafe { b_tiles.range_ptr(slot * b_stage + tx, b_stage - tx) }.cast_const();
+        // Four k: the A values of 8 rows, then per k the 16 B values and 128 FMAs. Macros
+        // over literals, so every register index is a constant.
+        // Macros over literal rows, chunks and k, so every register index is a constant (a
+        // loop over the 8 x 16 FMAs of one k is not unrolled, and a rolled one puts the
+        // accumulators in local memory).
+        macro_rules! rows8 {
+            ($m:ident) => {
+                $m!(0);
+                $m!(1);
+                $m!(2);
+                $m!(3);
+                $m!(4);
+                $m!(5);
+                $m!(6);
+                $m!(7);
+            };
+        }
+        macro_rules! k4 {
+            ($q:literal) => {
+                let mut af = [[0.0f32; 4]; 8];
+                macro_rules! read_a {
+                    ($i:literal) => {
+                        af[$i] = unsafe { pa.add($i * (BK / 4) as usize + $q).read() }.0;
+                    };
+                }
+                rows8!(read_a);
+                macro_rules! k1 {
+                    ($kk:literal) => {
+                        let mut bf = [0.0f32; TN];
+                        macro_rules! read_b {
+                            ($cq:literal) => {
+                                let v = unsafe {
+                                    pb.add((4 * $q + $kk) * (BN / 4) as usize + $cq * (BN / 16) as usize).read()
+                                }
+                                .0;
+                                bf[4 * $cq] = v[0];
+                                bf[4 * $cq + 1] = v[1];
+                                bf[4 * $cq + 2] = v[2];
+                                bf[4 * $cq + 3] = v[3];
+                            };
+                        }
+                        read_b!(0);
+                        read_b!(1);
+                        read_b!(2);
+                        read_b!(3);
+                        macro_rules! fma_row {
+                            ($i:literal) => {
+                                for j in 0..TN {
+                                    acc[$i][j] = gpu::fma(af[$i][$kk], bf[j], acc[$i][j]);
+                                }
+                            };
+                        }
+                        rows8!(fma_row);
+                    };
+                }
+                k1!(0);
+                k1!(1);
+                k1!(2);
+                k1!(3);
+            };
+        }
+        macro_rules! k_tile {
+            ($($q:literal)*) => {
+                $(if $q < (BK / 4) as usize {
+                    k4!($q);
+                })*
+            };
+        }
+        k_tile!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+        if slot + 1 == stages {
+            parity ^= 1;
+        }
+        slot = if slot + 1 == stages { 0 } else { slot + 1 };
+        next_slot = if next_slot + 1 == stages { 0 } else { next_slot + 1 };
+        kt += 1;
+    }
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
 
 /// `sgemm_kgroups` with depth `BK` and `TM` rows per thread compiled in: the body of
@@ -934,6 +1180,17 @@ crate::kernels! { KERNELS;
     pub fn sgemm_f32_tm16_bk64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         unsafe { sgemm_compiled_bk::<64, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
+    /// The tensor-map kernel with `bk` = 32 (`bn` = 128; `a`, `b`: the tensor maps of A and
+    /// B in device memory); see `sgemm_tma`.
+    pub fn sgemm_f32_tma_bk32(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        let cfg = SgemmConfig { bn, ..SgemmConfig::tma(bm, bk, stages) };
+        unsafe { sgemm_tma::<32>(a, b, c, m, n, k, alpha, beta, cfg) }
+    }
+    /// The tensor-map kernel with `bk` = 64.
+    pub fn sgemm_f32_tma_bk64(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+        let cfg = SgemmConfig { bn, ..SgemmConfig::tma(bm, bk, stages) };
+        unsafe { sgemm_tma::<64>(a, b, c, m, n, k, alpha, beta, cfg) }
+    }
     /// `sgemm_f32_tm16_bk32` with its k loop unrolled by 8 instead of the whole tile, an
     /// ablation.
     pub fn sgemm_f32_tm16_bk32_u8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
@@ -968,6 +1225,13 @@ crate::kernels! { KERNELS;
 /// 16-row entries for `tm` = 16. `None` for a combination no entry has (f16 with the
 /// compiled-in tile or 16 rows, the compiled-in tile with 16 rows).
 pub fn entry_name(f16_inputs: bool, fixed: bool, config: &SgemmConfig) -> Option<&'static str> {
+    if config.tma {
+        return match (f16_inputs, fixed, config.bk) {
+            (false, false, 32) => Some("sgemm_f32_tma_bk32"),
+            (false, false, 64) => Some("sgemm_f32_tma_bk64"),
+            _ => None,
+        };
+    }
     match (f16_inputs, fixed, config.tm, config.bk) {
         (false, false, 8, 8) => Some("sgemm_f32_bk8"),
         (false, false, 8, 16) => Some("sgemm_f32_bk16"),

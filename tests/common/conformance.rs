@@ -272,8 +272,9 @@ pub fn sgemm<B: Kernels>(
                     if f16_inputs && (!config.bk.is_multiple_of(8) || wgsl) {
                         continue;
                     }
-                    // 16 rows per thread: f32, launch-sized only (the refusals are tested apart).
-                    if config.tm != 8 && (f16_inputs || variant != Variant::LaunchSized) {
+                    // 16 rows per thread and the tensor-map kernel: f32, launch-sized only (the
+                    // refusals are tested apart).
+                    if (config.tm != 8 || config.tma) && (f16_inputs || variant != Variant::LaunchSized) {
                         continue;
                     }
                     let problem = SgemmProblem { m, n, k, f16_inputs };

@@ -418,6 +418,126 @@ impl<T: Copy> SharedPtr<T> {
     }
 }
 
+impl<T: Copy> SharedPtr<T> {
+    /// Starts copying the 2-D box at element coordinates `(x, y)` (`x` the contiguous
+    /// dimension) of the tensor that `map` describes into this element and the ones after
+    /// it, row after row (`cp.async.bulk.tensor.2d`, sm_90's tensor memory accelerator: one
+    /// instruction from one thread moves the whole tile, and elements outside the tensor
+    /// arrive as zeros), reporting its bytes (always the whole box) to `bar`. `map` is a
+    /// CUDA tensor map (`CUtensorMap`, 128 bytes) in device memory. Only on sm_90: a trap
+    /// elsewhere.
+    ///
+    /// # Safety
+    /// `map` is a valid tensor map of this element type; this element is 128-byte aligned
+    /// and the box inside the array; nothing touches the box until `bar`'s phase completes.
+    #[inline(always)]
+    pub unsafe fn copy_tile_2d(self, map: *const u8, x: i32, y: i32, bar: SharedPtr<u64>) {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{dst}], [{map}, {{{x}, {y}}}], [{bar}];",
+                dst = in(reg32) self.addr,
+                map = in(reg64) map,
+                x = in(reg32) x,
+                y = in(reg32) y,
+                bar = in(reg32) bar.addr,
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+        {
+            let _ = (map, x, y, bar);
+            trap();
+        }
+    }
+    /// The 32-bit shared-window address (sm_80 and later), e.g. to check an alignment; 0
+    /// elsewhere.
+    #[inline(always)]
+    pub fn shared_addr(self) -> u32 {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+        {
+            self.addr
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+        {
+            0
+        }
+    }
+}
+
+impl SharedPtr<u64> {
+    /// Initialises the transaction barrier (`mbarrier`, sm_90) at this element to wait for
+    /// `arrivals` arrivals per phase; the block must pass a [`mbar_init_fence`] and a
+    /// [`barrier`] before anyone else uses it. A no-op elsewhere.
+    ///
+    /// # Safety
+    /// One thread, before any other use of the element.
+    #[inline(always)]
+    pub unsafe fn mbar_init(self, arrivals: u32) {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        unsafe {
+            core::arch::asm!("mbarrier.init.shared::cta.b64 [{b}], {n};", b = in(reg32) self.addr, n = in(reg32) arrivals, options(nostack));
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+        let _ = arrivals;
+    }
+    /// Arrives on the barrier and adds `bytes` to the bytes its current phase waits for
+    /// (the bulk copies that complete it).
+    ///
+    /// # Safety
+    /// An initialised barrier; one arrival per phase per counted arrival.
+    #[inline(always)]
+    pub unsafe fn mbar_arrive_expect_tx(self, bytes: u32) {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b64 s; mbarrier.arrive.expect_tx.shared::cta.b64 s, [{b}], {n}; }}",
+                b = in(reg32) self.addr,
+                n = in(reg32) bytes,
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+        let _ = bytes;
+    }
+    /// Waits until the barrier's phase of parity `parity` (0 or 1) has completed: its
+    /// arrivals made and its bytes landed, visible to this thread.
+    ///
+    /// # Safety
+    /// An initialised barrier.
+    #[inline(always)]
+    pub unsafe fn mbar_wait(self, parity: u32) {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        loop {
+            let done: u32;
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {d}, 1, 0, p; }}",
+                    b = in(reg32) self.addr,
+                    q = in(reg32) parity,
+                    d = out(reg32) done,
+                    options(nostack)
+                );
+            }
+            if done != 0 {
+                break;
+            }
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+        let _ = parity;
+    }
+}
+
+/// Makes [`SharedPtr::mbar_init`] visible to the copy engine (`fence.mbarrier_init`);
+/// follow it with a [`barrier`].
+#[inline(always)]
+pub fn mbar_init_fence() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    unsafe {
+        core::arch::asm!("fence.mbarrier_init.release.cluster;", options(nostack))
+    };
+}
+
 /// Closes this thread's current group of [`SharedArray::copy_async`] copies
 /// (`cp.async.commit_group`), so that [`copy_async_wait_pending`] can wait for it.
 #[inline(always)]

@@ -252,6 +252,21 @@ pub trait Backend {
     /// (histogram bins, scan flags) start from it.
     fn fill_zero<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<()>;
 
+    /// A tensor map (a TMA descriptor, CUDA's `CUtensorMap`, 32 words) in device memory for the
+    /// row-major matrix of 4-byte elements in `buf`: `dims` = (columns, rows), rows
+    /// `row_bytes` apart (a multiple of 16), copied in boxes of `box_dims` = (columns,
+    /// rows), elements past the matrix read as zeros. Only CUDA (sm_90) has them.
+    fn tensor_map_2d<T: Element>(
+        &self,
+        buf: &Buffer<Self::Raw, T>,
+        dims: [u64; 2],
+        row_bytes: u64,
+        box_dims: [u32; 2],
+    ) -> Result<Buffer<Self::Raw, u32>> {
+        let _ = (buf, dims, row_bytes, box_dims);
+        Err(Error::Unsupported { backend: self.kind(), what: "tensor maps (TMA copies)".into() })
+    }
+
     /// Queues one launch. Implementations call [`Backend::check_launch`] first, so a
     /// launch over a limit is a typed error and nothing is queued.
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()>;

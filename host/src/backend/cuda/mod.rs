@@ -304,6 +304,51 @@ impl Backend for CudaBackend {
             .map_err(driver_err("cuMemsetD8Async"))
     }
 
+    fn tensor_map_2d<T: Element>(
+        &self,
+        buf: &Buffer<Self::Raw, T>,
+        dims: [u64; 2],
+        row_bytes: u64,
+        box_dims: [u32; 2],
+    ) -> Result<Buffer<Self::Raw, u32>> {
+        if size_of::<T>() != 4 {
+            return Err(Error::Unsupported {
+                backend: BackendKind::Cuda,
+                what: format!("tensor maps of {}-byte elements", size_of::<T>()),
+            });
+        }
+        let (ptr, _sync) = buf.raw().device_ptr(&self.stream);
+        let mut map = sys::CUtensorMap { opaque: [0; 16] };
+        let (strides, element_strides) = ([row_bytes], [1u32, 1]);
+        // SAFETY: every array holds `rank` (2) entries, strides `rank - 1`; the map is
+        // written in place; the address stays valid while `buf` lives.
+        let status = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                2,
+                ptr as *mut std::ffi::c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                box_dims.as_ptr(),
+                element_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        if status != sys::CUresult::CUDA_SUCCESS {
+            return Err(Error::Driver {
+                backend: BackendKind::Cuda,
+                call: "cuTensorMapEncodeTiled",
+                message: format!("{status:?} (dims {dims:?}, row bytes {row_bytes}, box {box_dims:?})"),
+            });
+        }
+        let words: &[u32] = bytemuck::cast_slice(&map.opaque);
+        self.htod(words)
+    }
+
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
         self.check_launch(&kernel.name, dims)?;
         // A kernel's own ceiling can be below the device's: its registers times the block

@@ -62,18 +62,20 @@ impl SgemmProblem {
     }
 }
 
-/// CUDA, f32: 256 x 128 x 32 with three stages and 16 rows per thread (256 threads,
-/// 152064 B of launch-sized memory: past the 48 KB default, one block per SM): on the H100
-/// 0.87-0.90x cuBLAS at 4096^3 and 0.89x at 8192^3 (results/2026-11-22-h100-gemm-d84f561.*).
-/// The exhaustive sweep at 4096^3 ranks 128 x 256 x 32 with 8 rows first (3.090 ms against
-/// the default's 3.133), but side by side in one process the two tie at 4096^3 and that
-/// tile is 1% slower at 8192^3 (results/2026-11-22-h100-{tune-sgemm-4096,gemm}-d84f561*).
-/// Where that leaves fewer than two tiles per multiprocessor (1024^3 has 32 for 132 SMs),
+/// CUDA, f32, where the tiles fill the GPU (two or more per multiprocessor) and k and n are
+/// multiples of 4: the tensor-map kernel, 256 x 128 x 32 with three stages (256 threads,
+/// 8 x 16 per thread, 147480 B of launch-sized memory: past the 48 KB default, one block
+/// per SM); on the H100 0.92-0.93x cuBLAS at 4096^3 and 8192^3 beside the k-group kernel's
+/// 0.875-0.885x in the same run (results/2026-11-22-h100-gemm-tma-*). Two and four stages
+/// measured the same; bk 64 (two stages, 192 KB) and bm 128 (one 128-thread block per SM at
+/// these sizes) far slower. Where k or n is not a multiple of 4 (or on HIP), the k-group
+/// kernel's 256 x 128 x 32 with three stages and 16 rows per thread (152064 B; 0.87-0.90x
+/// at 4096^3, 0.89x at 8192^3: results/2026-11-22-h100-gemm-d84f561.*). Where that leaves
+/// fewer than two tiles per multiprocessor (1024^3 has 32 for 132 SMs),
 /// 128 x 64 x 32 with three stages and 8 rows per thread (128 threads, 76032 B): the best of
-/// the 1024^3 sweep (0.0829 ms, 0.84-0.89x cuBLAS). f16
-/// inputs (8 rows per thread): 128 x 128 x 32 with two stages, or 64 x 128 x 32 with three
-/// below two tiles per multiprocessor. 16 x 16 x 8, two stages (4 threads), on the CPU
-/// backend.
+/// the 1024^3 sweep (0.0829 ms, 0.84-0.89x cuBLAS). f16 inputs (8 rows per thread):
+/// 128 x 128 x 32 with two stages, or 64 x 128 x 32 with three below two tiles per
+/// multiprocessor. 16 x 16 x 8, two stages (4 threads), on the CPU backend.
 ///
 /// WGSL: 128 x 128 x 8, one stage (256 invocations, 8320 B), the fastest of the exhaustive
 /// WGSL sweep at 4096^3 on the H100 (5.50 ms, 25.0 TFLOP/s; two stages 6.13 ms:
@@ -98,6 +100,16 @@ pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmC
         (SgemmConfig::new(128, 128, 32, 2), SgemmConfig::new(64, 128, 32, 3))
     } else {
         (SgemmConfig::new(256, 128, 32, 3).with_tm(16), SgemmConfig::new(128, 64, 32, 3))
+    };
+    let tma = SgemmConfig::tma(256, 32, 3);
+    let big = if !problem.f16_inputs
+        && backend.kind() == BackendKind::Cuda
+        && problem.k.is_multiple_of(4)
+        && problem.n.is_multiple_of(4)
+    {
+        tma
+    } else {
+        big
     };
     let fits = big.shared_bytes(problem.elem_bytes()).is_ok_and(|b| b <= backend.info().limits.launch_shared_max);
     if fits && big.grid(problem.m, problem.n) >= 2 * sms { big } else { small }
@@ -135,10 +147,14 @@ pub fn fit_config<B: Backend>(
     cfg: SgemmConfig,
 ) -> (SgemmConfig, Option<String>) {
     let eb = problem.elem_bytes();
-    // The static forms compute 8 rows per thread.
-    let rows_note = (variant != Variant::LaunchSized && cfg.tm != 8)
-        .then(|| format!("the {variant} form computes 8 rows per thread: tm = {} ran as 8", cfg.tm));
-    let cfg = if rows_note.is_some() { cfg.with_tm(8) } else { cfg };
+    // The static forms compute 8 rows per thread, and have no tensor-map copies.
+    let rows_note = if variant != Variant::LaunchSized && cfg.tma {
+        Some(format!("the {variant} form has no tensor-map copies: the tensor-map tile ran as the 8 x 8 k-group tile"))
+    } else {
+        (variant != Variant::LaunchSized && cfg.tm != 8)
+            .then(|| format!("the {variant} form computes 8 rows per thread: tm = {} ran as 8", cfg.tm))
+    };
+    let cfg = if rows_note.is_some() { SgemmConfig::new(cfg.bm, cfg.bn, cfg.bk, cfg.stages) } else { cfg };
     let mut fallbacks = Vec::new();
     for (bm, bn) in [(cfg.bm, cfg.bn), (cfg.bm, cfg.bn / 2), (cfg.bm / 2, cfg.bn / 2)] {
         for stages in (1..=cfg.stages).rev() {
@@ -298,6 +314,9 @@ pub fn checked_entries(problem: &SgemmProblem, seed: u64) -> Vec<(usize, usize)>
     picks
 }
 
+/// The tensor maps (`CUtensorMap`s, 32 words each) of A and of B.
+type TensorMaps<R> = (Buffer<R, u32>, Buffer<R, u32>);
+
 pub struct SgemmWorkload<'b, B: Kernels> {
     backend: &'b B,
     kernel: Prepared<B::Kernel>,
@@ -310,6 +329,9 @@ pub struct SgemmWorkload<'b, B: Kernels> {
     a: Buffer<B::Raw, u32>,
     b: Buffer<B::Raw, u32>,
     c: Buffer<B::Raw, f32>,
+    /// The tensor maps of `a` and `b` the TMA entry takes in their place
+    /// ([`SgemmConfig::tma`]).
+    maps: Option<TensorMaps<B::Raw>>,
     /// The inputs as generated (shared by every config a tuner prepares for the problem).
     host: Arc<HostInputs>,
 }
@@ -356,6 +378,14 @@ pub fn prepare_with<'b, B: Kernels>(
 ) -> Result<SgemmWorkload<'b, B>> {
     let entry = entry_name(problem.f16_inputs, fixed, &config).ok_or_else(|| {
         let (kernel, reason) = match (problem.f16_inputs, fixed) {
+            _ if config.tma => (
+                "sgemm_f32_tma",
+                format!(
+                    "the tensor-map kernel takes f32 inputs, no compiled-in tile, and bk one of {:?} (got bk {})",
+                    dynsmem_kernels::sgemm::TMA_BK,
+                    config.bk
+                ),
+            ),
             (true, true) => ("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only".to_string()),
             (true, false) => ("hgemm_f16_f32", format!("f16 inputs take 8 rows per thread, not tm = {}", config.tm)),
             _ => ("sgemm_f32", format!("tm = {} rows per thread: the f32 entries have 8 or 16", config.tm)),
@@ -372,6 +402,19 @@ pub fn prepare_with<'b, B: Kernels>(
     if fixed && config != FIXED_128X128X16S2 {
         return Err(invalid(entry, format!("the compiled-in tile is {FIXED_128X128X16S2:?}, not {config:?}")));
     }
+    if config.tma && !config.fits(problem.elem_bytes()) {
+        return Err(invalid(
+            entry,
+            format!(
+                "the tensor-map kernel takes f32, tm 8, bn {}, bk one of {:?}, bm a multiple of 8 up to {} (one \
+                 tensor-map box), 2 to {} stages (got {config:?})",
+                dynsmem_kernels::sgemm::TMA_BN,
+                dynsmem_kernels::sgemm::TMA_BK,
+                dynsmem_kernels::sgemm::TMA_MAX_BOX,
+                dynsmem_kernels::sgemm::MAX_STAGES
+            ),
+        ));
+    }
     if !config.fits(problem.elem_bytes()) {
         return Err(invalid(
             entry,
@@ -382,6 +425,23 @@ pub fn prepare_with<'b, B: Kernels>(
                 dynsmem_kernels::sgemm::MAX_STAGES
             ),
         ));
+    }
+    if config.tma {
+        if variant != Variant::LaunchSized || backend.kind() != BackendKind::Cuda {
+            return Err(Error::Unsupported {
+                backend: backend.kind(),
+                what: format!("{entry} (tensor-map copies: the launch-sized CUDA form on sm_90 only)"),
+            });
+        }
+        if !problem.k.is_multiple_of(4) || !problem.n.is_multiple_of(4) {
+            return Err(invalid_problem(
+                entry,
+                format!(
+                    "k = {} and n = {} must be multiples of 4: a tensor map's rows are a multiple of 16 bytes apart",
+                    problem.k, problem.n
+                ),
+            ));
+        }
     }
     if variant != Variant::LaunchSized && config.tm != 8 {
         return Err(Error::Unsupported {
@@ -438,7 +498,15 @@ pub fn prepare_with<'b, B: Kernels>(
     let a = backend.htod(&host.a_words)?;
     let b = backend.htod(&host.b_words)?;
     let c = backend.htod(&host.c)?;
-    Ok(SgemmWorkload { backend, kernel, problem, config, grid: grid as u32, a, b, c, host })
+    let maps = if config.tma {
+        let (mk, nk) = (m as u64, n as u64);
+        let a_map = backend.tensor_map_2d(&a, [k as u64, mk], k as u64 * 4, [config.bk, config.bm])?;
+        let b_map = backend.tensor_map_2d(&b, [nk, k as u64], nk * 4, [config.bn, config.bk])?;
+        Some((a_map, b_map))
+    } else {
+        None
+    };
+    Ok(SgemmWorkload { backend, kernel, problem, config, grid: grid as u32, a, b, c, maps, host })
 }
 
 /// The f32 entry `name` in place of the one [`entry_name`] picks, for ablations
@@ -493,8 +561,8 @@ impl<B: Kernels> SgemmWorkload<'_, B> {
             &self.kernel.built.kernel,
             dims,
             &[
-                self.a.arg(),
-                self.b.arg(),
+                self.maps.as_ref().map_or(self.a.arg(), |(a_map, _)| a_map.arg()),
+                self.maps.as_ref().map_or(self.b.arg(), |(_, b_map)| b_map.arg()),
                 c.arg(),
                 Arg::U32(m),
                 Arg::U32(n),
