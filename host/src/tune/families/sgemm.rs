@@ -1,6 +1,7 @@
 //! SGEMM / HGEMM: the block tile `bm x bn x bk` and the pipeline stages, all launch-time
 //! values of one compiled image, and for f32 on CUDA the rows per thread `tm` (8 or 16,
-//! each compiled into its own entries). Threads per block are `bm / tm * bn / 8`; the
+//! each compiled into its own entries) and `tma` (0 or 1: the tensor-map kernel, whose own
+//! rules filter most of its points before launch). Threads per block are `bm / tm * bn / 8`; the
 //! kernel's own register limit can refuse a block the device would allow, which the runner
 //! records as that config's error. On
 //! WGSL (f32 only) each point is a pipeline of its own, with 1 or 2 stages and the rules
@@ -9,7 +10,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use dynsmem_kernels::sgemm::{SgemmConfig, THREAD_ROWS, THREAD_TILE};
+use dynsmem_kernels::sgemm::{SgemmConfig, THREAD_ROWS, THREAD_TILE, TMA_BK, TMA_BN, TMA_MAX_BOX};
 
 use super::layout_reason;
 use crate::backend::BackendKind;
@@ -62,7 +63,10 @@ impl Tunable for SgemmTunable {
 
     fn config(&self, point: &[u32]) -> SgemmConfig {
         let tm = point.get(4).or(self.thread_rows.first()).copied().unwrap_or(THREAD_TILE);
-        SgemmConfig::new(point[0], point[1], point[2], point[3]).with_tm(tm)
+        let config = SgemmConfig::new(point[0], point[1], point[2], point[3]).with_tm(tm);
+        // `tma` (CUDA f32, after `tm`): the tensor-map kernel at this tile; its rules (bn
+        // 128, tm 8, bk 32 or 64, ...) filter the points that break them.
+        SgemmConfig { tma: point.get(5) == Some(&1), ..config }
     }
 
     fn family(&self) -> &'static str {
@@ -96,6 +100,9 @@ impl Tunable for SgemmTunable {
             ];
             if !self.problem.f16_inputs && self.thread_rows.len() > 1 {
                 params.push(Param::new("tm", self.thread_rows));
+                if target.backend == BackendKind::Cuda {
+                    params.push(Param::new("tma", &[0, 1]));
+                }
             }
             params
         }
@@ -112,6 +119,17 @@ impl Tunable for SgemmTunable {
             let static_bytes = wgsl_static_bytes(&cfg).min(u32::MAX as u64) as u32;
             let grid = wgsl_grid(&cfg, self.problem.m, self.problem.n, target.limits.max_grid_x);
             return Ok(Footprint { threads: cfg.threads(), grid, launch_bytes: 0, static_bytes });
+        }
+        if cfg.tma {
+            if !cfg.fits(eb) {
+                return Err(format!(
+                    "the tensor-map kernel takes bn {TMA_BN}, tm 8, bk one of {TMA_BK:?}, bm a multiple of 8 up to \
+                     {TMA_MAX_BOX}, 2-4 stages"
+                ));
+            }
+            if !self.problem.k.is_multiple_of(4) || !self.problem.n.is_multiple_of(4) {
+                return Err("the tensor-map kernel needs k and n multiples of 4".into());
+            }
         }
         if !cfg.fits(eb) {
             return Err(format!(
@@ -134,5 +152,41 @@ impl Tunable for SgemmTunable {
     ) -> Result<Box<dyn Workload + 'b>> {
         let inputs = || self.inputs(seed);
         Ok(Box::new(prepare_with(backend, self.problem, self.config(point), false, variant, inputs)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cuda_target() -> Target {
+        Target {
+            backend: BackendKind::Cuda,
+            variant: Variant::LaunchSized,
+            limits: crate::tune::cache::tests::limits(),
+            is_cpu: false,
+        }
+    }
+
+    #[test]
+    fn the_cuda_f32_space_has_the_tensor_map_kernel_and_filters_its_points_by_its_rules() {
+        let t = SgemmTunable::new(SgemmProblem { m: 4096, n: 4096, k: 4096, f16_inputs: false });
+        let names: Vec<_> = t.params(&cuda_target()).iter().map(|p| p.name).collect();
+        assert_eq!(names, ["bm", "bn", "bk", "stages", "tm", "tma"]);
+        assert_eq!(t.config(&[256, 128, 32, 3, 8, 1]), SgemmConfig::tma(256, 32, 3));
+        assert_eq!(t.config(&[256, 128, 32, 3, 16, 0]), SgemmConfig::new(256, 128, 32, 3).with_tm(16));
+        let fp = t.check(&[256, 128, 32, 3, 8, 1], &cuda_target()).expect("the TMA default fits");
+        assert_eq!((fp.threads, fp.launch_bytes), (256, 147480));
+        let refused = t.check(&[256, 64, 32, 3, 8, 1], &cuda_target()).unwrap_err();
+        assert!(refused.contains("bn 128"), "{refused}");
+        assert!(t.check(&[256, 128, 32, 3, 16, 1], &cuda_target()).is_err(), "tm 16 has no TMA entry");
+        let odd = SgemmTunable::new(SgemmProblem { m: 4096, n: 4096, k: 4098, f16_inputs: false });
+        let refused = odd.check(&[256, 128, 32, 3, 8, 1], &cuda_target()).unwrap_err();
+        assert!(refused.contains("multiples of 4"), "{refused}");
+        // f16 and HIP: no tma parameter.
+        let f16 = SgemmTunable::new(SgemmProblem { f16_inputs: true, ..*t.problem() });
+        assert!(!f16.params(&cuda_target()).iter().any(|p| p.name == "tma"));
+        let hip = Target { backend: BackendKind::Hip, ..cuda_target() };
+        assert!(!t.params(&hip).iter().any(|p| p.name == "tma"));
     }
 }
