@@ -66,9 +66,10 @@ impl SgemmProblem {
 /// multiples of 4: the tensor-map kernel, 256 x 128 x 32 with three stages (256 threads,
 /// 8 x 16 per thread, 147480 B of launch-sized memory: past the 48 KB default, one block
 /// per SM); on the H100 0.92-0.93x cuBLAS at 4096^3 and 8192^3 beside the k-group kernel's
-/// 0.875-0.885x in the same run (results/2026-11-22-h100-gemm-tma-*). Two and four stages
-/// measured the same; bk 64 (two stages, 192 KB) and bm 128 (one 128-thread block per SM at
-/// these sizes) far slower. Where k or n is not a multiple of 4 (or on HIP), the k-group
+/// 0.87-0.89x in the same runs (results/2026-11-22-h100-gemm-db27b9a.*), and first of the
+/// exhaustive sweep at 4096^3 (2.934 ms; two and four stages within 0.03%, 128 x 128 x 32
+/// with two stages 0.7% behind: results/2026-11-22-h100-tune-sgemm-4096-f7a4ac8.txt); bk 64
+/// (two stages, 192 KB) runs at half speed. Where k or n is not a multiple of 4 (or on HIP), the k-group
 /// kernel's 256 x 128 x 32 with three stages and 16 rows per thread (152064 B; 0.87-0.90x
 /// at 4096^3, 0.89x at 8192^3: results/2026-11-22-h100-gemm-d84f561.*). Where that leaves
 /// fewer than two tiles per multiprocessor (1024^3 has 32 for 132 SMs),
