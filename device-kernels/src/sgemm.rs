@@ -1037,31 +1037,22 @@ unsafe fn sgemm_tma<const BK: u32>(
             .cast_const();
         let pb = unsafe { b_tiles.range_ptr(slot * b_stage + tx, b_stage - tx) }.cast_const();
         // Four k: the A values of 8 rows, then per k the 16 B values and 128 FMAs. Macros
-        // over literals, so every register index is a constant.
-        // Macros over literal rows, chunks and k, so every register index is a constant (a
-        // loop over the 8 x 16 FMAs of one k is not unrolled, and a rolled one puts the
-        // accumulators in local memory).
-        macro_rules! rows8 {
-            ($m:ident) => {
-                $m!(0);
-                $m!(1);
-                $m!(2);
-                $m!(3);
-                $m!(4);
-                $m!(5);
-                $m!(6);
-                $m!(7);
-            };
-        }
+        // over literal rows (`for_rows!`, rows past 8 compiled out, `% 8` keeping the index
+        // in bounds for the compiler's checks), chunks and k, so every register index is a
+        // constant (a loop over the 8 x 16 FMAs of one k is not unrolled, and a rolled one
+        // puts the accumulators in local memory).
+        const TM: usize = THREAD_TILE as usize;
         macro_rules! k4 {
             ($q:literal) => {
-                let mut af = [[0.0f32; 4]; 8];
+                let mut af = [[0.0f32; 4]; TM];
                 macro_rules! read_a {
                     ($i:literal) => {
-                        af[$i] = unsafe { pa.add($i * (BK / 4) as usize + $q).read() }.0;
+                        if $i < TM {
+                            af[$i % TM] = unsafe { pa.add($i * (BK / 4) as usize + $q).read() }.0;
+                        }
                     };
                 }
-                rows8!(read_a);
+                for_rows!(read_a);
                 macro_rules! k1 {
                     ($kk:literal) => {
                         let mut bf = [0.0f32; TN];
@@ -1083,12 +1074,14 @@ unsafe fn sgemm_tma<const BK: u32>(
                         read_b!(3);
                         macro_rules! fma_row {
                             ($i:literal) => {
-                                for j in 0..TN {
-                                    acc[$i][j] = gpu::fma(af[$i][$kk], bf[j], acc[$i][j]);
+                                if $i < TM {
+                                    for j in 0..TN {
+                                        acc[$i % TM][j] = gpu::fma(af[$i % TM][$kk], bf[j], acc[$i % TM][j]);
+                                    }
                                 }
                             };
                         }
-                        rows8!(fma_row);
+                        for_rows!(fma_row);
                     };
                 }
                 k1!(0);
