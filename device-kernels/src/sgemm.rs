@@ -57,7 +57,6 @@
 //! - f16 (`gemm_rowmajor`): A row-major (rows padded by one 16-byte chunk), B row-major, both
 //!   in 16-byte chunks; per four k a thread reads its 8 rows of A as 8-byte loads, then per
 //!   k two 8-byte loads of B.
-//!
 //! - f32 by tensor maps (`sgemm_tma`, [`SgemmConfig::tma`], sm_90): one thread starts two
 //!   `cp.async.bulk.tensor` copies per k-tile (the A box `BK x bm`, the B box `128 x BK`)
 //!   that land dense, row-major, in the ring slot and complete its transaction barrier
@@ -79,7 +78,8 @@
 //! # Launch-sized memory ([`SgemmConfig::layout`])
 //! f32: `a`: `stages * ceil(BM/4) * (BK + 1)` 16-byte slots, `b`: `stages * ceil(BN/4) *
 //! (BK + 1)`; the tensor-map kernel: `a`: `stages * BM * BK` floats, `b`: `stages * BK * BN`,
-//! then `stages` 8-byte transaction barriers (`bars`). f16: `a`: `stages * BM * (BK + 8)` elements, `b`: `stages * BK * BN`.
+//! then `stages` 8-byte transaction barriers (`bars`). f16: `a`: `stages * BM * (BK + 8)`
+//! elements, `b`: `stages * BK * BN`.
 //!
 //! # Entry points
 //! `sgemm_f32(a, b, c, m, n, k, alpha, beta, bm, bn, bk, stages)` (`a`, `b`: `*const f32`);
@@ -200,26 +200,21 @@ impl SgemmConfig {
             && self.threads() <= MAX_THREADS
     }
 
-    /// The carve for elements of `elem_bytes`: f32 tiles in k-groups, f16 tiles row-major
-    /// (see the module documentation).
+    /// The carve for elements of `elem_bytes`: f32 tiles in k-groups, f16 tiles row-major,
+    /// the tensor-map kernel's tiles dense with a transaction barrier per stage (see the
+    /// module documentation).
     pub fn layout(&self, elem_bytes: u32) -> Result<SgemmLayout, LayoutError> {
         let overflow = LayoutError::Overflow { offset: 0, len: self.bm, elem_bytes };
         // u64 products of three u32 fields can still overflow: checked (found by the
         // `layout` fuzz target).
         let to_u32 = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok()).ok_or(overflow);
-        if self.tma {
+        let (a, b) = if self.tma {
             // Dense tiles, as the tensor-map copies write them: A `[bm][bk]`, B `[bk][bn]`,
             // in 16-byte chunks; every stage a multiple of 128 bytes (bm a multiple of 8,
             // bk of 32) so that each box lands 128-byte aligned.
             let stage = |rows: u32, cols: u32| (rows as u64 * cols as u64 / 4).checked_mul(self.stages as u64);
-            let (a, b) = (to_u32(stage(self.bm, self.bk))?, to_u32(stage(self.bk, self.bn))?);
-            let mut carve = Carve::new();
-            let a = carve.array::<Vec4<u32>>(a)?;
-            let b = carve.array::<Vec4<u32>>(b)?;
-            let bars = carve.array::<u64>(self.stages)?;
-            return Ok(SgemmLayout { a, b, bars, bytes: carve.bytes() });
-        }
-        let (a, b) = if elem_bytes == 4 {
+            (to_u32(stage(self.bm, self.bk))?, to_u32(stage(self.bk, self.bn))?)
+        } else if elem_bytes == 4 {
             // Groups of 4 rows (columns) of bk + 1 16-byte slots each.
             let group = self.bk as u64 + 1;
             let tile = |rows: u32| {
@@ -236,7 +231,8 @@ impl SgemmConfig {
         let mut carve = Carve::new();
         let a = carve.array::<Vec4<u32>>(a)?;
         let b = carve.array::<Vec4<u32>>(b)?;
-        let bars = carve.array::<u64>(0)?;
+        // The tensor-map kernel's transaction barriers, one per stage.
+        let bars = carve.array::<u64>(if self.tma { self.stages } else { 0 })?;
         Ok(SgemmLayout { a, b, bars, bytes: carve.bytes() })
     }
 

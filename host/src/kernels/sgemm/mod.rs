@@ -99,18 +99,10 @@ pub fn default_config<B: Kernels>(backend: &B, problem: &SgemmProblem) -> SgemmC
     let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
     let (big, small) = if problem.f16_inputs {
         (SgemmConfig::new(128, 128, 32, 2), SgemmConfig::new(64, 128, 32, 3))
+    } else if backend.kind() == BackendKind::Cuda && tma_problem_check(problem).is_ok() {
+        (SgemmConfig::tma(256, 32, 3), SgemmConfig::new(128, 64, 32, 3))
     } else {
         (SgemmConfig::new(256, 128, 32, 3).with_tm(16), SgemmConfig::new(128, 64, 32, 3))
-    };
-    let tma = SgemmConfig::tma(256, 32, 3);
-    let big = if !problem.f16_inputs
-        && backend.kind() == BackendKind::Cuda
-        && problem.k.is_multiple_of(4)
-        && problem.n.is_multiple_of(4)
-    {
-        tma
-    } else {
-        big
     };
     let fits = big.shared_bytes(problem.elem_bytes()).is_ok_and(|b| b <= backend.info().limits.launch_shared_max);
     if fits && big.grid(problem.m, problem.n) >= 2 * sms { big } else { small }
@@ -195,6 +187,31 @@ pub fn wgsl_loads(cfg: &SgemmConfig) -> (u32, u32) {
 pub fn wgsl_static_bytes(cfg: &SgemmConfig) -> u64 {
     let (bm, bn, bk, s) = (cfg.bm as u64, cfg.bn as u64, cfg.bk as u64, cfg.stages as u64);
     s * bk * (bm + WGSL_A_ROW_PAD as u64) * 4 + s * bk * bn * 4
+}
+
+/// Why the tensor-map kernel has no entry for the tile of `cfg` ([`SgemmConfig::fits`] with
+/// [`SgemmConfig::tma`]), or `Ok`: its rules, as the workload and the tuner state them.
+pub fn tma_check(cfg: &SgemmConfig, elem_bytes: u32) -> std::result::Result<(), String> {
+    use dynsmem_kernels::sgemm::{MAX_STAGES, TMA_BK, TMA_BN, TMA_MAX_BOX};
+    if cfg.fits(elem_bytes) {
+        return Ok(());
+    }
+    Err(format!(
+        "the tensor-map kernel takes f32, tm 8, bn {TMA_BN}, bk one of {TMA_BK:?}, bm a multiple of 8 up to \
+         {TMA_MAX_BOX} (one tensor-map box), 2 to {MAX_STAGES} stages"
+    ))
+}
+
+/// The tensor-map kernel's rule on the problem, checked before anything launches: `k` and
+/// `n` multiples of 4, since a tensor map's rows are a multiple of 16 bytes apart.
+pub fn tma_problem_check(problem: &SgemmProblem) -> std::result::Result<(), String> {
+    if problem.k.is_multiple_of(4) && problem.n.is_multiple_of(4) {
+        return Ok(());
+    }
+    Err(format!(
+        "k = {} and n = {} must be multiples of 4: a tensor map's rows are a multiple of 16 bytes apart",
+        problem.k, problem.n
+    ))
 }
 
 /// Why the WGSL form cannot run `cfg` (f32 inputs), or `Ok`: the launch-sized kernel's
@@ -403,18 +420,9 @@ pub fn prepare_with<'b, B: Kernels>(
     if fixed && config != FIXED_128X128X16S2 {
         return Err(invalid(entry, format!("the compiled-in tile is {FIXED_128X128X16S2:?}, not {config:?}")));
     }
-    if config.tma && !config.fits(problem.elem_bytes()) {
-        return Err(invalid(
-            entry,
-            format!(
-                "the tensor-map kernel takes f32, tm 8, bn {}, bk one of {:?}, bm a multiple of 8 up to {} (one \
-                 tensor-map box), 2 to {} stages (got {config:?})",
-                dynsmem_kernels::sgemm::TMA_BN,
-                dynsmem_kernels::sgemm::TMA_BK,
-                dynsmem_kernels::sgemm::TMA_MAX_BOX,
-                dynsmem_kernels::sgemm::MAX_STAGES
-            ),
-        ));
+    if config.tma {
+        tma_check(&config, problem.elem_bytes())
+            .map_err(|rules| invalid(entry, format!("{rules} (got {config:?})")))?;
     }
     if !config.fits(problem.elem_bytes()) {
         return Err(invalid(
@@ -434,15 +442,7 @@ pub fn prepare_with<'b, B: Kernels>(
                 what: format!("{entry} (tensor-map copies: the launch-sized CUDA form on sm_90 only)"),
             });
         }
-        if !problem.k.is_multiple_of(4) || !problem.n.is_multiple_of(4) {
-            return Err(invalid_problem(
-                entry,
-                format!(
-                    "k = {} and n = {} must be multiples of 4: a tensor map's rows are a multiple of 16 bytes apart",
-                    problem.k, problem.n
-                ),
-            ));
-        }
+        tma_problem_check(&problem).map_err(|reason| invalid_problem(entry, reason))?;
     }
     if variant != Variant::LaunchSized && config.tm != 8 {
         return Err(Error::Unsupported {
@@ -558,12 +558,17 @@ impl<B: Kernels> SgemmWorkload<'_, B> {
         let SgemmProblem { m, n, k, .. } = self.problem;
         let cfg = &self.config;
         let dims = self.kernel.dims(self.grid, cfg.threads());
+        // The tensor-map entry takes the maps of A and B in their place.
+        let (a, b) = match &self.maps {
+            Some((a_map, b_map)) => (a_map.arg(), b_map.arg()),
+            None => (self.a.arg(), self.b.arg()),
+        };
         self.backend.launch(
             &self.kernel.built.kernel,
             dims,
             &[
-                self.maps.as_ref().map_or(self.a.arg(), |(a_map, _)| a_map.arg()),
-                self.maps.as_ref().map_or(self.b.arg(), |(_, b_map)| b_map.arg()),
+                a,
+                b,
                 c.arg(),
                 Arg::U32(m),
                 Arg::U32(n),

@@ -1,21 +1,23 @@
 //! SGEMM / HGEMM: the block tile `bm x bn x bk` and the pipeline stages, all launch-time
 //! values of one compiled image, and for f32 on CUDA the rows per thread `tm` (8 or 16,
 //! each compiled into its own entries) and `tma` (0 or 1: the tensor-map kernel, whose own
-//! rules filter most of its points before launch). Threads per block are `bm / tm * bn / 8`; the
-//! kernel's own register limit can refuse a block the device would allow, which the runner
-//! records as that config's error. On
+//! rules filter most of its points before launch). Threads per block are `bm / tm * bn / 8`
+//! (`bm * bn / 128` for the tensor-map kernel); the kernel's own register limit can refuse
+//! a block the device would allow, which the runner records as that config's error. On
 //! WGSL (f32 only) each point is a pipeline of its own, with 1 or 2 stages and the rules
 //! of [`wgsl_check`]; its static bytes are checked against the adapter's limit.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use dynsmem_kernels::sgemm::{SgemmConfig, THREAD_ROWS, THREAD_TILE, TMA_BK, TMA_BN, TMA_MAX_BOX};
+use dynsmem_kernels::sgemm::{SgemmConfig, THREAD_ROWS, THREAD_TILE};
 
 use super::layout_reason;
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::kernels::sgemm::{HostInputs, SgemmProblem, prepare_with, wgsl_check, wgsl_grid, wgsl_static_bytes};
+use crate::kernels::sgemm::{
+    HostInputs, SgemmProblem, prepare_with, tma_check, tma_problem_check, wgsl_check, wgsl_grid, wgsl_static_bytes,
+};
 use crate::kernels::{Variant, Workload};
 use crate::tune::{Footprint, Param, Target, Tunable, TuneBackend};
 
@@ -121,15 +123,8 @@ impl Tunable for SgemmTunable {
             return Ok(Footprint { threads: cfg.threads(), grid, launch_bytes: 0, static_bytes });
         }
         if cfg.tma {
-            if !cfg.fits(eb) {
-                return Err(format!(
-                    "the tensor-map kernel takes bn {TMA_BN}, tm 8, bk one of {TMA_BK:?}, bm a multiple of 8 up to \
-                     {TMA_MAX_BOX}, 2-4 stages"
-                ));
-            }
-            if !self.problem.k.is_multiple_of(4) || !self.problem.n.is_multiple_of(4) {
-                return Err("the tensor-map kernel needs k and n multiples of 4".into());
-            }
+            tma_check(&cfg, eb)?;
+            tma_problem_check(&self.problem)?;
         }
         if !cfg.fits(eb) {
             return Err(format!(
