@@ -120,9 +120,8 @@ fn main() {
 /// which Rust has no attribute for. The GEMM entries: their block size is a launch-time
 /// value, so ptxas cannot see that a 256-thread block needs at most 128 registers for two
 /// blocks per multiprocessor; uncapped it gave the launch-time entry 159 (one block per
-/// SM, 24 TFLOP/s at 4096^3 against 41 for the same source at 122 registers on the H100:
-/// results/2026-11-22-h100-gemm-*.jsonl). Blocks past 512 threads are then refused before
-/// launch (the kernel's own limit), not failed.
+/// SM; the cost is in `host/src/families/sgemm/NOTES.md`). Blocks past 512 threads are then
+/// refused before launch (the kernel's own limit), not failed.
 const MAX_REGISTERS: &[(&str, u32)] = &[
     ("sgemm_f32", 128),
     ("sgemm_f32_bk8", 128),

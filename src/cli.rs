@@ -2,18 +2,17 @@
 //! with the values each accepts. A library module (not private to the binary) so that the
 //! parser itself can be fuzzed (`host/fuzz`, target `cli_args`) and tested.
 
+//!
+//! `run` and `tune` have a subcommand per family of the registry
+//! ([`dynsmem_host::families::FAMILIES`]), each with the options the family declares
+//! (its problem's, then its config's), so they are built at run time ([`command`]) rather
+//! than derived.
+
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use dynsmem_host::device::sgemm::{SgemmConfig, THREAD_TILE};
-use dynsmem_host::kernels::conv1d::Conv1dProblem;
-use dynsmem_host::kernels::histogram::HistogramProblem;
-use dynsmem_host::kernels::reduce::{ReduceOp, ReduceProblem};
-use dynsmem_host::kernels::scan::ScanProblem;
-use dynsmem_host::kernels::stencil2d::{Blur, Stencil2dProblem};
-use dynsmem_host::kernels::transpose::TransposeProblem;
-
-use crate::suite::Sizes;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use dynsmem_host::families::FAMILIES;
+use dynsmem_host::family::{DynFamily, find};
 
 #[derive(Parser)]
 #[command(name = "dynsmem", version, about = "GPU workgroup (shared) memory sized at launch: run, verify, compare")]
@@ -26,11 +25,6 @@ pub struct Cli {
 pub enum Command {
     /// List every backend found, with its workgroup-memory limits, and why any other cannot be used.
     Devices,
-    /// Run one kernel config, verify it against the CPU reference, and time it.
-    Run {
-        #[command(subcommand)]
-        family: RunFamily,
-    },
     /// Run every family on every available backend at default sizes and print a comparison table.
     Bench {
         /// Append the records (JSON lines) to this file.
@@ -64,35 +58,6 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
-    /// Sweep one family's launch-time configs over one compiled image: filter, verify, time,
-    /// cache (resumable), and report the best (see README "Tuning").
-    Tune {
-        #[command(subcommand)]
-        family: TuneFamily,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum RunFamily {
-    /// Sum / min / max of n elements to one value.
-    Reduce(ReduceArgs),
-    /// Exclusive prefix sum (decoupled look-back; WGSL: reduce-then-scan).
-    Scan(ScanArgs),
-    /// Counts of u32 keys in bins held in workgroup memory.
-    Histogram(HistogramArgs),
-    /// K-tap 1-D convolution with a halo tile.
-    Conv1d(Conv1dArgs),
-    /// 3x3 / 5x5 stencil (blur) with a bordered tile.
-    Stencil2d(Stencil2dArgs),
-    /// Matrix transpose through padded tiles.
-    Transpose(TransposeArgs),
-    /// Row-wise softmax, one row per block held in workgroup memory.
-    Softmax(SoftmaxArgs),
-    /// One all-pairs n-body step, bodies staged in tiles.
-    Nbody(NbodyArgs),
-    /// C = alpha A B + beta C (f32, or f16 inputs), block tile and stages chosen at launch;
-    /// on CUDA beside cuBLAS on the same inputs.
-    Sgemm(SgemmArgs),
 }
 
 #[derive(clap::Args, Clone, Copy)]
@@ -124,28 +89,6 @@ pub enum BackendArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-pub enum OpArg {
-    Sum,
-    Min,
-    Max,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum DtypeArg {
-    F32,
-    U32,
-}
-
-impl DtypeArg {
-    pub fn dtype(self) -> dynsmem_kernels::Dtype {
-        match self {
-            DtypeArg::F32 => dynsmem_kernels::Dtype::F32,
-            DtypeArg::U32 => dynsmem_kernels::Dtype::U32,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 pub enum VariantArg {
     LaunchSized,
     WgslLiteral,
@@ -168,225 +111,6 @@ pub struct Common {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub timing: TimingArgs,
-}
-
-#[derive(clap::Args)]
-pub struct ReduceArgs {
-    #[command(flatten)]
-    pub problem: ReduceProblemArgs,
-    /// Threads per block (default: the backend's default config).
-    #[arg(long)]
-    pub block: Option<u32>,
-    /// Elements each thread folds per chunk (default: the backend's default config).
-    #[arg(long)]
-    pub ipt: Option<u32>,
-    /// Stage each chunk through a launch-sized tile of block * ipt elements.
-    #[arg(long)]
-    pub staged: bool,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-#[derive(clap::Args)]
-pub struct ScanArgs {
-    #[command(flatten)]
-    pub problem: ScanProblemArgs,
-    #[arg(long)]
-    pub block: Option<u32>,
-    /// Elements per thread (a tile is block * ipt).
-    #[arg(long)]
-    pub ipt: Option<u32>,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-#[derive(clap::Args)]
-pub struct HistogramArgs {
-    #[command(flatten)]
-    pub problem: HistogramProblemArgs,
-    #[arg(long)]
-    pub block: Option<u32>,
-    #[arg(long)]
-    pub grid: Option<u32>,
-    /// Private copies of the bins per block.
-    #[arg(long)]
-    pub copies: Option<u32>,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-#[derive(clap::Args)]
-pub struct Conv1dArgs {
-    #[command(flatten)]
-    pub problem: Conv1dProblemArgs,
-    #[arg(long)]
-    pub block: Option<u32>,
-    /// Outputs per thread: 4 or 8 (instantiated in the image).
-    #[arg(long)]
-    pub outputs_per_thread: Option<u32>,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum BlurArg {
-    Box,
-    Gaussian,
-}
-
-#[derive(clap::Args)]
-pub struct Stencil2dArgs {
-    #[command(flatten)]
-    pub problem: Stencil2dProblemArgs,
-    #[arg(long)]
-    pub block: Option<u32>,
-    #[arg(long)]
-    pub tile_w: Option<u32>,
-    #[arg(long)]
-    pub tile_h: Option<u32>,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-#[derive(clap::Args)]
-pub struct TransposeArgs {
-    #[command(flatten)]
-    pub problem: TransposeProblemArgs,
-    #[arg(long)]
-    pub block: Option<u32>,
-    #[arg(long)]
-    pub tile: Option<u32>,
-    /// Floats of padding per shared-tile row (1 avoids bank conflicts).
-    #[arg(long)]
-    pub pad: Option<u32>,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-#[derive(clap::Args)]
-pub struct SoftmaxArgs {
-    /// Rows (default: 65536 on a GPU).
-    #[arg(long)]
-    pub rows: Option<u32>,
-    /// Row length, 1..=32768 fits an H100's launch-sized limit.
-    #[arg(long, default_value_t = 4096)]
-    pub cols: u32,
-    #[arg(long)]
-    pub block: Option<u32>,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-#[derive(clap::Args)]
-pub struct SgemmArgs {
-    /// Rows of A and C (default: 4096 on a GPU, 256 on a CPU Vulkan adapter, 96 on the CPU backend).
-    #[arg(long)]
-    pub m: Option<u32>,
-    /// Columns of B and C (default: as m).
-    #[arg(long)]
-    pub n: Option<u32>,
-    /// Columns of A, rows of B (default: as m).
-    #[arg(long)]
-    pub k: Option<u32>,
-    /// f16 inputs with f32 accumulation and output (hgemm_f16_f32).
-    #[arg(long)]
-    pub f16: bool,
-    /// The entry with the 128 x 128 x 16 two-stage block tile compiled in (f32 only).
-    #[arg(long)]
-    pub fixed: bool,
-    /// Block tile rows (multiple of 8).
-    #[arg(long)]
-    pub bm: Option<u32>,
-    /// Block tile columns (multiple of 8).
-    #[arg(long)]
-    pub bn: Option<u32>,
-    /// Depth of a k-step (multiple of 4, and of 8 for f16).
-    #[arg(long)]
-    pub bk: Option<u32>,
-    /// Pipeline stages (1 to 4; WGSL: 1 or 2): k-tiles in flight in shared memory.
-    #[arg(long)]
-    pub stages: Option<u32>,
-    /// Rows of C per thread: 8 (64 accumulators) or 16 (128; f32, launch-sized CUDA only).
-    /// Default: 8 when a tile (--bm, --bn, --bk, --stages) is given, else the default
-    /// config's.
-    #[arg(long)]
-    pub tm: Option<u32>,
-    /// f32 on CUDA sm_90: the tensor-map (TMA) kernel, thread tile 8 x 16, bn 128, bk 32
-    /// or 64 (both tiles by the copy engine; K and N multiples of 4).
-    #[arg(long)]
-    pub tma: bool,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-impl SgemmArgs {
-    /// The config these options ask for over `default`: each tile option given replaces its
-    /// field. A tile given without `--tm` (or `--fixed`) runs 8 rows per thread; with none
-    /// given, `default` runs whole (16 rows for f32 on CUDA).
-    pub fn config_over(&self, default: SgemmConfig) -> SgemmConfig {
-        let tile_given = self.fixed || [self.bm, self.bn, self.bk, self.stages].iter().any(Option::is_some);
-        SgemmConfig {
-            bm: self.bm.unwrap_or(default.bm),
-            bn: self.bn.unwrap_or(if self.tma { dynsmem_kernels::sgemm::TMA_BN } else { default.bn }),
-            bk: self.bk.unwrap_or(default.bk),
-            stages: self.stages.unwrap_or(default.stages),
-            tm: self.tm.unwrap_or(if tile_given || self.tma { THREAD_TILE } else { default.tm }),
-            tma: self.tma || (!tile_given && self.tm.is_none() && default.tma),
-        }
-    }
-}
-
-#[derive(clap::Args)]
-pub struct NbodyArgs {
-    /// Bodies (default: 65536 on a GPU).
-    #[arg(long)]
-    pub n: Option<u32>,
-    #[arg(long)]
-    pub block: Option<u32>,
-    /// Bodies per shared-memory tile.
-    #[arg(long)]
-    pub tile: Option<u32>,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-// `dynsmem tune`: the families with a search space, each with its problem options (as
-// `run` takes them) and the tuner's options.
-
-#[derive(Subcommand)]
-pub enum TuneFamily {
-    /// Block, items per thread, staged.
-    Reduce(TuneReduceArgs),
-    /// Block, items per thread (a multiple of 4).
-    Scan(TuneScanArgs),
-    /// Block, copies of the bins, grid.
-    Histogram(TuneHistogramArgs),
-    /// Block, outputs per thread (4 or 8: the image's instantiations).
-    Conv1d(TuneConv1dArgs),
-    /// Block, tile width, tile height.
-    Stencil2d(TuneStencil2dArgs),
-    /// Block, tile, padding.
-    Transpose(TuneTransposeArgs),
-    /// Block tile bm x bn x bk and pipeline stages.
-    Sgemm(TuneSgemmArgs),
-}
-
-#[derive(clap::Args)]
-pub struct TuneSgemmArgs {
-    /// Rows of A and C (default: 4096 on a GPU, 64 on the CPU backend).
-    #[arg(long)]
-    pub m: Option<u32>,
-    /// Columns of B and C (default: as m).
-    #[arg(long)]
-    pub n: Option<u32>,
-    /// Columns of A, rows of B (default: as m).
-    #[arg(long)]
-    pub k: Option<u32>,
-    /// f16 inputs with f32 accumulation.
-    #[arg(long)]
-    pub f16: bool,
-    #[command(flatten)]
-    pub tune: TuneCommon,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -462,169 +186,56 @@ pub struct TuneCommon {
     pub repeats: u32,
 }
 
-#[derive(clap::Args)]
-pub struct TuneReduceArgs {
-    #[command(flatten)]
-    pub problem: ReduceProblemArgs,
-    #[command(flatten)]
-    pub tune: TuneCommon,
+/// What the command line asks for.
+pub enum Parsed {
+    /// A subcommand with fixed options.
+    Fixed(Command),
+    /// `run <family>`: the family, its parsed options (read by the family), and the rest.
+    Run { family: &'static dyn DynFamily, matches: clap::ArgMatches, common: Common },
+    /// `tune <family>`.
+    Tune { family: &'static dyn DynFamily, matches: clap::ArgMatches, tune: TuneCommon },
 }
 
-#[derive(clap::Args)]
-pub struct TuneScanArgs {
-    #[command(flatten)]
-    pub problem: ScanProblemArgs,
-    #[command(flatten)]
-    pub tune: TuneCommon,
-}
-
-#[derive(clap::Args)]
-pub struct TuneHistogramArgs {
-    #[command(flatten)]
-    pub problem: HistogramProblemArgs,
-    #[command(flatten)]
-    pub tune: TuneCommon,
-}
-
-#[derive(clap::Args)]
-pub struct TuneConv1dArgs {
-    #[command(flatten)]
-    pub problem: Conv1dProblemArgs,
-    #[command(flatten)]
-    pub tune: TuneCommon,
-}
-
-#[derive(clap::Args)]
-pub struct TuneStencil2dArgs {
-    #[command(flatten)]
-    pub problem: Stencil2dProblemArgs,
-    #[command(flatten)]
-    pub tune: TuneCommon,
-}
-
-#[derive(clap::Args)]
-pub struct TuneTransposeArgs {
-    #[command(flatten)]
-    pub problem: TransposeProblemArgs,
-    #[command(flatten)]
-    pub tune: TuneCommon,
-}
-
-// The problem options `run <family>` and `tune <family>` share, and the problems they name
-// (sizes left out take the backend's defaults, `Sizes`).
-
-#[derive(clap::Args)]
-pub struct ReduceProblemArgs {
-    /// Number of elements (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, value_enum, default_value = "sum")]
-    pub op: OpArg,
-    #[arg(long, value_enum, default_value = "f32")]
-    pub dtype: DtypeArg,
-}
-
-impl ReduceProblemArgs {
-    pub fn problem(&self, sizes: &Sizes) -> ReduceProblem {
-        let op = match self.op {
-            OpArg::Sum => ReduceOp::Sum,
-            OpArg::Min => ReduceOp::Min,
-            OpArg::Max => ReduceOp::Max,
-        };
-        ReduceProblem { n: self.n.unwrap_or(sizes.n), op, dtype: self.dtype.dtype() }
-    }
-}
-
-#[derive(clap::Args)]
-pub struct ScanProblemArgs {
-    /// Elements (default as reduce).
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, value_enum, default_value = "f32")]
-    pub dtype: DtypeArg,
-}
-
-impl ScanProblemArgs {
-    pub fn problem(&self, sizes: &Sizes) -> ScanProblem {
-        ScanProblem { n: self.n.unwrap_or(sizes.n), dtype: self.dtype.dtype() }
-    }
-}
-
-#[derive(clap::Args)]
-pub struct HistogramProblemArgs {
-    /// Keys (default as reduce).
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, default_value_t = 256)]
-    pub bins: u32,
-    /// Percent of keys outside [0, bins) (not counted).
-    #[arg(long, default_value_t = 0)]
-    pub out_of_range: u32,
-}
-
-impl HistogramProblemArgs {
-    pub fn problem(&self, sizes: &Sizes) -> HistogramProblem {
-        HistogramProblem { n: self.n.unwrap_or(sizes.n), bins: self.bins, out_of_range_pct: self.out_of_range }
-    }
-}
-
-#[derive(clap::Args)]
-pub struct Conv1dProblemArgs {
-    /// Samples (default as reduce).
-    #[arg(long)]
-    pub n: Option<u64>,
-    /// Taps (odd, 3..=129).
-    #[arg(long, default_value_t = 33)]
-    pub taps: u32,
-}
-
-impl Conv1dProblemArgs {
-    pub fn problem(&self, sizes: &Sizes) -> Conv1dProblem {
-        Conv1dProblem { n: self.n.unwrap_or(sizes.n), taps: self.taps }
-    }
-}
-
-#[derive(clap::Args)]
-pub struct Stencil2dProblemArgs {
-    /// Image width and height (default: 16384 on a GPU).
-    #[arg(long)]
-    pub width: Option<u32>,
-    #[arg(long)]
-    pub height: Option<u32>,
-    /// 1 (3x3) or 2 (5x5).
-    #[arg(long, default_value_t = 1)]
-    pub radius: u32,
-    #[arg(long, value_enum, default_value = "gaussian")]
-    pub blur: BlurArg,
-}
-
-impl Stencil2dProblemArgs {
-    pub fn problem(&self, sizes: &Sizes) -> Stencil2dProblem {
-        let blur = match self.blur {
-            BlurArg::Box => Blur::Box,
-            BlurArg::Gaussian => Blur::Gaussian,
-        };
-        Stencil2dProblem {
-            width: self.width.unwrap_or(sizes.side),
-            height: self.height.unwrap_or(sizes.side),
-            radius: self.radius,
-            blur,
+/// The whole command line: the derived subcommands, and `run` and `tune` with a
+/// subcommand per registry family.
+pub fn command() -> clap::Command {
+    let mut run = clap::Command::new("run")
+        .about("Run one kernel config, verify it against the CPU reference, and time it.")
+        .subcommand_required(true);
+    let mut tune = clap::Command::new("tune")
+        .about(
+            "Sweep one family's launch-time configs over one compiled image: filter, verify, time, cache \
+             (resumable), and report the best (see docs/tuning.md).",
+        )
+        .subcommand_required(true);
+    for f in FAMILIES {
+        let sub = || clap::Command::new(f.name()).about(f.about());
+        run = run.subcommand(Common::augment_args(f.run_args(sub())));
+        if let Some(t) = f.tune_args(sub()) {
+            tune = tune.subcommand(TuneCommon::augment_args(t));
         }
     }
+    Cli::command().subcommand(run).subcommand(tune)
 }
 
-#[derive(clap::Args)]
-pub struct TransposeProblemArgs {
-    /// Rows and columns (default: 16384 on a GPU).
-    #[arg(long)]
-    pub rows: Option<u32>,
-    #[arg(long)]
-    pub cols: Option<u32>,
-}
-
-impl TransposeProblemArgs {
-    pub fn problem(&self, sizes: &Sizes) -> TransposeProblem {
-        TransposeProblem { rows: self.rows.unwrap_or(sizes.side), cols: self.cols.unwrap_or(sizes.side) }
+/// Parses `args` (the program name first).
+pub fn try_parse_from<I, T>(args: I) -> Result<Parsed, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let m = command().try_get_matches_from(args)?;
+    let family = |name: &str| find(FAMILIES, name).expect("subcommands are the registry's names");
+    match m.subcommand() {
+        Some(("run", r)) => {
+            let (name, fm) = r.subcommand().expect("a family is required");
+            Ok(Parsed::Run { family: family(name), common: Common::from_arg_matches(fm)?, matches: fm.clone() })
+        }
+        Some(("tune", t)) => {
+            let (name, fm) = t.subcommand().expect("a family is required");
+            Ok(Parsed::Tune { family: family(name), tune: TuneCommon::from_arg_matches(fm)?, matches: fm.clone() })
+        }
+        _ => Ok(Parsed::Fixed(Cli::from_arg_matches(&m)?.command)),
     }
 }
 
@@ -634,35 +245,30 @@ mod tests {
     fn the_command_line_definition_is_consistent() {
         // clap's own checks (unique ids and flags among flattened argument structs, ...),
         // which it otherwise runs only in debug builds.
-        <super::Cli as clap::CommandFactory>::command().debug_assert();
-    }
-
-    fn sgemm_args(line: &str) -> super::SgemmArgs {
-        use clap::Parser;
-        match super::Cli::parse_from(line.split_whitespace()).command {
-            super::Command::Run { family: super::RunFamily::Sgemm(a) } => a,
-            _ => panic!("{line}: not run sgemm"),
-        }
+        super::command().debug_assert();
     }
 
     #[test]
-    fn a_gemm_tile_given_without_tm_runs_eight_rows_and_none_given_runs_the_default_whole() {
-        use super::SgemmConfig;
-        let default = SgemmConfig::new(256, 128, 32, 3).with_tm(16);
-        let whole = sgemm_args("dynsmem run sgemm --m 4096").config_over(default);
-        assert_eq!(whole, default);
-        let tile = sgemm_args("dynsmem run sgemm --bm 128 --bn 128 --bk 32 --stages 2").config_over(default);
-        assert_eq!(tile, SgemmConfig::new(128, 128, 32, 2));
-        let stages = sgemm_args("dynsmem run sgemm --stages 4").config_over(default);
-        assert_eq!(stages, SgemmConfig::new(256, 128, 32, 4));
-        let rows = sgemm_args("dynsmem run sgemm --bm 128 --tm 16").config_over(default);
-        assert_eq!(rows, SgemmConfig::new(128, 128, 32, 3).with_tm(16));
-        // The tensor-map default (CUDA f32 at 4096^3): whole with no option, the k-group
-        // kernel with any tile option or --tm, and --tma over a k-group default.
-        let tma = SgemmConfig::tma(256, 32, 3);
-        assert_eq!(sgemm_args("dynsmem run sgemm").config_over(tma), tma);
-        assert_eq!(sgemm_args("dynsmem run sgemm --tm 16").config_over(tma), default);
-        assert_eq!(sgemm_args("dynsmem run sgemm --stages 2").config_over(tma), SgemmConfig::new(256, 128, 32, 2));
-        assert_eq!(sgemm_args("dynsmem run sgemm --tma --stages 4").config_over(default), SgemmConfig::tma(256, 32, 4));
+    fn the_given_problem_fields_are_those_the_options_set() {
+        let Ok(super::Parsed::Tune { family, matches, .. }) =
+            super::try_parse_from("dynsmem tune histogram --bins 16".split(' '))
+        else {
+            panic!("tune histogram parses")
+        };
+        let sizes = dynsmem_host::family::Sizes::cpu_backend();
+        let (problem, mut given) = family.problem(&matches, &sizes).unwrap();
+        given.sort();
+        // `n` comes from the sizes, not the options; the defaulted options count as given.
+        assert_eq!(given, ["bins", "out_of_range_pct"]);
+        assert_eq!(problem["bins"], 16);
+        assert_eq!(problem["n"], sizes.n);
+    }
+
+    #[test]
+    fn every_family_has_a_run_subcommand() {
+        for f in dynsmem_host::families::FAMILIES {
+            let parsed = super::try_parse_from(["dynsmem", "run", f.name()]).expect("defaults parse");
+            assert!(matches!(parsed, super::Parsed::Run { family, .. } if family.name() == f.name()));
+        }
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! use dynsmem::host::backend::Probe;
-//! use dynsmem::host::kernels::{Variant, reduce::*};
+//! use dynsmem::host::families::{Variant, reduce::*};
 //! use dynsmem::host::device::{Dtype, reduce::ReduceOp};
 //!
 //! let Probe::Ready(cuda) = dynsmem::cuda(0) else { return };
@@ -26,7 +26,7 @@ use dynsmem_host::backend::{BackendKind, Probe};
 use dynsmem_host::report::Provenance;
 
 /// The device images of `dynsmem-kernels`, embedded at build time.
-pub mod kernels {
+pub mod images {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }
 
@@ -37,12 +37,12 @@ pub const COMMIT: &str = env!("DYNSMEM_GIT_COMMIT");
 
 /// CUDA device `ordinal` with the embedded PTX loaded, or why not.
 pub fn cuda(ordinal: usize) -> Probe<CudaBackend> {
-    CudaBackend::probe(ordinal, kernels::PTX)
+    CudaBackend::probe(ordinal, images::PTX)
 }
 
 /// AMD GPU `ordinal` through HIP with the embedded code object for its `gfx` target, or why not.
 pub fn hip(ordinal: usize) -> Probe<HipBackend> {
-    HipBackend::probe(ordinal, kernels::AMDGPU)
+    HipBackend::probe(ordinal, images::AMDGPU)
 }
 
 /// The preferred Vulkan adapter through wgpu, or why not.
@@ -53,9 +53,9 @@ pub fn wgsl() -> Probe<WgpuBackend> {
 /// The image a backend runs, as records name it.
 pub fn image_name(backend: BackendKind) -> String {
     match backend {
-        BackendKind::Cuda => format!("nvptx64-nvidia-cuda {} {}", kernels::PTX_ARCH, kernels::PTX_VERSION),
+        BackendKind::Cuda => format!("nvptx64-nvidia-cuda {} {}", images::PTX_ARCH, images::PTX_VERSION),
         BackendKind::Hip => {
-            let archs: Vec<&str> = kernels::AMDGPU.iter().map(|(a, _)| *a).collect();
+            let archs: Vec<&str> = images::AMDGPU.iter().map(|(a, _)| *a).collect();
             format!("amdgcn-amd-amdhsa {}", archs.join(","))
         }
         BackendKind::Wgsl => "wgsl source (naga -> SPIR-V)".into(),

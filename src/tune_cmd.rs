@@ -8,17 +8,18 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use dynsmem::cli::*;
 use dynsmem::host::backend::BackendKind;
-use dynsmem::host::kernels::{Kernels, Variant};
+use dynsmem::host::families::Variant;
+use dynsmem::host::family::DynFamily;
+use dynsmem::host::family::Sizes;
 use dynsmem::host::measure::TimingOptions;
 use dynsmem::host::rng::SplitMix64;
-use dynsmem::host::tune::families::*;
 use dynsmem::host::tune::progress::Progress;
 use dynsmem::host::tune::strategies::Stop;
 use dynsmem::host::tune::{
-    Budget, RealRunner, ReplayRunner, SearchResult, SearchSpace, Strategy, Target, Tunable, TuneBackend, TuneCache,
-    plot, t4,
+    Budget, ErasedTunable, RealRunner, ReplayRunner, SearchResult, SearchSpace, Strategy, Target, Tunable, TuneBackend,
+    TuneCache, plot, t4,
 };
-use dynsmem::suite::{self, Sizes};
+use dynsmem::suite;
 use serde_json::Value;
 
 use super::{Picked, command_line, emit, pick, variant_of};
@@ -38,19 +39,19 @@ struct Options<'a> {
 /// host architecture and compiler.
 fn image_hash(kind: BackendKind) -> String {
     use dynsmem::host::tune::image_hash;
-    use dynsmem::kernels;
+    use dynsmem::images;
     match kind {
-        BackendKind::Cuda => image_hash(&[kernels::PTX.as_bytes()]),
+        BackendKind::Cuda => image_hash(&[images::PTX.as_bytes()]),
         BackendKind::Hip => {
-            let parts: Vec<&[u8]> = kernels::AMDGPU.iter().flat_map(|(a, o)| [a.as_bytes(), &o[..]]).collect();
+            let parts: Vec<&[u8]> = images::AMDGPU.iter().flat_map(|(a, o)| [a.as_bytes(), &o[..]]).collect();
             image_hash(&parts)
         }
-        BackendKind::Wgsl => dynsmem::host::tune::wgsl_image_hash(),
+        BackendKind::Wgsl => dynsmem::host::families::wgsl_image_hash(),
         BackendKind::Cpu => image_hash(&[
             b"cpu-backend",
             std::env::consts::ARCH.as_bytes(),
             dynsmem::RUSTC.as_bytes(),
-            kernels::PTX.as_bytes(),
+            images::PTX.as_bytes(),
         ]),
     }
 }
@@ -96,76 +97,26 @@ fn options(common: &TuneCommon) -> anyhow::Result<Options<'_>> {
 }
 
 /// Runs `tune` for one family.
-pub fn tune(family: TuneFamily) -> anyhow::Result<()> {
-    use dynsmem::host::kernels as k;
-    match family {
-        TuneFamily::Reduce(a) => {
-            let given = given(&[("n", a.problem.n.is_some()), ("op", true), ("dtype", true)]);
-            family_on(&a.tune, &given, |s| a.problem.problem(s), ReduceTunable::new)
-        }
-        TuneFamily::Scan(a) => {
-            let given = given(&[("n", a.problem.n.is_some()), ("dtype", true)]);
-            family_on(&a.tune, &given, |s| a.problem.problem(s), ScanTunable::new)
-        }
-        TuneFamily::Histogram(a) => {
-            let given = given(&[("n", a.problem.n.is_some()), ("bins", true), ("out_of_range_pct", true)]);
-            family_on(&a.tune, &given, |s| a.problem.problem(s), HistogramTunable::new)
-        }
-        TuneFamily::Conv1d(a) => {
-            let given = given(&[("n", a.problem.n.is_some()), ("taps", true)]);
-            family_on(&a.tune, &given, |s| a.problem.problem(s), Conv1dTunable::new)
-        }
-        TuneFamily::Stencil2d(a) => {
-            let given = given(&[
-                ("width", a.problem.width.is_some()),
-                ("height", a.problem.height.is_some()),
-                ("radius", true),
-                ("blur", true),
-            ]);
-            family_on(&a.tune, &given, |s| a.problem.problem(s), Stencil2dTunable::new)
-        }
-        TuneFamily::Transpose(a) => {
-            let given = given(&[("rows", a.problem.rows.is_some()), ("cols", a.problem.cols.is_some())]);
-            family_on(&a.tune, &given, |s| a.problem.problem(s), TransposeTunable::new)
-        }
-        TuneFamily::Sgemm(a) => {
-            let given =
-                given(&[("m", a.m.is_some()), ("n", a.n.is_some()), ("k", a.k.is_some()), ("f16_inputs", true)]);
-            // A quarter of the 2-D side: 4096 on a GPU, 64 on the CPU backend.
-            let problem = |s: &Sizes| {
-                let m = a.m.unwrap_or(s.side / 4);
-                k::sgemm::SgemmProblem { m, n: a.n.unwrap_or(m), k: a.k.unwrap_or(m), f16_inputs: a.f16 }
-            };
-            family_on(&a.tune, &given, problem, SgemmTunable::new)
-        }
-    }
-}
-
-/// The problem fields given on the command line (a replay matches them against the
-/// recorded problems; the others may be anything).
-fn given(fields: &[(&'static str, bool)]) -> Vec<&'static str> {
-    fields.iter().filter(|(_, g)| *g).map(|(f, _)| *f).collect()
-}
-
-fn family_on<T: Tunable>(
-    common: &TuneCommon,
-    given: &[&str],
-    problem: impl Fn(&Sizes) -> T::Problem,
-    make: impl Fn(T::Problem) -> T,
-) -> anyhow::Result<()> {
+pub fn tune(family: &dyn DynFamily, matches: &clap::ArgMatches, common: &TuneCommon) -> anyhow::Result<()> {
     let opts = options(common)?;
     if common.replay {
-        return replay(&opts, given, &problem, &make);
+        return replay(&opts, family, matches);
     }
     if common.device.is_some() {
         bail!("--device picks a recorded device for --replay; a sweep runs on --backend");
     }
     match pick(common.backend)? {
-        Picked::Cuda(b) => sweep(&b, &opts, &problem, &make),
-        Picked::Hip(b) => sweep(&b, &opts, &problem, &make),
-        Picked::Wgsl(b) => sweep(&b, &opts, &problem, &make),
-        Picked::Cpu(b) => sweep(&b, &opts, &problem, &make),
+        Picked::Cuda(b) => sweep(&b, &opts, family, matches),
+        Picked::Hip(b) => sweep(&b, &opts, family, matches),
+        Picked::Wgsl(b) => sweep(&b, &opts, family, matches),
+        Picked::Cpu(b) => sweep(&b, &opts, family, matches),
     }
+}
+
+/// The family's tuner for `problem` (its `tune` subcommand exists only when it has one).
+fn tunable(family: &dyn DynFamily, problem: &Value) -> anyhow::Result<ErasedTunable> {
+    let t = family.tunable(problem)?.with_context(|| format!("{} has no search space", family.name()))?;
+    Ok(ErasedTunable::new(t))
 }
 
 fn describe_space(space: &SearchSpace) -> anyhow::Result<()> {
@@ -193,14 +144,15 @@ fn describe_space(space: &SearchSpace) -> anyhow::Result<()> {
 }
 
 /// A sweep on a device.
-fn sweep<B: TuneBackend + Kernels, T: Tunable>(
+fn sweep<B: TuneBackend>(
     backend: &B,
     opts: &Options<'_>,
-    problem: &impl Fn(&Sizes) -> T::Problem,
-    make: &impl Fn(T::Problem) -> T,
+    family: &dyn DynFamily,
+    matches: &clap::ArgMatches,
 ) -> anyhow::Result<()> {
     let info = backend.info();
-    let tunable = make(problem(&Sizes::for_backend(backend, None, false)));
+    let (problem, _) = family.problem(matches, &Sizes::for_backend(backend, None, false))?;
+    let tunable = tunable(family, &problem)?;
     let variant = variant_of(backend, opts.common.variant);
     let target = Target { backend: info.backend, variant, limits: info.limits, is_cpu: info.is_cpu };
     say!("{}", suite::describe(backend));
@@ -262,18 +214,13 @@ fn sweep<B: TuneBackend + Kernels, T: Tunable>(
 }
 
 /// A strategy against the results one sweep recorded in the cache: no device.
-fn replay<T: Tunable>(
-    opts: &Options<'_>,
-    given: &[&str],
-    problem: &impl Fn(&Sizes) -> T::Problem,
-    make: &impl Fn(T::Problem) -> T,
-) -> anyhow::Result<()> {
+fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches) -> anyhow::Result<()> {
     let path = &opts.common.cache;
     let cache = TuneCache::read(path).with_context(|| format!("--replay --cache {}", path.display()))?;
     // The given problem fields, as the family serializes them (sizes of any backend: only
     // the given fields are compared).
-    let wanted = serde_json::to_value(problem(&Sizes::cpu_backend())).expect("problems serialize");
-    let family = make(problem(&Sizes::cpu_backend())).family();
+    let (wanted, given) = family.problem(matches, &Sizes::cpu_backend())?;
+    let family_name = family.name();
     let variant = opts.common.variant.map(|v| match v {
         VariantArg::LaunchSized => Variant::LaunchSized,
         VariantArg::WgslLiteral => Variant::WgslLiteral,
@@ -291,7 +238,7 @@ fn replay<T: Tunable>(
         .iter()
         .filter(|(g, t, _)| {
             let recorded: Value = serde_json::from_str(&g.problem).unwrap_or(Value::Null);
-            g.family == family
+            g.family == family_name
                 && backend.is_none_or(|b| b == g.backend)
                 && variant.is_none_or(|v| v == t.variant)
                 && opts.common.device.as_ref().is_none_or(|d| g.device.contains(d.as_str()))
@@ -304,19 +251,19 @@ fn replay<T: Tunable>(
     let (group, target, count) = match matching.as_slice() {
         [one] => *one,
         [] => bail!(
-            "--replay: {} holds no {family} sweep matching the options; it holds:{}",
+            "--replay: {} holds no {family_name} sweep matching the options; it holds:{}",
             path.display(),
             list(&mut groups.iter())
         ),
         _ => bail!(
-            "--replay: {} holds several matching {family} sweeps; pick one with --backend, --variant, --device or the problem options:{}",
+            "--replay: {} holds several matching {family_name} sweeps; pick one with --backend, --variant, --device or the problem options:{}",
             path.display(),
             list(&mut matching.iter().copied())
         ),
     };
-    let recorded: T::Problem =
+    let recorded: Value =
         serde_json::from_str(&group.problem).with_context(|| format!("the recorded problem {}", group.problem))?;
-    let tunable = make(recorded);
+    let tunable = tunable(family, &recorded)?;
     say!("replay of {} ({count} configs recorded), no device", path.display());
     say!("recorded: {group}");
     // The recorded sweep's values, then any given on the command line.
@@ -336,7 +283,7 @@ fn replay<T: Tunable>(
     );
     let commit = cache.entries().iter().find(|e| e.group() == *group).map(|e| e.record.commit.clone());
     let meta = t4::Metadata {
-        family: family.into(),
+        family: family_name.into(),
         problem: serde_json::from_str(&group.problem).unwrap_or(Value::Null),
         device: group.device.clone(),
         driver: group.driver.clone(),

@@ -5,7 +5,7 @@ mod common;
 
 use common::conformance::{self, ReduceMatrix};
 use dynsmem::host::backend::cpu::CpuBackend;
-use dynsmem::host::kernels::reduce::ReduceConfig;
+use dynsmem::host::families::reduce::ReduceConfig;
 
 #[test]
 fn conformance_matrix() {

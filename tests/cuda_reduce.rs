@@ -7,8 +7,8 @@ use common::conformance::{self, ReduceMatrix};
 use common::cuda_or_skip;
 use dynsmem::host::Error;
 use dynsmem::host::backend::Backend;
-use dynsmem::host::kernels::Variant;
-use dynsmem::host::kernels::reduce::{ReduceConfig, ReduceOp, ReducePlan, ReduceProblem, run_and_verify};
+use dynsmem::host::families::Variant;
+use dynsmem::host::families::reduce::{ReduceConfig, ReduceOp, ReducePlan, ReduceProblem, run_and_verify};
 use dynsmem_kernels::Dtype;
 
 const POW2_BLOCKS: [u32; 6] = [32, 64, 128, 256, 512, 1024];

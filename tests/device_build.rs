@@ -2,7 +2,7 @@
 //! the PTX and the amdgpu code object, launch-sized memory is an `.extern .shared` symbol,
 //! nothing spills to local memory, and the code object asks for no static LDS.
 
-use dynsmem::kernels;
+use dynsmem::images;
 use dynsmem_kernels::reduce;
 use object::{Object, ObjectSymbol};
 
@@ -16,12 +16,12 @@ fn ptx_entry<'a>(ptx: &'a str, name: &str) -> Option<&'a str> {
 
 #[test]
 fn ptx_has_every_reduce_entry() {
-    assert!(kernels::PTX.contains(&format!(".target {}", kernels::PTX_ARCH)), "built for {}", kernels::PTX_ARCH);
+    assert!(images::PTX.contains(&format!(".target {}", images::PTX_ARCH)), "built for {}", images::PTX_ARCH);
     let entries: Vec<_> = reduce::entries().collect();
     assert_eq!(entries.len(), 12);
     for (name, ..) in entries {
-        let entry = ptx_entry(kernels::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
-        assert!(kernels::PTX.contains(&format!(".visible .entry {name}(")), "{name} is not visible");
+        let entry = ptx_entry(images::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
+        assert!(images::PTX.contains(&format!(".visible .entry {name}(")), "{name} is not visible");
         // (input, partials, n, items_per_thread)
         for (i, ty) in ["u64", "u64", "u64", "u32"].iter().enumerate() {
             assert!(
@@ -39,7 +39,7 @@ fn ptx_has_every_reduce_entry() {
 fn no_kernel_spills_to_local_memory() {
     for table in dynsmem_kernels::KERNELS {
         for k in table.iter() {
-            let entry = ptx_entry(kernels::PTX, k.name).unwrap_or_else(|| panic!("`{}` missing from the PTX", k.name));
+            let entry = ptx_entry(images::PTX, k.name).unwrap_or_else(|| panic!("`{}` missing from the PTX", k.name));
             assert!(
                 !entry.contains(".local"),
                 "{} uses local memory (a spill, or a register array indexed at run time)",
@@ -61,13 +61,13 @@ fn gemm_entries_are_capped_at_128_registers_and_read_shared_memory_by_immediate_
         "sgemm_f32_128x128x16s2",
         "hgemm_f16_f32",
     ] {
-        let entry = ptx_entry(kernels::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
+        let entry = ptx_entry(images::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
         let header = &entry[..entry.find('{').unwrap()];
         assert!(header.contains(".maxnreg 128"), "{name}: two 256-thread blocks per SM need <= 128 registers");
     }
     // The f32 kernel's k loop reads four k of one 16-byte slot column by immediate offsets
     // of one address (the k-group layout), not by an index computed per read.
-    let entry = ptx_entry(kernels::PTX, "sgemm_f32").unwrap();
+    let entry = ptx_entry(images::PTX, "sgemm_f32").unwrap();
     for off in ["+16]", "+32]"] {
         assert!(
             entry.lines().any(|l| l.contains("ld.shared.v4") && l.contains(off)),
@@ -83,7 +83,7 @@ fn gemm_entries_are_capped_at_128_registers_and_read_shared_memory_by_immediate_
 #[test]
 fn tma_entries_copy_by_tensor_map_and_wait_on_transaction_barriers() {
     for name in ["sgemm_f32_tma_bk32", "sgemm_f32_tma_bk64"] {
-        let entry = ptx_entry(kernels::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
+        let entry = ptx_entry(images::PTX, name).unwrap_or_else(|| panic!("`{name}` missing from the PTX"));
         // A's and B's box, in the prologue and in the k loop.
         assert_eq!(entry.matches("cp.async.bulk.tensor.2d.shared::cluster.global").count(), 4, "{name}: A and B boxes");
         for op in ["mbarrier.init", "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity", "fence.mbarrier_init"] {
@@ -96,21 +96,21 @@ fn tma_entries_copy_by_tensor_map_and_wait_on_transaction_barriers() {
 
 #[test]
 fn launch_sized_memory_is_extern_shared_and_16_aligned() {
-    let externs: Vec<&str> = kernels::PTX.lines().filter(|l| l.starts_with(".extern .shared")).collect();
+    let externs: Vec<&str> = images::PTX.lines().filter(|l| l.starts_with(".extern .shared")).collect();
     assert!(!externs.is_empty(), "no .extern .shared symbol: the kernels would have no launch-sized memory");
     for l in &externs {
         assert!(l.contains(".align 16") && l.trim_end().ends_with("[];"), "{l}");
     }
     // No kernel declares static shared memory: every byte is sized at launch.
-    assert!(!kernels::PTX.lines().any(|l| l.trim_start().starts_with(".shared") || l.contains(".global .shared")));
+    assert!(!images::PTX.lines().any(|l| l.trim_start().starts_with(".shared") || l.contains(".global .shared")));
 }
 
 #[test]
 fn staged_kernels_use_16_byte_vector_copies() {
-    let entry = ptx_entry(kernels::PTX, "reduce_staged_sum_f32").unwrap();
+    let entry = ptx_entry(images::PTX, "reduce_staged_sum_f32").unwrap();
     assert!(entry.contains("ld.global.v4"), "16-byte global loads");
     assert!(entry.contains("st.shared.v4"), "16-byte shared stores");
-    let direct = ptx_entry(kernels::PTX, "reduce_sum_f32").unwrap();
+    let direct = ptx_entry(images::PTX, "reduce_sum_f32").unwrap();
     assert!(direct.contains("ld.global.v4"), "16-byte global loads");
 }
 
@@ -138,12 +138,12 @@ fn get<'a>(map: &'a rmpv::Value, key: &str) -> Option<&'a rmpv::Value> {
 
 #[test]
 fn amdgpu_code_objects_match_the_host_argument_packing() {
-    let archs: Vec<&str> = kernels::AMDGPU.iter().map(|(a, _)| *a).collect();
+    let archs: Vec<&str> = images::AMDGPU.iter().map(|(a, _)| *a).collect();
     for required in ["gfx90a", "gfx942"] {
         assert!(archs.contains(&required), "default build embeds {required}: {archs:?}");
     }
     let entries: Vec<&dynsmem_kernels::KernelEntry> = dynsmem_kernels::KERNELS.iter().flat_map(|t| t.iter()).collect();
-    for (arch, elf) in kernels::AMDGPU {
+    for (arch, elf) in images::AMDGPU {
         let file = object::File::parse(*elf).expect("ELF");
         let symbols: Vec<String> = file.symbols().filter_map(|s| s.name().ok().map(str::to_string)).collect();
         let meta = amdgpu_metadata(elf);

@@ -8,11 +8,11 @@ mod common;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::device::Dtype;
 use dynsmem::host::device::softmax::SoftmaxConfig;
-use dynsmem::host::kernels::reduce::{
+use dynsmem::host::families::reduce::{
     ReduceConfig, ReduceElement, ReduceKernels, ReduceOp, ReducePlan, ReduceProblem, reference,
 };
-use dynsmem::host::kernels::softmax::{self, SoftmaxProblem, prepare_with};
-use dynsmem::host::kernels::{Kernels, Workload};
+use dynsmem::host::families::softmax::{self, SoftmaxProblem, prepare_with};
+use dynsmem::host::families::{FamilyBackend, Workload};
 
 const N: usize = 1000;
 const NAN: f32 = f32::NAN;
@@ -147,7 +147,7 @@ fn reduce_nonfinite<B: ReduceKernels>(backend: &B) -> usize {
 
 /// Rows of 37 (not a multiple of 4 or of the blocks): finite; with a NaN; with +inf;
 /// with two +inf; with a -inf; all -inf; all 3e38 (no overflow: the max is subtracted).
-fn softmax_nonfinite<B: Kernels>(backend: &B) -> usize {
+fn softmax_nonfinite<B: FamilyBackend>(backend: &B) -> usize {
     let cols = 37usize;
     let finite: Vec<f32> = (0..cols).map(|i| (i as f32 * 0.37).sin() * 4.0).collect();
     let with = |at: &[(usize, f32)]| {
@@ -256,7 +256,7 @@ fn sum_check_accepts_overflow_only_where_it_can_happen() {
             &cpu,
             problem,
             ReduceConfig { block: 4, items_per_thread: 2, staged: false },
-            dynsmem::host::kernels::Variant::LaunchSized,
+            dynsmem::host::families::Variant::LaunchSized,
         )
         .unwrap()
     };
@@ -284,7 +284,7 @@ fn sum_check_accepts_overflow_only_where_it_can_happen() {
         &cpu,
         problem,
         ReduceConfig { block: 4, items_per_thread: 2, staged: false },
-        dynsmem::host::kernels::Variant::LaunchSized,
+        dynsmem::host::families::Variant::LaunchSized,
     )
     .unwrap();
     let r = reference(ReduceOp::Min, &[NAN, 2.0, -1.0]);

@@ -32,7 +32,7 @@ use dynsmem::host::device::sgemm::SgemmConfig;
 use dynsmem::host::device::softmax::SoftmaxConfig;
 use dynsmem::host::device::stencil2d::Stencil2dConfig;
 use dynsmem::host::device::transpose::TransposeConfig;
-use dynsmem::host::kernels::{self as k, CudaSource, Variant};
+use dynsmem::host::families::{self as k, CudaSource, Variant};
 
 // ---------------------------------------------------------------------------------------
 // A preprocessor for the subset the sources use: object-like #define, #if/#ifdef/#ifndef/
@@ -436,7 +436,7 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
 
 #[test]
 fn the_cpu_and_wgsl_backends_have_no_cuda_static_variant() {
-    use dynsmem::host::kernels::Kernels;
+    use dynsmem::host::families::FamilyBackend;
     let cpu = CpuBackend::new();
     assert!(!cpu.variants().contains(&Variant::CudaStatic));
     let p = k::nbody::NbodyProblem::new(10);

@@ -10,9 +10,9 @@ use common::{conformance, cuda_or_skip, wgsl_or_skip};
 use dynsmem::host::backend::Backend;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::device::sgemm::SgemmConfig;
-use dynsmem::host::kernels::Variant;
-use dynsmem::host::kernels::sgemm::{SgemmProblem, prepare};
-use dynsmem::host::{Error, kernels::Workload};
+use dynsmem::host::families::Variant;
+use dynsmem::host::families::sgemm::{SgemmProblem, prepare};
+use dynsmem::host::{Error, families::Workload};
 
 const fn cfg(bm: u32, bn: u32, bk: u32, stages: u32) -> SgemmConfig {
     SgemmConfig::new(bm, bn, bk, stages)

@@ -7,8 +7,8 @@ use common::conformance::{self, ReduceMatrix};
 use common::wgsl_or_skip;
 use dynsmem::host::Error;
 use dynsmem::host::backend::Backend;
-use dynsmem::host::kernels::Variant;
-use dynsmem::host::kernels::reduce::{ReduceConfig, ReduceOp, ReducePlan, ReduceProblem};
+use dynsmem::host::families::Variant;
+use dynsmem::host::families::reduce::{ReduceConfig, ReduceOp, ReducePlan, ReduceProblem};
 use dynsmem_kernels::Dtype;
 
 #[test]

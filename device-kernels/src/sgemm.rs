@@ -1,96 +1,42 @@
-//! Matrix multiply `C = alpha * A * B + beta * C`, row-major, any `M x N x K`: f32 inputs
-//! (`sgemm_f32*`) and f16 inputs with f32 accumulation (`hgemm_f16_f32`), with the block
-//! tile and the pipeline depth chosen at launch.
+//! Matrix multiply `C = alpha * A * B + beta * C`, row-major, any `M x N x K`, f32 inputs or
+//! f16 inputs with f32 accumulation. Measurements, history: `host/src/families/sgemm/NOTES.md`.
 //!
-//! # What is launch-time and what is compiled in
-//! The thread tile is compiled in: each thread keeps a `TM x 8` tile of `C` in registers
-//! (`TM` = 8 or 16, [`SgemmConfig::tm`], each with entries of its own), and the loops over
-//! it must unroll with constant indices to stay in registers. The block tile `BM x BN` and
-//! the number of pipeline stages only size shared memory and loop trip counts, so they are
-//! launch-time values of every entry: one image serves every block tile, and a config past
-//! 48 KB (e.g. 256 x 128 x 32 with three stages, 152064 B) is just a bigger launch. The
-//! depth of a k-tile `BK` is launch-time too (`sgemm_f32`, `sgemm_f32_tm16`), and for the
-//! depths of [`COMPILED_BK`] (8, 16, 32; and 64 with 16 rows) there is an entry with it
-//! compiled in (`sgemm_f32[_tm16]_bk{8,16,32}`): its k loop unrolls and the tile's copies
-//! fold, worth 9% at 4096^3 on the H100 (37.3 -> 40.8 TFLOP/s). The host picks the entry
-//! from the config. The tensor-map kernel (below) also compiles in its block width,
-//! 128 (B's row stride is then an immediate of every shared read); its `bm` and stages stay
-//! launch-time. To measure what launch-time sizing costs, the same source is also
-//! instantiated with the whole block tile as constants (`sgemm_f32_128x128x16s2`, through
-//! [`Dims`]). The 8-row entries are capped at 128 registers (`.maxnreg`, build.rs), so two
-//! 256-thread blocks fit an SM (a block over 512 threads is refused before launch); the
-//! 16-row entries at 255, one 256-thread block per SM, the shape of cuBLAS's own FFMA
-//! kernel on the H100 (256 x 128 x 8, 256 threads, 254 registers:
-//! results/2026-11-22-h100-profile-gemm-*.txt).
+//! # Compiled in, launch-time
+//! A thread's `TM x 8` tile of `C` (`TM` = 8 or 16, [`SgemmConfig::tm`]) is compiled in: its
+//! loops must unroll with constant indices to stay in registers. The block tile `BM x BN`, the
+//! depth `BK` and the stages only size shared memory and trip counts, so they are launch-time
+//! (past 48 KB is just a bigger launch). `_bk*` entries ([`COMPILED_BK`]) compile `BK` in so
+//! the k loop unrolls; `sgemm_f32_128x128x16s2` ([`Dims`]) compiles the whole tile in, to
+//! isolate what launch-time sizing costs. build.rs caps 8-row entries at 128 registers (two
+//! 256-thread blocks per SM), 16-row ones at 255 (one).
 //!
-//! # Algorithm and thread mapping
-//! A block computes the `BM x BN` tile of `C` at `(m0, n0) = (BM * blockIdx / tiles_n, BN *
-//! blockIdx % tiles_n)` with `BM/TM * BN/8` threads. Thread `(tx, ty)` (`tx = t % (BN/8)`)
-//! owns the row groups `ty + q * BM/TM` (`q < TM/4`, 4 rows each: rows `4 * group + i`) and
-//! columns `{tx*4 + j, BN/2 + tx*4 + j}` (`j < 4`). The k loop walks `BK`-deep tiles of `A`
-//! and `B` through a ring of `stages` shared buffers filled by `cp.async` (edge tiles element
-//! by element with zero fill): while tile `kt` is multiplied, tiles up to `kt + stages - 2`
-//! are in flight, and the copies of `kt + stages - 1` start after the multiply (with two
-//! stages, before it). One barrier per k-tile.
-//!
-//! - f32 (`sgemm_kgroups`): both tiles in **k-groups**. Group `g` of the A tile holds rows
-//!   `4g .. 4g + 3` as `BK + 1` 16-byte slots; slot `kk` is their four values at `k = kk`
-//!   (the B tile likewise, four columns per group). One k of a thread's fragments is then
-//!   `TM/4 + 2` 16-byte reads (its row groups, its two column groups) at immediate offsets
-//!   of as many pointers, `8 * TM` FMAs per `TM/4 + 2` reads. The odd group length (`BK + 1`
-//!   slots) puts the groups a warp reads at one k in different banks. B's 16-byte chunks of
-//!   a row are one slot each (`cp.async.cg`, 16 bytes; a thread copies consecutive rows);
-//!   A is a transpose, gathered word by word (`cp.async.ca`, 4 bytes) in units of 16 rows:
-//!   lane `4 kk + r` copies row `4i + r` of the unit's group `i`, column `8kb + kk`, so a
-//!   warp reads 4 rows x 32 bytes and writes 128 consecutive bytes. Each copy is addressed
-//!   at a constant offset from registers computed once per unit: the H100 holds a register
-//!   a `cp.async` reads until the copy has read it, and an address stepped right after its
-//!   copy stalled ~100 cycles there (9% of the warp samples before; 1024^3 +6%). The k loop
-//!   is unrolled by 8 (8 rows) or by the whole k-tile (16 rows: 4096 FMAs of straight code
-//!   at bk 32, 2% faster than by 8, 1-2% faster than by 16) with no fragments carried
-//!   between iterations (carried, LLVM split them into 16 scalar loads through 16 pointers:
-//!   159 registers). Tried and measured slower on the H100 (results/README.md): the next
-//!   tile's copies spread between the k-steps (twice: 42.33 and 41.6 against 44.3
-//!   TFLOP/s), half of them before the multiply (41.1), A gathered a k-pair (8 bytes) at a
-//!   time, and A laid out by rows so that it moves in 16-byte copies too (a third of the
-//!   copies, but 255 registers: 37.9).
-//! - f16 (`gemm_rowmajor`): A row-major (rows padded by one 16-byte chunk), B row-major, both
-//!   in 16-byte chunks; per four k a thread reads its 8 rows of A as 8-byte loads, then per
-//!   k two 8-byte loads of B.
-//! - f32 by tensor maps (`sgemm_tma`, [`SgemmConfig::tma`], sm_90): one thread starts two
-//!   `cp.async.bulk.tensor` copies per k-tile (the A box `BK x bm`, the B box `128 x BK`)
-//!   that land dense, row-major, in the ring slot and complete its transaction barrier
-//!   (`mbarrier`); every thread waits on that barrier's phase, then the one block barrier
-//!   per k-tile frees the previous slot for the copies of tile `kt + stages - 1`, started
-//!   right away (no thread holds a register or issues an instruction for them, so early is
-//!   free). The copy engine zero-fills whatever lies past the matrices, so edge tiles need
-//!   no other path; k and n must be multiples of 4 (a tensor map's rows are 16-byte
-//!   multiples apart). Thread tile 8 x 16: A is read along k (row-major), so a thread keeps
-//!   4 k of its 8 rows (32 registers) and reads 16 columns per k, both by 16-byte reads at
-//!   immediate offsets (BK and BN = 128 compiled in, bm and stages at launch). On the H100
-//!   this is the fastest f32 kernel here at 4096^3 and 8192^3, 0.92-0.93x cuBLAS against
-//!   the k-group kernel's 0.88x in the same run: the k-group kernel's 36 copy instructions
-//!   per thread per k-tile filled the load/store queue and held registers (see
-//!   results/README.md, fifth session). Experiment that led here: the k-group kernel with
-//!   its tiles moved by plain bulk copies (`cp.async.bulk`, from operands as if packed, so
-//!   timing only) ran 2-8% faster, before the cost of packing.
+//! # Kernels and thread mapping
+//! Block `b` computes the tile at `(BM * (b / tiles_n), BN * (b % tiles_n))`; thread
+//! `(tx, ty)`, `tx = t % (BN/8)`, owns row groups `ty + q * BM/TM` (`q < TM/4`, rows
+//! `4 * group + i`) and columns `{tx*4 + j, BN/2 + tx*4 + j}` (`j < 4`). `BK`-deep tiles of A
+//! and B pass through a ring of `stages` shared slots (`ring_pipeline`), one barrier per k-tile.
+//! - `sgemm_kgroups` (f32): a tile is groups of 4 rows (of B: columns) of `BK + 1` 16-byte
+//!   slots, slot `kk` the group's values at `k = kk` (the odd length puts the groups a warp
+//!   reads in different banks): one k is `TM/4 + 2` reads for `8 * TM` FMAs. Filled by
+//!   `cp.async` (A, a transpose, word by word), edge tiles element by element with zero fill.
+//! - `gemm_rowmajor` (f16): A and B row-major in 16-byte chunks, A's rows padded by one chunk.
+//! - `sgemm_tma` (f32, sm_90, [`SgemmConfig::tma`]): one thread starts two tensor-map copies
+//!   per k-tile, which complete the slot's `mbarrier` and zero-fill the edges, so no thread
+//!   spends registers or instructions on copies (the k-group kernel's copies crowd its
+//!   load/store queue). Thread tile 8 x 16; `BK`, `BN` = 128 compiled in; `k`, `n` multiples of 4.
 //!
 //! # Launch-sized memory ([`SgemmConfig::layout`])
-//! f32: `a`: `stages * ceil(BM/4) * (BK + 1)` 16-byte slots, `b`: `stages * ceil(BN/4) *
-//! (BK + 1)`; the tensor-map kernel: `a`: `stages * BM * BK` floats, `b`: `stages * BK * BN`,
-//! then `stages` 8-byte transaction barriers (`bars`). f16: `a`: `stages * BM * (BK + 8)`
-//! elements, `b`: `stages * BK * BN`.
+//! f32: `stages * ceil(BM/4)` and `stages * ceil(BN/4)` groups of `BK + 1` 16-byte slots; TMA:
+//! `stages * BM * BK` and `stages * BK * BN` floats, then `stages` 8-byte barriers (`bars`);
+//! f16: `stages * BM * (BK + 8)` and `stages * BK * BN` elements.
 //!
-//! # Entry points
-//! `sgemm_f32(a, b, c, m, n, k, alpha, beta, bm, bn, bk, stages)` (`a`, `b`: `*const f32`);
-//! `sgemm_f32_bk8`, `_bk16`, `_bk32` (same arguments; trap on another `bk`); the 16-row
-//! `sgemm_f32_tm16`, `sgemm_f32_tm16_bk{8,16,32,64}`; `sgemm_f32_128x128x16s2` (traps unless
-//! the arguments name its tile); ablations `sgemm_f32_unroll4` (`sgemm_f32` with the k loop
-//! unrolled by 4) and `sgemm_f32_tm16_bk32_u8`, `_u16` (unrolled by 8, 16); `hgemm_f16_f32`
-//! (`a`, `b`: `*const u16`, f16 bits); `sgemm_f32_tma_bk32`, `_bk64` (`a`, `b`: the tensor
-//! maps of A and B, `CUtensorMap`s in device memory). `c` is f32 in all; [`entry_name`]
-//! picks one. Grid: `ceil(M / BM) * ceil(N / BN)` blocks of `BM * BN / (8 * TM)` threads
-//! (`BM * BN / 128` for the tensor-map kernel).
+//! # Entry points ([`entry_name`] picks one)
+//! `sgemm_f32(a, b, c, m, n, k, alpha, beta, bm, bn, bk, stages)`, `sgemm_f32_bk{8,16,32}`,
+//! `sgemm_f32_tm16[_bk{8,16,32,64}]`, `sgemm_f32_128x128x16s2`, ablations `sgemm_f32_unroll4`,
+//! `sgemm_f32_tm16_bk32_u{8,16}` (`a`, `b`: `*const f32`); `hgemm_f16_f32` (`*const u16`, f16
+//! bits); `sgemm_f32_tma_bk{32,64}` (`a`, `b`: `CUtensorMap`s in device memory); `c` is f32.
+//! An entry traps on a launch that contradicts what it compiles in. Grid: `ceil(M/BM) *
+//! ceil(N/BN)` blocks of `BM * BN / (8 * TM)` threads (`BM * BN / 128` for TMA).
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
@@ -570,10 +516,9 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     // consecutive bytes. Warp `w` takes units `w`, `w + warps`, ..., two per pass. Every
     // copy of a unit is addressed at a constant offset from one shared address and four row
     // pointers, computed afresh per unit: a register a `cp.async` reads is not rewritten
-    // soon after it. (Stepping one address per group did that after every fourth copy, and
-    // the H100 stalls such a rewrite until the copy has read its operands, some 100 cycles:
-    // 9% of the kernel's warp samples, results/2026-11-22-h100-srcprof-d8f9222.txt.) Needs
-    // whole warps, bk a multiple of 8 and bm of 16.
+    // soon after it (the H100 stalls such a rewrite until the copy has read its operands;
+    // stepping one address per group would do it after every fourth copy). Needs whole
+    // warps, bk a multiple of 8 and bm of 16.
     let warps = threads / 32;
     let a_fast = threads.is_multiple_of(32) && bk.is_multiple_of(8) && bm.is_multiple_of(16);
     let (lane, w) = (tid % 32, tid / 32);

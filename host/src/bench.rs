@@ -5,9 +5,9 @@
 use serde_json::json;
 
 use crate::backend::Backend;
-use crate::error::{Error, Result};
-use crate::kernels::reduce::{ReduceConfig, ReduceElement, ReduceKernels, ReducePlan, ReduceProblem};
-use crate::kernels::{Variant, Workload};
+use crate::error::Result;
+use crate::families::{FamilyBackend, Variant, Workload};
+use crate::family::{DynFamily, Resolved};
 use crate::measure::{self, TimingOptions};
 use crate::report::{Provenance, Record};
 
@@ -20,7 +20,7 @@ pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, p
     rec.warmup = timing.warmup;
     let result = (|| -> Result<_> {
         // Source and destination on the device; the source and the read-back on the host.
-        crate::kernels::check_footprint(
+        crate::families::check_footprint(
             backend,
             "device-to-device copy",
             bytes.saturating_mul(2),
@@ -47,70 +47,6 @@ pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, p
             }
         }
         Err(e) => rec.error = Some(e.to_string()),
-    }
-    rec
-}
-
-/// One reduce config over `data`: verify the result against the CPU reference, then time
-/// the whole reduce (every pass). The figure is the bytes of input read over the time.
-#[allow(clippy::too_many_arguments)]
-pub fn reduce<B: ReduceKernels, T: ReduceElement>(
-    backend: &B,
-    data: &[T],
-    problem: ReduceProblem,
-    config: ReduceConfig,
-    variant: Variant,
-    timing: TimingOptions,
-    prov: &Provenance,
-    anchor: Option<&Record>,
-) -> Record {
-    let kernel = crate::kernels::reduce::entry_name(problem.op, problem.dtype, config.staged);
-    let mut rec = Record::new("reduce", variant.name(), kernel, backend.info(), prov);
-    rec.problem = serde_json::to_value(problem).expect("serializable");
-    rec.config = serde_json::to_value(config).expect("serializable");
-    rec.timer = backend.timer_name().into();
-    rec.warmup = timing.warmup;
-    if let Some(a) = anchor {
-        set_anchor(&mut rec, a);
-    }
-    let result = (|| -> Result<_> {
-        if data.len() as u64 != problem.n || T::DTYPE != problem.dtype {
-            return Err(Error::InvalidProblem {
-                kernel: kernel.into(),
-                reason: format!("{} elements of {} for {problem:?}", data.len(), T::DTYPE.name()),
-            });
-        }
-        let plan = ReducePlan::new(backend, problem, config, variant)?;
-        let input = backend.htod(data)?;
-        let partials = plan.alloc_partials::<T>()?;
-        let out = plan.launch(&input, &partials)?;
-        let got = backend.dtoh(out)?[0];
-        plan.verify(data, got)?;
-        let (t, warmups) = measure::time(backend, timing, &mut || plan.launch(&input, &partials).map(|_| ()))?;
-        Ok((plan.kernel_name().to_string(), plan.shared_bytes, plan.static_shared_bytes, t, warmups))
-    })();
-    match result {
-        Ok((name, shared, static_bytes, t, warmups)) => {
-            rec.warmup = warmups;
-            let bytes = problem.n * size_of::<T>() as u64;
-            rec.kernel = name;
-            rec.shared_bytes = shared;
-            rec.static_shared_bytes = static_bytes;
-            rec.verified = true;
-            rec.bytes = Some(bytes);
-            rec.gbps = (bytes > 0).then(|| measure::gbps(bytes, t.median_ms));
-            rec.ratio = rec.gbps.zip(rec.anchor_gbps).map(|(g, a)| g / a);
-            set_timing(&mut rec, t);
-        }
-        Err(e) => {
-            if let Ok(b) = backend.reduce_launch_bytes(problem.dtype, &config, variant) {
-                rec.shared_bytes = b;
-            }
-            if let Ok(b) = backend.reduce_static_bytes(problem.dtype, &config, variant) {
-                rec.static_shared_bytes = b;
-            }
-            rec.error = Some(e.to_string());
-        }
     }
     rec
 }
@@ -197,51 +133,46 @@ fn set_anchor(rec: &mut Record, anchor: &Record) {
     rec.anchor_tflops = anchor.tflops;
 }
 
-/// A GEMM on CUDA beside cuBLAS on the same inputs: cuBLAS's result is compared with ours
-/// over all of `C` (the CPU reference checks a sample of it for large shapes), then both
-/// are timed; the record's ratio is ours over cuBLAS's TFLOP/s. Returns our record and
-/// cuBLAS's (none when ours could not be prepared).
+/// One config of a registry family measured into a record: `prepared` (by
+/// [`DynFamily::prepare`]; a refusal becomes the record's error) verified, then timed. Its anchor, in order: the
+/// workload's own vendor anchor (cuBLAS beside SGEMM on CUDA; returned too, as a record of
+/// its own), `copy` (the backend's device-to-device copy) for families with copy bytes,
+/// or a verified record of `vendor` for the same family and problem (cuBLAS measured on
+/// the CUDA device of this run, for the same problem on another backend).
 #[allow(clippy::too_many_arguments)]
-pub fn sgemm_cuda(
-    backend: &crate::backend::cuda::CudaBackend,
-    problem: crate::kernels::sgemm::SgemmProblem,
-    config: dynsmem_kernels::sgemm::SgemmConfig,
-    fixed: bool,
+pub fn family<'b, B: FamilyBackend>(
+    backend: &'b B,
+    family: &dyn DynFamily,
+    case: &Resolved,
+    variant: Variant,
+    prepared: Result<Box<dyn Workload + 'b>>,
     timing: TimingOptions,
     prov: &Provenance,
     seed: u64,
+    copy: Option<&Record>,
+    vendor: &[Record],
 ) -> (Record, Option<Record>) {
-    use crate::kernels::sgemm;
-    let prepared = sgemm::prepare(backend, problem, config, fixed, Variant::LaunchSized, seed);
-    let anchor = match &prepared {
-        Ok(w) if !problem.f16_inputs => {
-            let mut rec = Record::new("sgemm", "anchor", "cublasSgemm", backend.info(), prov);
-            rec.problem = json(&problem);
-            rec.timer = backend.timer_name().into();
-            let flops = 2.0 * problem.m as f64 * problem.n as f64 * problem.k as f64;
-            match w.result_from_initial().and_then(|ours| sgemm::cublas::anchor(backend, w, &ours, seed, timing)) {
-                Ok(r) => set_measured(&mut rec, r.timing, r.warmup, 0, flops, None),
-                Err(e) => rec.error = Some(e.to_string()),
-            }
-            Some(rec)
+    let name = family.name();
+    let own = prepared.as_ref().ok().and_then(|w| {
+        let a = w.vendor_anchor(timing, seed)?;
+        let mut rec = Record::new(name, "anchor", a.name, backend.info(), prov);
+        rec.problem = case.problem.clone();
+        rec.timer = backend.timer_name().into();
+        match a.result {
+            Ok((t, warmups)) => set_measured(&mut rec, t, warmups, 0, w.flops(), None),
+            Err(e) => rec.error = Some(e.to_string()),
         }
-        _ => None,
+        Some(rec)
+    });
+    let anchor = match (&own, family.anchor_bytes(&case.problem)) {
+        (Some(a), _) => Some(a),
+        (None, Ok(Some(_))) => copy,
+        _ => vendor
+            .iter()
+            .find(|a| a.family == name && a.error.is_none() && a.tflops.is_some() && a.problem == case.problem),
     };
-    let rec = workload(
-        backend,
-        "sgemm",
-        Variant::LaunchSized,
-        json(&problem),
-        json(&config),
-        prepared,
-        timing,
-        prov,
-        anchor.as_ref(),
-    );
-    (rec, anchor)
-}
-
-/// A problem or config as it goes into a record (they always serialize).
-fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
-    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+    let mut rec =
+        workload(backend, name, variant, case.problem.clone(), case.config.clone(), prepared, timing, prov, anchor);
+    rec.note = case.note.clone();
+    (rec, own)
 }

@@ -2,7 +2,7 @@
 //! of every kernel family (launchers, WGSL sources, CPU references), verification, timing
 //! and records.
 //!
-//! The device images come from the root package (`dynsmem::kernels`), which embeds what
+//! The device images come from the root package (`dynsmem::images`), which embeds what
 //! `build.rs` compiled from `device-kernels`; this crate takes them as parameters
 //! (e.g. [`backend::cuda::CudaBackend::new`] takes the PTX text), so tests can inject any.
 
@@ -10,7 +10,8 @@ pub mod backend;
 pub mod bench;
 pub mod element;
 pub mod error;
-pub mod kernels;
+pub mod families;
+pub mod family;
 pub mod measure;
 pub mod par;
 pub mod report;

@@ -16,13 +16,16 @@
 use std::path::Path;
 
 use dynsmem_host::device::sgemm::THREAD_ROWS;
-use dynsmem_host::kernels::histogram::HistogramProblem;
-use dynsmem_host::kernels::reduce::ReduceProblem;
-use dynsmem_host::kernels::sgemm::SgemmProblem;
+use dynsmem_host::families::histogram::Histogram;
+use dynsmem_host::families::histogram::HistogramProblem;
+use dynsmem_host::families::reduce::Reduce;
+use dynsmem_host::families::reduce::ReduceProblem;
+use dynsmem_host::families::sgemm::SgemmProblem;
+use dynsmem_host::families::sgemm::SgemmTunable;
 use dynsmem_host::report::parse_jsonl_as;
 use dynsmem_host::rng::SplitMix64;
+use dynsmem_host::tune::Tuner;
 use dynsmem_host::tune::cache::GroupKey;
-use dynsmem_host::tune::families::{HistogramTunable, ReduceTunable, SgemmTunable};
 use dynsmem_host::tune::{Budget, CacheEntry, ReplayRunner, SearchSpace, Strategy, Target, Tunable, TuneCache};
 
 /// A committed cache: one exhaustive sweep.
@@ -66,10 +69,10 @@ fn load(name: &'static str, text: &str) -> Recorded {
     let problem: serde_json::Value = serde_json::from_str(&group.problem).unwrap();
     let space = match group.family.as_str() {
         "reduce" => {
-            space_of(&ReduceTunable::new(serde_json::from_value::<ReduceProblem>(problem).unwrap()), &target, &values)
+            space_of(&Tuner::<Reduce>::new(serde_json::from_value::<ReduceProblem>(problem).unwrap()), &target, &values)
         }
         "histogram" => space_of(
-            &HistogramTunable::new(serde_json::from_value::<HistogramProblem>(problem).unwrap()),
+            &Tuner::<Histogram>::new(serde_json::from_value::<HistogramProblem>(problem).unwrap()),
             &target,
             &values,
         ),

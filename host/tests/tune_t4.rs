@@ -7,10 +7,11 @@
 
 use std::path::Path;
 
-use dynsmem_host::kernels::reduce::ReduceProblem;
+use dynsmem_host::families::reduce::Reduce;
+use dynsmem_host::families::reduce::ReduceProblem;
 use dynsmem_host::report::parse_jsonl_as;
 use dynsmem_host::rng::SplitMix64;
-use dynsmem_host::tune::families::ReduceTunable;
+use dynsmem_host::tune::Tuner;
 use dynsmem_host::tune::{Budget, CacheEntry, ReplayRunner, SearchSpace, Strategy, TuneCache, t4};
 use serde_json::{Value, json};
 
@@ -27,7 +28,7 @@ fn document() -> (Value, SearchSpace) {
     let cache = TuneCache::from_entries(path, entries);
     let (group, target, _) = cache.groups().into_iter().next().unwrap();
     let problem: ReduceProblem = serde_json::from_str(&group.problem).unwrap();
-    let space = SearchSpace::build(&ReduceTunable::new(problem), &target, &cache.group_values(&group)).unwrap();
+    let space = SearchSpace::build(&Tuner::<Reduce>::new(problem), &target, &cache.group_values(&group)).unwrap();
     assert!(!space.filtered.is_empty(), "the sweep has filtered configs to export");
     let mut runner = ReplayRunner::new(&cache, &group);
     let r = Strategy::Anneal.search(&space, &mut runner, Budget::evaluations(30), &mut SplitMix64::new(3));

@@ -1,6 +1,6 @@
 //! The conformance suite, written once over [`ReduceKernels`] and run per backend.
 
-use dynsmem::host::kernels::reduce::{
+use dynsmem::host::families::reduce::{
     ReduceConfig, ReduceElement, ReduceKernels, ReduceOp, ReducePlan, ReduceProblem, reference,
 };
 
@@ -62,7 +62,7 @@ fn reduce_dtype<B: ReduceKernels, T: ReduceElement>(backend: &B, m: &ReduceMatri
     checked
 }
 
-use dynsmem::host::kernels::{Kernels, Workload};
+use dynsmem::host::families::{FamilyBackend, Workload};
 
 /// Prepares, runs and checks one case; panics with `what` and the error on failure.
 /// Returns whether it ran: `false` for a case refused because its static arrays are over
@@ -84,9 +84,9 @@ pub fn run_case<W: Workload>(what: &str, prepared: dynsmem::host::Result<W>) -> 
 
 /// Histogram: every size and bin count with the backend's default config and two odd
 /// ones, 10% of keys out of range, every variant. Returns the number of checked cases.
-pub fn histogram<B: Kernels>(backend: &B, sizes: &[u64], bins: &[u32]) -> usize {
+pub fn histogram<B: FamilyBackend>(backend: &B, sizes: &[u64], bins: &[u32]) -> usize {
     use dynsmem::host::device::histogram::HistogramConfig;
-    use dynsmem::host::kernels::histogram::{HistogramProblem, default_config, prepare};
+    use dynsmem::host::families::histogram::{HistogramProblem, default_config, prepare};
     let mut checked = 0;
     for &n in sizes {
         for &b in bins {
@@ -110,9 +110,9 @@ pub fn histogram<B: Kernels>(backend: &B, sizes: &[u64], bins: &[u32]) -> usize 
 
 /// Transpose: square, tall, wide and degenerate shapes, smaller than one tile and not
 /// multiples of it, with the default config and a few tile/padding choices.
-pub fn transpose<B: Kernels>(backend: &B, shapes: &[(u32, u32)]) -> usize {
+pub fn transpose<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize {
     use dynsmem::host::device::transpose::TransposeConfig;
-    use dynsmem::host::kernels::transpose::{TransposeProblem, default_config, prepare};
+    use dynsmem::host::families::transpose::{TransposeProblem, default_config, prepare};
     let mut checked = 0;
     for &(rows, cols) in shapes {
         let problem = TransposeProblem { rows, cols };
@@ -133,9 +133,9 @@ pub fn transpose<B: Kernels>(backend: &B, shapes: &[(u32, u32)]) -> usize {
 }
 
 /// Softmax: row lengths from 1 up (odd, not multiples of 4 or of the block).
-pub fn softmax<B: Kernels>(backend: &B, shapes: &[(u32, u32)]) -> usize {
+pub fn softmax<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize {
     use dynsmem::host::device::softmax::SoftmaxConfig;
-    use dynsmem::host::kernels::softmax::{SoftmaxProblem, default_config, prepare};
+    use dynsmem::host::families::softmax::{SoftmaxProblem, default_config, prepare};
     let mut checked = 0;
     for &(rows, cols) in shapes {
         let problem = SoftmaxProblem { rows, cols };
@@ -153,9 +153,9 @@ pub fn softmax<B: Kernels>(backend: &B, shapes: &[(u32, u32)]) -> usize {
 
 /// Conv1d: sizes below one tile and not multiples of it, taps from 3 to 129, both
 /// outputs-per-thread instantiations.
-pub fn conv1d<B: Kernels>(backend: &B, sizes: &[u64], taps: &[u32]) -> usize {
+pub fn conv1d<B: FamilyBackend>(backend: &B, sizes: &[u64], taps: &[u32]) -> usize {
     use dynsmem::host::device::conv1d::Conv1dConfig;
-    use dynsmem::host::kernels::conv1d::{Conv1dProblem, default_config, prepare};
+    use dynsmem::host::families::conv1d::{Conv1dProblem, default_config, prepare};
     let mut checked = 0;
     for &n in sizes {
         for &k in taps {
@@ -178,9 +178,9 @@ pub fn conv1d<B: Kernels>(backend: &B, sizes: &[u64], taps: &[u32]) -> usize {
 
 /// Stencil2d: 3x3 and 5x5, box and Gaussian, images smaller than a tile, not multiples
 /// of it, one pixel wide.
-pub fn stencil2d<B: Kernels>(backend: &B, sizes: &[(u32, u32)]) -> usize {
+pub fn stencil2d<B: FamilyBackend>(backend: &B, sizes: &[(u32, u32)]) -> usize {
     use dynsmem::host::device::stencil2d::Stencil2dConfig;
-    use dynsmem::host::kernels::stencil2d::{Blur, Stencil2dProblem, default_config, prepare};
+    use dynsmem::host::families::stencil2d::{Blur, Stencil2dProblem, default_config, prepare};
     let mut checked = 0;
     for &(width, height) in sizes {
         for radius in [1, 2] {
@@ -202,10 +202,10 @@ pub fn stencil2d<B: Kernels>(backend: &B, sizes: &[(u32, u32)]) -> usize {
 }
 
 /// Scan: f32 and u32, sizes of 0, 1, below one tile, not multiples of it, many tiles.
-pub fn scan<B: Kernels>(backend: &B, sizes: &[u64]) -> usize {
+pub fn scan<B: FamilyBackend>(backend: &B, sizes: &[u64]) -> usize {
     use dynsmem::host::device::Dtype;
     use dynsmem::host::device::scan::ScanConfig;
-    use dynsmem::host::kernels::scan::{ScanProblem, default_config, prepare};
+    use dynsmem::host::families::scan::{ScanProblem, default_config, prepare};
     let mut checked = 0;
     for &n in sizes {
         for config in [
@@ -228,9 +228,9 @@ pub fn scan<B: Kernels>(backend: &B, sizes: &[u64]) -> usize {
 }
 
 /// N-body: body counts below one tile and not multiples of the tile or the block.
-pub fn nbody<B: Kernels>(backend: &B, sizes: &[u32]) -> usize {
+pub fn nbody<B: FamilyBackend>(backend: &B, sizes: &[u32]) -> usize {
     use dynsmem::host::device::nbody::NbodyConfig;
-    use dynsmem::host::kernels::nbody::{NbodyProblem, default_config, prepare};
+    use dynsmem::host::families::nbody::{NbodyProblem, default_config, prepare};
     let mut checked = 0;
     for &n in sizes {
         let problem = NbodyProblem::new(n);
@@ -254,14 +254,14 @@ pub fn nbody<B: Kernels>(backend: &B, sizes: &[u32]) -> usize {
 /// whole tiles through the asynchronous copies (the vec4 loads on WGSL). Returns the number
 /// of checked cases (a config a static variant refuses for its static bytes is not
 /// counted; see [`run_case`]).
-pub fn sgemm<B: Kernels>(
+pub fn sgemm<B: FamilyBackend>(
     backend: &B,
     shapes: &[(u32, u32, u32)],
     configs: &[dynsmem::host::device::sgemm::SgemmConfig],
 ) -> usize {
     use dynsmem::host::device::sgemm::FIXED_128X128X16S2;
-    use dynsmem::host::kernels::Variant;
-    use dynsmem::host::kernels::sgemm::{SgemmProblem, prepare};
+    use dynsmem::host::families::Variant;
+    use dynsmem::host::families::sgemm::{SgemmProblem, prepare};
     let mut checked = 0;
     for &(m, n, k) in shapes {
         for &config in configs {

@@ -102,5 +102,5 @@ fuzz_target!(|tokens: Vec<Token>| {
         Token::Text(s) => s.clone(),
     });
     // Help and version requests come back as errors too; only a panic is a failure.
-    let _ = dynsmem::cli::Cli::try_parse_from(std::iter::once("dynsmem".to_string()).chain(args));
+    let _ = dynsmem::cli::try_parse_from(std::iter::once("dynsmem".to_string()).chain(args));
 });

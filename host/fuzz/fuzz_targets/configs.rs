@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use dynsmem_fuzz::Family;
-use dynsmem_host::kernels as k;
+use dynsmem_host::families as k;
 use dynsmem_kernels as d;
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;

@@ -332,8 +332,8 @@ thread_local! {
 /// in exactly `pass_count` passes, each within the backend's limits.
 pub fn reduce_plan(block: u32, ipt: u32, staged: bool, n: u64) {
     use dynsmem_host::backend::Backend;
-    use dynsmem_host::kernels::Variant;
-    use dynsmem_host::kernels::reduce::{ReduceConfig, ReduceOp, ReducePlan, ReduceProblem};
+    use dynsmem_host::families::Variant;
+    use dynsmem_host::families::reduce::{ReduceConfig, ReduceOp, ReducePlan, ReduceProblem};
     let cfg = ReduceConfig { block, items_per_thread: ipt, staged };
     CPU.with(|cpu| {
         let problem = ReduceProblem { n, op: ReduceOp::Max, dtype: Dtype::F32 };

@@ -330,8 +330,8 @@ pub trait RustKernels: Backend {
 
     /// The variants this backend runs: the launch-sized Rust kernels everywhere, and on
     /// CUDA also cuda-static (the same algorithms in CUDA C with static arrays, NVRTC).
-    fn rust_variants(&self) -> &'static [crate::kernels::Variant] {
-        &[crate::kernels::Variant::LaunchSized]
+    fn rust_variants(&self) -> &'static [Variant] {
+        &[Variant::LaunchSized]
     }
 
     /// The cuda-static kernel of `src` and the static bytes the driver reports it uses;
@@ -347,4 +347,36 @@ pub enum Probe<B> {
     Ready(B),
     /// Why the backend cannot be used, in one line.
     Unavailable(BackendKind, String),
+}
+
+/// How a kernel gets its workgroup memory: the axis the project compares along.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// Rust kernel, tiles carved from launch-sized memory (CUDA dynamic shared memory).
+    LaunchSized,
+    /// WGSL with `var<workgroup>` arrays sized by literals in the source text.
+    WgslLiteral,
+    /// WGSL with `var<workgroup>` arrays sized by pipeline `override` constants.
+    WgslOverride,
+    /// CUDA C with static `__shared__` arrays sized by `-D` defines, the same algorithm as
+    /// the Rust kernel, compiled per config at run time through NVRTC (CUDA only).
+    CudaStatic,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::LaunchSized => "launch-sized",
+            Variant::WgslLiteral => "wgsl-literal",
+            Variant::WgslOverride => "wgsl-override",
+            Variant::CudaStatic => "cuda-static",
+        }
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }

@@ -239,7 +239,7 @@ impl TuneCache {
 pub(crate) mod tests {
     use super::*;
     use crate::backend::{DeviceInfo, Limits};
-    use crate::kernels::Variant;
+    use crate::families::Variant;
     use crate::report::Provenance;
 
     pub(crate) fn limits() -> Limits {

@@ -22,7 +22,6 @@
 //! A family joins the tuner with one impl of [`Tunable`] (see [`families`]).
 
 pub mod cache;
-pub mod families;
 pub mod plot;
 pub mod progress;
 pub mod runner;
@@ -30,60 +29,23 @@ pub mod space;
 pub mod strategies;
 pub mod t4;
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-
 use crate::backend::cpu::CpuBackend;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::hip::HipBackend;
 use crate::backend::wgpu::WgpuBackend;
-use crate::backend::{BackendKind, Limits};
-use crate::error::Result;
-use crate::kernels::reduce::ReduceKernels;
-use crate::kernels::{Kernels, Variant, Workload};
+use crate::families::FamilyBackend;
 
 pub use cache::{CacheEntry, CacheKey, TuneCache, TuneFields};
 pub use runner::{Evaluation, RealRunner, ReplayRunner, Runner};
 pub use space::{Param, Point, SearchSpace};
 pub use strategies::{Budget, SearchResult, Strategy};
 
-/// What a search space is filtered against: the backend, the variant it builds, and the
-/// device's limits. Stored in every cache entry, so a replay rebuilds the same space with
-/// no device.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Target {
-    pub backend: BackendKind,
-    pub variant: Variant,
-    pub limits: Limits,
-    /// A CPU device (the CPU backend, lavapipe): the default candidate lists are smaller,
-    /// since every kernel thread of the CPU backend is an OS thread.
-    pub is_cpu: bool,
-}
-
-/// The resources one config asks for, computed without a device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Footprint {
-    /// Threads per block (workgroup).
-    pub threads: u32,
-    /// Blocks of the largest launch.
-    pub grid: u32,
-    /// Launch-sized workgroup bytes per block of the Rust kernel (its layout's bytes).
-    pub launch_bytes: u32,
-    /// Static workgroup bytes of the WGSL form (`var<workgroup>` arrays).
-    pub static_bytes: u32,
-}
-
-impl Footprint {
-    /// The workgroup bytes the target's variant uses: launch-sized for the Rust kernels,
-    /// static for WGSL. What the plots put on their x axis.
-    pub fn shared_bytes(&self, variant: Variant) -> u32 {
-        if variant == Variant::LaunchSized { self.launch_bytes } else { self.static_bytes }
-    }
-}
+pub use crate::family::space::{DynTunable, ErasedTunable, Space, Tunable, Tuner};
+pub use crate::family::{Footprint, Target};
 
 /// A backend the tuner can measure on: every family's kernels, and the time it spends
 /// building kernels (WGSL pipelines), which the tuner reports apart from kernel time.
-pub trait TuneBackend: Kernels + ReduceKernels {
+pub trait TuneBackend: FamilyBackend {
     /// Milliseconds spent building kernels so far. The Rust backends load one image at
     /// start-up and build nothing per config: 0. WGSL creates a pipeline per config.
     fn build_ms_total(&self) -> f64 {
@@ -98,55 +60,6 @@ impl TuneBackend for WgpuBackend {
     fn build_ms_total(&self) -> f64 {
         self.pipeline_ms_total()
     }
-}
-
-/// One kernel family's side of the tuner: its problem, its tunable parameters with their
-/// candidate values, the constraints a config must meet before it is launched, and how to
-/// build a verified, timeable [`Workload`] for one config. A new family joins with
-/// one impl of this trait (in [`families`]), its template in [`WGSL_TEMPLATES`], and a
-/// subcommand of `dynsmem tune` that builds its problem.
-pub trait Tunable {
-    /// The family's problem type, as `run` records it (part of the cache key).
-    type Problem: Serialize + DeserializeOwned + Clone;
-
-    /// The family name records use (`reduce`, `scan`, ...).
-    fn family(&self) -> &'static str;
-
-    /// The problem being tuned.
-    fn problem(&self) -> &Self::Problem;
-
-    /// The parameters and their default candidate values on `target`, in the order a
-    /// [`Point`] lists them. The const-generic instantiations present in the image are
-    /// the only candidates of a shape parameter (e.g. conv1d's outputs per thread).
-    fn params(&self, target: &Target) -> Vec<Param>;
-
-    /// Checks one point against the kernel's own constraints (its `fits()`, its layout)
-    /// and returns what it asks for; `Err(reason)` filters it out. The backend's limits
-    /// are checked by [`SearchSpace::build`] on the returned [`Footprint`].
-    fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String>;
-
-    /// The family's config struct, as `run` records it.
-    type Config: Serialize;
-
-    /// The config of a point (its values in [`Tunable::params`] order).
-    fn config(&self, point: &[u32]) -> Self::Config;
-
-    /// [`Tunable::config`] as records carry it.
-    fn config_json(&self, point: &[u32]) -> serde_json::Value {
-        serde_json::to_value(self.config(point)).expect("configs serialize")
-    }
-
-    /// Validates and builds the workload of one point on `backend` (inputs from `seed`,
-    /// reference computed): nothing is launched yet.
-    fn prepare<'b, B: TuneBackend>(
-        &self,
-        backend: &'b B,
-        variant: Variant,
-        point: &[u32],
-        seed: u64,
-    ) -> Result<Box<dyn Workload + 'b>>
-    where
-        Self: Sized;
 }
 
 /// FNV-1a, 64-bit: a stable hash (unlike `std`'s `DefaultHasher`, whose algorithm may
@@ -169,28 +82,6 @@ pub fn image_hash(parts: &[&[u8]]) -> String {
         all.extend_from_slice(p);
     }
     format!("{:016x}", fnv1a64(&all))
-}
-
-/// Every WGSL template the host library builds pipelines from. The WGSL "image" of a
-/// config is its template filled with sizes from the problem and the config (both in the
-/// cache key) and its `override` constants, so the hash of these texts stands for the
-/// WGSL image (a new family adds its template here).
-pub const WGSL_TEMPLATES: &[&str] = &[
-    include_str!("../kernels/reduce/reduce.wgsl"),
-    include_str!("../kernels/scan/scan.wgsl"),
-    include_str!("../kernels/histogram/histogram.wgsl"),
-    include_str!("../kernels/conv1d/conv1d.wgsl"),
-    include_str!("../kernels/stencil2d/stencil2d.wgsl"),
-    include_str!("../kernels/transpose/transpose.wgsl"),
-    include_str!("../kernels/softmax/softmax.wgsl"),
-    include_str!("../kernels/nbody/nbody.wgsl"),
-    include_str!("../kernels/sgemm/sgemm.wgsl"),
-];
-
-/// [`image_hash`] of [`WGSL_TEMPLATES`].
-pub fn wgsl_image_hash() -> String {
-    let parts: Vec<&[u8]> = WGSL_TEMPLATES.iter().map(|t| t.as_bytes()).collect();
-    image_hash(&parts)
 }
 
 /// JSON text with every object's keys sorted, at every depth: the canonical form of the

@@ -9,7 +9,7 @@ use super::space::SearchSpace;
 use super::{Tunable, TuneBackend, canonical_json};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::kernels::Variant;
+use crate::families::Variant;
 use crate::measure::{self, TimingOptions};
 use crate::report::{Provenance, Record};
 

@@ -7,23 +7,10 @@ use std::collections::{BTreeMap, HashMap};
 use super::{Footprint, Target, Tunable};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
-use crate::kernels::Variant;
+use crate::families::Variant;
 use crate::rng::SplitMix64;
 
-/// One tunable parameter and its candidate values, in the order neighbourhood-based
-/// strategies walk them (so they should be sorted).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Param {
-    /// Name in cache entries, tables, plots and T4 `configuration` objects.
-    pub name: &'static str,
-    pub values: Vec<u32>,
-}
-
-impl Param {
-    pub fn new(name: &'static str, values: &[u32]) -> Param {
-        Param { name, values: values.to_vec() }
-    }
-}
+pub use crate::family::space::Param;
 
 /// One config: a value per parameter, in the order of [`SearchSpace::params`].
 pub type Point = Vec<u32>;

@@ -433,8 +433,8 @@ impl RustKernels for CudaBackend {
         self.kernel(name)
     }
 
-    fn rust_variants(&self) -> &'static [crate::kernels::Variant] {
-        &[crate::kernels::Variant::LaunchSized, crate::kernels::Variant::CudaStatic]
+    fn rust_variants(&self) -> &'static [crate::backend::Variant] {
+        &[crate::backend::Variant::LaunchSized, crate::backend::Variant::CudaStatic]
     }
 
     fn static_kernel(&self, src: &CudaSource) -> Result<(Self::Kernel, u32)> {

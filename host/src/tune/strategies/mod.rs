@@ -290,8 +290,8 @@ pub(crate) mod tests {
     use super::*;
     use crate::backend::BackendKind;
     use crate::error::Result;
-    use crate::kernels::Variant;
-    use crate::tune::{Footprint, Param, Target, Tunable, TuneBackend};
+    use crate::families::Variant;
+    use crate::tune::{Footprint, Param, Target, Tunable};
 
     /// A synthetic family: two parameters of 16 values each, with a smooth bowl of a cost
     /// whose minimum is at (11, 5), and every config with x + y == 7 filtered out.
@@ -319,13 +319,13 @@ pub(crate) mod tests {
         fn config(&self, p: &[u32]) -> serde_json::Value {
             serde_json::json!({"x": p[0], "y": p[1]})
         }
-        fn prepare<'b, B: TuneBackend>(
+        fn prepare<'b, B: crate::families::FamilyBackend>(
             &self,
             _: &'b B,
             _: Variant,
             _: &[u32],
             _: u64,
-        ) -> Result<Box<dyn crate::kernels::Workload + 'b>> {
+        ) -> Result<Box<dyn crate::families::Workload + 'b>> {
             unreachable!("synthetic")
         }
     }

@@ -1,0 +1,212 @@
+//! 1-D convolution, host side: problem, configs, the WGSL form beside it (`conv1d.wgsl`),
+//! the CPU reference and the [`Workload`]. The device algorithm is documented in
+//! `dynsmem_kernels::conv1d`.
+
+use dynsmem_kernels::conv1d::{Conv1dConfig, MAX_TAPS, OUTPUTS_PER_THREAD, entry_name};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::error::Result;
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+mod family;
+mod tune;
+
+pub use family::Conv1d;
+
+pub(crate) const WGSL_TEMPLATE: &str = include_str!("conv1d.wgsl");
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("conv1d.cu");
+
+/// `n` samples through a `taps`-tap filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Conv1dProblem {
+    pub n: u64,
+    pub taps: u32,
+}
+
+/// 128 threads x 8 outputs, 4 outputs for fewer than 8 taps (less zero padding of the
+/// taps), tuned on the H100 (provenance in `NOTES.md`); 16 x 4 on the CPU backend.
+pub fn default_config<B: FamilyBackend>(backend: &B, taps: u32) -> Conv1dConfig {
+    if backend.kind() == BackendKind::Cpu {
+        Conv1dConfig { block: 16, outputs_per_thread: 4 }
+    } else if taps < 8 {
+        Conv1dConfig { block: 128, outputs_per_thread: 4 }
+    } else {
+        Conv1dConfig { block: 128, outputs_per_thread: 8 }
+    }
+}
+
+/// Index of tile element `i` in the WGSL form's scalar tile: one padding float after every
+/// 32, so that thread `t`'s reads of element `t*R + c` spread over the banks.
+fn wgsl_padded(i: u32) -> u32 {
+    i + i / 32
+}
+
+pub(crate) fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Variant) -> WgslSpec {
+    let outputs = cfg.block as u64 * cfg.outputs_per_thread as u64;
+    let kp = cfg.padded_taps(problem.taps);
+    let tile_cap = wgsl_padded((outputs + kp as u64).min(u32::MAX as u64 / 2) as u32) + 1;
+    let (sizing, constants) = wgsl_sizing(
+        variant,
+        &[
+            ("BLOCK", "u32", cfg.block as f64),
+            ("TAPS", "u32", problem.taps as f64),
+            ("KP", "u32", kp as f64),
+            ("TILE_CAP", "u32", tile_cap as f64),
+        ],
+    );
+    WgslSpec {
+        name: format!("conv1d_f32_r{}[{variant},taps={},block={}]", cfg.outputs_per_thread, problem.taps, cfg.block),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("R", &cfg.outputs_per_thread.to_string())]),
+        entry: "conv1d",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: ((tile_cap as u64 + kp as u64) * 4).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// The cuda-static kernel: `conv1d.cu` with the outputs per thread, taps, padded taps and
+/// block as defines; its static arrays are the Rust kernel's layout (tile and halo, and
+/// the shifted taps, as vectors).
+pub fn cuda_source(problem: &Conv1dProblem, cfg: &Conv1dConfig) -> CudaSource {
+    CudaSource {
+        name: format!("conv1d_f32_r{}[cuda-static,taps={},block={}]", cfg.outputs_per_thread, problem.taps, cfg.block),
+        source: CUDA_SOURCE,
+        file: "conv1d.cu",
+        entry: "conv1d_static",
+        defines: vec![
+            ("OUTS", cfg.outputs_per_thread.to_string()),
+            ("TAPS", problem.taps.to_string()),
+            ("KP", cfg.padded_taps(problem.taps).to_string()),
+            ("BLOCK", cfg.block.to_string()),
+        ],
+        static_bytes: cfg.shared_bytes(problem.taps).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller blocks (every
+/// default fits: 128 x 8 outputs and 129 taps are 4.7 KB).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &Conv1dProblem,
+    cfg: Conv1dConfig,
+) -> (Conv1dConfig, Option<String>) {
+    let fallbacks = super::halvings(cfg.block, 32).map(|block| Conv1dConfig { block, ..cfg });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.taps).ok())
+}
+
+/// The CPU reference in f64 and, per output, the sum of `|w_k x_j|` its rounding error
+/// scales with.
+pub fn reference(x: &[f32], w: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let half = w.len() / 2;
+    let n = x.len();
+    let both = crate::par::map(n, |i| {
+        let (mut y, mut scale) = (0.0f64, 0.0f64);
+        for (k, &wk) in w.iter().enumerate() {
+            let j = i + k;
+            if j >= half && j - half < n {
+                let p = wk as f64 * x[j - half] as f64;
+                y += p;
+                scale += p.abs();
+            }
+        }
+        (y, scale)
+    });
+    both.into_iter().unzip()
+}
+
+pub struct Conv1dWorkload<'b, B: FamilyBackend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: Conv1dProblem,
+    config: Conv1dConfig,
+    x: Buffer<B::Raw, f32>,
+    w: Buffer<B::Raw, f32>,
+    y: Buffer<B::Raw, f32>,
+    expected: (Vec<f64>, Vec<f64>),
+}
+
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: Conv1dProblem,
+    config: Conv1dConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<Conv1dWorkload<'b, B>> {
+    let Conv1dProblem { n, taps } = problem;
+    let entry = entry_name(config.outputs_per_thread).ok_or_else(|| {
+        invalid(
+            "conv1d_f32",
+            format!(
+                "outputs_per_thread {} is not in the image (one of {OUTPUTS_PER_THREAD:?})",
+                config.outputs_per_thread
+            ),
+        )
+    })?;
+    if taps.is_multiple_of(2) || !(3..=MAX_TAPS).contains(&taps) {
+        return Err(invalid_problem(entry, format!("taps = {taps}: an odd number from 3 to {MAX_TAPS}")));
+    }
+    if config.block == 0 {
+        return Err(invalid(entry, "block must be at least 1 thread"));
+    }
+    if backend.kind() == BackendKind::Wgsl && n > (u32::MAX / 2) as u64 {
+        return Err(invalid_problem(entry, format!("n = {n}: the WGSL path indexes with u32")));
+    }
+    let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
+    let cuda = || cuda_source(&problem, &config);
+    let kernel =
+        Prepared::new(backend, entry, config.shared_bytes(taps), config.grid(n), config.block, variant, &wgsl, &cuda)?;
+    let mut rng = SplitMix64::new(seed);
+    let xs: Vec<f32> = (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
+    let ws: Vec<f32> = (0..taps).map(|_| (rng.next_f32() * 2.0 - 1.0) / taps as f32).collect();
+    let expected = reference(&xs, &ws);
+    let x = backend.htod(&xs)?;
+    let w = backend.htod(&ws)?;
+    let y = backend.htod(&vec![f32::NAN; n as usize])?;
+    Ok(Conv1dWorkload { backend, kernel, problem, config, x, w, y, expected })
+}
+
+impl<B: FamilyBackend> Workload for Conv1dWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        2 * self.problem.n * 4
+    }
+    fn flops(&self) -> f64 {
+        2.0 * self.problem.n as f64 * self.problem.taps as f64
+    }
+    fn run(&self) -> Result<()> {
+        let dims = self.kernel.dims(self.config.grid(self.problem.n), self.config.block);
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            dims,
+            &[self.x.arg(), self.w.arg(), self.y.arg(), Arg::U64(self.problem.n), Arg::U32(self.problem.taps)],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.y)?;
+        let (y, scale) = &self.expected;
+        let tol = Tolerance::summation::<f32>(self.problem.taps as u64);
+        check_slice(&self.kernel.name, y, &got, |i| scale[i], tol)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reference_pads_with_zeros() {
+        let (y, _) = super::reference(&[1.0, 2.0, 3.0], &[1.0, 10.0, 100.0]);
+        // y[i] = x[i-1] + 10 x[i] + 100 x[i+1]
+        assert_eq!(y, vec![210.0, 321.0, 32.0]);
+    }
+}

@@ -1,0 +1,93 @@
+//! Histogram's face to the registry: its command-line options, defaults and bench cases.
+
+use dynsmem_kernels::histogram::HistogramConfig;
+
+use super::HistogramProblem;
+use crate::backend::Variant;
+use crate::error::Result;
+use crate::families::{FamilyBackend, Workload, bytes_of};
+use crate::family::space::Tuner;
+use crate::family::{BenchCase, Family, Sizes};
+
+pub struct Histogram;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// Keys (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
+    #[arg(long)]
+    pub n: Option<u64>,
+    #[arg(long, default_value_t = 256)]
+    pub bins: u32,
+    /// Percent of keys outside [0, bins) (not counted).
+    #[arg(id = "out_of_range_pct", long = "out-of-range", default_value_t = 0)]
+    pub out_of_range: u32,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigArgs {
+    #[arg(long)]
+    pub block: Option<u32>,
+    #[arg(long)]
+    pub grid: Option<u32>,
+    /// Private copies of the bins per block.
+    #[arg(long)]
+    pub copies: Option<u32>,
+}
+
+impl Family for Histogram {
+    const NAME: &'static str = "histogram";
+    const ABOUT: &'static str = "Counts of u32 keys in bins held in workgroup memory.";
+    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    type Problem = HistogramProblem;
+    type Config = HistogramConfig;
+    type ProblemArgs = ProblemArgs;
+    type ConfigArgs = ConfigArgs;
+    type Tunable = Tuner<Self>;
+
+    fn problem(a: &ProblemArgs, sizes: &Sizes) -> HistogramProblem {
+        HistogramProblem { n: a.n.unwrap_or(sizes.n), bins: a.bins, out_of_range_pct: a.out_of_range }
+    }
+    fn config(a: &ConfigArgs, d: &HistogramConfig) -> HistogramConfig {
+        HistogramConfig {
+            block: a.block.unwrap_or(d.block),
+            grid: a.grid.unwrap_or(d.grid),
+            copies: a.copies.unwrap_or(d.copies),
+        }
+    }
+    fn default_config<B: FamilyBackend>(backend: &B, p: &HistogramProblem) -> HistogramConfig {
+        super::default_config(backend, p)
+    }
+    fn fit_config<B: FamilyBackend>(
+        backend: &B,
+        variant: Variant,
+        p: &HistogramProblem,
+        config: HistogramConfig,
+    ) -> (HistogramConfig, Option<String>) {
+        super::fit_config(backend, variant, p, config)
+    }
+    fn prepare<'b, B: FamilyBackend>(
+        backend: &'b B,
+        p: &HistogramProblem,
+        c: &HistogramConfig,
+        variant: Variant,
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        Ok(Box::new(super::prepare(backend, *p, *c, variant, seed)?))
+    }
+    fn anchor_bytes(p: &HistogramProblem) -> Option<u64> {
+        Some(bytes_of(p.n, 4))
+    }
+    /// 256 and 4096 bins, and 49152 (192 KB of bins: past the 48 KB static limit).
+    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
+        [256, 4096, 49_152]
+            .into_iter()
+            .map(|bins| {
+                let problem = HistogramProblem { n: sizes.n, bins, out_of_range_pct: 0 };
+                BenchCase { problem, config: super::default_config(backend, &problem) }
+            })
+            .collect()
+    }
+    fn tunable(problem: HistogramProblem) -> Option<Tuner<Self>> {
+        Some(Tuner::new(problem))
+    }
+}

@@ -1,0 +1,261 @@
+//! Histogram of `u32` keys, host side: problem, configs, the WGSL form beside it
+//! (`histogram.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
+//! documented in `dynsmem_kernels::histogram`.
+
+use dynsmem_kernels::histogram::HistogramConfig;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::error::Result;
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+mod family;
+mod tune;
+
+pub use family::Histogram;
+
+pub(crate) const WGSL_TEMPLATE: &str = include_str!("histogram.wgsl");
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("histogram.cu");
+const KERNEL: &str = "histogram_u32";
+/// The WGSL path indexes keys with u32 and strides past the end: it takes fewer keys.
+const WGSL_MAX_KEYS: u64 = 1 << 31;
+
+/// `n` keys into `bins` bins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HistogramProblem {
+    pub n: u64,
+    pub bins: u32,
+    /// Share of keys drawn from outside `[0, bins)` (not counted), in percent; 0 for
+    /// uniform keys, as the benchmarks use.
+    pub out_of_range_pct: u32,
+}
+
+/// Resident blocks that fill the device once for a kernel of `block` threads and
+/// `shared` launch-sized bytes per block (where the backend reports multiprocessors).
+pub(crate) fn resident_grid<B: Backend>(backend: &B, block: u32, shared: u32) -> u32 {
+    let l = &backend.info().limits;
+    let per_sm_threads = (2048 / block.max(1)).max(1);
+    let per_sm_smem = match (l.shared_per_multiprocessor, shared) {
+        (Some(sm), s) if s > 0 => (sm / s.saturating_add(1024)).max(1),
+        _ => per_sm_threads,
+    };
+    let per_sm = per_sm_threads.min(per_sm_smem).min(32);
+    match l.multiprocessors {
+        Some(m) => m * per_sm,
+        None => 1024,
+    }
+}
+
+/// The default config for `problem` on `backend`: 8 private copies where they fit a
+/// 32 KB budget (less contention on popular bins), one copy otherwise; one resident wave
+/// of blocks walking the keys grid-stride.
+pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem) -> HistogramConfig {
+    let is_cpu_backend = backend.kind() == BackendKind::Cpu;
+    let block = if is_cpu_backend {
+        32
+    } else if problem.bins > 16_384 {
+        1024
+    } else {
+        512
+    };
+    let copies = (32 * 1024 / (problem.bins.max(1) * 4)).clamp(1, 8);
+    let shared = problem.bins.saturating_mul(copies).saturating_mul(4);
+    let grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) };
+    HistogramConfig { block, grid, copies }
+}
+
+pub(crate) fn wgsl_spec(problem: &HistogramProblem, cfg: &HistogramConfig, variant: Variant) -> WgslSpec {
+    let (sizing, constants) = wgsl_sizing(
+        variant,
+        &[
+            ("BLOCK", "u32", cfg.block as f64),
+            ("BINS", "u32", problem.bins as f64),
+            ("COPIES", "u32", cfg.copies as f64),
+        ],
+    );
+    WgslSpec {
+        name: format!("{KERNEL}[{variant},bins={},copies={},block={}]", problem.bins, cfg.copies, cfg.block),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        entry: "histogram",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: (problem.bins as u64 * cfg.copies as u64 * 4).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// The cuda-static kernel: `histogram.cu` with the bins, copies and block as defines; its
+/// static array is the Rust kernel's layout (`copies * bins` counters).
+pub fn cuda_source(problem: &HistogramProblem, cfg: &HistogramConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{KERNEL}[cuda-static,bins={},copies={},block={}]", problem.bins, cfg.copies, cfg.block),
+        source: CUDA_SOURCE,
+        file: "histogram.cu",
+        entry: "histogram_static",
+        defines: vec![
+            ("BINS", problem.bins.to_string()),
+            ("COPIES", cfg.copies.to_string()),
+            ("BLOCK", cfg.block.to_string()),
+        ],
+        static_bytes: cfg.shared_bytes(problem.bins).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): fewer private copies
+/// of the bins, down to one; none fits when one copy is over the static limit (49152 bins
+/// of 4 bytes are 192 KB, four times the 48 KB a static array may hold).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &HistogramProblem,
+    cfg: HistogramConfig,
+) -> (HistogramConfig, Option<String>) {
+    let fallbacks = (1..cfg.copies).rev().map(|copies| HistogramConfig { copies, ..cfg });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.bins).ok())
+}
+
+/// Keys from `seed`: uniform in `[0, bins)`, with `out_of_range_pct` percent drawn from
+/// `[bins, 2 * bins + 16)` instead.
+pub fn inputs(problem: &HistogramProblem, seed: u64) -> Vec<u32> {
+    let mut rng = SplitMix64::new(seed);
+    let bins = problem.bins.max(1) as u64;
+    (0..problem.n)
+        .map(|_| {
+            if problem.out_of_range_pct > 0 && rng.below(100) < problem.out_of_range_pct as u64 {
+                (bins + rng.below(bins + 16)) as u32
+            } else {
+                rng.below(bins) as u32
+            }
+        })
+        .collect()
+}
+
+/// The CPU reference: the count of each bin; keys `>= bins` are not counted.
+pub fn reference(keys: &[u32], bins: u32) -> Vec<u32> {
+    let mut counts = vec![0u32; bins as usize];
+    for &k in keys {
+        if k < bins {
+            counts[k as usize] += 1;
+        }
+    }
+    counts
+}
+
+/// A validated histogram config with its keys uploaded and its reference computed.
+pub struct HistogramWorkload<'b, B: FamilyBackend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: HistogramProblem,
+    config: HistogramConfig,
+    keys: Buffer<B::Raw, u32>,
+    bins: Buffer<B::Raw, u32>,
+    expected: Vec<u32>,
+}
+
+/// Validates `problem` and `config` for `backend` (nothing is launched when this fails),
+/// builds the kernel, uploads keys from `seed` and computes the reference.
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: HistogramProblem,
+    config: HistogramConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<HistogramWorkload<'b, B>> {
+    if problem.bins == 0 {
+        return Err(invalid_problem(KERNEL, "a histogram needs at least one bin"));
+    }
+    if config.copies == 0 || config.block == 0 || config.grid == 0 {
+        return Err(invalid(KERNEL, format!("block, grid and copies must be at least 1 (got {config:?})")));
+    }
+    if problem.out_of_range_pct > 100 {
+        return Err(invalid_problem(
+            KERNEL,
+            format!("out_of_range_pct = {}: a share of the keys, at most 100", problem.out_of_range_pct),
+        ));
+    }
+    if backend.kind() == BackendKind::Wgsl {
+        super::check_index(KERNEL, "n", problem.n, WGSL_MAX_KEYS, "WGSL u32 (grid-stride)")?;
+    }
+    // Keys and bins on the device; keys, the reference and its f64 copy on the host.
+    let (keys_bytes, bins_bytes) = (super::bytes_of(problem.n, 4), problem.bins as u64 * 4);
+    super::check_footprint(
+        backend,
+        KERNEL,
+        keys_bytes.saturating_add(bins_bytes),
+        keys_bytes.saturating_add(3 * bins_bytes),
+    )?;
+    let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
+    let cuda = || cuda_source(&problem, &config);
+    let kernel = Prepared::new(
+        backend,
+        KERNEL,
+        config.shared_bytes(problem.bins),
+        config.grid,
+        config.block,
+        variant,
+        &wgsl,
+        &cuda,
+    )?;
+    let data = inputs(&problem, seed);
+    let expected = reference(&data, problem.bins);
+    let keys = backend.htod(&data)?;
+    let bins = backend.alloc::<u32>(problem.bins as usize)?;
+    Ok(HistogramWorkload { backend, kernel, problem, config, keys, bins, expected })
+}
+
+impl<B: FamilyBackend> Workload for HistogramWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        self.problem.n * 4 + self.problem.bins as u64 * 4
+    }
+    fn run(&self) -> Result<()> {
+        self.backend.fill_zero(&self.bins)?;
+        let dims = self.kernel.dims(self.config.grid, self.config.block);
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            dims,
+            &[
+                self.keys.arg(),
+                Arg::U64(self.problem.n),
+                self.bins.arg(),
+                Arg::U32(self.problem.bins),
+                Arg::U32(self.config.copies),
+            ],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.bins)?;
+        let expected: Vec<f64> = self.expected.iter().map(|&c| c as f64).collect();
+        check_slice(&self.kernel.name, &expected, &got, |_| 0.0, Tolerance::EXACT)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_ignores_keys_past_the_last_bin() {
+        assert_eq!(reference(&[0, 1, 1, 3, 4, 99], 4), vec![1, 2, 0, 1]);
+        assert_eq!(reference(&[], 2), vec![0, 0]);
+    }
+
+    #[test]
+    fn inputs_respect_the_out_of_range_share() {
+        let p = HistogramProblem { n: 10_000, bins: 256, out_of_range_pct: 10 };
+        let keys = inputs(&p, 3);
+        let out = keys.iter().filter(|&&k| k >= 256).count();
+        assert!((800..1200).contains(&out), "{out}");
+        let uniform = inputs(&HistogramProblem { out_of_range_pct: 0, ..p }, 3);
+        assert!(uniform.iter().all(|&k| k < 256));
+    }
+}

@@ -1,0 +1,51 @@
+//! Histogram: block, private copies of the bins per block, grid (in whole waves of the
+//! device's multiprocessors where it reports them).
+
+use dynsmem_kernels::histogram::HistogramConfig;
+
+use super::Histogram;
+use crate::backend::BackendKind;
+use crate::families::Variant;
+use crate::families::histogram::{HistogramProblem, wgsl_spec};
+use crate::families::layout_reason;
+use crate::tune::{Footprint, Param, Space, Target};
+
+impl Space for Histogram {
+    fn params(target: &Target, _: &HistogramProblem) -> Vec<Param> {
+        if target.backend == BackendKind::Cpu {
+            // Workgroups run one after another there: few blocks.
+            return vec![
+                Param::new("block", &[8, 16, 32, 64]),
+                Param::new("copies", &[1, 2, 4]),
+                Param::new("grid", &[1, 2, 4, 8]),
+            ];
+        }
+        let grids: Vec<u32> = match target.limits.multiprocessors {
+            Some(m) => [1, 2, 4, 8, 16].iter().map(|w| w * m).collect(),
+            None => vec![64, 128, 256, 512, 1024, 2048],
+        };
+        vec![
+            Param::new("block", &[128, 256, 512, 1024]),
+            Param::new("copies", &[1, 2, 4, 8, 16]),
+            Param { name: "grid", values: grids },
+        ]
+    }
+
+    fn config_of(point: &[u32]) -> HistogramConfig {
+        HistogramConfig { block: point[0], copies: point[1], grid: point[2] }
+    }
+
+    fn check(
+        problem: &HistogramProblem,
+        config: &HistogramConfig,
+        _: &Target,
+    ) -> std::result::Result<Footprint, String> {
+        let cfg = *config;
+        if cfg.block == 0 || cfg.copies == 0 || cfg.grid == 0 {
+            return Err("block, copies and grid must be at least 1".into());
+        }
+        let launch_bytes = cfg.shared_bytes(problem.bins).map_err(layout_reason)?;
+        let static_bytes = wgsl_spec(problem, &cfg, Variant::WgslLiteral).static_bytes;
+        Ok(Footprint { threads: cfg.block, grid: cfg.grid, launch_bytes, static_bytes })
+    }
+}

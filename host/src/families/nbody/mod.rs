@@ -1,0 +1,241 @@
+//! One n-body time step, host side: problem, configs, the WGSL form beside it
+//! (`nbody.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
+//! documented in `dynsmem_kernels::nbody`.
+
+use dynsmem_kernels::nbody::{FLOPS_PER_INTERACTION, NbodyConfig};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::error::Result;
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+mod family;
+mod tune;
+
+pub use family::Nbody;
+
+pub(crate) const WGSL_TEMPLATE: &str = include_str!("nbody.wgsl");
+const KERNEL: &str = "nbody_step_f32";
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("nbody.cu");
+/// Bodies whose result is checked against the f64 reference (all of them when fewer):
+/// the reference is O(n) per body.
+const CHECKED_BODIES: usize = 256;
+
+/// `n` bodies, one step of `dt`, softening length `softening`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NbodyProblem {
+    pub n: u32,
+    pub dt: f32,
+    pub softening: f32,
+}
+
+impl NbodyProblem {
+    pub fn new(n: u32) -> NbodyProblem {
+        NbodyProblem { n, dt: 0.01, softening: 0.01 }
+    }
+}
+
+/// 256 threads, tiles of 256 bodies (32 x 64 on the CPU backend).
+pub fn default_config<B: FamilyBackend>(backend: &B) -> NbodyConfig {
+    if backend.kind() == BackendKind::Cpu {
+        NbodyConfig { block: 32, tile: 64 }
+    } else {
+        NbodyConfig { block: 256, tile: 256 }
+    }
+}
+
+fn wgsl_spec(cfg: &NbodyConfig, variant: Variant) -> WgslSpec {
+    let (sizing, constants) =
+        wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("TILE", "u32", cfg.tile as f64)]);
+    WgslSpec {
+        name: format!("{KERNEL}[{variant},tile={},block={}]", cfg.tile, cfg.block),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        entry: "nbody_step",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: wgsl_static_bytes(cfg),
+    }
+}
+
+/// Bytes of the WGSL form's static tile: 16 per body.
+pub fn wgsl_static_bytes(cfg: &NbodyConfig) -> u32 {
+    (cfg.tile as u64 * 16).min(u32::MAX as u64) as u32
+}
+
+/// The cuda-static kernel: `nbody.cu` with the tile and block as defines; its static array
+/// is the Rust kernel's layout (`tile` bodies of 16 bytes).
+pub fn cuda_source(cfg: &NbodyConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{KERNEL}[cuda-static,tile={},block={}]", cfg.tile, cfg.block),
+        source: CUDA_SOURCE,
+        file: "nbody.cu",
+        entry: "nbody_static",
+        defines: vec![("TILE", cfg.tile.to_string()), ("BLOCK", cfg.block.to_string())],
+        static_bytes: cfg.shared_bytes().unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller tiles (the
+/// default 256 bodies fit: 4 KB).
+pub fn fit_config<B: Backend>(backend: &B, variant: Variant, cfg: NbodyConfig) -> (NbodyConfig, Option<String>) {
+    let fallbacks = super::halvings(cfg.tile, 1).map(|tile| NbodyConfig { tile, ..cfg });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
+}
+
+/// The f64 reference for body `i`: new position and velocity (`[x, y, z, m]`,
+/// `[vx, vy, vz, 0]`) and the error scale of each component.
+pub fn reference_body(pos: &[[f32; 4]], vel: &[[f32; 4]], i: usize, p: &NbodyProblem) -> ([f64; 8], [f64; 8]) {
+    let me = pos[i].map(|v| v as f64);
+    let eps2 = (p.softening as f64).powi(2);
+    let (mut a, mut scale) = ([0.0f64; 3], [0.0f64; 3]);
+    for b in pos {
+        let d = [b[0] as f64 - me[0], b[1] as f64 - me[1], b[2] as f64 - me[2]];
+        let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + eps2;
+        let s = b[3] as f64 / (r2 * r2.sqrt());
+        for c in 0..3 {
+            a[c] += d[c] * s;
+            scale[c] += (d[c] * s).abs();
+        }
+    }
+    let dt = p.dt as f64;
+    let v = vel[i].map(|v| v as f64);
+    let nv = [v[0] + a[0] * dt, v[1] + a[1] * dt, v[2] + a[2] * dt];
+    let np = [me[0] + nv[0] * dt, me[1] + nv[1] * dt, me[2] + nv[2] * dt];
+    let sv = [v[0].abs() + scale[0] * dt, v[1].abs() + scale[1] * dt, v[2].abs() + scale[2] * dt];
+    let sp = [me[0].abs() + sv[0] * dt, me[1].abs() + sv[1] * dt, me[2].abs() + sv[2] * dt];
+    ([np[0], np[1], np[2], me[3], nv[0], nv[1], nv[2], 0.0], [sp[0], sp[1], sp[2], 0.0, sv[0], sv[1], sv[2], 0.0])
+}
+
+pub struct NbodyWorkload<'b, B: FamilyBackend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: NbodyProblem,
+    config: NbodyConfig,
+    pos: Buffer<B::Raw, f32>,
+    vel: Buffer<B::Raw, f32>,
+    new_pos: Buffer<B::Raw, f32>,
+    new_vel: Buffer<B::Raw, f32>,
+    /// (body, expected, scale) for the checked bodies.
+    expected: Vec<(usize, [f64; 8], [f64; 8])>,
+}
+
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: NbodyProblem,
+    config: NbodyConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<NbodyWorkload<'b, B>> {
+    if config.block == 0 || config.tile == 0 {
+        return Err(invalid(KERNEL, format!("block and tile must be at least 1 (got {config:?})")));
+    }
+    if problem.softening.is_nan() || problem.softening <= 0.0 || !problem.dt.is_finite() {
+        return Err(invalid_problem(KERNEL, "softening must be positive and dt finite"));
+    }
+    // Body indices are u32: `block_idx * block + tid` over the grid, and the tile start
+    // `j0`, which steps by `tile` past the last body (a wrap there would never end).
+    let n = problem.n as u64;
+    let threads = config.grid(problem.n) as u64 * config.block as u64;
+    super::check_index(KERNEL, "grid * block", threads, u32::MAX as u64 + 1, "u32 (body index)")?;
+    super::check_index(KERNEL, "n + tile", n + config.tile as u64, u32::MAX as u64, "u32 (tile start)")?;
+    // Four 16-byte-per-body buffers on the device; positions and velocities (twice: as
+    // generated and flattened), the NaN fill and the read-back on the host.
+    super::check_footprint(backend, KERNEL, super::bytes_of(n, 64), super::bytes_of(n, 112))?;
+    let wgsl = |v: Variant| wgsl_spec(&config, v);
+    let cuda = || cuda_source(&config);
+    let kernel = Prepared::new(
+        backend,
+        KERNEL,
+        config.shared_bytes(),
+        config.grid(problem.n),
+        config.block,
+        variant,
+        &wgsl,
+        &cuda,
+    )?;
+    let n = problem.n as usize;
+    let mut rng = SplitMix64::new(seed);
+    let mut u = || rng.next_f32() * 2.0 - 1.0;
+    let pos: Vec<[f32; 4]> = (0..n).map(|_| [u(), u(), u(), (1.0 + 0.5 * u()) / n.max(1) as f32]).collect();
+    let vel: Vec<[f32; 4]> = (0..n).map(|_| [0.1 * u(), 0.1 * u(), 0.1 * u(), 0.0]).collect();
+    let mut pick = SplitMix64::new(seed ^ 0x5eed);
+    let bodies: Vec<usize> = if n <= CHECKED_BODIES {
+        (0..n).collect()
+    } else {
+        let mut b: Vec<usize> = (0..CHECKED_BODIES - 2).map(|_| pick.below(n as u64) as usize).collect();
+        b.extend([0, n - 1]);
+        b
+    };
+    let expected = bodies
+        .into_iter()
+        .map(|i| {
+            let (e, s) = reference_body(&pos, &vel, i, &problem);
+            (i, e, s)
+        })
+        .collect();
+    let flat = |v: &[[f32; 4]]| v.iter().flatten().copied().collect::<Vec<f32>>();
+    let nan = vec![f32::NAN; 4 * n];
+    Ok(NbodyWorkload {
+        backend,
+        kernel,
+        problem,
+        config,
+        pos: backend.htod(&flat(&pos))?,
+        vel: backend.htod(&flat(&vel))?,
+        new_pos: backend.htod(&nan)?,
+        new_vel: backend.htod(&nan)?,
+        expected,
+    })
+}
+
+impl<B: FamilyBackend> Workload for NbodyWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        0
+    }
+    fn flops(&self) -> f64 {
+        self.problem.n as f64 * self.problem.n as f64 * FLOPS_PER_INTERACTION as f64
+    }
+    fn run(&self) -> Result<()> {
+        let p = &self.problem;
+        let dims = self.kernel.dims(self.config.grid(p.n), self.config.block);
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            dims,
+            &[
+                self.pos.arg(),
+                self.vel.arg(),
+                self.new_pos.arg(),
+                self.new_vel.arg(),
+                Arg::U32(p.n),
+                Arg::F32(p.dt),
+                Arg::F32(p.softening * p.softening),
+                Arg::U32(self.config.tile),
+            ],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let pos = self.backend.dtoh(&self.new_pos)?;
+        let vel = self.backend.dtoh(&self.new_vel)?;
+        let (mut expected, mut scale, mut got) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, e, s) in &self.expected {
+            expected.extend_from_slice(e);
+            scale.extend_from_slice(s);
+            got.extend_from_slice(&pos[4 * i..4 * i + 4]);
+            got.extend_from_slice(&vel[4 * i..4 * i + 4]);
+        }
+        // Sums of n terms, each with an approximate reciprocal square root on GPUs.
+        let tol = Tolerance { rtol: 2.0 * self.problem.n.max(1) as f64 * f32::EPSILON as f64 + 1e-5, atol: 1e-12 };
+        check_slice(&self.kernel.name, &expected, &got, |k| scale[k], tol)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,151 @@
+//! Reduce: block, items per thread, staged (0/1).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use dynsmem_kernels::Dtype;
+
+use super::Reduce;
+use crate::backend::Buffer;
+use crate::error::Result;
+use crate::families::layout_reason;
+use crate::families::reduce::{
+    ReduceConfig, ReduceElement, ReduceKernels, ReducePlan, ReduceProblem, Reference, reference, wgsl_static_bytes,
+};
+use crate::families::{KernelInfo, Variant, Workload};
+use crate::tune::{Footprint, Param, Space, Target};
+
+/// Inputs and reference of one seed, generated once and shared by every config.
+enum Inputs {
+    F32(Vec<f32>, Reference),
+    U32(Vec<u32>, Reference),
+}
+
+thread_local! {
+    /// The inputs and reference of the last problem and seed prepared on this thread:
+    /// every config of a sweep or a bench reduces the same inputs, generated once.
+    static INPUTS: RefCell<Option<(ReduceProblem, u64, Rc<Inputs>)>> = const { RefCell::new(None) };
+}
+
+fn shared_inputs(problem: &ReduceProblem, seed: u64) -> Rc<Inputs> {
+    INPUTS.with_borrow_mut(|slot| {
+        if let Some((p, s, i)) = slot.as_ref()
+            && p == problem
+            && *s == seed
+        {
+            return i.clone();
+        }
+        // Drop the last inputs before making the next (they can be gigabytes).
+        *slot = None;
+        let n = problem.n as usize;
+        let inputs = Rc::new(match problem.dtype {
+            Dtype::F32 => {
+                let d = f32::inputs(n, seed);
+                let r = reference(problem.op, &d);
+                Inputs::F32(d, r)
+            }
+            Dtype::U32 => {
+                let d = u32::inputs(n, seed);
+                let r = reference(problem.op, &d);
+                Inputs::U32(d, r)
+            }
+        });
+        *slot = Some((*problem, seed, inputs.clone()));
+        inputs
+    })
+}
+
+/// One reduce config, validated, with its inputs (shared, see [`shared_inputs`]) uploaded.
+pub fn prepare<'b, B: ReduceKernels>(
+    backend: &'b B,
+    problem: ReduceProblem,
+    config: ReduceConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<Box<dyn Workload + 'b>> {
+    let plan = ReducePlan::new(backend, problem, config, variant)?;
+    let inputs = shared_inputs(&problem, seed);
+    Ok(match &*inputs {
+        Inputs::F32(d, r) => Box::new(ReduceWork::new(backend, plan, d, *r)?),
+        Inputs::U32(d, r) => Box::new(ReduceWork::new(backend, plan, d, *r)?),
+    })
+}
+
+impl Space for Reduce {
+    fn params(target: &Target, _: &ReduceProblem) -> Vec<Param> {
+        if target.backend == crate::backend::BackendKind::Cpu {
+            vec![
+                Param::new("block", &[4, 8, 16, 32, 64]),
+                Param::new("ipt", &[4, 8, 16, 32, 64, 128]),
+                Param::new("staged", &[0, 1]),
+            ]
+        } else {
+            vec![
+                Param::new("block", &[32, 64, 128, 256, 512, 1024]),
+                Param::new("ipt", &[1, 2, 4, 8, 16, 32, 64, 128]),
+                Param::new("staged", &[0, 1]),
+            ]
+        }
+    }
+
+    fn config_of(point: &[u32]) -> ReduceConfig {
+        ReduceConfig { block: point[0], items_per_thread: point[1], staged: point[2] != 0 }
+    }
+
+    fn check(problem: &ReduceProblem, cfg: &ReduceConfig, _: &Target) -> std::result::Result<Footprint, String> {
+        if cfg.block == 0 || cfg.items_per_thread == 0 {
+            return Err("block and items per thread must be at least 1".into());
+        }
+        if cfg.chunk().is_none_or(|c| c > u32::MAX as u64) {
+            return Err("block * items per thread does not fit the kernel's u32 chunk index".into());
+        }
+        if cfg.pass_count(problem.n).is_none() {
+            return Err("a chunk of one element: the passes never reach one value".into());
+        }
+        let launch_bytes = cfg.shared_bytes(problem.dtype).map_err(layout_reason)?;
+        let static_bytes = wgsl_static_bytes(problem.dtype, cfg).ok_or("static arrays over 4 GiB")?;
+        Ok(Footprint { threads: cfg.block, grid: cfg.grid(problem.n), launch_bytes, static_bytes })
+    }
+}
+
+/// A reduce plan with its input uploaded and its partial buffers allocated: one run is
+/// every pass; the check reads the final partial and holds it to the reference.
+struct ReduceWork<'b, B: ReduceKernels, T: ReduceElement> {
+    backend: &'b B,
+    plan: ReducePlan<'b, B>,
+    input: Buffer<B::Raw, T>,
+    partials: [Buffer<B::Raw, T>; 2],
+    reference: Reference,
+}
+
+impl<'b, B: ReduceKernels, T: ReduceElement> ReduceWork<'b, B, T> {
+    fn new(backend: &'b B, plan: ReducePlan<'b, B>, data: &[T], reference: Reference) -> Result<Self> {
+        let input = backend.htod(data)?;
+        let partials = plan.alloc_partials::<T>()?;
+        Ok(ReduceWork { backend, plan, input, partials, reference })
+    }
+}
+
+impl<B: ReduceKernels, T: ReduceElement> Workload for ReduceWork<'_, B, T> {
+    fn kernel(&self) -> KernelInfo {
+        KernelInfo {
+            name: self.plan.kernel_name().to_string(),
+            shared_bytes: self.plan.shared_bytes,
+            static_shared_bytes: self.plan.static_shared_bytes,
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        self.plan.problem.n * size_of::<T>() as u64
+    }
+
+    fn run(&self) -> Result<()> {
+        self.plan.launch(&self.input, &self.partials).map(|_| ())
+    }
+
+    fn check(&self) -> Result<()> {
+        let out = &self.partials[(self.plan.passes.len() - 1) % 2];
+        let got = self.backend.dtoh(out)?[0];
+        self.plan.check(&self.reference, got)
+    }
+}

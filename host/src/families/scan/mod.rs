@@ -1,0 +1,335 @@
+//! Exclusive prefix sum, host side: problem, configs, the WGSL form beside it
+//! (`scan.wgsl`, reduce-then-scan), the CPU reference and the [`Workload`]. The device
+//! algorithm (one pass, decoupled look-back) is documented in `dynsmem_kernels::scan`.
+
+use dynsmem_kernels::Dtype;
+use dynsmem_kernels::scan::ScanConfig;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Built, CudaSource, FamilyBackend, KernelInfo, KernelSpec, Variant, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, no_cuda_source, wgsl_sizing,
+};
+use crate::backend::{Arg, Backend, BackendKind, Buffer, LaunchDims};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::families::reduce::ReduceElement;
+use crate::verify::{Tolerance, check_slice};
+
+mod family;
+mod tune;
+
+pub use family::Scan;
+
+pub(crate) const WGSL_TEMPLATE: &str = include_str!("scan.wgsl");
+/// The cuda-static form: the same algorithm (decoupled look-back) in CUDA C with static
+/// arrays.
+pub const CUDA_SOURCE: &str = include_str!("scan.cu");
+/// Most workgroups a WGSL dispatch uses; they loop over the tiles past it.
+const WGSL_MAX_GRID: u64 = 65_535;
+
+/// An exclusive prefix sum of `n` elements of `dtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ScanProblem {
+    pub n: u64,
+    pub dtype: Dtype,
+}
+
+/// 512 threads x 48 elements per tile (98 KB of launch-sized memory, tuned on the H100:
+/// provenance in `NOTES.md`) where the device's limit allows, else 512 x 32, else 512 x 16
+/// (33 KB); 256 x 16 on WGSL (18 KB of static arrays: within every adapter's 32 KB
+/// minimum); 16 x 4 on the CPU backend.
+pub fn default_config<B: FamilyBackend>(backend: &B) -> ScanConfig {
+    match backend.kind() {
+        BackendKind::Cpu => ScanConfig { block: 16, items_per_thread: 4 },
+        BackendKind::Wgsl => ScanConfig { block: 256, items_per_thread: 16 },
+        _ => {
+            let limit = backend.info().limits.launch_shared_max;
+            [48, 32, 16]
+                .map(|items_per_thread| ScanConfig { block: 512, items_per_thread })
+                .into_iter()
+                .find(|c| c.shared_bytes().is_ok_and(|b| b <= limit))
+                .unwrap_or(ScanConfig { block: 256, items_per_thread: 4 })
+        }
+    }
+}
+
+fn entry(dtype: Dtype) -> &'static str {
+    match dtype {
+        Dtype::F32 => "scan_exclusive_f32",
+        Dtype::U32 => "scan_exclusive_u32",
+    }
+}
+
+pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_entry: &'static str) -> WgslSpec {
+    let (sizing, constants) =
+        wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("IPT", "u32", cfg.items_per_thread as f64)]);
+    let tile = cfg.block as u64 * cfg.items_per_thread as u64;
+    WgslSpec {
+        name: format!("scan_{wgsl_entry}_{}[{variant},block={},ipt={}]", dtype.name(), cfg.block, cfg.items_per_thread),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("T", dtype.name())]),
+        entry: wgsl_entry,
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: ((tile + tile / 32 + 1 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// The cuda-static kernel: `scan.cu` with the element type, block and items per thread as
+/// defines; its static arrays are the Rust kernel's layout (tile, scratch, rake, window,
+/// misc), so its static bytes are that layout's bytes.
+pub fn cuda_source(dtype: Dtype, cfg: &ScanConfig) -> CudaSource {
+    let elem = match dtype {
+        Dtype::F32 => "float",
+        Dtype::U32 => "u32",
+    };
+    CudaSource {
+        name: format!("{}[cuda-static,block={},ipt={}]", entry(dtype), cfg.block, cfg.items_per_thread),
+        source: CUDA_SOURCE,
+        file: "scan.cu",
+        entry: "scan_static",
+        defines: vec![
+            ("ELEM", elem.into()),
+            ("BLOCK", cfg.block.to_string()),
+            ("IPT", cfg.items_per_thread.to_string()),
+        ],
+        static_bytes: cfg.shared_bytes().unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): the same block with
+/// fewer items per thread (multiples of 4, the most that fit: 512 x 20 for the launch-sized
+/// default 512 x 48, whose 100752 B are twice the static limit), then smaller blocks.
+pub fn fit_config<B: Backend>(backend: &B, variant: Variant, cfg: ScanConfig) -> (ScanConfig, Option<String>) {
+    let fewer_items = (1..cfg.items_per_thread / 4).rev().map(|v| ScanConfig { items_per_thread: 4 * v, ..cfg });
+    let smaller_blocks = super::halvings(cfg.block, 32).map(|block| ScanConfig { block, ..cfg });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fewer_items.chain(smaller_blocks), |c| c.shared_bytes().ok())
+}
+
+/// The CPU reference: exclusive prefix sums (f64 for f32, wrapping for u32) and, per
+/// output, the prefix sum of magnitudes its rounding error scales with.
+pub fn reference<T: Element>(data: &[T]) -> (Vec<f64>, Vec<f64>) {
+    let mut out = Vec::with_capacity(data.len());
+    let mut scale = Vec::with_capacity(data.len());
+    let (mut s, mut a, mut w) = (0.0f64, 0.0f64, 0u32);
+    for &x in data {
+        if T::EPSILON > 0.0 {
+            out.push(s);
+            scale.push(a);
+            s += x.to_f64();
+            a += x.to_f64().abs();
+        } else {
+            out.push(w as f64);
+            scale.push(0.0);
+            w = w.wrapping_add(x.to_f64() as u32);
+        }
+    }
+    (out, scale)
+}
+
+/// How a backend runs the scan: one look-back kernel, or the WGSL passes.
+enum Plan<K> {
+    LookBack(Built<K>),
+    /// `tile_sums` and `scan_tiles`, with the sums' buffers of each level (level `i`
+    /// scans the sums of level `i - 1`).
+    Passes {
+        sums: Built<K>,
+        tiles: Built<K>,
+    },
+}
+
+/// The tile sums of one level of the WGSL passes, and their exclusive scan.
+struct Level<R, T> {
+    sums: Buffer<R, T>,
+    scanned: Buffer<R, T>,
+}
+
+pub struct ScanWorkload<'b, B: FamilyBackend, T: Element> {
+    backend: &'b B,
+    plan: Plan<B::Kernel>,
+    name: String,
+    problem: ScanProblem,
+    config: ScanConfig,
+    input: Buffer<B::Raw, T>,
+    output: Buffer<B::Raw, T>,
+    /// One 8-byte status word per tile, as two u32 (the kernel reads `u64`s).
+    status: Buffer<B::Raw, u32>,
+    counter: Buffer<B::Raw, u32>,
+    /// Bound as `offsets` by the WGSL pass that has none (a buffer may not be bound both
+    /// read-only and read-write in one dispatch).
+    no_offsets: Buffer<B::Raw, T>,
+    /// WGSL passes: per level, the tile sums and their scan.
+    levels: Vec<Level<B::Raw, T>>,
+    expected: (Vec<f64>, Vec<f64>),
+}
+
+pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
+    backend: &'b B,
+    problem: ScanProblem,
+    config: ScanConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<ScanWorkload<'b, B, T>> {
+    let kernel = entry(problem.dtype);
+    if T::DTYPE != problem.dtype {
+        return Err(invalid_problem(kernel, format!("{} data for a {} scan", T::DTYPE.name(), problem.dtype.name())));
+    }
+    let Some(tile) = config.tile().filter(|&t| t > 0) else {
+        return Err(invalid(kernel, format!("block and items_per_thread must be at least 1 (got {config:?})")));
+    };
+    if backend.kind() != BackendKind::Wgsl && !config.fits() {
+        return Err(invalid(
+            kernel,
+            format!(
+                "items_per_thread must be a multiple of 4 (whole 16-byte vectors), got {}",
+                config.items_per_thread
+            ),
+        ));
+    }
+    if backend.kind() == BackendKind::Wgsl && problem.n > (u32::MAX / 2) as u64 {
+        return Err(invalid_problem(kernel, format!("n = {}: the WGSL path indexes with u32", problem.n)));
+    }
+    if !backend.variants().contains(&variant) {
+        return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {kernel}") });
+    }
+    let launch_bytes = config.shared_bytes().map_err(|source| Error::Layout { kernel: kernel.into(), source })?;
+    let tiles = config.tiles(problem.n);
+    let mut levels = Vec::new();
+    let (plan, name) = if matches!(variant, Variant::LaunchSized | Variant::CudaStatic) {
+        let grid = u32::try_from(tiles)
+            .map_err(|_| invalid_problem(kernel, format!("{tiles} tiles: more blocks than a grid holds")))?;
+        let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
+        backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes })?;
+        let none = |_: Variant| -> WgslSpec { unreachable!("the look-back variants have no WGSL form") };
+        let cuda = || cuda_source(problem.dtype, &config);
+        let spec = KernelSpec { entry: kernel, launch_bytes, wgsl: &none, cuda: &cuda };
+        let name = if variant == Variant::CudaStatic { cuda().name } else { kernel.to_string() };
+        (Plan::LookBack(backend.build(&spec, variant)?), name)
+    } else {
+        let grid = tiles.min(WGSL_MAX_GRID) as u32;
+        backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes: 0 })?;
+        let sums_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "tile_sums");
+        let tiles_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "scan_tiles");
+        let sums_kernel = KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &sums_spec, cuda: &no_cuda_source };
+        let tiles_kernel = KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &tiles_spec, cuda: &no_cuda_source };
+        let sums = backend.build(&sums_kernel, variant)?;
+        let scan_tiles = backend.build(&tiles_kernel, variant)?;
+        let mut len = problem.n;
+        while len > tile as u64 {
+            let m = len.div_ceil(tile as u64) as usize;
+            levels.push(Level { sums: backend.alloc::<T>(m)?, scanned: backend.alloc::<T>(m)? });
+            len = m as u64;
+        }
+        (Plan::Passes { sums, tiles: scan_tiles }, format!("{}+{}", sums_spec(variant).name, tiles_spec(variant).name))
+    };
+    let data = T::inputs(problem.n as usize, seed);
+    let expected = reference(&data);
+    let input = backend.htod(&data)?;
+    let output = backend.htod(&vec![T::poison(); problem.n as usize])?;
+    let status = backend.alloc::<u32>(2 * tiles as usize)?;
+    let counter = backend.alloc::<u32>(1)?;
+    let no_offsets = backend.alloc::<T>(1)?;
+    Ok(ScanWorkload {
+        backend,
+        plan,
+        name,
+        problem,
+        config,
+        input,
+        output,
+        status,
+        counter,
+        no_offsets,
+        levels,
+        expected,
+    })
+}
+
+impl<B: FamilyBackend, T: Element> ScanWorkload<'_, B, T> {
+    /// The WGSL passes over `input` (`n` elements) into `output`, using sums level `level`.
+    fn passes(
+        &self,
+        sums: &Built<B::Kernel>,
+        tiles: &Built<B::Kernel>,
+        input: &Buffer<B::Raw, T>,
+        output: &Buffer<B::Raw, T>,
+        n: u64,
+        level: usize,
+    ) -> Result<()> {
+        let tile = self.config.block as u64 * self.config.items_per_thread as u64;
+        let grid = |len: u64| len.div_ceil(tile).clamp(1, WGSL_MAX_GRID) as u32;
+        let dims = |len: u64| LaunchDims { grid: grid(len), block: self.config.block, shared_bytes: 0 };
+        if n <= tile {
+            return self.backend.launch(
+                &tiles.kernel,
+                dims(n),
+                &[input.arg(), output.arg(), self.no_offsets.arg(), Arg::U64(n), Arg::U32(0)],
+            );
+        }
+        let Level { sums: level_sums, scanned: level_scanned } = &self.levels[level];
+        self.backend.launch(&sums.kernel, dims(n), &[input.arg(), level_sums.arg(), Arg::U64(n), Arg::U32(0)])?;
+        self.passes(sums, tiles, level_sums, level_scanned, n.div_ceil(tile), level + 1)?;
+        self.backend.launch(
+            &tiles.kernel,
+            dims(n),
+            &[input.arg(), output.arg(), level_scanned.arg(), Arg::U64(n), Arg::U32(1)],
+        )
+    }
+}
+
+impl<B: FamilyBackend, T: Element> Workload for ScanWorkload<'_, B, T> {
+    fn kernel(&self) -> KernelInfo {
+        let (shared_bytes, static_shared_bytes) = match &self.plan {
+            Plan::LookBack(b) => (b.launch_bytes, b.static_bytes),
+            Plan::Passes { tiles, .. } => (0, tiles.static_bytes),
+        };
+        KernelInfo { name: self.name.clone(), shared_bytes, static_shared_bytes }
+    }
+    fn bytes(&self) -> u64 {
+        2 * self.problem.n * 4
+    }
+    fn run(&self) -> Result<()> {
+        match &self.plan {
+            Plan::LookBack(built) => {
+                self.backend.fill_zero(&self.status)?;
+                self.backend.fill_zero(&self.counter)?;
+                let grid = self.config.tiles(self.problem.n) as u32;
+                self.backend.launch(
+                    &built.kernel,
+                    LaunchDims { grid, block: self.config.block, shared_bytes: built.launch_bytes },
+                    &[
+                        self.input.arg(),
+                        self.output.arg(),
+                        Arg::U64(self.problem.n),
+                        self.status.arg(),
+                        self.counter.arg(),
+                        Arg::U32(self.config.items_per_thread),
+                    ],
+                )
+            }
+            Plan::Passes { sums, tiles } => self.passes(sums, tiles, &self.input, &self.output, self.problem.n, 0),
+        }
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.output)?;
+        let (out, scale) = &self.expected;
+        // The longest chain of additions: a thread's items, the block scan, and a
+        // look-back (or recursion) over every earlier tile.
+        let depth =
+            self.config.items_per_thread as u64 + self.config.block as u64 + 32 + self.config.tiles(self.problem.n);
+        check_slice(&self.name, out, &got, |i| scale[i], Tolerance::summation::<T>(depth))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reference_is_exclusive_and_u32_wraps() {
+        let (f, s) = super::reference(&[1.0f32, -2.0, 3.0]);
+        assert_eq!((f, s), (vec![0.0, 1.0, -1.0], vec![0.0, 1.0, 3.0]));
+        let (u, _) = super::reference(&[u32::MAX, 2, 5]);
+        assert_eq!(u, vec![0.0, u32::MAX as f64, 1.0]);
+    }
+}

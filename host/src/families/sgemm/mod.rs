@@ -1,0 +1,744 @@
+//! GEMM, host side: problem, configs, the CPU reference (whole for small shapes, sampled
+//! for large ones), the [`Workload`], the static-WGSL form beside it (`sgemm.wgsl`, f32
+//! inputs), and cuBLAS as the anchor and the large-shape reference on CUDA ([`cublas`]).
+//! The device algorithm, and which of its parameters are launch-time and which compiled
+//! in, is documented in `dynsmem_kernels::sgemm`.
+
+pub mod cublas;
+
+use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, SgemmConfig, entry_name};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, VendorAnchor, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
+};
+use crate::backend::cuda::CudaBackend;
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::error::{Error, Result};
+use crate::measure::TimingOptions;
+use crate::rng::SplitMix64;
+use crate::verify::{Mismatch, Tolerance};
+
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+mod family;
+mod tune;
+
+pub use family::{Sgemm, SgemmRun};
+pub use tune::SgemmTunable;
+
+pub const CUDA_SOURCE: &str = include_str!("sgemm.cu");
+pub(crate) const WGSL_TEMPLATE: &str = include_str!("sgemm.wgsl");
+/// The WGSL entry point's name in records (f32 inputs; `hgemm_f16_f32` has no WGSL form).
+const WGSL_KERNEL: &str = "sgemm_f32";
+/// Stages the WGSL form has: one tile, or two (double-buffered through registers; with no
+/// asynchronous copy in WGSL a deeper ring would only hold more registers).
+pub const WGSL_MAX_STAGES: u32 = 2;
+/// 16-byte chunks of each tile one invocation may hold in registers in the two-stage WGSL
+/// form (`MAX_LOADS` in `sgemm.wgsl`: function-scope arrays take no `override` size).
+pub const WGSL_MAX_STAGED_LOADS: u32 = 8;
+/// Floats of padding after each transposed row of the A tile in the WGSL form (one vec4,
+/// `A_ROW_PAD` in `sgemm.wgsl`, which says why).
+pub const WGSL_A_ROW_PAD: u32 = 4;
+
+/// `alpha` of every run: not 1, so a kernel that ignores it fails.
+pub const ALPHA: f32 = 1.5;
+/// `beta` of every run: not 0, so `C` is read and accumulated into.
+pub const BETA: f32 = -0.5;
+/// Above this many multiply-adds the CPU reference checks [`SAMPLES`] entries of `C`
+/// instead of all of them.
+pub const FULL_REFERENCE_MACS: u64 = 1 << 31;
+/// Entries of `C` a sampled check compares (every row and column hit at least once when
+/// the matrix is smaller than this).
+pub const SAMPLES: usize = 4096;
+
+/// `C (m x n) = ALPHA * A (m x k) * B (k x n) + BETA * C`, row-major; inputs f32, or f16
+/// with f32 accumulation and output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SgemmProblem {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub f16_inputs: bool,
+}
+
+impl SgemmProblem {
+    fn elem_bytes(&self) -> u32 {
+        if self.f16_inputs { 2 } else { 4 }
+    }
+}
+
+/// CUDA, f32, where the tiles fill the GPU (two or more per multiprocessor) and k and n are
+/// multiples of 4: the tensor-map kernel, 256 x 128 x 32 with three stages (256 threads,
+/// 8 x 16 per thread, 147480 B of launch-sized memory: past the 48 KB default, one block
+/// per SM). Where k or n is not a multiple of 4 (or on HIP), the k-group kernel's
+/// 256 x 128 x 32 with three stages and 16 rows per thread (152064 B). Where that leaves
+/// fewer than two tiles per multiprocessor (1024^3 has 32 for 132 SMs),
+/// 128 x 64 x 32 with three stages and 8 rows per thread (128 threads, 76032 B). f16 inputs
+/// (8 rows per thread): 128 x 128 x 32 with two stages, or 64 x 128 x 32 with three below
+/// two tiles per multiprocessor. 16 x 16 x 8, two stages (4 threads), on the CPU backend.
+///
+/// WGSL: 128 x 128 x 8, one stage (256 invocations, 8320 B), and 64 x 64 x 16, two stages
+/// (64 invocations; untuned), where 128 x 128 tiles leave fewer than two per
+/// multiprocessor (132 assumed: Vulkan does not say). On a CPU adapter (lavapipe)
+/// WGSL_CPU_ADAPTER_CONFIG. The H100 choices come from tuning runs; their figures and
+/// provenance are in `NOTES.md` beside this file.
+pub fn default_config<B: FamilyBackend>(backend: &B, problem: &SgemmProblem) -> SgemmConfig {
+    if backend.kind() == BackendKind::Cpu {
+        return SgemmConfig::new(16, 16, if problem.f16_inputs { 16 } else { 8 }, 2);
+    }
+    if backend.kind() == BackendKind::Wgsl {
+        if backend.info().is_cpu {
+            return WGSL_CPU_ADAPTER_CONFIG;
+        }
+        let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
+        let big = SgemmConfig::new(128, 128, 8, 1);
+        return if big.grid(problem.m, problem.n) >= 2 * sms { big } else { SgemmConfig::new(64, 64, 16, 2) };
+    }
+    let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
+    let (big, small) = if problem.f16_inputs {
+        (SgemmConfig::new(128, 128, 32, 2), SgemmConfig::new(64, 128, 32, 3))
+    } else if backend.kind() == BackendKind::Cuda && tma_problem_check(problem).is_ok() {
+        (SgemmConfig::tma(256, 32, 3), SgemmConfig::new(128, 64, 32, 3))
+    } else {
+        (SgemmConfig::new(256, 128, 32, 3).with_tm(16), SgemmConfig::new(128, 64, 32, 3))
+    };
+    let fits = big.shared_bytes(problem.elem_bytes()).is_ok_and(|b| b <= backend.info().limits.launch_shared_max);
+    if fits && big.grid(problem.m, problem.n) >= 2 * sms { big } else { small }
+}
+
+/// The cuda-static kernel: `sgemm.cu` with the block tile, stages and input type as
+/// defines (the 8 x 8 thread tile is compiled in, as in the Rust kernel); its static arrays
+/// are the Rust kernel's layout (the ring of A and B tiles as 16-byte chunks).
+pub fn cuda_source(problem: &SgemmProblem, cfg: &SgemmConfig) -> CudaSource {
+    let entry = if problem.f16_inputs { "hgemm_f16_f32" } else { "sgemm_f32" };
+    CudaSource {
+        name: format!("{entry}[cuda-static,{}x{}x{},stages={}]", cfg.bm, cfg.bn, cfg.bk, cfg.stages),
+        source: CUDA_SOURCE,
+        file: "sgemm.cu",
+        entry: "sgemm_static",
+        defines: vec![
+            ("BM", cfg.bm.to_string()),
+            ("BN", cfg.bn.to_string()),
+            ("BK", cfg.bk.to_string()),
+            ("STAGES", cfg.stages.to_string()),
+            ("F16", (problem.f16_inputs as u32).to_string()),
+        ],
+        static_bytes: cfg.shared_bytes(problem.elem_bytes()).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): the same block tile
+/// with shallower k-tiles (keeping the stages), then fewer stages, then smaller block
+/// tiles; each kept to what the kernel can run, with 8 rows per thread in the static forms
+/// (noted when `cfg` asked 16).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &SgemmProblem,
+    cfg: SgemmConfig,
+) -> (SgemmConfig, Option<String>) {
+    let eb = problem.elem_bytes();
+    // The static forms compute 8 rows per thread, and have no tensor-map copies.
+    let rows_note = if variant != Variant::LaunchSized && cfg.tma {
+        Some(format!("the {variant} form has no tensor-map copies: the tensor-map tile ran as the 8 x 8 k-group tile"))
+    } else {
+        (variant != Variant::LaunchSized && cfg.tm != 8)
+            .then(|| format!("the {variant} form computes 8 rows per thread: tm = {} ran as 8", cfg.tm))
+    };
+    let cfg = if rows_note.is_some() { SgemmConfig::new(cfg.bm, cfg.bn, cfg.bk, cfg.stages) } else { cfg };
+    let mut fallbacks = Vec::new();
+    for (bm, bn) in [(cfg.bm, cfg.bn), (cfg.bm, cfg.bn / 2), (cfg.bm / 2, cfg.bn / 2)] {
+        for stages in (1..=cfg.stages).rev() {
+            for bk in std::iter::once(cfg.bk).chain(super::halvings(cfg.bk, 4)) {
+                fallbacks.push(SgemmConfig::new(bm, bn, bk, stages).with_tm(cfg.tm));
+            }
+        }
+    }
+    fallbacks.retain(|c| c.fits(eb) && *c != cfg);
+    let limit = backend.info().limits.static_shared_max;
+    let (c, note) = super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(eb).ok());
+    let note = match (rows_note, note) {
+        (Some(rows), Some(fit)) => Some(format!("{rows}; {fit}")),
+        (rows, fit) => rows.or(fit),
+    };
+    (c, note)
+}
+
+/// The WGSL default on a CPU Vulkan adapter (lavapipe): 64 x 64 x 8 (64 invocations, 8448 B
+/// with two stages), chosen by tuning both variants on lavapipe (see `NOTES.md`).
+pub const WGSL_CPU_ADAPTER_CONFIG: SgemmConfig = SgemmConfig::new(64, 64, 8, 2);
+
+/// 16-byte chunks of the A and of the B tile each invocation copies per k-tile in the WGSL
+/// form (`LOADS_A`, `LOADS_B` of `sgemm.wgsl`).
+pub fn wgsl_loads(cfg: &SgemmConfig) -> (u32, u32) {
+    let threads = cfg.threads().max(1) as u64;
+    let a = (cfg.bm as u64 * cfg.bk as u64 / 4).div_ceil(threads);
+    let b = (cfg.bk as u64 * cfg.bn as u64 / 4).div_ceil(threads);
+    (a.min(u32::MAX as u64) as u32, b.min(u32::MAX as u64) as u32)
+}
+
+/// Bytes of the WGSL form's `var<workgroup>` arrays: `stages` transposed A tiles of `bk`
+/// rows of `bm + WGSL_A_ROW_PAD` floats and `stages` B tiles of `bk x bn` floats (u64: the
+/// product of a fuzzed config does not fit u32).
+pub fn wgsl_static_bytes(cfg: &SgemmConfig) -> u64 {
+    let (bm, bn, bk, s) = (cfg.bm as u64, cfg.bn as u64, cfg.bk as u64, cfg.stages as u64);
+    s * bk * (bm + WGSL_A_ROW_PAD as u64) * 4 + s * bk * bn * 4
+}
+
+/// Why the tensor-map kernel has no entry for the tile of `cfg` ([`SgemmConfig::fits`] with
+/// [`SgemmConfig::tma`]), or `Ok`: its rules, as the workload and the tuner state them.
+pub fn tma_check(cfg: &SgemmConfig, elem_bytes: u32) -> std::result::Result<(), String> {
+    use dynsmem_kernels::sgemm::{MAX_STAGES, TMA_BK, TMA_BN, TMA_MAX_BOX};
+    if cfg.fits(elem_bytes) {
+        return Ok(());
+    }
+    Err(format!(
+        "the tensor-map kernel takes f32, tm 8, bn {TMA_BN}, bk one of {TMA_BK:?}, bm a multiple of 8 up to \
+         {TMA_MAX_BOX} (one tensor-map box), 2 to {MAX_STAGES} stages"
+    ))
+}
+
+/// The tensor-map kernel's rule on the problem, checked before anything launches: `k` and
+/// `n` multiples of 4, since a tensor map's rows are a multiple of 16 bytes apart.
+pub fn tma_problem_check(problem: &SgemmProblem) -> std::result::Result<(), String> {
+    if problem.k.is_multiple_of(4) && problem.n.is_multiple_of(4) {
+        return Ok(());
+    }
+    Err(format!(
+        "k = {} and n = {} must be multiples of 4: a tensor map's rows are a multiple of 16 bytes apart",
+        problem.k, problem.n
+    ))
+}
+
+/// Why the WGSL form cannot run `cfg` (f32 inputs), or `Ok`: the launch-sized kernel's
+/// shape rules ([`SgemmConfig::fits`]: whole 8 x 8 thread tiles, `bk` a multiple of 4), at
+/// most [`WGSL_MAX_STAGES`] stages, and for two stages at most [`WGSL_MAX_STAGED_LOADS`]
+/// chunks of each tile per invocation. Device limits (invocations, workgroup bytes) are
+/// checked apart, against the adapter.
+pub fn wgsl_check(cfg: &SgemmConfig) -> std::result::Result<(), String> {
+    if cfg.tm != 8 {
+        return Err(format!("the WGSL form's thread tile is 8 x 8, not tm = {}", cfg.tm));
+    }
+    if !cfg.fits(4) {
+        return Err(format!(
+            "bm and bn must be multiples of 8, bk a multiple of 4, at most {} threads (got {cfg:?})",
+            dynsmem_kernels::sgemm::MAX_THREADS
+        ));
+    }
+    if cfg.stages > WGSL_MAX_STAGES {
+        return Err(format!(
+            "the WGSL form has 1 or 2 stages (no asynchronous copy to keep more in flight), not {}",
+            cfg.stages
+        ));
+    }
+    let (la, lb) = wgsl_loads(cfg);
+    if cfg.stages == 2 && la.max(lb) > WGSL_MAX_STAGED_LOADS {
+        return Err(format!(
+            "two stages hold the next tile in registers, at most {WGSL_MAX_STAGED_LOADS} 16-byte chunks of A and of B \
+             per invocation; {cfg:?} needs {la} and {lb} (bk at most min(bm, bn) / 2)"
+        ));
+    }
+    Ok(())
+}
+
+/// The WGSL pipeline of `cfg` (checked by [`wgsl_check`] first).
+pub fn wgsl_spec(cfg: &SgemmConfig, variant: Variant) -> WgslSpec {
+    let (la, lb) = wgsl_loads(cfg);
+    let (sizing, constants) = wgsl_sizing(
+        variant,
+        &[
+            ("BM", "u32", cfg.bm as f64),
+            ("BN", "u32", cfg.bn as f64),
+            ("BK", "u32", cfg.bk as f64),
+            ("STAGES", "u32", cfg.stages as f64),
+            ("THREADS", "u32", cfg.threads() as f64),
+            ("LOADS_A", "u32", la as f64),
+            ("LOADS_B", "u32", lb as f64),
+        ],
+    );
+    WgslSpec {
+        name: format!("{WGSL_KERNEL}[{variant},bm={},bn={},bk={},stages={}]", cfg.bm, cfg.bn, cfg.bk, cfg.stages),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        entry: "sgemm",
+        constants,
+        workgroup_size: cfg.threads(),
+        static_bytes: wgsl_static_bytes(cfg).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// Workgroups of the WGSL form for an `m x n` result: one per tile up to the adapter's
+/// `max_grid_x`; the kernel walks the tiles past it (a grid-stride loop).
+pub fn wgsl_grid(cfg: &SgemmConfig, m: u32, n: u32, max_grid_x: u64) -> u32 {
+    cfg.grid(m, n).min(max_grid_x).min(u32::MAX as u64).max(1) as u32
+}
+
+/// The f32 inputs, and their f16 roundings when the problem asks for f16: the reference
+/// multiplies exactly the values the kernel sees.
+fn inputs(problem: &SgemmProblem, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut rng = SplitMix64::new(seed);
+    let mut fill = |len: u64| -> Vec<f32> {
+        (0..len)
+            .map(|_| {
+                let v = rng.next_f32() * 2.0 - 1.0;
+                if problem.f16_inputs { half::f16::from_f32(v).to_f32() } else { v }
+            })
+            .collect()
+    };
+    let (m, n, k) = (problem.m as u64, problem.n as u64, problem.k as u64);
+    let a = fill(m * k);
+    let b = fill(k * n);
+    let c = fill(m * n);
+    (a, b, c)
+}
+
+/// `ALPHA * sum_k a[i][k] b[k][j] + BETA * c[i][j]` in f64, and the scale its rounding
+/// error grows with (`|ALPHA| sum |a b| + |BETA c|`).
+pub fn reference_entry(a: &[f32], b: &[f32], c: &[f32], n: usize, k: usize, i: usize, j: usize) -> (f64, f64) {
+    let (mut dot, mut abs) = (0.0f64, 0.0f64);
+    for p in 0..k {
+        let prod = a[i * k + p] as f64 * b[p * n + j] as f64;
+        dot += prod;
+        abs += prod.abs();
+    }
+    let old = BETA as f64 * c[i * n + j] as f64;
+    (ALPHA as f64 * dot + old, (ALPHA as f64).abs() * abs + old.abs())
+}
+
+/// The entries of `C` a check compares: all of them for small problems, else [`SAMPLES`]
+/// spread over rows and columns (the corners included).
+pub fn checked_entries(problem: &SgemmProblem, seed: u64) -> Vec<(usize, usize)> {
+    let (m, n, k) = (problem.m as usize, problem.n as usize, problem.k as u64);
+    if m == 0 || n == 0 {
+        return Vec::new();
+    }
+    if (m as u64) * (n as u64) * k.max(1) <= FULL_REFERENCE_MACS {
+        return (0..m * n).map(|e| (e / n, e % n)).collect();
+    }
+    let mut rng = SplitMix64::new(seed ^ 0x5eed);
+    let mut picks = vec![(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
+    for s in 0..SAMPLES {
+        // Row s mod m and a random column, then the reverse, so every row and column of a
+        // matrix smaller than SAMPLES is hit.
+        if s % 2 == 0 {
+            picks.push((s / 2 % m, rng.below(n as u64) as usize));
+        } else {
+            picks.push((rng.below(m as u64) as usize, s / 2 % n));
+        }
+    }
+    picks
+}
+
+/// The tensor maps (`CUtensorMap`s, 32 words each) of A and of B.
+type TensorMaps<R> = (Buffer<R, u32>, Buffer<R, u32>);
+
+pub struct SgemmWorkload<'b, B: FamilyBackend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: SgemmProblem,
+    config: SgemmConfig,
+    /// Blocks of a launch: one per tile ([`SgemmConfig::grid`]), capped on WGSL
+    /// ([`wgsl_grid`]).
+    grid: u32,
+    /// f32 elements, or f16 pairs packed into `u32` words (the backends move bytes).
+    a: Buffer<B::Raw, u32>,
+    b: Buffer<B::Raw, u32>,
+    c: Buffer<B::Raw, f32>,
+    /// The tensor maps of `a` and `b` the TMA entry takes in their place
+    /// ([`SgemmConfig::tma`]).
+    maps: Option<TensorMaps<B::Raw>>,
+    /// The inputs as generated (shared by every config a tuner prepares for the problem).
+    host: Arc<HostInputs>,
+}
+
+/// The words a buffer of `values` becomes: f32 bits, or two f16 per word.
+fn device_words(values: &[f32], f16_inputs: bool) -> Vec<u32> {
+    if f16_inputs {
+        values
+            .chunks(2)
+            .map(|p| {
+                let lo = half::f16::from_f32(p[0]).to_bits() as u32;
+                let hi = p.get(1).map_or(0, |&v| half::f16::from_f32(v).to_bits() as u32);
+                lo | (hi << 16)
+            })
+            .collect()
+    } else {
+        values.iter().map(|v| v.to_bits()).collect()
+    }
+}
+
+/// Uploads inputs, computes the reference of the entries to check, and builds the kernel.
+/// `fixed` picks the entry with the 128 x 128 x 16 two-stage tile compiled in (its config
+/// must be that tile).
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: SgemmProblem,
+    config: SgemmConfig,
+    fixed: bool,
+    variant: Variant,
+    seed: u64,
+) -> Result<SgemmWorkload<'b, B>> {
+    prepare_with(backend, problem, config, fixed, variant, || Arc::new(HostInputs::new(&problem, seed)))
+}
+
+/// [`prepare`] with the inputs from `inputs`, called only once the config and problem are
+/// accepted: a tuner hands every config of a problem the same [`HostInputs`].
+pub fn prepare_with<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: SgemmProblem,
+    config: SgemmConfig,
+    fixed: bool,
+    variant: Variant,
+    inputs: impl FnOnce() -> Arc<HostInputs>,
+) -> Result<SgemmWorkload<'b, B>> {
+    let entry = entry_name(problem.f16_inputs, fixed, &config).ok_or_else(|| {
+        let (kernel, reason) = match (problem.f16_inputs, fixed) {
+            _ if config.tma => (
+                "sgemm_f32_tma",
+                format!(
+                    "the tensor-map kernel takes f32 inputs, no compiled-in tile, and bk one of {:?} (got bk {})",
+                    dynsmem_kernels::sgemm::TMA_BK,
+                    config.bk
+                ),
+            ),
+            (true, true) => ("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only".to_string()),
+            (true, false) => ("hgemm_f16_f32", format!("f16 inputs take 8 rows per thread, not tm = {}", config.tm)),
+            _ => ("sgemm_f32", format!("tm = {} rows per thread: the f32 entries have 8 or 16", config.tm)),
+        };
+        invalid(kernel, reason)
+    })?;
+    // Ablations of the f32 kernel, same arguments: `DYNSMEM_SGEMM_ENTRY=sgemm_f32` (bk at
+    // launch too, where an entry has it compiled in) or `sgemm_f32_unroll4` (that, with the
+    // k loop unrolled by 4).
+    let entry = match std::env::var("DYNSMEM_SGEMM_ENTRY") {
+        Ok(name) if !fixed && !problem.f16_inputs => ablation_entry(&name, &config).unwrap_or(entry),
+        _ => entry,
+    };
+    if fixed && config != FIXED_128X128X16S2 {
+        return Err(invalid(entry, format!("the compiled-in tile is {FIXED_128X128X16S2:?}, not {config:?}")));
+    }
+    if config.tma {
+        tma_check(&config, problem.elem_bytes())
+            .map_err(|rules| invalid(entry, format!("{rules} (got {config:?})")))?;
+    }
+    if !config.fits(problem.elem_bytes()) {
+        return Err(invalid(
+            entry,
+            format!(
+                "tm 8 or 16 (16 for f32 only), bm a multiple of tm, bn of 8, bk a multiple of 4 and of a \
+                 16-byte chunk ({} elements), stages 1 to {} (got {config:?})",
+                16 / problem.elem_bytes(),
+                dynsmem_kernels::sgemm::MAX_STAGES
+            ),
+        ));
+    }
+    if config.tma {
+        if variant != Variant::LaunchSized || backend.kind() != BackendKind::Cuda {
+            return Err(Error::Unsupported {
+                backend: backend.kind(),
+                what: format!("{entry} (tensor-map copies: the launch-sized CUDA form on sm_90 only)"),
+            });
+        }
+        tma_problem_check(&problem).map_err(|reason| invalid_problem(entry, reason))?;
+    }
+    if variant != Variant::LaunchSized && config.tm != 8 {
+        return Err(Error::Unsupported {
+            backend: backend.kind(),
+            what: format!("tm = {} in the {variant} form (its thread tile is 8 x 8)", config.tm),
+        });
+    }
+    let SgemmProblem { m, n, k, .. } = problem;
+    // Indices are u32 on the device: row * k, row * n and k * n must fit.
+    for (what, v) in [("m * k", m as u64 * k as u64), ("k * n", k as u64 * n as u64), ("m * n", m as u64 * n as u64)] {
+        super::check_index(entry, what, v, u32::MAX as u64, "u32 (element index)")?;
+    }
+    let mut grid = config.grid(m, n);
+    if matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) {
+        // The WGSL form: f32 inputs, its own config rules, and tile origins (`m0 + BM`,
+        // `n0 + BN`, `k0 + BK`) in u32; the grid is capped (the kernel loops over tiles).
+        if problem.f16_inputs || fixed {
+            return Err(Error::Unsupported {
+                backend: backend.kind(),
+                what: format!(
+                    "{} in WGSL (the WGSL form is {WGSL_KERNEL}, block tile set per pipeline)",
+                    if fixed { "the compiled-in-tile entry" } else { "f16 inputs" }
+                ),
+            });
+        }
+        wgsl_check(&config).map_err(|reason| invalid(WGSL_KERNEL, reason))?;
+        for (what, v, tile) in [("m", m, config.bm), ("n", n, config.bn), ("k", k, config.bk)] {
+            super::check_index(WGSL_KERNEL, what, v as u64, (u32::MAX - tile) as u64, "WGSL u32 (tile origin)")?;
+        }
+        grid = wgsl_grid(&config, m, n, backend.info().limits.max_grid_x) as u64;
+    }
+    if grid > u32::MAX as u64 {
+        return Err(invalid_problem(entry, format!("{m} x {n} needs {grid} blocks")));
+    }
+    let eb = problem.elem_bytes() as u64;
+    let device = (m as u64 * k as u64 + k as u64 * n as u64) * eb + m as u64 * n as u64 * 4;
+    super::check_footprint(backend, entry, device, device * 3)?;
+    if fixed && variant == Variant::CudaStatic {
+        return Err(invalid(entry, "the cuda-static kernel compiles every tile in; --fixed is for the Rust kernel"));
+    }
+    let wgsl = |v: Variant| wgsl_spec(&config, v);
+    let cuda = || cuda_source(&problem, &config);
+    let kernel = Prepared::new(
+        backend,
+        entry,
+        config.shared_bytes(problem.elem_bytes()),
+        grid as u32,
+        config.threads(),
+        variant,
+        &wgsl,
+        &cuda,
+    )?;
+    let host = inputs();
+    let a = backend.htod(&host.a_words)?;
+    let b = backend.htod(&host.b_words)?;
+    let c = backend.htod(&host.c)?;
+    let maps = if config.tma {
+        let (mk, nk) = (m as u64, n as u64);
+        let a_map = backend.tensor_map_2d(&a, [k as u64, mk], k as u64 * 4, [config.bk, config.bm])?;
+        let b_map = backend.tensor_map_2d(&b, [nk, k as u64], nk * 4, [config.bn, config.bk])?;
+        Some((a_map, b_map))
+    } else {
+        None
+    };
+    Ok(SgemmWorkload { backend, kernel, problem, config, grid: grid as u32, a, b, c, maps, host })
+}
+
+/// The f32 entry `name` in place of the one [`entry_name`] picks, for ablations
+/// (`DYNSMEM_SGEMM_ENTRY`): any `sgemm_f32*` entry of the image whose compiled-in rows per
+/// thread and depth (`_tm16`, `_bk{8,16,32,64}` in its name) agree with `config`; `None`
+/// (the usual entry) for any other name.
+fn ablation_entry(name: &str, config: &SgemmConfig) -> Option<&'static str> {
+    let entry = dynsmem_kernels::sgemm::KERNELS.iter().find(|e| e.name == name && e.name.starts_with("sgemm_f32"))?;
+    let tm = if entry.name.contains("_tm16") { 16 } else { 8 };
+    // No depth's suffix is a prefix of another's, so `contains` names one at most.
+    let bk = ["_bk8", "_bk16", "_bk32", "_bk64"].iter().zip([8, 16, 32, 64]).find(|(s, _)| entry.name.contains(*s));
+    let fixed_tile = entry.name.contains("128x128");
+    (tm == config.tm && bk.is_none_or(|(_, b)| b == config.bk) && !fixed_tile).then_some(entry.name)
+}
+
+/// A problem's inputs as the device gets them, the initial `C`, and the reference entries.
+pub struct HostInputs {
+    a_words: Vec<u32>,
+    b_words: Vec<u32>,
+    c: Vec<f32>,
+    /// `((i, j), reference, error scale)` of each checked entry of `C`.
+    expected: Vec<((usize, usize), f64, f64)>,
+}
+
+impl HostInputs {
+    /// The inputs of `(problem, seed)` and the reference of the entries a check compares.
+    pub fn new(problem: &SgemmProblem, seed: u64) -> HostInputs {
+        let (a, b, c) = inputs(problem, seed);
+        let picks = checked_entries(problem, seed);
+        let (nn, kk) = (problem.n as usize, problem.k as usize);
+        let expected = crate::par::map(picks.len(), |s| {
+            let (i, j) = picks[s];
+            let (v, scale) = reference_entry(&a, &b, &c, nn, kk, i, j);
+            ((i, j), v, scale)
+        });
+        HostInputs {
+            a_words: device_words(&a, problem.f16_inputs),
+            b_words: device_words(&b, problem.f16_inputs),
+            c,
+            expected,
+        }
+    }
+}
+
+impl<B: FamilyBackend> SgemmWorkload<'_, B> {
+    /// One launch computing into `c`.
+    fn launch_into(&self, c: &Buffer<B::Raw, f32>) -> Result<()> {
+        let SgemmProblem { m, n, k, .. } = self.problem;
+        let cfg = &self.config;
+        let dims = self.kernel.dims(self.grid, cfg.threads());
+        // The tensor-map entry takes the maps of A and B in their place.
+        let (a, b) = match &self.maps {
+            Some((a_map, b_map)) => (a_map.arg(), b_map.arg()),
+            None => (self.a.arg(), self.b.arg()),
+        };
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            dims,
+            &[
+                a,
+                b,
+                c.arg(),
+                Arg::U32(m),
+                Arg::U32(n),
+                Arg::U32(k),
+                Arg::F32(ALPHA),
+                Arg::F32(BETA),
+                Arg::U32(cfg.bm),
+                Arg::U32(cfg.bn),
+                Arg::U32(cfg.bk),
+                Arg::U32(cfg.stages),
+            ],
+        )
+    }
+
+    /// All of `C` after one run from the initial `C` (into a fresh copy).
+    pub fn result_from_initial(&self) -> Result<Vec<f32>> {
+        let c = self.backend.htod(&self.host.c)?;
+        self.launch_into(&c)?;
+        self.backend.dtoh(&c)
+    }
+
+    /// The initial `C`, which every run reads (`BETA * C`).
+    pub fn c_initial(&self) -> &[f32] {
+        &self.host.c
+    }
+
+    /// Compares `got` (all of `C`) with the reference entries.
+    pub fn compare(&self, got: &[f32]) -> Result<()> {
+        // Each entry is a chain of k dependent FMAs, plus alpha and beta.
+        let tol = Tolerance::summation::<f32>(self.problem.k as u64 + 2);
+        let n = self.problem.n as usize;
+        let mut first: Option<Mismatch> = None;
+        let mut count = 0;
+        for &((i, j), want, scale) in &self.host.expected {
+            let actual = got[i * n + j];
+            if !tol.allows(want, actual as f64, scale) {
+                count += 1;
+                first.get_or_insert(Mismatch {
+                    kernel: self.kernel.name.clone(),
+                    index: i * n + j,
+                    expected: format!("{want} (C[{i}][{j}])"),
+                    actual: actual.to_string(),
+                    allowed: tol.bound(scale),
+                    count: 0,
+                    len: self.host.expected.len(),
+                });
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some(mut m) => {
+                m.count = count;
+                Err(m.into())
+            }
+        }
+    }
+
+    pub fn problem(&self) -> SgemmProblem {
+        self.problem
+    }
+
+    pub fn kernel_name(&self) -> &str {
+        &self.kernel.name
+    }
+
+    /// The device buffer of `A` (as words; see the field docs).
+    pub fn a(&self) -> &Buffer<B::Raw, u32> {
+        &self.a
+    }
+
+    /// The device buffer of `B` (as words).
+    pub fn b(&self) -> &Buffer<B::Raw, u32> {
+        &self.b
+    }
+}
+
+impl<B: FamilyBackend> Workload for SgemmWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        0
+    }
+    fn flops(&self) -> f64 {
+        2.0 * self.problem.m as f64 * self.problem.n as f64 * self.problem.k as f64
+    }
+    /// Timed runs accumulate into `C` (`BETA != 0`); [`Workload::check`] uses a fresh copy.
+    fn run(&self) -> Result<()> {
+        self.launch_into(&self.c)
+    }
+    /// One run into a fresh copy of the initial `C`, compared with the reference.
+    fn check(&self) -> Result<()> {
+        self.compare(&self.result_from_initial()?)
+    }
+    /// cuBLAS SGEMM on the same inputs, on CUDA with f32 inputs: its `C` compared with ours
+    /// entry by entry, then timed.
+    fn vendor_anchor(&self, timing: TimingOptions, seed: u64) -> Option<VendorAnchor> {
+        if std::any::TypeId::of::<B>() != std::any::TypeId::of::<CudaBackend>() || self.problem.f16_inputs {
+            return None;
+        }
+        // SAFETY: `B` is `CudaBackend` (checked above), so this is the same type.
+        let w = unsafe { &*(self as *const Self as *const SgemmWorkload<'_, CudaBackend>) };
+        let result = self
+            .result_from_initial()
+            .and_then(|ours| cublas::anchor(w.backend, w, &ours, seed, timing))
+            .map(|r| (r.timing, r.warmup));
+        Some(VendorAnchor { name: "cublasSgemm", result })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampled_entries_cover_rows_columns_and_corners() {
+        let p = SgemmProblem { m: 5000, n: 3000, k: 1000, f16_inputs: false };
+        let picks = checked_entries(&p, 1);
+        assert_eq!(picks.len(), SAMPLES + 4);
+        assert!(picks.contains(&(4999, 2999)));
+        let rows: std::collections::HashSet<_> = picks.iter().map(|p| p.0).collect();
+        assert!(rows.len() >= SAMPLES / 2);
+        let small = SgemmProblem { m: 3, n: 2, k: 7, f16_inputs: true };
+        assert_eq!(checked_entries(&small, 1).len(), 6);
+    }
+
+    #[test]
+    fn reference_entry_is_alpha_ab_plus_beta_c() {
+        // [1 2] x [3; 4] = 11; 1.5 * 11 - 0.5 * 2 = 15.5
+        let (v, s) = reference_entry(&[1.0, 2.0], &[3.0, 4.0], &[2.0], 1, 2, 0, 0);
+        assert_eq!(v, 15.5);
+        assert_eq!(s, 1.5 * 11.0 + 1.0);
+    }
+
+    #[test]
+    fn wgsl_forms_of_one_config_differ_only_in_sizing() {
+        let cfg = SgemmConfig::new(128, 128, 8, 2);
+        // 2 x 8 x (128 + 4) + 2 x 8 x 128 floats.
+        assert_eq!(wgsl_static_bytes(&cfg), 16640);
+        assert_eq!(wgsl_loads(&cfg), (1, 1));
+        let lit = wgsl_spec(&cfg, Variant::WgslLiteral);
+        let ovr = wgsl_spec(&cfg, Variant::WgslOverride);
+        assert!(lit.source.contains("const BM: u32 = 128u;") && lit.constants.is_empty());
+        assert!(ovr.source.contains("override BM: u32;") && ovr.constants.contains(&("THREADS", 256.0)));
+        assert!(!lit.source.contains("{{") && !ovr.source.contains("{{"));
+        assert_eq!((lit.static_bytes, lit.workgroup_size), (16640, 256));
+        let strip = |t: &str| t.lines().filter(|l| !l.starts_with("const ") && !l.starts_with("override ")).count();
+        assert_eq!(strip(&lit.source), strip(&ovr.source));
+    }
+
+    #[test]
+    fn wgsl_check_refuses_what_the_form_cannot_run() {
+        let ok = |bm, bn, bk, stages| wgsl_check(&SgemmConfig::new(bm, bn, bk, stages));
+        assert!(ok(128, 128, 8, 2).is_ok());
+        assert!(ok(8, 8, 4, 2).is_ok());
+        // 32 x 32 x 16: 8 chunks of each tile per invocation, the most two stages hold.
+        assert!(ok(32, 32, 16, 2).is_ok());
+        assert!(ok(32, 32, 32, 2).unwrap_err().contains("registers"));
+        assert!(ok(32, 32, 32, 1).is_ok());
+        assert!(ok(64, 64, 8, 3).unwrap_err().contains("1 or 2 stages"));
+        assert!(ok(12, 64, 8, 1).is_err());
+        assert!(ok(64, 64, 6, 1).is_err());
+        // Grid capped at the dispatch limit, at least one workgroup.
+        let c = SgemmConfig::new(8, 8, 4, 1);
+        assert_eq!(wgsl_grid(&c, 4096, 4096, 65535), 65535);
+        assert_eq!(wgsl_grid(&c, 0, 0, 65535), 1);
+    }
+
+    #[test]
+    fn f16_words_pack_two_halves() {
+        let w = device_words(&[1.0, -2.0, 0.5], true);
+        assert_eq!(w, vec![0x3c00 | (0xc000 << 16), 0x3800]);
+    }
+}

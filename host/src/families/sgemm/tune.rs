@@ -1,0 +1,188 @@
+//! SGEMM / HGEMM: the block tile `bm x bn x bk` and the pipeline stages, all launch-time
+//! values of one compiled image, and for f32 on CUDA the rows per thread `tm` (8 or 16,
+//! each compiled into its own entries) and `tma` (0 or 1: the tensor-map kernel, whose own
+//! rules filter most of its points before launch). Threads per block are `bm / tm * bn / 8`
+//! (`bm * bn / 128` for the tensor-map kernel); the kernel's own register limit can refuse
+//! a block the device would allow, which the runner records as that config's error. On
+//! WGSL (f32 only) each point is a pipeline of its own, with 1 or 2 stages and the rules
+//! of [`wgsl_check`]; its static bytes are checked against the adapter's limit.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use dynsmem_kernels::sgemm::{SgemmConfig, THREAD_ROWS, THREAD_TILE};
+
+use crate::backend::BackendKind;
+use crate::error::Result;
+use crate::families::FamilyBackend;
+use crate::families::layout_reason;
+use crate::families::sgemm::{
+    HostInputs, SgemmProblem, prepare_with, tma_check, tma_problem_check, wgsl_check, wgsl_grid, wgsl_static_bytes,
+};
+use crate::families::{Variant, Workload};
+use crate::tune::{Footprint, Param, Target, Tunable};
+
+pub struct SgemmTunable {
+    problem: SgemmProblem,
+    /// The `tm` values of the CUDA f32 space; a `tm` parameter exists only where there is
+    /// more than one (sweeps recorded before it existed rebuild with `[8]`).
+    thread_rows: &'static [u32],
+    /// The inputs of the last seed, made once for every config (as reduce's tunable does).
+    inputs: RefCell<Option<(u64, Arc<HostInputs>)>>,
+}
+
+impl SgemmTunable {
+    pub fn new(problem: SgemmProblem) -> SgemmTunable {
+        SgemmTunable::with_thread_rows(problem, &THREAD_ROWS)
+    }
+
+    /// A tunable whose CUDA f32 space takes `tm` from `thread_rows`.
+    pub fn with_thread_rows(problem: SgemmProblem, thread_rows: &'static [u32]) -> SgemmTunable {
+        SgemmTunable { problem, thread_rows, inputs: RefCell::new(None) }
+    }
+
+    fn inputs(&self, seed: u64) -> Arc<HostInputs> {
+        let mut slot = self.inputs.borrow_mut();
+        if let Some((s, i)) = slot.as_ref()
+            && *s == seed
+        {
+            return i.clone();
+        }
+        // Free the last seed's inputs before making the next ones.
+        *slot = None;
+        let inputs = Arc::new(HostInputs::new(&self.problem, seed));
+        *slot = Some((seed, inputs.clone()));
+        inputs
+    }
+
+    fn elem_bytes(&self) -> u32 {
+        if self.problem.f16_inputs { 2 } else { 4 }
+    }
+}
+
+impl Tunable for SgemmTunable {
+    type Problem = SgemmProblem;
+    type Config = SgemmConfig;
+
+    fn config(&self, point: &[u32]) -> SgemmConfig {
+        let tm = point.get(4).or(self.thread_rows.first()).copied().unwrap_or(THREAD_TILE);
+        let config = SgemmConfig::new(point[0], point[1], point[2], point[3]).with_tm(tm);
+        // `tma` (CUDA f32, after `tm`): the tensor-map kernel at this tile; its rules (bn
+        // 128, tm 8, bk 32 or 64, ...) filter the points that break them.
+        SgemmConfig { tma: point.get(5) == Some(&1), ..config }
+    }
+
+    fn family(&self) -> &'static str {
+        "sgemm"
+    }
+
+    fn problem(&self) -> &SgemmProblem {
+        &self.problem
+    }
+
+    fn params(&self, target: &Target) -> Vec<Param> {
+        if target.backend == BackendKind::Cpu {
+            vec![
+                Param::new("bm", &[8, 16, 32]),
+                Param::new("bn", &[8, 16, 32]),
+                Param::new("bk", &[4, 8, 16]),
+                Param::new("stages", &[1, 2]),
+            ]
+        } else if target.variant != Variant::LaunchSized {
+            // WGSL: 1 or 2 stages; a CPU adapter (lavapipe) runs a workgroup's invocations
+            // on one core, so its list stops at 64 x 64 tiles.
+            let tiles: &[u32] = if target.is_cpu { &[16, 32, 64] } else { &[32, 64, 128, 256] };
+            let bk: &[u32] = if target.is_cpu { &[4, 8, 16] } else { &[8, 16, 32] };
+            vec![Param::new("bm", tiles), Param::new("bn", tiles), Param::new("bk", bk), Param::new("stages", &[1, 2])]
+        } else {
+            let mut params = vec![
+                Param::new("bm", &[32, 64, 128, 256]),
+                Param::new("bn", &[32, 64, 128, 256]),
+                Param::new("bk", &[8, 16, 32, 64]),
+                Param::new("stages", &[1, 2, 3, 4]),
+            ];
+            if !self.problem.f16_inputs && self.thread_rows.len() > 1 {
+                params.push(Param::new("tm", self.thread_rows));
+                if target.backend == BackendKind::Cuda {
+                    params.push(Param::new("tma", &[0, 1]));
+                }
+            }
+            params
+        }
+    }
+
+    fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
+        let cfg = self.config(point);
+        let eb = self.elem_bytes();
+        if target.variant != Variant::LaunchSized {
+            if self.problem.f16_inputs {
+                return Err("the WGSL form takes f32 inputs only".into());
+            }
+            wgsl_check(&cfg)?;
+            let static_bytes = wgsl_static_bytes(&cfg).min(u32::MAX as u64) as u32;
+            let grid = wgsl_grid(&cfg, self.problem.m, self.problem.n, target.limits.max_grid_x);
+            return Ok(Footprint { threads: cfg.threads(), grid, launch_bytes: 0, static_bytes });
+        }
+        if cfg.tma {
+            tma_check(&cfg, eb)?;
+            tma_problem_check(&self.problem)?;
+        }
+        if !cfg.fits(eb) {
+            return Err(format!(
+                "tm 8 or 16, bm a multiple of tm, bn of 8, bk a multiple of 4 and of {} elements, 1-4 stages, \
+                 at most 1024 threads",
+                16 / eb
+            ));
+        }
+        let launch_bytes = cfg.shared_bytes(eb).map_err(layout_reason)?;
+        let grid = cfg.grid(self.problem.m, self.problem.n).min(u32::MAX as u64) as u32;
+        Ok(Footprint { threads: cfg.threads(), grid, launch_bytes, static_bytes: 0 })
+    }
+
+    fn prepare<'b, B: FamilyBackend>(
+        &self,
+        backend: &'b B,
+        variant: Variant,
+        point: &[u32],
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        let inputs = || self.inputs(seed);
+        Ok(Box::new(prepare_with(backend, self.problem, self.config(point), false, variant, inputs)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cuda_target() -> Target {
+        Target {
+            backend: BackendKind::Cuda,
+            variant: Variant::LaunchSized,
+            limits: crate::tune::cache::tests::limits(),
+            is_cpu: false,
+        }
+    }
+
+    #[test]
+    fn the_cuda_f32_space_has_the_tensor_map_kernel_and_filters_its_points_by_its_rules() {
+        let t = SgemmTunable::new(SgemmProblem { m: 4096, n: 4096, k: 4096, f16_inputs: false });
+        let names: Vec<_> = t.params(&cuda_target()).iter().map(|p| p.name).collect();
+        assert_eq!(names, ["bm", "bn", "bk", "stages", "tm", "tma"]);
+        assert_eq!(t.config(&[256, 128, 32, 3, 8, 1]), SgemmConfig::tma(256, 32, 3));
+        assert_eq!(t.config(&[256, 128, 32, 3, 16, 0]), SgemmConfig::new(256, 128, 32, 3).with_tm(16));
+        let fp = t.check(&[256, 128, 32, 3, 8, 1], &cuda_target()).expect("the TMA default fits");
+        assert_eq!((fp.threads, fp.launch_bytes), (256, 147480));
+        let refused = t.check(&[256, 64, 32, 3, 8, 1], &cuda_target()).unwrap_err();
+        assert!(refused.contains("bn 128"), "{refused}");
+        assert!(t.check(&[256, 128, 32, 3, 16, 1], &cuda_target()).is_err(), "tm 16 has no TMA entry");
+        let odd = SgemmTunable::new(SgemmProblem { m: 4096, n: 4096, k: 4098, f16_inputs: false });
+        let refused = odd.check(&[256, 128, 32, 3, 8, 1], &cuda_target()).unwrap_err();
+        assert!(refused.contains("multiples of 4"), "{refused}");
+        // f16 and HIP: no tma parameter.
+        let f16 = SgemmTunable::new(SgemmProblem { f16_inputs: true, ..*t.problem() });
+        assert!(!f16.params(&cuda_target()).iter().any(|p| p.name == "tma"));
+        let hip = Target { backend: BackendKind::Hip, ..cuda_target() };
+        assert!(!t.params(&hip).iter().any(|p| p.name == "tma"));
+    }
+}

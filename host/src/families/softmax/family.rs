@@ -1,0 +1,82 @@
+//! Softmax's face to the registry: its command-line options, defaults and bench cases.
+
+use dynsmem_kernels::softmax::SoftmaxConfig;
+
+use super::SoftmaxProblem;
+use crate::backend::Variant;
+use crate::error::Result;
+use crate::families::{FamilyBackend, Workload, bytes_of};
+use crate::family::space::Tuner;
+use crate::family::{BenchCase, Family, Sizes};
+
+pub struct Softmax;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// Rows (default: 65536 on a GPU).
+    #[arg(long)]
+    pub rows: Option<u32>,
+    /// Row length, 1..=32768 fits an H100's launch-sized limit.
+    #[arg(long, default_value_t = 4096)]
+    pub cols: u32,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigArgs {
+    #[arg(long)]
+    pub block: Option<u32>,
+}
+
+impl Family for Softmax {
+    const NAME: &'static str = "softmax";
+    const ABOUT: &'static str = "Row-wise softmax, one row per block held in workgroup memory.";
+    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    type Problem = SoftmaxProblem;
+    type Config = SoftmaxConfig;
+    type ProblemArgs = ProblemArgs;
+    type ConfigArgs = ConfigArgs;
+    type Tunable = Tuner<Self>;
+
+    fn problem(a: &ProblemArgs, sizes: &Sizes) -> SoftmaxProblem {
+        SoftmaxProblem { rows: a.rows.unwrap_or(sizes.rows), cols: a.cols }
+    }
+    fn config(a: &ConfigArgs, d: &SoftmaxConfig) -> SoftmaxConfig {
+        SoftmaxConfig { block: a.block.unwrap_or(d.block) }
+    }
+    fn default_config<B: FamilyBackend>(backend: &B, _: &SoftmaxProblem) -> SoftmaxConfig {
+        super::default_config(backend)
+    }
+    fn fit_config<B: FamilyBackend>(
+        backend: &B,
+        variant: Variant,
+        p: &SoftmaxProblem,
+        config: SoftmaxConfig,
+    ) -> (SoftmaxConfig, Option<String>) {
+        super::fit_config(backend, variant, p, config)
+    }
+    fn prepare<'b, B: FamilyBackend>(
+        backend: &'b B,
+        p: &SoftmaxProblem,
+        c: &SoftmaxConfig,
+        variant: Variant,
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        Ok(Box::new(super::prepare(backend, *p, *c, variant, seed)?))
+    }
+    fn anchor_bytes(p: &SoftmaxProblem) -> Option<u64> {
+        Some(bytes_of(p.rows as u64 * p.cols as u64, 4))
+    }
+    /// Rows of 4096, and rows of 32768 floats (128 KB: past any static limit).
+    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
+        [(sizes.rows, 4096), ((sizes.rows / 8).max(1), 32_768)]
+            .into_iter()
+            .map(|(rows, cols)| BenchCase {
+                problem: SoftmaxProblem { rows, cols },
+                config: super::default_config(backend),
+            })
+            .collect()
+    }
+    fn tunable(problem: SoftmaxProblem) -> Option<Tuner<Self>> {
+        Some(Tuner::new(problem))
+    }
+}

@@ -1,0 +1,233 @@
+//! Row-wise softmax, host side: problem, configs, the WGSL form beside it
+//! (`softmax.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
+//! documented in `dynsmem_kernels::softmax`.
+
+use dynsmem_kernels::softmax::SoftmaxConfig;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::error::Result;
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+mod family;
+mod tune;
+
+pub use family::Softmax;
+
+pub(crate) const WGSL_TEMPLATE: &str = include_str!("softmax.wgsl");
+const KERNEL: &str = "softmax_f32";
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("softmax.cu");
+
+/// `rows` rows of `cols` floats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SoftmaxProblem {
+    pub rows: u32,
+    pub cols: u32,
+}
+
+/// 256 threads per row (16 on the CPU backend).
+pub fn default_config<B: FamilyBackend>(backend: &B) -> SoftmaxConfig {
+    SoftmaxConfig { block: if backend.kind() == BackendKind::Cpu { 16 } else { 256 } }
+}
+
+fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) -> WgslSpec {
+    let cols = problem.cols.max(1);
+    let (sizing, constants) = wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols as f64)]);
+    WgslSpec {
+        name: format!("{KERNEL}[{variant},cols={cols},block={}]", cfg.block),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        entry: "softmax",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: wgsl_static_bytes(problem, cfg),
+    }
+}
+
+/// Bytes of the WGSL form's static arrays: the row and a float per thread.
+pub fn wgsl_static_bytes(problem: &SoftmaxProblem, cfg: &SoftmaxConfig) -> u32 {
+    ((problem.cols.max(1) as u64 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32
+}
+
+/// The cuda-static kernel: `softmax.cu` with the row length and block as defines; its
+/// static arrays are the Rust kernel's layout (the row, 16-byte aligned, then `block`
+/// floats of scratch).
+pub fn cuda_source(problem: &SoftmaxProblem, cfg: &SoftmaxConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{KERNEL}[cuda-static,cols={},block={}]", problem.cols, cfg.block),
+        source: CUDA_SOURCE,
+        file: "softmax.cu",
+        entry: "softmax_static",
+        defines: vec![("COLS", problem.cols.to_string()), ("BLOCK", cfg.block.to_string())],
+        static_bytes: cfg.shared_bytes(problem.cols).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller blocks. The
+/// row itself must fit beside the scratch (12032 floats with 256 threads); rows of 32768
+/// floats (128 KB) have no static config, and their cuda-static row is refused with the
+/// bytes and the limit.
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &SoftmaxProblem,
+    cfg: SoftmaxConfig,
+) -> (SoftmaxConfig, Option<String>) {
+    let fallbacks = super::halvings(cfg.block, 32).map(|block| SoftmaxConfig { block });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.cols).ok())
+}
+
+/// The CPU reference, in f64: `exp(x - max) / sum exp(x - max)` per row.
+pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f64> {
+    let per_row = crate::par::map(rows, |r| {
+        let row = &input[r * cols..(r + 1) * cols];
+        let m = row.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x as f64));
+        let e: Vec<f64> = row.iter().map(|&x| (x as f64 - m).exp()).collect();
+        let s: f64 = e.iter().sum();
+        e.into_iter().map(|v| v / s).collect::<Vec<f64>>()
+    });
+    per_row.into_iter().flatten().collect()
+}
+
+/// Elementwise tolerance: the hardware exp (about 2 ulp) and a sum of `cols` terms.
+pub fn tolerance(cols: u32) -> Tolerance {
+    Tolerance { rtol: 1e-5 + 2.0 * (cols as f64).log2().max(1.0) * f32::EPSILON as f64, atol: 1e-9 }
+}
+
+pub struct SoftmaxWorkload<'b, B: FamilyBackend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: SoftmaxProblem,
+    config: SoftmaxConfig,
+    input: Buffer<B::Raw, f32>,
+    output: Buffer<B::Raw, f32>,
+    expected: Vec<f64>,
+}
+
+/// Validates the problem and config against the backend (nothing is generated,
+/// uploaded or launched when a check fails) and builds the kernel.
+fn validate<B: FamilyBackend>(
+    backend: &B,
+    problem: SoftmaxProblem,
+    config: SoftmaxConfig,
+    variant: Variant,
+) -> Result<Prepared<B::Kernel>> {
+    let SoftmaxProblem { rows, cols } = problem;
+    if config.block == 0 {
+        return Err(invalid(KERNEL, "block must be at least 1 thread"));
+    }
+    if cols == 0 {
+        return Err(invalid_problem(KERNEL, "rows of 0 elements have no softmax"));
+    }
+    let elems = rows as u64 * cols as u64;
+    // Both forms step their u32 row counter by the grid past the last row.
+    let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
+    super::check_index(KERNEL, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
+    if backend.kind() == BackendKind::Wgsl {
+        super::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+    }
+    // Input and output on the device; the input, the f64 reference, the NaN fill and the
+    // read-back on the host.
+    super::check_footprint(backend, KERNEL, super::bytes_of(elems, 8), super::bytes_of(elems, 20))?;
+    let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
+    let cuda = || cuda_source(&problem, &config);
+    Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl, &cuda)
+}
+
+/// Softmax of `rows x cols` logits drawn from `seed`, uniform in [-8, 8).
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: SoftmaxProblem,
+    config: SoftmaxConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<SoftmaxWorkload<'b, B>> {
+    let kernel = validate(backend, problem, config, variant)?;
+    let mut rng = SplitMix64::new(seed);
+    // Logits in [-8, 8): exp spans 7 decades, so the max subtraction matters.
+    let elems = problem.rows as u64 * problem.cols as u64;
+    let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 16.0 - 8.0).collect();
+    upload(backend, kernel, problem, config, data)
+}
+
+/// Softmax of the given row-major logits (`rows * cols` of them): for inputs the seeded
+/// generator does not make, such as NaN and infinities.
+pub fn prepare_with<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: SoftmaxProblem,
+    config: SoftmaxConfig,
+    variant: Variant,
+    data: Vec<f32>,
+) -> Result<SoftmaxWorkload<'b, B>> {
+    let elems = problem.rows as u64 * problem.cols as u64;
+    if data.len() as u64 != elems {
+        return Err(invalid_problem(
+            KERNEL,
+            format!("{} logits given for {} x {} = {elems}", data.len(), problem.rows, problem.cols),
+        ));
+    }
+    let kernel = validate(backend, problem, config, variant)?;
+    upload(backend, kernel, problem, config, data)
+}
+
+fn upload<'b, B: FamilyBackend>(
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: SoftmaxProblem,
+    config: SoftmaxConfig,
+    data: Vec<f32>,
+) -> Result<SoftmaxWorkload<'b, B>> {
+    let expected = reference(&data, problem.rows as usize, problem.cols as usize);
+    let input = backend.htod(&data)?;
+    let output = backend.htod(&vec![f32::NAN; data.len()])?;
+    Ok(SoftmaxWorkload { backend, kernel, problem, config, input, output, expected })
+}
+
+impl<B: FamilyBackend> SoftmaxWorkload<'_, B> {
+    /// The output as the last run left it (NaN before any run).
+    pub fn output(&self) -> Result<Vec<f32>> {
+        self.backend.dtoh(&self.output)
+    }
+}
+
+impl<B: FamilyBackend> Workload for SoftmaxWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        2 * self.problem.rows as u64 * self.problem.cols as u64 * 4
+    }
+    fn run(&self) -> Result<()> {
+        let SoftmaxProblem { rows, cols } = self.problem;
+        let dims = self.kernel.dims(self.config.grid(rows), self.config.block);
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            dims,
+            &[self.input.arg(), self.output.arg(), Arg::U32(rows), Arg::U32(cols)],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.output)?;
+        let tol = tolerance(self.problem.cols);
+        check_slice(&self.kernel.name, &self.expected, &got, |i| self.expected[i], tol)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reference_rows_sum_to_one_and_are_shift_invariant() {
+        let a = super::reference(&[1.0, 2.0, 3.0, 1000.0, 1001.0, 1002.0], 2, 3);
+        assert!((a[0] + a[1] + a[2] - 1.0).abs() < 1e-12);
+        for i in 0..3 {
+            assert!((a[i] - a[i + 3]).abs() < 1e-12, "max-subtracted: no overflow at 1000");
+        }
+    }
+}

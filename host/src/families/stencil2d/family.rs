@@ -1,0 +1,112 @@
+//! Stencil2d's face to the registry: its command-line options, defaults and bench cases.
+
+use dynsmem_kernels::stencil2d::Stencil2dConfig;
+
+use super::{Blur, Stencil2dProblem};
+use crate::backend::Variant;
+use crate::error::Result;
+use crate::families::{FamilyBackend, Workload, bytes_of, check_footprint};
+use crate::family::space::Tuner;
+use crate::family::{BenchCase, Family, Sizes};
+
+pub struct Stencil2d;
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum BlurArg {
+    Box,
+    Gaussian,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// Image width and height (default: 16384 on a GPU).
+    #[arg(long)]
+    pub width: Option<u32>,
+    #[arg(long)]
+    pub height: Option<u32>,
+    /// 1 (3x3) or 2 (5x5).
+    #[arg(long, default_value_t = 1)]
+    pub radius: u32,
+    #[arg(long, value_enum, default_value = "gaussian")]
+    pub blur: BlurArg,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigArgs {
+    #[arg(long)]
+    pub block: Option<u32>,
+    #[arg(long)]
+    pub tile_w: Option<u32>,
+    #[arg(long)]
+    pub tile_h: Option<u32>,
+}
+
+impl Family for Stencil2d {
+    const NAME: &'static str = "stencil2d";
+    const ABOUT: &'static str = "3x3 / 5x5 stencil (blur) with a bordered tile.";
+    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    type Problem = Stencil2dProblem;
+    type Config = Stencil2dConfig;
+    type ProblemArgs = ProblemArgs;
+    type ConfigArgs = ConfigArgs;
+    type Tunable = Tuner<Self>;
+
+    fn problem(a: &ProblemArgs, sizes: &Sizes) -> Stencil2dProblem {
+        let blur = match a.blur {
+            BlurArg::Box => Blur::Box,
+            BlurArg::Gaussian => Blur::Gaussian,
+        };
+        Stencil2dProblem {
+            width: a.width.unwrap_or(sizes.side),
+            height: a.height.unwrap_or(sizes.side),
+            radius: a.radius,
+            blur,
+        }
+    }
+    fn config(a: &ConfigArgs, d: &Stencil2dConfig) -> Stencil2dConfig {
+        Stencil2dConfig {
+            block: a.block.unwrap_or(d.block),
+            tile_w: a.tile_w.unwrap_or(d.tile_w),
+            tile_h: a.tile_h.unwrap_or(d.tile_h),
+        }
+    }
+    fn default_config<B: FamilyBackend>(backend: &B, _: &Stencil2dProblem) -> Stencil2dConfig {
+        super::default_config(backend)
+    }
+    fn fit_config<B: FamilyBackend>(
+        backend: &B,
+        variant: Variant,
+        p: &Stencil2dProblem,
+        config: Stencil2dConfig,
+    ) -> (Stencil2dConfig, Option<String>) {
+        super::fit_config(backend, variant, p, config)
+    }
+    fn prepare<'b, B: FamilyBackend>(
+        backend: &'b B,
+        p: &Stencil2dProblem,
+        c: &Stencil2dConfig,
+        variant: Variant,
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        let pixels = p.width as u64 * p.height as u64;
+        // Input and output on the device; the input, the f64 reference and its error
+        // scale, the NaN fill and the read-back on the host.
+        check_footprint(backend, "stencil2d_f32", bytes_of(pixels, 8), bytes_of(pixels, 28))?;
+        Ok(Box::new(super::prepare(backend, *p, *c, variant, seed)?))
+    }
+    fn anchor_bytes(p: &Stencil2dProblem) -> Option<u64> {
+        Some(bytes_of(p.width as u64 * p.height as u64, 4))
+    }
+    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
+        [1, 2]
+            .into_iter()
+            .map(|radius| BenchCase {
+                problem: Stencil2dProblem { width: sizes.side, height: sizes.side, radius, blur: Blur::Gaussian },
+                config: super::default_config(backend),
+            })
+            .collect()
+    }
+    fn tunable(problem: Stencil2dProblem) -> Option<Tuner<Self>> {
+        Some(Tuner::new(problem))
+    }
+}

@@ -1,0 +1,269 @@
+//! 2-D stencil (blur), host side: problem, configs, the WGSL form beside it
+//! (`stencil2d.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
+//! documented in `dynsmem_kernels::stencil2d`.
+
+use dynsmem_kernels::stencil2d::{RADII, Stencil2dConfig, entry_name};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::error::Result;
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+mod family;
+mod tune;
+
+pub use family::Stencil2d;
+
+pub(crate) const WGSL_TEMPLATE: &str = include_str!("stencil2d.wgsl");
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("stencil2d.cu");
+
+/// Which weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Blur {
+    /// All weights `1 / K^2`.
+    Box,
+    /// `exp(-(dx^2 + dy^2) / (2 sigma^2))`, normalised, `sigma = (radius + 1) / 2`.
+    Gaussian,
+}
+
+/// A `width x height` image through a `(2 radius + 1)^2` stencil.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Stencil2dProblem {
+    pub width: u32,
+    pub height: u32,
+    pub radius: u32,
+    pub blur: Blur,
+}
+
+/// 128 x 32 tiles of 128 threads (32 groups of four columns x 4 strips of 8 rows): a good
+/// tile for both radii on the H100 (tuning provenance in `NOTES.md`), and small enough for
+/// lavapipe's 32 KB of static workgroup memory; 16 x 8 tiles of 8 threads on the CPU backend.
+pub fn default_config<B: FamilyBackend>(backend: &B) -> Stencil2dConfig {
+    if backend.kind() == BackendKind::Cpu {
+        Stencil2dConfig { block: 8, tile_w: 16, tile_h: 8 }
+    } else {
+        Stencil2dConfig { block: 128, tile_w: 128, tile_h: 32 }
+    }
+}
+
+/// The stencil's weights, row-major `K x K`.
+pub fn weights(radius: u32, blur: Blur) -> Vec<f32> {
+    let k = (2 * radius + 1) as i32;
+    let r = radius as i32;
+    let raw: Vec<f64> = match blur {
+        Blur::Box => vec![1.0; (k * k) as usize],
+        Blur::Gaussian => {
+            let sigma = (radius as f64 + 1.0) / 2.0;
+            (0..k * k)
+                .map(|i| {
+                    let (dx, dy) = ((i % k - r) as f64, (i / k - r) as f64);
+                    (-(dx * dx + dy * dy) / (2.0 * sigma * sigma)).exp()
+                })
+                .collect()
+        }
+    };
+    let sum: f64 = raw.iter().sum();
+    raw.iter().map(|w| (w / sum) as f32).collect()
+}
+
+pub(crate) fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, variant: Variant) -> WgslSpec {
+    let (sizing, constants) = wgsl_sizing(
+        variant,
+        &[
+            ("BLOCK", "u32", cfg.block as f64),
+            ("TILE_W", "u32", cfg.tile_w as f64),
+            ("TILE_H", "u32", cfg.tile_h as f64),
+        ],
+    );
+    let r = problem.radius as u64;
+    let k = 2 * r + 1;
+    let tile = (cfg.tile_w as u64 / 4 + 2) * 4 * (cfg.tile_h as u64 + 2 * r);
+    WgslSpec {
+        name: format!(
+            "stencil2d_f32_r{}[{variant},tile={}x{},block={}]",
+            problem.radius, cfg.tile_w, cfg.tile_h, cfg.block
+        ),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("RADIUS", &problem.radius.to_string())]),
+        entry: "stencil2d",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: ((tile + k * k) * 4).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// The cuda-static kernel: `stencil2d.cu` with the radius, tile and block as defines; its
+/// static arrays are the Rust kernel's layout (the bordered tile as vectors, the weights).
+pub fn cuda_source(problem: &Stencil2dProblem, cfg: &Stencil2dConfig) -> CudaSource {
+    CudaSource {
+        name: format!(
+            "stencil2d_f32_r{}[cuda-static,tile={}x{},block={}]",
+            problem.radius, cfg.tile_w, cfg.tile_h, cfg.block
+        ),
+        source: CUDA_SOURCE,
+        file: "stencil2d.cu",
+        entry: "stencil2d_static",
+        defines: vec![
+            ("RADIUS", problem.radius.to_string()),
+            ("TILE_W", cfg.tile_w.to_string()),
+            ("TILE_H", cfg.tile_h.to_string()),
+            ("BLOCK", cfg.block.to_string()),
+        ],
+        static_bytes: cfg.shared_bytes(problem.radius).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): shorter tiles (the
+/// same threads, each with a shorter strip), then narrower ones with fewer threads, each
+/// kept to the thread arrangement the kernel needs (the default 128 x 32 fits: 19.7 KB).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &Stencil2dProblem,
+    cfg: Stencil2dConfig,
+) -> (Stencil2dConfig, Option<String>) {
+    let shorter = super::halvings(cfg.tile_h, 1).map(|tile_h| Stencil2dConfig { tile_h, ..cfg });
+    let narrower = super::halvings(cfg.tile_w, 4).map(|tile_w| Stencil2dConfig {
+        tile_w,
+        block: cfg.block * tile_w / cfg.tile_w.max(1),
+        ..cfg
+    });
+    let fallbacks: Vec<Stencil2dConfig> = shorter.chain(narrower).filter(|c| c.fits()).collect();
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.radius).ok())
+}
+
+/// The CPU reference in f64 (edges clamped) and each output's error scale `sum |w x|`.
+pub fn reference(image: &[f32], width: usize, height: usize, radius: usize, w: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let k = 2 * radius + 1;
+    let both = crate::par::map(width * height, |i| {
+        let (x, y) = (i % width, i / width);
+        let (mut out, mut scale) = (0.0f64, 0.0f64);
+        for dy in 0..k {
+            for dx in 0..k {
+                let sx = (x + dx).saturating_sub(radius).min(width - 1);
+                let sy = (y + dy).saturating_sub(radius).min(height - 1);
+                let p = w[dy * k + dx] as f64 * image[sy * width + sx] as f64;
+                out += p;
+                scale += p.abs();
+            }
+        }
+        (out, scale)
+    });
+    both.into_iter().unzip()
+}
+
+pub struct Stencil2dWorkload<'b, B: FamilyBackend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: Stencil2dProblem,
+    config: Stencil2dConfig,
+    input: Buffer<B::Raw, f32>,
+    weights: Buffer<B::Raw, f32>,
+    output: Buffer<B::Raw, f32>,
+    expected: (Vec<f64>, Vec<f64>),
+}
+
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: Stencil2dProblem,
+    config: Stencil2dConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<Stencil2dWorkload<'b, B>> {
+    let Stencil2dProblem { width, height, radius, blur } = problem;
+    let entry = entry_name(radius).ok_or_else(|| {
+        invalid_problem("stencil2d_f32", format!("radius {radius} is not in the image (one of {RADII:?})"))
+    })?;
+    if !config.fits() {
+        return Err(invalid(
+            entry,
+            format!(
+                "tile_w must be a multiple of 4, block a multiple of tile_w / 4 and tile_h a multiple of \
+                 block / (tile_w / 4) (got {config:?})"
+            ),
+        ));
+    }
+    let pixels = width as u64 * height as u64;
+    if backend.kind() == BackendKind::Wgsl && pixels > (u32::MAX / 2) as u64 {
+        return Err(invalid_problem(entry, format!("{width} x {height}: the WGSL path indexes with u32")));
+    }
+    let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
+    let cuda = || cuda_source(&problem, &config);
+    let kernel = Prepared::new(
+        backend,
+        entry,
+        config.shared_bytes(radius),
+        config.grid(width, height),
+        config.block,
+        variant,
+        &wgsl,
+        &cuda,
+    )?;
+    let mut rng = SplitMix64::new(seed);
+    let image: Vec<f32> = (0..pixels).map(|_| rng.next_f32()).collect();
+    let ws = weights(radius, blur);
+    let expected = reference(&image, width as usize, height as usize, radius as usize, &ws);
+    let input = backend.htod(&image)?;
+    let weights = backend.htod(&ws)?;
+    let output = backend.htod(&vec![f32::NAN; pixels as usize])?;
+    Ok(Stencil2dWorkload { backend, kernel, problem, config, input, weights, output, expected })
+}
+
+impl<B: FamilyBackend> Workload for Stencil2dWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        2 * self.problem.width as u64 * self.problem.height as u64 * 4
+    }
+    fn run(&self) -> Result<()> {
+        let Stencil2dProblem { width, height, .. } = self.problem;
+        let c = &self.config;
+        let dims = self.kernel.dims(c.grid(width, height), c.block);
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            dims,
+            &[
+                self.input.arg(),
+                self.weights.arg(),
+                self.output.arg(),
+                Arg::U32(width),
+                Arg::U32(height),
+                Arg::U32(c.tile_w),
+                Arg::U32(c.tile_h),
+            ],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.output)?;
+        let (out, scale) = &self.expected;
+        let k = 2 * self.problem.radius as u64 + 1;
+        check_slice(&self.kernel.name, out, &got, |i| scale[i], Tolerance::summation::<f32>(k * k))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_are_normalised_and_the_reference_keeps_constants() {
+        for blur in [Blur::Box, Blur::Gaussian] {
+            for r in RADII {
+                let w = weights(r, blur);
+                assert!((w.iter().map(|&v| v as f64).sum::<f64>() - 1.0).abs() < 1e-6);
+                // A constant image stays constant, edges included (clamped).
+                let (out, _) = reference(&[0.5; 12], 4, 3, r as usize, &w);
+                assert!(out.iter().all(|v| (v - 0.5).abs() < 1e-6));
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Transpose's face to the registry: its command-line options, defaults and bench cases.
+
+use dynsmem_kernels::transpose::TransposeConfig;
+
+use super::TransposeProblem;
+use crate::backend::Variant;
+use crate::error::Result;
+use crate::families::{FamilyBackend, Workload};
+use crate::family::space::Tuner;
+use crate::family::{BenchCase, Family, Sizes};
+
+pub struct Transpose;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// Rows and columns (default: 16384 on a GPU).
+    #[arg(long)]
+    pub rows: Option<u32>,
+    #[arg(long)]
+    pub cols: Option<u32>,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigArgs {
+    #[arg(long)]
+    pub block: Option<u32>,
+    #[arg(long)]
+    pub tile: Option<u32>,
+    /// Floats of padding per shared-tile row (1 avoids bank conflicts).
+    #[arg(long)]
+    pub pad: Option<u32>,
+}
+
+impl Family for Transpose {
+    const NAME: &'static str = "transpose";
+    const ABOUT: &'static str = "Matrix transpose through padded tiles.";
+    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    type Problem = TransposeProblem;
+    type Config = TransposeConfig;
+    type ProblemArgs = ProblemArgs;
+    type ConfigArgs = ConfigArgs;
+    type Tunable = Tuner<Self>;
+
+    fn problem(a: &ProblemArgs, sizes: &Sizes) -> TransposeProblem {
+        TransposeProblem { rows: a.rows.unwrap_or(sizes.side), cols: a.cols.unwrap_or(sizes.side) }
+    }
+    fn config(a: &ConfigArgs, d: &TransposeConfig) -> TransposeConfig {
+        TransposeConfig {
+            block: a.block.unwrap_or(d.block),
+            tile: a.tile.unwrap_or(d.tile),
+            pad: a.pad.unwrap_or(d.pad),
+        }
+    }
+    fn default_config<B: FamilyBackend>(backend: &B, _: &TransposeProblem) -> TransposeConfig {
+        super::default_config(backend)
+    }
+    fn fit_config<B: FamilyBackend>(
+        backend: &B,
+        variant: Variant,
+        _: &TransposeProblem,
+        config: TransposeConfig,
+    ) -> (TransposeConfig, Option<String>) {
+        super::fit_config(backend, variant, config)
+    }
+    fn prepare<'b, B: FamilyBackend>(
+        backend: &'b B,
+        problem: &TransposeProblem,
+        config: &TransposeConfig,
+        variant: Variant,
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        Ok(Box::new(super::prepare(backend, *problem, *config, variant, seed)?))
+    }
+    fn anchor_bytes(p: &TransposeProblem) -> Option<u64> {
+        Some(crate::families::bytes_of(p.rows as u64 * p.cols as u64, 4))
+    }
+    /// The default, and the same without padding (bank conflicts on the reads).
+    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
+        let problem = TransposeProblem { rows: sizes.side, cols: sizes.side };
+        let d = super::default_config(backend);
+        [d, TransposeConfig { pad: 0, ..d }].into_iter().map(|config| BenchCase { problem, config }).collect()
+    }
+    fn tunable(problem: TransposeProblem) -> Option<Tuner<Self>> {
+        Some(Tuner::new(problem))
+    }
+}

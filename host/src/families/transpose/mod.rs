@@ -1,0 +1,192 @@
+//! Transpose of f32 matrices, host side: problem, configs, the WGSL form beside it
+//! (`transpose.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
+//! documented in `dynsmem_kernels::transpose`.
+
+use dynsmem_kernels::transpose::TransposeConfig;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, wgsl_sizing,
+};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::error::Result;
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+mod family;
+mod tune;
+
+pub use family::Transpose;
+
+pub(crate) const WGSL_TEMPLATE: &str = include_str!("transpose.wgsl");
+const KERNEL: &str = "transpose_f32";
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("transpose.cu");
+
+/// A row-major `rows x cols` matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TransposeProblem {
+    pub rows: u32,
+    pub cols: u32,
+}
+
+/// 64 x 64 tiles padded by one float (no bank conflicts), 256 threads (16 rows each), tuned
+/// on the H100 (provenance in `NOTES.md`); on the CPU backend 8 x 8 tiles of 16 threads.
+pub fn default_config<B: FamilyBackend>(backend: &B) -> TransposeConfig {
+    if backend.kind() == BackendKind::Cpu {
+        TransposeConfig { block: 16, tile: 8, pad: 1 }
+    } else {
+        TransposeConfig { block: 256, tile: 64, pad: 1 }
+    }
+}
+
+pub(crate) fn wgsl_spec(cfg: &TransposeConfig, variant: Variant) -> WgslSpec {
+    let (sizing, constants) = wgsl_sizing(
+        variant,
+        &[("BLOCK", "u32", cfg.block as f64), ("TILE", "u32", cfg.tile as f64), ("PAD", "u32", cfg.pad as f64)],
+    );
+    WgslSpec {
+        name: format!("{KERNEL}[{variant},tile={},pad={},block={}]", cfg.tile, cfg.pad, cfg.block),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        entry: "transpose",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: ((cfg.tile as u64 * (cfg.tile as u64 + cfg.pad as u64)) * 4).min(u32::MAX as u64) as u32,
+    }
+}
+
+/// The cuda-static kernel: `transpose.cu` with the tile, padding and block as defines; its
+/// static array is the Rust kernel's layout (`tile x (tile + pad)` floats).
+pub fn cuda_source(cfg: &TransposeConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{KERNEL}[cuda-static,tile={},pad={},block={}]", cfg.tile, cfg.pad, cfg.block),
+        source: CUDA_SOURCE,
+        file: "transpose.cu",
+        entry: "transpose_static",
+        defines: vec![("TILE", cfg.tile.to_string()), ("PAD", cfg.pad.to_string()), ("BLOCK", cfg.block.to_string())],
+        static_bytes: cfg.shared_bytes().unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller tiles with the
+/// same padding and block, down to 16 (the default 64 x 65 fits: 16.6 KB).
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    cfg: TransposeConfig,
+) -> (TransposeConfig, Option<String>) {
+    let fallbacks = super::halvings(cfg.tile, 16)
+        .map(|tile| TransposeConfig { tile, ..cfg })
+        .filter(|c| c.block >= c.tile && c.block.is_multiple_of(c.tile));
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
+}
+
+/// The CPU reference.
+pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = input[r * cols + c];
+        }
+    }
+    out
+}
+
+pub struct TransposeWorkload<'b, B: FamilyBackend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: TransposeProblem,
+    config: TransposeConfig,
+    input: Buffer<B::Raw, f32>,
+    output: Buffer<B::Raw, f32>,
+    expected: Vec<f32>,
+}
+
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: TransposeProblem,
+    config: TransposeConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<TransposeWorkload<'b, B>> {
+    let TransposeProblem { rows, cols } = problem;
+    if config.tile == 0 || config.block < config.tile || !config.block.is_multiple_of(config.tile) {
+        return Err(invalid(
+            KERNEL,
+            format!("block ({}) must be a positive multiple of tile ({})", config.block, config.tile),
+        ));
+    }
+    let elems = rows as u64 * cols as u64;
+    // Both forms compute a tile's rows and columns as u32 (`r0 + j` with `j < tile`, and
+    // WGSL's `cols + TILE - 1`): a side within one tile of 2^32 would wrap onto valid
+    // rows and overwrite them.
+    let side_limit = u32::MAX as u64 - config.tile as u64;
+    super::check_index(KERNEL, "rows", rows as u64, side_limit, "u32 (tile row)")?;
+    super::check_index(KERNEL, "cols", cols as u64, side_limit, "u32 (tile column)")?;
+    if backend.kind() == BackendKind::Wgsl {
+        super::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+        let tiles_plus_grid = config.tiles(rows, cols) + config.grid(rows, cols) as u64;
+        super::check_index(KERNEL, "tiles + grid", tiles_plus_grid, u32::MAX as u64, "WGSL u32 (tile counter)")?;
+    }
+    // Input and output on the device; the input, the reference, the NaN fill and, in
+    // the check, the read-back and the reference as f64 on the host.
+    super::check_footprint(backend, KERNEL, super::bytes_of(elems, 8), super::bytes_of(elems, 24))?;
+    let wgsl = |v: Variant| wgsl_spec(&config, v);
+    let cuda = || cuda_source(&config);
+    let kernel = Prepared::new(
+        backend,
+        KERNEL,
+        config.shared_bytes(),
+        config.grid(rows, cols),
+        config.block,
+        variant,
+        &wgsl,
+        &cuda,
+    )?;
+    let mut rng = SplitMix64::new(seed);
+    let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
+    let expected = reference(&data, rows as usize, cols as usize);
+    let input = backend.htod(&data)?;
+    let output = backend.htod(&vec![f32::NAN; elems as usize])?;
+    Ok(TransposeWorkload { backend, kernel, problem, config, input, output, expected })
+}
+
+impl<B: FamilyBackend> Workload for TransposeWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        2 * self.problem.rows as u64 * self.problem.cols as u64 * 4
+    }
+    fn run(&self) -> Result<()> {
+        let TransposeProblem { rows, cols } = self.problem;
+        let dims = self.kernel.dims(self.config.grid(rows, cols), self.config.block);
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            dims,
+            &[
+                self.input.arg(),
+                self.output.arg(),
+                Arg::U32(rows),
+                Arg::U32(cols),
+                Arg::U32(self.config.tile),
+                Arg::U32(self.config.pad),
+            ],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.output)?;
+        let expected: Vec<f64> = self.expected.iter().map(|&v| v as f64).collect();
+        check_slice(&self.kernel.name, &expected, &got, |_| 0.0, Tolerance::EXACT)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reference_transposes() {
+        assert_eq!(super::reference(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    }
+}

@@ -1,0 +1,413 @@
+//! The family abstraction: what `run`, `bench`, `tune`, the conformance suites, the
+//! criterion benches and the fuzz targets know of a kernel family.
+//!
+//! A family is a type implementing [`Family`] (a zero-sized marker in its own folder,
+//! `families/<name>/`), and one line of [`crate::families::FAMILIES`]. [`Family`] is typed
+//! (its problem, config and command-line options are its own structs) and generic over the
+//! backend, so it is not object-safe; [`DynFamily`], implemented for every `Family`
+//! through [`Entry`], is its erased face: problems and configs as JSON values (the form
+//! records and cache keys carry anyway) and the backend as [`AnyBackend`]. The CLI, the
+//! bench and the tuner iterate `&[&dyn DynFamily]`; nothing outside a family's folder
+//! names the family.
+//!
+//! Why a trait pair and not an enum of families: a researcher's crate adds families the
+//! host crate has never seen (see the guide), and a registry of its own is a slice of
+//! `&dyn DynFamily`; why not one object-safe trait: [`crate::backend::Backend`] is generic
+//! over element types (`htod::<T>`), so launching code must be generic over the backend.
+
+use std::fmt::Debug;
+use std::marker::PhantomData;
+
+use clap::FromArgMatches;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::backend::cpu::CpuBackend;
+use crate::backend::cuda::CudaBackend;
+use crate::backend::hip::HipBackend;
+use crate::backend::wgpu::WgpuBackend;
+use crate::backend::{Backend, BackendKind, Limits, Variant};
+use crate::error::{Error, Result};
+use crate::families::{FamilyBackend, Workload};
+pub mod space;
+
+use space::{DynTunable, Tunable};
+
+/// Default problem sizes on one backend: GPU sizes move at least 1 GiB (far past an
+/// H100's 50 MB L2); CPU sizes (lavapipe, the CPU backend) only show that the path runs
+/// and verifies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    /// Elements of the 1-D families.
+    pub n: u64,
+    /// Side of the square 2-D problems (a quarter of it for GEMM).
+    pub side: u32,
+    /// Rows of the row-wise families at rows of 4096.
+    pub rows: u32,
+    /// Bodies of the all-pairs (n-body) problems.
+    pub bodies: u32,
+    /// Side of a square GEMM.
+    pub gemm: u32,
+}
+
+/// Default 1-D size on a GPU: 2^28 4-byte elements (1 GiB).
+pub const GPU_ELEMENTS: u64 = 1 << 28;
+/// On a CPU adapter (lavapipe): a check, not a figure.
+pub const CPU_ELEMENTS: u64 = 1 << 22;
+/// On the CPU backend (one OS thread per kernel thread, a context switch per barrier).
+pub const CPU_BACKEND_ELEMENTS: u64 = 1 << 16;
+
+impl Sizes {
+    pub fn gpu() -> Sizes {
+        Sizes { n: GPU_ELEMENTS, side: 16_384, rows: 65_536, bodies: 65_536, gemm: 4096 }
+    }
+    pub fn cpu_adapter() -> Sizes {
+        Sizes { n: CPU_ELEMENTS, side: 1024, rows: 256, bodies: 2048, gemm: 256 }
+    }
+    pub fn cpu_backend() -> Sizes {
+        Sizes { n: CPU_BACKEND_ELEMENTS, side: 256, rows: 16, bodies: 256, gemm: 96 }
+    }
+    /// The sizes for `b` (small ones everywhere when `quick`), with `n` overriding the 1-D
+    /// size.
+    pub fn for_backend<B: Backend>(b: &B, n: Option<u64>, quick: bool) -> Sizes {
+        let mut s = match (b.kind(), b.info().is_cpu || quick) {
+            (BackendKind::Cpu, _) => Sizes::cpu_backend(),
+            (_, true) => Sizes::cpu_adapter(),
+            _ => Sizes::gpu(),
+        };
+        if let Some(n) = n {
+            s.n = n;
+        }
+        s
+    }
+}
+
+/// What a config is checked against without a device: the backend, the variant it builds,
+/// and the device's limits. Stored in every tuning-cache entry, so a replay rebuilds the
+/// same space with no device.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub backend: BackendKind,
+    pub variant: Variant,
+    pub limits: Limits,
+    /// A CPU device (the CPU backend, lavapipe): smaller default candidate lists, since
+    /// every kernel thread of the CPU backend is an OS thread.
+    pub is_cpu: bool,
+}
+
+impl Target {
+    pub fn of<B: Backend>(backend: &B, variant: Variant) -> Target {
+        let info = backend.info();
+        Target { backend: info.backend, variant, limits: info.limits, is_cpu: info.is_cpu }
+    }
+}
+
+/// The resources one config asks for, computed without a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Footprint {
+    /// Threads per block (workgroup).
+    pub threads: u32,
+    /// Blocks of the largest launch.
+    pub grid: u32,
+    /// Launch-sized workgroup bytes per block of the Rust kernel (its layout's bytes).
+    pub launch_bytes: u32,
+    /// Static workgroup bytes of the WGSL form (`var<workgroup>` arrays).
+    pub static_bytes: u32,
+}
+
+impl Footprint {
+    /// The workgroup bytes the target's variant uses: launch-sized for the Rust kernels,
+    /// static for WGSL. What the plots put on their x axis.
+    pub fn shared_bytes(&self, variant: Variant) -> u32 {
+        if variant == Variant::LaunchSized { self.launch_bytes } else { self.static_bytes }
+    }
+}
+
+/// One problem the bench runs, with the config it asks for on a backend.
+#[derive(Debug, Clone)]
+pub struct BenchCase<F: Family> {
+    pub problem: F::Problem,
+    pub config: F::Config,
+}
+
+/// A kernel family, typed. Implement it on a marker type in the family's folder and add
+/// one line to [`crate::families::FAMILIES`]; `run`, `bench`, `tune` and the test suites
+/// follow from it.
+pub trait Family: 'static {
+    /// Name in records, cache keys and the command line (`dynsmem run <NAME>`).
+    const NAME: &'static str;
+    /// One line for `--help`.
+    const ABOUT: &'static str;
+    /// The WGSL twin's template text (hashed into the WGSL image of tuning-cache keys).
+    const WGSL_TEMPLATE: &'static str;
+
+    type Problem: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
+    type Config: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
+    /// The problem's command-line options, shared by `run` and `tune`.
+    type ProblemArgs: clap::Args + clap::FromArgMatches;
+    /// The config's command-line options of `run` (each replaces a field of the default).
+    type ConfigArgs: clap::Args + clap::FromArgMatches;
+    /// The tuner's side: its parameters, constraints and workloads.
+    type Tunable: Tunable<Problem = Self::Problem> + 'static;
+
+    /// The problem the options name, sizes left out taken from `sizes`.
+    fn problem(args: &Self::ProblemArgs, sizes: &Sizes) -> Self::Problem;
+    /// The config the options ask for over `default` (the default config, fitted to the
+    /// variant).
+    fn config(args: &Self::ConfigArgs, default: &Self::Config) -> Self::Config;
+
+    /// The default config with the options that pick a kernel rather than size it
+    /// applied, before it is fitted to the variant (reduce's `--staged`). Default: none.
+    fn select(_args: &Self::ConfigArgs, default: Self::Config) -> Self::Config {
+        default
+    }
+    /// The config a backend runs when none is given.
+    fn default_config<B: FamilyBackend>(backend: &B, problem: &Self::Problem) -> Self::Config;
+    /// The config `variant` runs for `config`, and why when it is another (cuda-static's
+    /// arrays cannot hold what launch-sized memory can: see
+    /// [`crate::families::fit_static`]).
+    fn fit_config<B: FamilyBackend>(
+        backend: &B,
+        variant: Variant,
+        problem: &Self::Problem,
+        config: Self::Config,
+    ) -> (Self::Config, Option<String>);
+
+    /// Validates and builds one config on `backend`, inputs from `seed` uploaded and the
+    /// reference computed; nothing is launched yet. A refusal is a typed error naming the
+    /// kernel, what was asked and the limit.
+    fn prepare<'b, B: FamilyBackend>(
+        backend: &'b B,
+        problem: &Self::Problem,
+        config: &Self::Config,
+        variant: Variant,
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>>;
+
+    /// Bytes a device-to-device copy moves to anchor this problem (bandwidth-bound
+    /// families), or `None` (compute-bound families: their workloads may carry a vendor
+    /// anchor, [`Workload::vendor_anchor`]).
+    fn anchor_bytes(problem: &Self::Problem) -> Option<u64>;
+
+    /// The problems and configs the bench runs on `backend`.
+    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>>
+    where
+        Self: Sized;
+    /// Whether the bench runs `variant` for `problem` (default: every variant).
+    fn bench_variant(_problem: &Self::Problem, _variant: Variant) -> bool {
+        true
+    }
+
+    /// The tuner's view of `problem`, or `None` where the family has no search space.
+    fn tunable(problem: Self::Problem) -> Option<Self::Tunable>;
+}
+
+/// A backend as the erased registry takes it: one of the four, by reference.
+#[derive(Clone, Copy)]
+pub enum AnyBackend<'a> {
+    Cuda(&'a CudaBackend),
+    Hip(&'a HipBackend),
+    Wgsl(&'a WgpuBackend),
+    Cpu(&'a CpuBackend),
+}
+
+/// Calls `$body` with `$b` bound to the concrete backend of an [`AnyBackend`].
+#[macro_export]
+macro_rules! with_backend {
+    ($any:expr, $b:ident => $body:expr) => {
+        match $any {
+            $crate::family::AnyBackend::Cuda($b) => $body,
+            $crate::family::AnyBackend::Hip($b) => $body,
+            $crate::family::AnyBackend::Wgsl($b) => $body,
+            $crate::family::AnyBackend::Cpu($b) => $body,
+        }
+    };
+}
+
+impl AnyBackend<'_> {
+    pub fn kind(&self) -> BackendKind {
+        with_backend!(*self, b => b.kind())
+    }
+}
+
+/// A config request resolved against a backend: the problem, the config to run, and the
+/// note saying why it is not the one asked (cuda-static fitted to its static limit).
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub problem: Value,
+    pub config: Value,
+    pub note: Option<String>,
+}
+
+/// A [`Family`], erased: what the registry holds.
+pub trait DynFamily: Sync {
+    fn name(&self) -> &'static str;
+    fn about(&self) -> &'static str;
+    fn wgsl_template(&self) -> &'static str;
+    /// `dynsmem run <name>`'s options: the problem's, then the config's.
+    fn run_args(&self, cmd: clap::Command) -> clap::Command;
+    /// `dynsmem tune <name>`'s options (the problem's), where the family has a search space.
+    fn tune_args(&self, cmd: clap::Command) -> Option<clap::Command>;
+    /// The problem the parsed options name, sizes left out taken from `sizes`, and the
+    /// problem fields the options set (given, or by a default of the option rather than of
+    /// `sizes`): a replay matches those against the recorded problems. A problem option's
+    /// clap id is its problem field's name.
+    fn problem(&self, m: &clap::ArgMatches, sizes: &Sizes) -> Result<(Value, Vec<String>)>;
+    /// The problem and config `run` asks for on `backend`: defaults filled in and fitted.
+    fn resolve(
+        &self,
+        m: &clap::ArgMatches,
+        backend: AnyBackend<'_>,
+        variant: Variant,
+        sizes: &Sizes,
+    ) -> Result<Resolved>;
+    /// The bench's cases on `backend`, per variant: each config fitted to the variant.
+    fn bench_cases(&self, backend: AnyBackend<'_>, variant: Variant, sizes: &Sizes) -> Vec<Resolved>;
+    fn prepare<'b>(
+        &self,
+        backend: AnyBackend<'b>,
+        problem: &Value,
+        config: &Value,
+        variant: Variant,
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>>;
+    fn anchor_bytes(&self, problem: &Value) -> Result<Option<u64>>;
+    /// The tuner's view of `problem`, or `None` where the family has no search space.
+    fn tunable(&self, problem: &Value) -> Result<Option<Box<dyn DynTunable>>>;
+}
+
+/// The registry's handle on a [`Family`]: `&Entry::<MyFamily>::NEW`.
+pub struct Entry<F>(PhantomData<fn() -> F>);
+
+impl<F: Family> Entry<F> {
+    pub const NEW: Entry<F> = Entry(PhantomData);
+}
+
+fn from_json<T: DeserializeOwned>(family: &str, what: &str, v: &Value) -> Result<T> {
+    serde_json::from_value(v.clone())
+        .map_err(|e| Error::InvalidProblem { kernel: family.into(), reason: format!("{what} {v}: {e}") })
+}
+
+/// A problem or config as records carry it (they always serialize).
+pub fn to_json<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).expect("problems and configs serialize")
+}
+
+fn clap_error(family: &str, e: clap::Error) -> Error {
+    Error::InvalidConfig { kernel: family.into(), reason: e.to_string() }
+}
+
+impl<F: Family> DynFamily for Entry<F> {
+    fn name(&self) -> &'static str {
+        F::NAME
+    }
+    fn about(&self) -> &'static str {
+        F::ABOUT
+    }
+    fn wgsl_template(&self) -> &'static str {
+        F::WGSL_TEMPLATE
+    }
+    fn run_args(&self, cmd: clap::Command) -> clap::Command {
+        <F::ConfigArgs as clap::Args>::augment_args(<F::ProblemArgs as clap::Args>::augment_args(cmd))
+    }
+    fn tune_args(&self, cmd: clap::Command) -> Option<clap::Command> {
+        // Whether a family has a search space does not depend on the problem's sizes.
+        let probe = F::problem(&F::ProblemArgs::from_arg_matches(&clap_defaults::<F>()).ok()?, &Sizes::cpu_backend());
+        F::tunable(probe)?;
+        Some(<F::ProblemArgs as clap::Args>::augment_args(cmd))
+    }
+    fn problem(&self, m: &clap::ArgMatches, sizes: &Sizes) -> Result<(Value, Vec<String>)> {
+        let args = F::ProblemArgs::from_arg_matches(m).map_err(|e| clap_error(F::NAME, e))?;
+        let problem = to_json(&F::problem(&args, sizes));
+        let given = m.ids().map(|id| id.as_str()).filter(|id| problem.get(id).is_some()).map(str::to_string).collect();
+        Ok((problem, given))
+    }
+    fn resolve(
+        &self,
+        m: &clap::ArgMatches,
+        backend: AnyBackend<'_>,
+        variant: Variant,
+        sizes: &Sizes,
+    ) -> Result<Resolved> {
+        let pargs = F::ProblemArgs::from_arg_matches(m).map_err(|e| clap_error(F::NAME, e))?;
+        let cargs = F::ConfigArgs::from_arg_matches(m).map_err(|e| clap_error(F::NAME, e))?;
+        let problem = F::problem(&pargs, sizes);
+        let (fitted, note) = with_backend!(backend, b => {
+            let d = F::select(&cargs, F::default_config(b, &problem));
+            F::fit_config(b, variant, &problem, d)
+        });
+        let config = F::config(&cargs, &fitted);
+        // The note explains the fitted default; a config given on the command line is run
+        // as given (and refused with the limit where it does not fit).
+        let note = note.filter(|_| config == fitted);
+        Ok(Resolved { problem: to_json(&problem), config: to_json(&config), note })
+    }
+    fn bench_cases(&self, backend: AnyBackend<'_>, variant: Variant, sizes: &Sizes) -> Vec<Resolved> {
+        with_backend!(backend, b => F::bench_cases(b, sizes)
+            .into_iter()
+            .filter(|c| F::bench_variant(&c.problem, variant))
+            .map(|c| {
+                let (config, note) = F::fit_config(b, variant, &c.problem, c.config);
+                Resolved { problem: to_json(&c.problem), config: to_json(&config), note }
+            })
+            .collect())
+    }
+    fn prepare<'b>(
+        &self,
+        backend: AnyBackend<'b>,
+        problem: &Value,
+        config: &Value,
+        variant: Variant,
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        let p: F::Problem = from_json(F::NAME, "problem", problem)?;
+        let c: F::Config = from_json(F::NAME, "config", config)?;
+        with_backend!(backend, b => F::prepare(b, &p, &c, variant, seed))
+    }
+    fn anchor_bytes(&self, problem: &Value) -> Result<Option<u64>> {
+        Ok(F::anchor_bytes(&from_json(F::NAME, "problem", problem)?))
+    }
+    fn tunable(&self, problem: &Value) -> Result<Option<Box<dyn DynTunable>>> {
+        let p: F::Problem = from_json(F::NAME, "problem", problem)?;
+        Ok(F::tunable(p).map(|t| Box::new(t) as Box<dyn DynTunable>))
+    }
+}
+
+/// The matches of an empty command line of the family's problem options (every option
+/// at its default).
+fn clap_defaults<F: Family>() -> clap::ArgMatches {
+    let cmd = <F::ProblemArgs as clap::Args>::augment_args(clap::Command::new(F::NAME).no_binary_name(true));
+    cmd.try_get_matches_from(std::iter::empty::<String>()).unwrap_or_default()
+}
+
+/// Looks a family up by name in `families`.
+pub fn find<'a>(families: &[&'a dyn DynFamily], name: &str) -> Option<&'a dyn DynFamily> {
+    families.iter().copied().find(|f| f.name() == name)
+}
+
+/// A backend's [`AnyBackend`]: how generic code hands its backend to the erased registry.
+pub trait Erase {
+    fn erase(&self) -> AnyBackend<'_>;
+}
+
+impl Erase for CudaBackend {
+    fn erase(&self) -> AnyBackend<'_> {
+        AnyBackend::Cuda(self)
+    }
+}
+impl Erase for HipBackend {
+    fn erase(&self) -> AnyBackend<'_> {
+        AnyBackend::Hip(self)
+    }
+}
+impl Erase for WgpuBackend {
+    fn erase(&self) -> AnyBackend<'_> {
+        AnyBackend::Wgsl(self)
+    }
+}
+impl Erase for CpuBackend {
+    fn erase(&self) -> AnyBackend<'_> {
+        AnyBackend::Cpu(self)
+    }
+}

@@ -1,0 +1,59 @@
+//! Every family of the registry, derived from it: its bench cases at odd sizes (no side a
+//! power of two or a multiple of 4), in every variant the backend runs, prepared, run and
+//! verified against the CPU reference. One line per backend; a family added to the
+//! registry is in it with no change here.
+
+mod common;
+
+use common::{cuda_or_skip, note, wgsl_or_skip};
+use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::families::FAMILIES;
+use dynsmem::host::families::FamilyBackend;
+use dynsmem::host::family::Sizes;
+
+/// Odd sizes, small enough for the CPU backend (one OS thread per kernel thread).
+const ODD: Sizes = Sizes { n: 10_007, side: 67, rows: 5, bodies: 101, gemm: 37 };
+
+/// Returns the number of cases verified; panics naming the family, case and error.
+fn every_family<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> usize {
+    let mut verified = 0;
+    for family in FAMILIES {
+        for &variant in backend.variants() {
+            for case in family.bench_cases(backend.erase(), variant, sizes) {
+                let what = format!("{} {} {variant} {} {}", backend.kind(), family.name(), case.problem, case.config);
+                let w = match family.prepare(backend.erase(), &case.problem, &case.config, variant, 7) {
+                    // cuda-static's 48 KB of static arrays cannot hold what launch-sized
+                    // memory can (rows of 32768 floats): refused with the limit, before launch.
+                    Err(dynsmem::host::Error::SharedMemoryLimit { kind: "static", requested, limit, .. }) => {
+                        assert!(requested > limit, "{what}: refused under its limit");
+                        note(&format!("{what}: refused: {requested} B of static arrays, over {limit} B"));
+                        continue;
+                    }
+                    other => other.unwrap_or_else(|e| panic!("{what}: prepare: {e}")),
+                };
+                w.run().unwrap_or_else(|e| panic!("{what}: run: {e}"));
+                w.check().unwrap_or_else(|e| panic!("{what}: check: {e}"));
+                verified += 1;
+            }
+        }
+    }
+    note(&format!("registry: {} cases verified on {}", verified, backend.kind()));
+    verified
+}
+
+#[test]
+fn cpu_backend() {
+    assert!(every_family(&CpuBackend::new(), &ODD) >= FAMILIES.len());
+}
+
+#[test]
+fn wgsl() {
+    let Some(w) = wgsl_or_skip("registry::wgsl") else { return };
+    assert!(every_family(&w, &ODD) >= FAMILIES.len());
+}
+
+#[test]
+fn cuda() {
+    let Some(c) = cuda_or_skip("registry::cuda") else { return };
+    assert!(every_family(&c, &ODD) >= FAMILIES.len());
+}
