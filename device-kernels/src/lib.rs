@@ -31,6 +31,7 @@ pub mod histogram;
 pub mod layout;
 pub mod nbody;
 pub mod reduce;
+pub mod rmsnorm;
 pub mod scan;
 pub mod sgemm;
 pub mod softmax;
@@ -47,6 +48,7 @@ pub const KERNELS: &[&[KernelEntry]] = &[
     histogram::KERNELS,
     transpose::KERNELS,
     softmax::KERNELS,
+    rmsnorm::KERNELS,
     conv1d::KERNELS,
     stencil2d::KERNELS,
     scan::KERNELS,

@@ -7,6 +7,7 @@ pub mod conv1d;
 pub mod histogram;
 pub mod nbody;
 pub mod reduce;
+pub mod rmsnorm;
 pub mod scan;
 pub mod sgemm;
 pub mod softmax;
@@ -26,6 +27,7 @@ pub static FAMILIES: &[&dyn DynFamily] = &[
     &Entry::<stencil2d::Stencil2d>::NEW,
     &Entry::<transpose::Transpose>::NEW,
     &Entry::<softmax::Softmax>::NEW,
+    &Entry::<rmsnorm::Rmsnorm>::NEW,
     &Entry::<nbody::Nbody>::NEW,
     &Entry::<sgemm::Sgemm>::NEW,
 ];

@@ -1,0 +1,93 @@
+//! RMSNorm's face to the registry: its command-line options, defaults and bench cases.
+
+use dynsmem_kernels::rmsnorm::RmsnormConfig;
+
+use super::RmsnormProblem;
+use crate::backend::Variant;
+use crate::error::Result;
+use crate::families::{FamilyBackend, Workload, bytes_of};
+use crate::family::space::Tuner;
+use crate::family::{BenchCase, Family, Sizes};
+
+pub struct Rmsnorm;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// Rows (default: 65536 on a GPU).
+    #[arg(long)]
+    pub rows: Option<u32>,
+    /// Row length, 1..=32768 fits an H100's launch-sized limit.
+    #[arg(long, default_value_t = 4096)]
+    pub cols: u32,
+    /// Added to the mean square before the square root.
+    #[arg(long, default_value_t = 1e-5)]
+    pub eps: f32,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigArgs {
+    #[arg(long)]
+    pub block: Option<u32>,
+}
+
+/// A GPU-sized square case runs where the sizes are a GPU's.
+const GPU_ROWS: u32 = 65_536;
+
+impl Family for Rmsnorm {
+    const NAME: &'static str = "rmsnorm";
+    const ABOUT: &'static str = "Row-wise RMSNorm forward, one row per block held in workgroup memory.";
+    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    type Problem = RmsnormProblem;
+    type Config = RmsnormConfig;
+    type ProblemArgs = ProblemArgs;
+    type ConfigArgs = ConfigArgs;
+    type Tunable = Tuner<Self>;
+
+    fn problem(a: &ProblemArgs, sizes: &Sizes) -> RmsnormProblem {
+        RmsnormProblem { rows: a.rows.unwrap_or(sizes.rows), cols: a.cols, eps: a.eps }
+    }
+    fn config(a: &ConfigArgs, d: &RmsnormConfig) -> RmsnormConfig {
+        RmsnormConfig { block: a.block.unwrap_or(d.block) }
+    }
+    fn default_config<B: FamilyBackend>(backend: &B, _: &RmsnormProblem) -> RmsnormConfig {
+        super::default_config(backend)
+    }
+    fn fit_config<B: FamilyBackend>(
+        backend: &B,
+        variant: Variant,
+        p: &RmsnormProblem,
+        config: RmsnormConfig,
+    ) -> (RmsnormConfig, Option<String>) {
+        super::fit_config(backend, variant, p, config)
+    }
+    fn prepare<'b, B: FamilyBackend>(
+        backend: &'b B,
+        p: &RmsnormProblem,
+        c: &RmsnormConfig,
+        variant: Variant,
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        Ok(Box::new(super::prepare(backend, *p, *c, variant, seed)?))
+    }
+    fn anchor_bytes(p: &RmsnormProblem) -> Option<u64> {
+        Some(bytes_of(p.rows as u64 * p.cols as u64, 4))
+    }
+    /// Rows of 4096, rows of 32768 floats (128 KB: past any static limit), and on a GPU
+    /// 8192 x 8192.
+    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
+        let mut shapes = vec![(sizes.rows, 4096), ((sizes.rows / 8).max(1), 32_768)];
+        if sizes.rows >= GPU_ROWS {
+            shapes.push((8192, 8192));
+        }
+        shapes
+            .into_iter()
+            .map(|(rows, cols)| BenchCase {
+                problem: RmsnormProblem { rows, cols, eps: 1e-5 },
+                config: super::default_config(backend),
+            })
+            .collect()
+    }
+    fn tunable(problem: RmsnormProblem) -> Option<Tuner<Self>> {
+        Some(Tuner::new(problem))
+    }
+}

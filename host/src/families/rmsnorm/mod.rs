@@ -1,0 +1,328 @@
+//! Row-wise RMSNorm forward, host side: problem, configs, the WGSL form beside it
+//! (`rmsnorm.wgsl`), the CUDA C form (`rmsnorm.cu`), the CPU reference and the
+//! [`Workload`]. The device algorithm is documented in `dynsmem_kernels::rmsnorm`.
+
+use dynsmem_kernels::rmsnorm::RmsnormConfig;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
+};
+use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::error::Result;
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+mod family;
+mod tune;
+
+pub use family::Rmsnorm;
+
+pub(crate) const WGSL_TEMPLATE: &str = include_str!("rmsnorm.wgsl");
+const KERNEL: &str = "rmsnorm_f32";
+/// The cuda-static form: the same algorithm in CUDA C with static arrays.
+pub const CUDA_SOURCE: &str = include_str!("rmsnorm.cu");
+
+/// `rows` rows of `cols` floats, normalised by `1 / sqrt(mean square + eps)` and scaled by
+/// a weight of `cols` floats.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RmsnormProblem {
+    pub rows: u32,
+    pub cols: u32,
+    pub eps: f32,
+}
+
+/// 256 threads per row (16 on the CPU backend).
+pub fn default_config<B: FamilyBackend>(backend: &B) -> RmsnormConfig {
+    RmsnormConfig { block: if backend.kind() == BackendKind::Cpu { 16 } else { 256 } }
+}
+
+fn wgsl_spec(problem: &RmsnormProblem, cfg: &RmsnormConfig, variant: Variant) -> WgslSpec {
+    let cols = problem.cols.max(1);
+    let (sizing, constants) = wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols as f64)]);
+    WgslSpec {
+        name: format!("{KERNEL}[{variant},cols={cols},block={}]", cfg.block),
+        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        entry: "rmsnorm",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: wgsl_static_bytes(problem, cfg),
+    }
+}
+
+/// Bytes of the WGSL form's static arrays: the row and a float per thread.
+pub fn wgsl_static_bytes(problem: &RmsnormProblem, cfg: &RmsnormConfig) -> u32 {
+    ((problem.cols.max(1) as u64 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32
+}
+
+/// The cuda-static kernel: `rmsnorm.cu` with the row length and block as defines; its
+/// static arrays are the Rust kernel's layout (the row, 16-byte aligned, then `block`
+/// floats of scratch).
+pub fn cuda_source(problem: &RmsnormProblem, cfg: &RmsnormConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{KERNEL}[cuda-static,cols={},block={}]", problem.cols, cfg.block),
+        source: CUDA_SOURCE,
+        file: "rmsnorm.cu",
+        entry: "rmsnorm_static",
+        defines: vec![("COLS", problem.cols.to_string()), ("BLOCK", cfg.block.to_string())],
+        static_bytes: cfg.shared_bytes(problem.cols).unwrap_or(u32::MAX),
+    }
+}
+
+/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller blocks. The
+/// row itself must fit beside the scratch (12032 floats with 256 threads); rows of 32768
+/// floats (128 KB) have no static config, and their cuda-static row is refused with the
+/// bytes and the limit.
+pub fn fit_config<B: Backend>(
+    backend: &B,
+    variant: Variant,
+    problem: &RmsnormProblem,
+    cfg: RmsnormConfig,
+) -> (RmsnormConfig, Option<String>) {
+    let fallbacks = super::halvings(cfg.block, 32).map(|block| RmsnormConfig { block });
+    let limit = backend.info().limits.static_shared_max;
+    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.cols).ok())
+}
+
+/// The CPU reference, in f64: `x / sqrt(mean(x^2) + eps) * g` per row.
+pub fn reference(x: &[f32], g: &[f32], rows: usize, cols: usize, eps: f32) -> Vec<f64> {
+    let per_row = crate::par::map(rows, |r| {
+        let row = &x[r * cols..(r + 1) * cols];
+        let ss: f64 = row.iter().map(|&v| v as f64 * v as f64).sum();
+        let inv = 1.0 / (ss / cols as f64 + eps as f64).sqrt();
+        row.iter().zip(g).map(|(&v, &w)| v as f64 * inv * w as f64).collect::<Vec<f64>>()
+    });
+    per_row.into_iter().flatten().collect()
+}
+
+/// Elementwise tolerance: a sum of `cols` squares in f32 (its error halved by the square
+/// root), a correctly rounded (CUDA, CPU) or few-ulp (WGSL) `1 / sqrt`, and two products.
+/// There is no hardware `exp` here, so the floor is 8 ulp rather than softmax's 1e-5:
+/// dropping one average term of a 32768-float row's sum of squares moves every output
+/// of the row by about 1.5e-5 relative, and must be caught.
+pub fn tolerance(cols: u32) -> Tolerance {
+    let eps = f32::EPSILON as f64;
+    Tolerance { rtol: 8.0 * eps + 2.0 * (cols as f64).log2().max(1.0) * eps, atol: 1e-9 }
+}
+
+pub struct RmsnormWorkload<'b, B: FamilyBackend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: RmsnormProblem,
+    config: RmsnormConfig,
+    x: Buffer<B::Raw, f32>,
+    g: Buffer<B::Raw, f32>,
+    y: Buffer<B::Raw, f32>,
+    expected: Vec<f64>,
+}
+
+/// Validates the problem and config against the backend (nothing is generated,
+/// uploaded or launched when a check fails) and builds the kernel.
+fn validate<B: FamilyBackend>(
+    backend: &B,
+    problem: RmsnormProblem,
+    config: RmsnormConfig,
+    variant: Variant,
+) -> Result<Prepared<B::Kernel>> {
+    let RmsnormProblem { rows, cols, eps } = problem;
+    if config.block == 0 {
+        return Err(invalid(KERNEL, "block must be at least 1 thread"));
+    }
+    if cols == 0 {
+        return Err(invalid_problem(KERNEL, "rows of 0 elements have no RMS"));
+    }
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(invalid_problem(KERNEL, format!("eps must be finite and at least 0, got {eps}")));
+    }
+    let elems = rows as u64 * cols as u64;
+    // Both forms step their u32 row counter by the grid past the last row.
+    let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
+    super::check_index(KERNEL, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
+    if backend.kind() == BackendKind::Wgsl {
+        super::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+    }
+    // x, y and g on the device; x, g, the f64 reference, the NaN fill and the read-back
+    // on the host.
+    let device = super::bytes_of(elems, 8).saturating_add(super::bytes_of(cols as u64, 4));
+    let host = super::bytes_of(elems, 20).saturating_add(super::bytes_of(cols as u64, 4));
+    super::check_footprint(backend, KERNEL, device, host)?;
+    let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
+    let cuda = || cuda_source(&problem, &config);
+    Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl, &cuda)
+}
+
+/// RMSNorm of `rows x cols` inputs drawn from `seed`, uniform in [-4, 4), with weights
+/// uniform in [-2, 2).
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: RmsnormProblem,
+    config: RmsnormConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<RmsnormWorkload<'b, B>> {
+    let kernel = validate(backend, problem, config, variant)?;
+    let mut rng = SplitMix64::new(seed);
+    let elems = problem.rows as u64 * problem.cols as u64;
+    let x: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 8.0 - 4.0).collect();
+    let g: Vec<f32> = (0..problem.cols).map(|_| rng.next_f32() * 4.0 - 2.0).collect();
+    upload(backend, kernel, problem, config, x, g)
+}
+
+/// RMSNorm of the given row-major inputs (`rows * cols` of them) and weights (`cols`):
+/// for inputs the seeded generator does not make, such as NaN and infinities.
+pub fn prepare_with<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: RmsnormProblem,
+    config: RmsnormConfig,
+    variant: Variant,
+    x: Vec<f32>,
+    g: Vec<f32>,
+) -> Result<RmsnormWorkload<'b, B>> {
+    let elems = problem.rows as u64 * problem.cols as u64;
+    if x.len() as u64 != elems || g.len() as u64 != problem.cols as u64 {
+        return Err(invalid_problem(
+            KERNEL,
+            format!(
+                "{} inputs and {} weights given for {} x {} = {elems} and {}",
+                x.len(),
+                g.len(),
+                problem.rows,
+                problem.cols,
+                problem.cols
+            ),
+        ));
+    }
+    let kernel = validate(backend, problem, config, variant)?;
+    upload(backend, kernel, problem, config, x, g)
+}
+
+fn upload<'b, B: FamilyBackend>(
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: RmsnormProblem,
+    config: RmsnormConfig,
+    x: Vec<f32>,
+    g: Vec<f32>,
+) -> Result<RmsnormWorkload<'b, B>> {
+    let expected = reference(&x, &g, problem.rows as usize, problem.cols as usize, problem.eps);
+    let xb = backend.htod(&x)?;
+    let gb = backend.htod(&g)?;
+    let y = backend.htod(&vec![f32::NAN; x.len()])?;
+    Ok(RmsnormWorkload { backend, kernel, problem, config, x: xb, g: gb, y, expected })
+}
+
+impl<B: FamilyBackend> RmsnormWorkload<'_, B> {
+    /// The output as the last run left it (NaN before any run).
+    pub fn output(&self) -> Result<Vec<f32>> {
+        self.backend.dtoh(&self.y)
+    }
+}
+
+impl<B: FamilyBackend> Workload for RmsnormWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    /// `x` read once, `y` written once, and `g` once.
+    fn bytes(&self) -> u64 {
+        let RmsnormProblem { rows, cols, .. } = self.problem;
+        (2 * rows as u64 * cols as u64 + cols as u64) * 4
+    }
+    fn run(&self) -> Result<()> {
+        let RmsnormProblem { rows, cols, eps } = self.problem;
+        let dims = self.kernel.dims(self.config.grid(rows), self.config.block);
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            dims,
+            &[self.x.arg(), self.g.arg(), self.y.arg(), Arg::U32(rows), Arg::U32(cols), Arg::F32(eps)],
+        )
+    }
+    fn check(&self) -> Result<()> {
+        let got = self.backend.dtoh(&self.y)?;
+        let tol = tolerance(self.problem.cols);
+        check_slice(&self.kernel.name, &self.expected, &got, |i| self.expected[i], tol)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{reference, tolerance};
+    use crate::rng::SplitMix64;
+    use crate::verify::check_slice;
+
+    #[test]
+    fn reference_has_unit_rms_and_is_scale_invariant() {
+        let x = [3.0f32, -4.0, 0.0, 30.0, -40.0, 0.0];
+        let a = reference(&x, &[1.0, 1.0, 1.0], 2, 3, 0.0);
+        // mean square 25/3: rms 5/sqrt(3).
+        let rms = (25.0f64 / 3.0).sqrt();
+        assert!((a[0] - 3.0 / rms).abs() < 1e-12 && (a[1] + 4.0 / rms).abs() < 1e-12 && a[2] == 0.0);
+        let ms: f64 = a[..3].iter().map(|v| v * v).sum::<f64>() / 3.0;
+        assert!((ms - 1.0).abs() < 1e-12);
+        for i in 0..3 {
+            assert!((a[i] - a[i + 3]).abs() < 1e-12, "scale invariant with eps = 0");
+        }
+        // The weight scales each column; eps bounds the output of a zero row.
+        let w = reference(&x[..3], &[2.0, 0.5, 7.0], 1, 3, 0.0);
+        assert!((w[0] - 2.0 * a[0]).abs() < 1e-12 && (w[1] - 0.5 * a[1]).abs() < 1e-12);
+        assert_eq!(reference(&[0.0; 4], &[1.0; 4], 1, 4, 1e-5), vec![0.0; 4]);
+    }
+
+    /// The kernel's f32 arithmetic (`block` threads' partial sums of squares, folded as
+    /// a tree), with one column of the sum of squares dropped or the weight read at a
+    /// shifted index.
+    fn emulate(
+        x: &[f32],
+        g: &[f32],
+        cols: usize,
+        block: usize,
+        eps: f32,
+        drop: Option<usize>,
+        shift: usize,
+    ) -> Vec<f32> {
+        let mut out = Vec::with_capacity(x.len());
+        for row in x.chunks(cols) {
+            let mut partial = vec![0.0f32; block];
+            for (c, &v) in row.iter().enumerate() {
+                if Some(c) != drop {
+                    partial[c % block] += v * v;
+                }
+            }
+            let mut live = block;
+            while live > 1 {
+                let half = live.div_ceil(2);
+                for t in 0..live - half {
+                    partial[t] += partial[t + half];
+                }
+                live = half;
+            }
+            let inv = 1.0 / (partial[0] * (1.0 / cols as f32) + eps).sqrt();
+            out.extend(row.iter().enumerate().map(|(c, &v)| v * inv * g[(c + shift) % cols]));
+        }
+        out
+    }
+
+    #[test]
+    fn tolerance_passes_f32_and_catches_one_wrong_term() {
+        for (rows, cols, block) in [(4, 4096, 16), (2, 32_768, 16), (2, 32_768, 256), (3, 1000, 1)] {
+            let mut rng = SplitMix64::new(7);
+            let x: Vec<f32> = (0..rows * cols).map(|_| rng.next_f32() * 8.0 - 4.0).collect();
+            let g: Vec<f32> = (0..cols).map(|_| rng.next_f32() * 4.0 - 2.0).collect();
+            let expected = reference(&x, &g, rows, cols, 1e-5);
+            let tol = tolerance(cols as u32);
+            let check = |got: &[f32]| check_slice("rmsnorm_f32", &expected, got, |i| expected[i], tol);
+            check(&emulate(&x, &g, cols, block, 1e-5, None, 0)).expect("the kernel's f32 arithmetic passes");
+            // A column whose square is about the mean square (the one nearest 4/sqrt(3)
+            // in magnitude): a typical term.
+            let typical = (0..cols)
+                .min_by(|&a, &b| {
+                    let d = |c: usize| (x[c].abs() - 4.0 / 3f32.sqrt()).abs();
+                    d(a).total_cmp(&d(b))
+                })
+                .unwrap();
+            assert!(check(&emulate(&x, &g, cols, block, 1e-5, Some(typical), 0)).is_err(), "{cols}: dropped term");
+            assert!(check(&emulate(&x, &g, cols, block, 1e-5, None, 1)).is_err(), "{cols}: shifted weight");
+        }
+    }
+}

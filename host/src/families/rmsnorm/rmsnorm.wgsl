@@ -1,0 +1,62 @@
+// Row-wise RMSNorm forward on the static-WGSL path: the algorithm and mapping of
+// device-kernels/src/rmsnorm.rs (read that first), with the row in a `var<workgroup>`
+// array of COLS floats fixed when the pipeline is created (rows longer than COLS need
+// another pipeline; past the workgroup-storage limit, none can hold them).
+//
+// Template slot (the name in double braces), filled by host/src/families/rmsnorm/mod.rs:
+//   SIZING   declarations of BLOCK and COLS (u32)
+
+{{SIZING}}
+
+struct Params {
+    rows: u32,
+    cols: u32,
+    eps: f32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> g: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+var<workgroup> row: array<f32, COLS>;
+var<workgroup> scratch: array<f32, BLOCK>;
+
+@compute @workgroup_size(BLOCK)
+fn rmsnorm(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let rows = params.rows;
+    let cols = params.cols;
+    let inv_cols = 1.0 / f32(cols);
+    for (var r = wid.x; r < rows; r += nwg.x) {
+        let base = r * cols;
+        var s = 0.0;
+        for (var i = tid; i < cols; i += BLOCK) {
+            let v = x[base + i];
+            s += v * v;
+            row[i] = v;
+        }
+        scratch[tid] = s;
+        workgroupBarrier();
+        var live = BLOCK;
+        while (live > 1u) {
+            let half = (live + 1u) / 2u;
+            if (tid + half < live) {
+                scratch[tid] = scratch[tid] + scratch[tid + half];
+            }
+            workgroupBarrier();
+            live = half;
+        }
+        let inv = 1.0 / sqrt(scratch[0] * inv_cols + params.eps);
+        workgroupBarrier();
+
+        // Each thread revisits the elements it stored: no barrier needed before this.
+        for (var i = tid; i < cols; i += BLOCK) {
+            y[base + i] = row[i] * inv * g[i];
+        }
+        workgroupBarrier();
+    }
+}
