@@ -136,9 +136,10 @@ fn set_anchor(rec: &mut Record, anchor: &Record) {
 /// One config of a registry family measured into a record: `prepared` (by
 /// [`DynFamily::prepare`]; a refusal becomes the record's error) verified, then timed. Its anchor, in order: the
 /// workload's own vendor anchor (cuBLAS beside SGEMM on CUDA; returned too, as a record of
-/// its own), `copy` (the backend's device-to-device copy) for families with copy bytes,
-/// or a verified record of `vendor` for the same family and problem (cuBLAS measured on
-/// the CUDA device of this run, for the same problem on another backend).
+/// its own) unless `vendor` already holds a verified one for the same family and problem
+/// (measured earlier in the run: cuBLAS beside the launch-sized row anchors the
+/// cuda-static and WGSL rows of the same problem), else `copy` (the backend's
+/// device-to-device copy) for families with copy bytes.
 #[allow(clippy::too_many_arguments)]
 pub fn family<'b, B: FamilyBackend>(
     backend: &'b B,
@@ -153,7 +154,12 @@ pub fn family<'b, B: FamilyBackend>(
     vendor: &[Record],
 ) -> (Record, Option<Record>) {
     let name = family.name();
-    let own = prepared.as_ref().ok().and_then(|w| {
+    let measured =
+        |a: &&Record| a.family == name && a.error.is_none() && a.tflops.is_some() && a.problem == case.problem;
+    let earlier = vendor.iter().find(measured);
+    // A vendor anchor measured earlier in the run for the same problem (the launch-sized
+    // row's cuBLAS, for the cuda-static row after it) anchors this row too.
+    let own = prepared.as_ref().ok().filter(|_| earlier.is_none()).and_then(|w| {
         let a = w.vendor_anchor(timing, seed)?;
         let mut rec = Record::new(name, "anchor", a.name, backend.info(), prov);
         rec.problem = case.problem.clone();
@@ -167,9 +173,7 @@ pub fn family<'b, B: FamilyBackend>(
     let anchor = match (&own, family.anchor_bytes(&case.problem)) {
         (Some(a), _) => Some(a),
         (None, Ok(Some(_))) => copy,
-        _ => vendor
-            .iter()
-            .find(|a| a.family == name && a.error.is_none() && a.tflops.is_some() && a.problem == case.problem),
+        _ => earlier,
     };
     let mut rec =
         workload(backend, name, variant, case.problem.clone(), case.config.clone(), prepared, timing, prov, anchor);
