@@ -42,7 +42,7 @@ pub fn wgsl_image_hash() -> String {
 
 /// Fills `{{KEY}}` slots of a WGSL template. Every slot must be filled: a slot left
 /// over is a bug in the launcher, caught by the tests that build every pipeline.
-pub(crate) fn fill_template(template: &str, slots: &[(&str, &str)]) -> String {
+pub fn fill_template(template: &str, slots: &[(&str, &str)]) -> String {
     let mut out = template.to_string();
     for (key, value) in slots {
         out = out.replace(&format!("{{{{{key}}}}}"), value);
@@ -84,7 +84,7 @@ pub struct KernelSpec<'a> {
 
 /// The `cuda` of a [`KernelSpec`] for a kernel that has no CUDA C form (never called:
 /// the backends check the variant before they build).
-pub(crate) fn no_cuda_source() -> CudaSource {
+pub fn no_cuda_source() -> CudaSource {
     unreachable!("this kernel has no cuda-static form; the variant is checked before building")
 }
 
@@ -153,7 +153,7 @@ impl FamilyBackend for WgpuBackend {
 
 /// The WGSL sizing declarations of a template: `const` lines for the literal variant,
 /// `override` lines (values set at pipeline creation) for the override variant.
-pub(crate) fn wgsl_sizing(
+pub fn wgsl_sizing(
     variant: Variant,
     items: &[(&'static str, &'static str, f64)],
 ) -> (String, Vec<(&'static str, f64)>) {
@@ -209,7 +209,7 @@ pub fn fit_static<C: Copy + std::fmt::Debug>(
 }
 
 /// Halvings of `v` down to `min` (exclusive of `v` itself): fallback sizes.
-pub(crate) fn halvings(v: u32, min: u32) -> impl Iterator<Item = u32> {
+pub fn halvings(v: u32, min: u32) -> impl Iterator<Item = u32> {
     std::iter::successors(Some(v / 2), |x| Some(x / 2)).take_while(move |&x| x >= min.max(1))
 }
 
@@ -235,7 +235,7 @@ impl<K> Prepared<K> {
     /// launch of `grid` blocks of `block` threads against the backend's limits (nothing is
     /// launched when any check fails), then builds the kernel.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new<B: FamilyBackend<Kernel = K>>(
+    pub fn new<B: FamilyBackend<Kernel = K>>(
         backend: &B,
         entry: &'static str,
         layout_bytes: std::result::Result<u32, dynsmem_kernels::layout::LayoutError>,
@@ -329,12 +329,12 @@ pub struct VendorAnchor {
 }
 
 /// Validation errors of a family's config, named after its kernel.
-pub(crate) fn invalid(kernel: &str, reason: impl Into<String>) -> Error {
+pub fn invalid(kernel: &str, reason: impl Into<String>) -> Error {
     Error::InvalidConfig { kernel: kernel.into(), reason: reason.into() }
 }
 
 /// Validation errors of a family's problem.
-pub(crate) fn invalid_problem(kernel: &str, reason: impl Into<String>) -> Error {
+pub fn invalid_problem(kernel: &str, reason: impl Into<String>) -> Error {
     Error::InvalidProblem { kernel: kernel.into(), reason: reason.into() }
 }
 
@@ -397,7 +397,7 @@ pub fn bytes_of(count: u64, bytes_each: u64) -> u64 {
 
 /// Refuses `value` (named `what`) when it is past `limit`, the largest the kernel's `index`
 /// arithmetic handles without wrapping.
-pub(crate) fn check_index(kernel: &str, what: &str, value: u64, limit: u64, index: &'static str) -> Result<()> {
+pub fn check_index(kernel: &str, what: &str, value: u64, limit: u64, index: &'static str) -> Result<()> {
     if value > limit {
         return Err(Error::IndexOverflow { kernel: kernel.into(), what: what.into(), requested: value, limit, index });
     }
@@ -405,7 +405,7 @@ pub(crate) fn check_index(kernel: &str, what: &str, value: u64, limit: u64, inde
 }
 
 /// A layout error as a tuner filter reason.
-pub(crate) fn layout_reason(e: dynsmem_kernels::layout::LayoutError) -> String {
+pub fn layout_reason(e: dynsmem_kernels::layout::LayoutError) -> String {
     format!("shared-memory layout: {e}")
 }
 

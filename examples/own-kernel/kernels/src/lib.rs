@@ -1,0 +1,130 @@
+//! The example's own kernel: a moving average, `y[i] = mean(x[i..i + window])` for
+//! `i < n - window + 1`, each block staging the tile of input its outputs read in
+//! launch-sized workgroup memory (CUDA "dynamic shared memory", HIP "dynamic LDS").
+//!
+//! # Algorithm and thread mapping
+//! A block makes `span = block * per_thread` consecutive outputs at a time: it copies the
+//! `span + window - 1` inputs they read into the shared `tile` (thread `t` copies elements
+//! `t, t + block, ...`), waits at a barrier, then thread `t` makes outputs
+//! `t, t + block, ..., t + (per_thread - 1) * block` of the span, each the sum of `window`
+//! tile elements times `1 / window`. Each input is read from device memory about once per
+//! block instead of `window` times. Blocks walk the spans `b, b + grid, ...`.
+//!
+//! # Launch-sized memory ([`WindowConfig::layout`])
+//! `tile`: `block * per_thread + window - 1` f32. The size depends on the window (a
+//! problem size) and on both config values: the host sizes each launch with the same
+//! `layout` code the kernel carves with.
+//!
+//! # Entry point
+//! `window_mean_f32(x, y, n: u32, window: u32, per_thread: u32)`, block `block`,
+//! `grid = min(ceil((n - window + 1) / span), 65535)`.
+//!
+//! The crate is built three ways, like `dynsmem-kernels`: for nvptx64 and amdgpu as a
+//! `cdylib` (the `kernels!` entry is then `extern "gpu-kernel"`), and for the host as a
+//! library whose kernel function the CPU backend runs once per thread.
+#![no_std]
+#![cfg_attr(gpu, feature(abi_gpu_kernel), allow(internal_features))]
+// No `#[panic_handler]` here: on a GPU target `dynsmem-kernels` (a dependency) already
+// defines one that traps (a second one would be a duplicate lang item).
+
+use dynsmem_kernels::gpu;
+use dynsmem_kernels::layout::{Carve, LayoutError, Slice};
+
+/// Most blocks a launch uses; blocks loop over the spans past it.
+pub const MAX_GRID: u32 = 65_535;
+
+/// The tunable launch-time parameters: threads per block and outputs per thread.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WindowConfig {
+    pub block: u32,
+    pub per_thread: u32,
+}
+
+/// Where the kernel finds its tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowLayout {
+    pub tile: Slice<f32>,
+    pub bytes: u32,
+}
+
+impl WindowConfig {
+    /// Outputs a block makes per step.
+    pub fn span(&self) -> Option<u32> {
+        self.block.checked_mul(self.per_thread)
+    }
+
+    /// The carve of the launch-sized region for a window of `window` inputs.
+    pub fn layout(&self, window: u32) -> Result<WindowLayout, LayoutError> {
+        let len = self.span().and_then(|s| s.checked_add(window.saturating_sub(1)));
+        let Some(len) = len else { return Err(LayoutError::Overflow { offset: 0, len: u32::MAX, elem_bytes: 4 }) };
+        let mut carve = Carve::new();
+        let tile = carve.array::<f32>(len)?;
+        Ok(WindowLayout { tile, bytes: carve.bytes() })
+    }
+
+    /// Launch-sized bytes per block: what the host passes as the launch's shared memory.
+    pub fn shared_bytes(&self, window: u32) -> Result<u32, LayoutError> {
+        Ok(self.layout(window)?.bytes)
+    }
+
+    /// Blocks of the launch for `n` inputs (at least one).
+    pub fn grid(&self, n: u32, window: u32) -> u32 {
+        let outputs = n.saturating_sub(window.saturating_sub(1)).max(1);
+        let span = self.span().unwrap_or(u32::MAX).max(1);
+        outputs.div_ceil(span).clamp(1, MAX_GRID)
+    }
+}
+
+/// # Safety
+/// `x` holds `n` floats and `y` `n - window + 1`; `1 <= window <= n`; the launch gave
+/// the layout's bytes.
+#[inline(always)]
+unsafe fn window_mean(x: *const f32, y: *mut f32, n: u32, window: u32, per_thread: u32) {
+    let tid = gpu::thread_idx_x();
+    let block = gpu::block_dim_x();
+    let cfg = WindowConfig { block, per_thread };
+    let Ok(l) = cfg.layout(window) else { gpu::trap() };
+    let tile = gpu::launch_region(l.bytes).array(l.tile);
+    let outputs = n - window + 1;
+    let span = block * per_thread;
+    let inv = 1.0 / window as f32;
+    let mut start = gpu::block_idx_x() * span;
+    while start < outputs {
+        // The inputs this span reads, clipped at the end of `x`.
+        let len = (span + window - 1).min(n - start);
+        let mut i = tid;
+        while i < len {
+            unsafe { tile.write(i, x.add((start + i) as usize).read()) };
+            i += block;
+        }
+        gpu::barrier();
+        let mut k = 0;
+        while k < per_thread {
+            let o = k * block + tid;
+            if o < outputs - start {
+                let mut s = 0.0f32;
+                let mut j = 0;
+                while j < window {
+                    s += unsafe { tile.read(o + j) };
+                    j += 1;
+                }
+                unsafe { y.add((start + o) as usize).write(s * inv) };
+            }
+            k += 1;
+        }
+        // The next span overwrites the tile.
+        gpu::barrier();
+        match start.checked_add(gpu::grid_dim_x() * span) {
+            Some(next) => start = next,
+            None => break,
+        }
+    }
+}
+
+dynsmem_kernels::kernels! { KERNELS;
+    /// `y[i] = mean(x[i..i + window])` for `i < n - window + 1`; see the crate docs.
+    pub fn window_mean_f32(x: *const f32, y: *mut f32, n: u32, window: u32, per_thread: u32) {
+        unsafe { window_mean(x, y, n, window, per_thread) }
+    }
+}

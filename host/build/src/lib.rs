@@ -1,0 +1,597 @@
+//! `dynsmem-build`: compiles a `#![no_std]` kernel crate for the GPU targets from a build
+//! script and embeds the images. dynsmem's own `build.rs` calls it for `device-kernels`,
+//! and a researcher's crate calls it for a kernel crate of its own
+//! (`examples/own-kernel/build.rs`):
+//!
+//! ```no_run
+//! // The body of build.rs's `main`:
+//! let images = dynsmem_build::Builder::new("kernels").build().unwrap_or_else(|e| panic!("{e}"));
+//! let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
+//! images.write_module(&out.join("kernels.rs")).expect("writing kernels.rs");
+//! dynsmem_build::emit_provenance(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+//! // src/main.rs: mod images { include!(concat!(env!("OUT_DIR"), "/kernels.rs")); }
+//! ```
+//!
+//! For each target this runs a nested `cargo rustc --crate-type cdylib -Zbuild-std=core`
+//! with its own target directory (sharing the outer one deadlocks on its lock) and a
+//! scrubbed environment (the outer build's `CARGO_*`, `RUSTC*`, `RUSTFLAGS` and
+//! `RUSTUP_TOOLCHAIN` would leak host flags and the wrong compiler into the GPU build),
+//! copies each image into `$OUT_DIR`, and [`Images::write_module`] writes a module of
+//! `pub const` images (`PTX`, `PTX_ARCH`, `PTX_VERSION`, `AMDGPU`, `CHECKED`) for the
+//! crate to `include!`.
+//!
+//! Settings read by [`Builder::new`] (environment; the builder's methods override them):
+//! - `DYNSMEM_CUDA_ARCH` (default `sm_90`) and `DYNSMEM_CUDA_PTX` (default `ptx80`): the
+//!   PTX target, e.g. `sm_80` + `ptx75` for an image that also loads on an A100.
+//! - `DYNSMEM_AMDGPU_ARCH` (default `gfx90a,gfx942`): one or more comma-separated `gfx`
+//!   names (gfx1100 and other RDNA targets build too; each arch compiles `core` once).
+//! - `DYNSMEM_KERNELS_CHECKED=1`: builds the kernel crate with its `checked` feature
+//!   (dynsmem's kernels bounds-check every shared-memory access on the device with it).
+//!
+//! The toolchain is the one `rust-toolchain.toml` pins for the kernel crate's directory
+//! (rustup looks for it there and in its parents): a nightly with `rust-src`,
+//! `llvm-tools` and `llvm-bitcode-linker`. A missing piece is an [`Error`] whose message
+//! says what to install.
+
+use std::env;
+use std::fmt::{self, Write as _};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What to do when the toolchain is missing or incomplete.
+pub const TOOLCHAIN_FIX: &str = "run `rustup toolchain install` in the project root: it reads rust-toolchain.toml and \
+installs the pinned nightly with rust-src, llvm-tools and llvm-bitcode-linker (the GPU targets build `core` from \
+source; there is no prebuilt rust-std for nvptx64 or amdgcn)";
+
+/// The environment variables [`Builder::new`] reads.
+pub const ENV_VARS: [&str; 4] =
+    ["DYNSMEM_CUDA_ARCH", "DYNSMEM_CUDA_PTX", "DYNSMEM_AMDGPU_ARCH", "DYNSMEM_KERNELS_CHECKED"];
+
+/// Why the kernel images could not be built. Its `Display` says what happened and, for a
+/// toolchain problem, what to install: a build script panics with it.
+#[derive(Debug)]
+pub enum Error {
+    /// A variable cargo sets for build scripts is missing (not run from a build script?).
+    Env { var: &'static str },
+    /// The kernel crate's `Cargo.toml` could not be read or names no package.
+    Manifest { path: PathBuf, reason: String },
+    /// `rustc --print sysroot` failed: the pinned toolchain is not installed.
+    Toolchain { stderr: String },
+    /// `rustc` could not be started at all.
+    NoRustc(io::Error),
+    /// The `rust-src` component is missing.
+    NoRustSrc { sysroot: PathBuf },
+    /// The `llvm-bitcode-linker` component is missing.
+    NoBitcodeLinker { sysroot: PathBuf },
+    /// The nested cargo could not be started.
+    CargoStart { triple: String, source: io::Error },
+    /// The nested cargo failed: its stderr.
+    Build { krate: String, triple: String, cpu: String, stderr: String },
+    /// The nested cargo succeeded without leaving the image where expected.
+    ImageMissing { triple: String, path: PathBuf },
+    /// A [`Builder::max_registers`] entry is not in the PTX.
+    EntryMissing { entry: String },
+    /// Copying an image into `OUT_DIR` failed.
+    Copy { from: PathBuf, to: PathBuf, source: io::Error },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Env { var } => write!(f, "dynsmem-build: {var} is not set (run from a build script, by cargo)"),
+            Error::Manifest { path, reason } => write!(f, "dynsmem-build: reading {}: {reason}", path.display()),
+            Error::Toolchain { stderr } => write!(
+                f,
+                "\n\ndynsmem: the pinned nightly toolchain is not usable:\n{stderr}\nTo fix: {TOOLCHAIN_FIX}\n"
+            ),
+            Error::NoRustc(e) => {
+                write!(f, "\n\ndynsmem: cannot run rustc ({e}).\nTo fix: install rustup, then {TOOLCHAIN_FIX}\n")
+            }
+            Error::NoRustSrc { sysroot } => write!(
+                f,
+                "\n\ndynsmem: the `rust-src` component is missing from {}.\nTo fix: {TOOLCHAIN_FIX}\n",
+                sysroot.display()
+            ),
+            Error::NoBitcodeLinker { sysroot } => write!(
+                f,
+                "\n\ndynsmem: the `llvm-bitcode-linker` component (needed to link nvptx64 PTX) is missing from {}.\nTo fix: {TOOLCHAIN_FIX}\n",
+                sysroot.display()
+            ),
+            Error::CargoStart { triple, source } => {
+                write!(f, "\n\ndynsmem: cannot start cargo for {triple} ({source}).\nTo fix: {TOOLCHAIN_FIX}\n")
+            }
+            Error::Build { krate, triple, cpu, stderr } => write!(
+                f,
+                "\n\ndynsmem: building {krate} for {triple} ({cpu}) failed:\n{stderr}\nIf this is a toolchain problem: {TOOLCHAIN_FIX}\n"
+            ),
+            Error::ImageMissing { triple, path } => {
+                write!(f, "dynsmem: the {triple} build succeeded but {} is missing", path.display())
+            }
+            Error::EntryMissing { entry } => write!(f, "dynsmem: PTX entry {entry} (in MAX_REGISTERS) not found"),
+            Error::Copy { from, to, source } => write!(f, "copying {} to {}: {source}", from.display(), to.display()),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::NoRustc(e) | Error::CargoStart { source: e, .. } | Error::Copy { source: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Compiles one kernel crate for `nvptx64-nvidia-cuda` and `amdgcn-amd-amdhsa`.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    crate_dir: PathBuf,
+    cuda_arch: String,
+    cuda_ptx: String,
+    amdgpu: Vec<String>,
+    features: Vec<String>,
+    checked: bool,
+    max_registers: Vec<(String, u32)>,
+    target_dir: Option<PathBuf>,
+}
+
+impl Builder {
+    /// `crate_dir`: the kernel crate (the folder of its `Cargo.toml`), relative to
+    /// `CARGO_MANIFEST_DIR` or absolute. Defaults come from `DYNSMEM_CUDA_ARCH` (`sm_90`),
+    /// `DYNSMEM_CUDA_PTX` (`ptx80`), `DYNSMEM_AMDGPU_ARCH` (`gfx90a,gfx942`) and
+    /// `DYNSMEM_KERNELS_CHECKED` (`1`: the crate's `checked` feature).
+    pub fn new(crate_dir: impl AsRef<Path>) -> Builder {
+        Builder {
+            crate_dir: crate_dir.as_ref().to_path_buf(),
+            cuda_arch: env::var("DYNSMEM_CUDA_ARCH").unwrap_or_else(|_| "sm_90".into()),
+            cuda_ptx: env::var("DYNSMEM_CUDA_PTX").unwrap_or_else(|_| "ptx80".into()),
+            amdgpu: env::var("DYNSMEM_AMDGPU_ARCH")
+                .unwrap_or_else(|_| "gfx90a,gfx942".into())
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            features: Vec::new(),
+            checked: env::var("DYNSMEM_KERNELS_CHECKED").is_ok_and(|v| v == "1"),
+            max_registers: Vec::new(),
+            target_dir: None,
+        }
+    }
+
+    /// The PTX target: `-Ctarget-cpu=<arch>` (e.g. `sm_90`) and `+<ptx>` (e.g. `ptx80`).
+    pub fn cuda(mut self, arch: &str, ptx: &str) -> Self {
+        self.cuda_arch = arch.into();
+        self.cuda_ptx = ptx.into();
+        self
+    }
+
+    /// The AMD code objects, one per `gfx` name; empty: no AMD image (`AMDGPU` is `&[]`).
+    pub fn amdgpu(mut self, archs: &[&str]) -> Self {
+        self.amdgpu = archs.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Cargo features of the kernel crate to enable for the GPU builds.
+    pub fn features(mut self, f: &[&str]) -> Self {
+        self.features.extend(f.iter().map(|s| s.to_string()));
+        self
+    }
+
+    /// Builds with the kernel crate's `checked` feature (default: `DYNSMEM_KERNELS_CHECKED=1`).
+    pub fn checked(mut self, checked: bool) -> Self {
+        self.checked = checked;
+        self
+    }
+
+    /// PTX entries whose registers per thread ptxas must keep at or under a cap: a
+    /// `.maxnreg` directive after each one's parameter list (Rust has no attribute for it).
+    /// A listed entry missing from the PTX fails the build, so a rename cannot silently
+    /// drop its cap.
+    pub fn max_registers(mut self, caps: &[(&str, u32)]) -> Self {
+        self.max_registers.extend(caps.iter().map(|&(e, r)| (e.to_string(), r)));
+        self
+    }
+
+    /// The nested builds' target directory (one subfolder per GPU arch). Default:
+    /// `<workspace>/target/kernels`, the workspace being the nearest folder at or above
+    /// `CARGO_MANIFEST_DIR` whose `Cargo.toml` has a `[workspace]` table. A fixed folder
+    /// (not one under `OUT_DIR`) builds `core` once for every outer profile.
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
+    }
+
+    /// Compiles the kernel crate for every target and copies the images into `OUT_DIR`
+    /// (as `<lib>_<arch>.ptx` / `.elf`). Prints the `cargo:rerun-if-*` lines for the
+    /// crate's folder and the settings.
+    pub fn build(self) -> Result<Images, Error> {
+        let manifest_dir =
+            PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").ok_or(Error::Env { var: "CARGO_MANIFEST_DIR" })?);
+        let out_dir = PathBuf::from(env::var_os("OUT_DIR").ok_or(Error::Env { var: "OUT_DIR" })?);
+        let crate_dir = manifest_dir.join(&self.crate_dir);
+        println!("cargo:rerun-if-changed={}", self.crate_dir.display());
+        for var in ENV_VARS {
+            println!("cargo:rerun-if-env-changed={var}");
+        }
+        let manifest = crate_dir.join("Cargo.toml");
+        let (package, lib) = crate_names(&manifest)?;
+        // Messages name the crate by its folder, as the folder is what the user edits.
+        let label = crate_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| package.clone());
+        let target_dir = match &self.target_dir {
+            Some(d) => manifest_dir.join(d),
+            None => workspace_root(&manifest_dir).join("target/kernels"),
+        };
+
+        let sysroot = check_toolchain(&crate_dir)?;
+        let mut targets = vec![Target {
+            triple: "nvptx64-nvidia-cuda",
+            cpu: self.cuda_arch.clone(),
+            features: Some(format!("+{}", self.cuda_ptx)),
+            ext: "ptx",
+        }];
+        for arch in &self.amdgpu {
+            targets.push(Target { triple: "amdgcn-amd-amdhsa", cpu: arch.clone(), features: None, ext: "elf" });
+        }
+        let mut features = self.features.clone();
+        if self.checked {
+            features.push("checked".into());
+        }
+        let caps: Vec<(&str, u32)> = self.max_registers.iter().map(|(e, r)| (e.as_str(), *r)).collect();
+
+        let mut images = Vec::new();
+        for target in &targets {
+            let spec = Nested {
+                crate_dir: &crate_dir,
+                label: &label,
+                lib: &lib,
+                target_dir: &target_dir,
+                features: &features,
+            };
+            let image = build_target(&sysroot, target, &spec)?;
+            let dest = out_dir.join(format!("{lib}_{}.{}", target.cpu, target.ext));
+            let copy_err = |source| Error::Copy { from: image.clone(), to: dest.clone(), source };
+            if target.ext == "ptx" {
+                let ptx = fs::read_to_string(&image).map_err(copy_err)?;
+                let capped = cap_registers(&ptx, &caps)?;
+                replace_with(&dest, |tmp| fs::write(tmp, &capped)).map_err(copy_err)?;
+            } else {
+                replace_with(&dest, |tmp| fs::copy(&image, tmp).map(drop)).map_err(copy_err)?;
+            }
+            images.push(dest);
+        }
+        let amdgpu = self.amdgpu.iter().cloned().zip(images[1..].iter().cloned()).collect();
+        Ok(Images {
+            package,
+            ptx: images[0].clone(),
+            ptx_arch: self.cuda_arch,
+            ptx_version: self.cuda_ptx,
+            amdgpu,
+            checked: self.checked,
+        })
+    }
+}
+
+/// The images a [`Builder`] made, in `OUT_DIR`.
+#[derive(Debug, Clone)]
+pub struct Images {
+    /// The kernel crate's package name.
+    pub package: String,
+    /// The PTX, `.maxnreg` caps applied.
+    pub ptx: PathBuf,
+    pub ptx_arch: String,
+    pub ptx_version: String,
+    /// `(gfx arch, code object)`.
+    pub amdgpu: Vec<(String, PathBuf)>,
+    pub checked: bool,
+}
+
+impl Images {
+    /// The text of the module that embeds the images: `PTX`, `PTX_ARCH`, `PTX_VERSION`,
+    /// `AMDGPU` (each code object 16-byte aligned) and `CHECKED`.
+    pub fn module(&self) -> String {
+        let mut src = String::new();
+        let _ = writeln!(src, "// Generated by build.rs: the device images of `{}`.", self.package);
+        let _ = writeln!(src, "/// PTX for `nvptx64-nvidia-cuda`, built for [`PTX_ARCH`] with [`PTX_VERSION`].");
+        let _ = writeln!(src, "pub const PTX: &str = include_str!({:?});", self.ptx.display().to_string());
+        let _ = writeln!(src, "/// The `-Ctarget-cpu` of [`PTX`].");
+        let _ = writeln!(src, "pub const PTX_ARCH: &str = {:?};", self.ptx_arch);
+        let _ = writeln!(src, "/// The PTX ISA version feature of [`PTX`].");
+        let _ = writeln!(src, "pub const PTX_VERSION: &str = {:?};", self.ptx_version);
+        let _ = writeln!(src, "/// Keeps an embedded ELF 16-byte aligned, as ELF readers and loaders expect.");
+        if self.amdgpu.is_empty() {
+            let _ = writeln!(src, "#[allow(dead_code)]");
+        }
+        let _ = writeln!(src, "#[repr(C, align(16))]");
+        let _ = writeln!(src, "struct Aligned<T: ?Sized>(T);");
+        let _ =
+            writeln!(src, "/// HSA code objects (ELF) for `amdgcn-amd-amdhsa`, one per `gfx` target: `(arch, image)`.");
+        let _ = writeln!(src, "pub const AMDGPU: &[(&str, &[u8])] = &[");
+        for (arch, path) in &self.amdgpu {
+            let len = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            let _ = writeln!(
+                src,
+                "    ({arch:?}, {{ const IMAGE: &Aligned<[u8; {len}]> = &Aligned(*include_bytes!({:?})); &IMAGE.0 }}),",
+                path.display().to_string()
+            );
+        }
+        let _ = writeln!(src, "];");
+        let _ = writeln!(
+            src,
+            "/// Whether the images bounds-check every shared-memory access (`DYNSMEM_KERNELS_CHECKED=1`)."
+        );
+        let _ = writeln!(src, "pub const CHECKED: bool = {};", self.checked);
+        src
+    }
+
+    /// Writes [`Images::module`] to `path` (through a temporary and a rename).
+    pub fn write_module(&self, path: &Path) -> io::Result<()> {
+        let src = self.module();
+        replace_with(path, |tmp| fs::write(tmp, &src))
+    }
+}
+
+struct Target {
+    triple: &'static str,
+    cpu: String,
+    features: Option<String>,
+    /// Extension of the linked image in the target directory.
+    ext: &'static str,
+}
+
+/// What the nested cargo builds, and where.
+struct Nested<'a> {
+    crate_dir: &'a Path,
+    label: &'a str,
+    lib: &'a str,
+    target_dir: &'a Path,
+    features: &'a [String],
+}
+
+/// The package name and library name (`[lib] name`, else the package name with `-` as
+/// `_`) of a `Cargo.toml`, by a line-based read of its `[package]` and `[lib]` tables.
+pub fn crate_names(manifest: &Path) -> Result<(String, String), Error> {
+    let text = fs::read_to_string(manifest)
+        .map_err(|e| Error::Manifest { path: manifest.to_path_buf(), reason: e.to_string() })?;
+    let (mut section, mut package, mut lib) = (String::new(), None, None);
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.starts_with('[') {
+            section = line.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        if key.trim() != "name" {
+            continue;
+        }
+        let value = value.trim().trim_matches('"').to_string();
+        match section.as_str() {
+            "package" => package = Some(value),
+            "lib" => lib = Some(value),
+            _ => {}
+        }
+    }
+    let package = package.ok_or_else(|| Error::Manifest {
+        path: manifest.to_path_buf(),
+        reason: "no `name = \"...\"` in its [package] table".into(),
+    })?;
+    let lib = lib.unwrap_or_else(|| package.replace('-', "_"));
+    Ok((package, lib))
+}
+
+/// The nearest folder at or above `dir` whose `Cargo.toml` has a `[workspace]` table
+/// (`dir` itself when none does).
+fn workspace_root(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| fs::read_to_string(d.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]")))
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// `ptx` with a `.maxnreg` directive after the parameter list of each `caps` entry. A
+/// listed entry missing from the PTX is an error, so a rename cannot silently drop its cap.
+pub fn cap_registers(ptx: &str, caps: &[(&str, u32)]) -> Result<String, Error> {
+    let mut out = ptx.to_string();
+    for &(entry, regs) in caps {
+        let head = format!(".entry {entry}(");
+        let start = out.find(&head).ok_or_else(|| Error::EntryMissing { entry: entry.into() })?;
+        let body =
+            out[start..].find("\n{").map(|i| start + i).ok_or_else(|| Error::EntryMissing { entry: entry.into() })?;
+        out.insert_str(body, &format!("\n.maxnreg {regs}"));
+    }
+    Ok(out)
+}
+
+/// Writes `dest` through a temporary beside it and a rename, so a build killed mid-write
+/// never leaves a truncated image or module that a later build would embed.
+pub fn replace_with(dest: &Path, write: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<()> {
+    let mut tmp = dest.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    write(&tmp)?;
+    fs::File::open(&tmp)?.sync_all()?;
+    fs::rename(&tmp, dest)
+}
+
+/// The environment for child cargo/rustc processes: everything the outer build set for
+/// itself removed, user network settings kept.
+pub fn scrubbed(cmd: &mut Command) -> &mut Command {
+    for (key, _) in env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        let keep = key == "CARGO_HOME"
+            || key.starts_with("CARGO_NET_")
+            || key.starts_with("CARGO_HTTP_")
+            || key.starts_with("CARGO_REGISTRIES_")
+            || key.starts_with("CARGO_REGISTRY_");
+        let drop = (key.starts_with("CARGO") && !keep)
+            || key.starts_with("RUSTC")
+            || key.starts_with("RUSTDOC")
+            || key == "RUSTFLAGS"
+            || key == "RUSTUP_TOOLCHAIN"
+            || key == "RUST_RECURSION_COUNT"
+            || key == "MAKEFLAGS"
+            || key == "MFLAGS"
+            || key == "TARGET"
+            || key == "HOST"
+            || key == "OUT_DIR"
+            || key == "OPT_LEVEL"
+            || key == "PROFILE"
+            || key == "DEBUG"
+            || key == "NUM_JOBS";
+        if drop {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+/// The sysroot of the toolchain `rust-toolchain.toml` selects for `dir`. Fails early,
+/// with the command to run, when the pinned nightly or a component is missing.
+pub fn check_toolchain(dir: &Path) -> Result<PathBuf, Error> {
+    let out = scrubbed(Command::new("rustc").args(["--print", "sysroot"]).current_dir(dir)).output();
+    let sysroot = match out {
+        Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
+        Ok(o) => return Err(Error::Toolchain { stderr: String::from_utf8_lossy(&o.stderr).into_owned() }),
+        Err(e) => return Err(Error::NoRustc(e)),
+    };
+    let rustlib = sysroot.join("lib/rustlib");
+    if !rustlib.join("src/rust/library/core/Cargo.toml").exists() {
+        return Err(Error::NoRustSrc { sysroot });
+    }
+    let has_linker = fs::read_dir(&rustlib).into_iter().flatten().flatten().any(|host| {
+        let bin = host.path().join("bin");
+        bin.join("llvm-bitcode-linker").exists() || bin.join("self-contained/llvm-bitcode-linker").exists()
+    });
+    if !has_linker {
+        return Err(Error::NoBitcodeLinker { sysroot });
+    }
+    Ok(sysroot)
+}
+
+/// Builds the kernel crate for one target (a nested `cargo rustc --crate-type cdylib
+/// -Zbuild-std=core`); returns the linked image.
+fn build_target(sysroot: &Path, target: &Target, spec: &Nested<'_>) -> Result<PathBuf, Error> {
+    // One target dir per GPU arch: `core` is built once per arch and flags never flip-flop.
+    let target_dir = spec.target_dir.join(&target.cpu);
+    let mut flags = vec![format!("-Ctarget-cpu={}", target.cpu)];
+    if let Some(f) = &target.features {
+        flags.push(format!("-Ctarget-feature={f}"));
+    }
+    // The toolchain's own binaries, by path: cargo runs rustc for `core` inside the
+    // sysroot's source tree, where a rustup proxy would not see rust-toolchain.toml and
+    // would pick the default (stable) compiler.
+    let bin = sysroot.join("bin");
+    let cargo = if bin.join("cargo").exists() {
+        bin.join("cargo").into_os_string()
+    } else {
+        env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+    };
+    let mut cmd = Command::new(cargo);
+    scrubbed(&mut cmd)
+        .current_dir(spec.crate_dir)
+        .env("RUSTC", bin.join("rustc"))
+        .args(["rustc", "--release", "--manifest-path"])
+        .arg(spec.crate_dir.join("Cargo.toml"))
+        .args(["--lib", "--crate-type", "cdylib", "--target", target.triple, "-Zbuild-std=core", "--target-dir"])
+        .arg(&target_dir)
+        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
+        .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS", "false")
+        .env("CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS", "false");
+    if !spec.features.is_empty() {
+        cmd.args(["--features", &spec.features.join(",")]);
+    }
+    let out = cmd.output().map_err(|source| Error::CargoStart { triple: target.triple.into(), source })?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(Error::Build {
+            krate: spec.label.into(),
+            triple: target.triple.into(),
+            cpu: target.cpu.clone(),
+            stderr: stderr.into_owned(),
+        });
+    }
+    for line in stderr.lines().filter(|l| l.starts_with("warning")) {
+        println!("cargo:warning={} ({}): {line}", spec.label, target.triple);
+    }
+    let image = target_dir.join(target.triple).join("release").join(format!("{}.{}", spec.lib, target.ext));
+    if !image.exists() {
+        return Err(Error::ImageMissing { triple: target.triple.into(), path: image });
+    }
+    Ok(image)
+}
+
+/// Records the rustc and git commit the binary was built from, for result provenance:
+/// `cargo:rustc-env=DYNSMEM_RUSTC` and `DYNSMEM_GIT_COMMIT` (the variable of that name
+/// when set, else `git rev-parse` in `root`, `-dirty` with uncommitted changes), and
+/// reruns when either changes.
+pub fn emit_provenance(root: &Path) {
+    println!("cargo:rerun-if-env-changed=DYNSMEM_GIT_COMMIT");
+    let rustc = scrubbed(Command::new("rustc").arg("-V").current_dir(root))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=DYNSMEM_RUSTC={rustc}");
+
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = env::var("DYNSMEM_GIT_COMMIT").ok().or_else(|| {
+        let head = git(&["rev-parse", "--short=12", "HEAD"])?;
+        let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+        Some(if dirty { format!("{head}-dirty") } else { head })
+    });
+    println!("cargo:rustc-env=DYNSMEM_GIT_COMMIT={}", commit.unwrap_or_else(|| "unknown".into()));
+    // A commit rewrites the index and the branch's ref; a checkout rewrites HEAD. (Only
+    // where `root` is the repository's top: a crate deeper in a repository reruns on its
+    // own files.)
+    let mut watch = vec![".git/HEAD".to_string(), ".git/index".to_string(), ".git/packed-refs".to_string()];
+    if let Ok(head) = fs::read_to_string(root.join(".git/HEAD"))
+        && let Some(r) = head.strip_prefix("ref: ")
+    {
+        watch.push(format!(".git/{}", r.trim()));
+    }
+    for f in watch.iter().filter(|f| root.join(f).exists()) {
+        println!("cargo:rerun-if-changed={f}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_registers_after_the_parameter_list() {
+        let ptx = ".visible .entry k(\n.param .u64 a\n)\n{\nret;\n}\n";
+        let out = cap_registers(ptx, &[("k", 128)]).unwrap();
+        assert_eq!(out, ".visible .entry k(\n.param .u64 a\n)\n.maxnreg 128\n{\nret;\n}\n");
+        assert!(matches!(cap_registers(ptx, &[("gone", 64)]), Err(Error::EntryMissing { .. })));
+    }
+
+    #[test]
+    fn reads_package_and_lib_names() {
+        let dir = env::temp_dir().join(format!("dynsmem-build-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let m = dir.join("Cargo.toml");
+        fs::write(
+            &m,
+            "[package]\nname = \"my-kernels\" # the name\nversion = \"0.1.0\"\n[dependencies]\nname = \"x\"\n",
+        )
+        .unwrap();
+        assert_eq!(crate_names(&m).unwrap(), ("my-kernels".to_string(), "my_kernels".to_string()));
+        fs::write(&m, "[lib]\nname = \"k\"\n[package]\nname = \"my-kernels\"\n").unwrap();
+        assert_eq!(crate_names(&m).unwrap(), ("my-kernels".to_string(), "k".to_string()));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
