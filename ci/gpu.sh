@@ -4,6 +4,8 @@
 #   tests       every test executable (.device/run.sh), logs packed into test-logs.tgz
 #   devices     nvidia-smi + `dynsmem devices`
 #   bench       `dynsmem bench --markdown --json --plots` -> bench.md, bench.jsonl, plots/*.svg
+#   rmsnorm     RMSNorm at 8192 x 8192 and rows past 48 KB (32768 and 50000 floats), every
+#               variant, beside the same-run copy -> rmsnorm.jsonl, rmsnorm.txt
 #   sweep       reduce configs at 2^28 on CUDA -> sweep.jsonl
 #   wgsl-sweep  reduce configs at 2^28 on WGSL, runtime checks on and off -> wgsl-sweep.jsonl
 #   limits      200 KB of launch-sized memory runs; 232452 B is refused before launch -> limits.txt
@@ -48,6 +50,17 @@ for step in "$@"; do
       $B bench --markdown --json "$OUT/bench.jsonl" --plots "$OUT/plots" > "$OUT/bench.md" 2> "$OUT/bench.err" || status=1
       echo "wall time of the bench: $(( $(date +%s) - start )) s" | tee -a "$OUT/bench.err"
       cat "$OUT/bench.md"
+      ;;
+    rmsnorm)
+      for shape in "8192 8192" "65536 4096" "8192 32768" "4096 50000" "777 12345"; do
+        read -r rows cols <<< "$shape"
+        for bv in "cuda launch-sized" "cuda cuda-static" "wgsl wgsl-literal" "wgsl wgsl-override"; do
+          read -r backend variant <<< "$bv"
+          echo "### dynsmem run rmsnorm --rows $rows --cols $cols --backend $backend --variant $variant"
+          $B run rmsnorm --rows "$rows" --cols "$cols" --backend "$backend" --variant "$variant" \
+            --json "$OUT/rmsnorm.jsonl" 2>&1 | grep -E "^(kernel|time|anchor|note|verified|error)|refused"
+        done
+      done 2>&1 | tee "$OUT/rmsnorm.txt"
       ;;
     sweep)
       for block in 256 512 1024; do

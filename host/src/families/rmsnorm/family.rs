@@ -49,8 +49,8 @@ impl Family for Rmsnorm {
     fn config(a: &ConfigArgs, d: &RmsnormConfig) -> RmsnormConfig {
         RmsnormConfig { block: a.block.unwrap_or(d.block) }
     }
-    fn default_config<B: FamilyBackend>(backend: &B, _: &RmsnormProblem) -> RmsnormConfig {
-        super::default_config(backend)
+    fn default_config<B: FamilyBackend>(backend: &B, p: &RmsnormProblem) -> RmsnormConfig {
+        super::default_config(backend, p.cols)
     }
     fn fit_config<B: FamilyBackend>(
         backend: &B,
@@ -83,7 +83,7 @@ impl Family for Rmsnorm {
             .into_iter()
             .map(|(rows, cols)| BenchCase {
                 problem: RmsnormProblem { rows, cols, eps: 1e-5 },
-                config: super::default_config(backend),
+                config: super::default_config(backend, cols),
             })
             .collect()
     }

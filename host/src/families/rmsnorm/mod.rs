@@ -34,8 +34,17 @@ pub struct RmsnormProblem {
 }
 
 /// 256 threads per row (16 on the CPU backend).
-pub fn default_config<B: FamilyBackend>(backend: &B) -> RmsnormConfig {
-    RmsnormConfig { block: if backend.kind() == BackendKind::Cpu { 16 } else { 256 } }
+/// 16 threads per row on the CPU backend. On a GPU, more threads for longer rows: a row
+/// past ~16K floats takes most of a multiprocessor's shared memory, so one block of 1024
+/// threads is all that runs there (the measurements behind the steps are in `NOTES.md`).
+pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> RmsnormConfig {
+    let block = match cols {
+        _ if backend.kind() == BackendKind::Cpu => 16,
+        0..=4096 => 256,
+        4097..=16384 => 512,
+        _ => 1024,
+    };
+    RmsnormConfig { block }
 }
 
 fn wgsl_spec(problem: &RmsnormProblem, cfg: &RmsnormConfig, variant: Variant) -> WgslSpec {

@@ -142,9 +142,9 @@ impl Family for Sgemm {
             })
             .collect()
     }
-    /// The f16-input kernel exists launch-sized only.
+    /// The WGSL form has no f16 inputs.
     fn bench_variant(p: &SgemmProblem, variant: Variant) -> bool {
-        !p.f16_inputs || variant == Variant::LaunchSized
+        !p.f16_inputs || !matches!(variant, Variant::WgslLiteral | Variant::WgslOverride)
     }
     fn tunable(problem: SgemmProblem) -> Option<SgemmTunable> {
         Some(SgemmTunable::new(problem))
