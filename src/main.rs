@@ -192,10 +192,7 @@ fn run_on<B: FamilyBackend>(
     let refused = || format!("{} on {}: refused, nothing launched", family.name(), backend.kind());
     let case = family.resolve(matches, backend.erase(), variant, &sizes).with_context(refused)?;
     let w = family.prepare(backend.erase(), &case.problem, &case.config, variant, seed).with_context(refused)?;
-    let copy = match family.anchor_bytes(&case.problem)? {
-        Some(bytes) => Some(bench::copy_anchor(backend, bytes, timing, &prov)),
-        None => None,
-    };
+    let copy = family.anchor_bytes(&case.problem)?.map(|bytes| bench::copy_anchor(backend, bytes, timing, &prov));
     let (rec, own) = bench::family(backend, family, &case, variant, Ok(w), timing, &prov, seed, copy.as_ref(), &[]);
     let anchor = own.or(copy);
     finish(&rec, anchor.as_ref(), out)?;
