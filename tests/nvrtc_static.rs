@@ -1,4 +1,4 @@
-//! The cuda-static variant: every family's CUDA C source (`host/src/kernels/<family>/
+//! The cuda-static variant: every family's CUDA C source (`host/src/families/<family>/
 //! <family>.cu`, static `__shared__` arrays sized by `-D` defines, compiled through NVRTC).
 //!
 //! Without a GPU: each source is read by a small C preprocessor (the subset the sources

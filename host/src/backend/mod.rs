@@ -249,7 +249,7 @@ pub trait Backend {
 
     /// Queues zero-filling `buf` (in stream order with launches, and inside a
     /// [`Backend::time_ms`] scope like a launch): kernels that accumulate into an output
-    /// (histogram bins, scan flags) start from it.
+    /// (counters, flags) start from it.
     fn fill_zero<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<()>;
 
     /// A tensor map (a TMA descriptor, CUDA's `CUtensorMap`, 32 words) in device memory for the

@@ -1,5 +1,5 @@
 //! CUDA C compiled at run time through NVRTC, for the cuda-static variant: each family's
-//! kernel written in CUDA C with static `__shared__` arrays (`host/src/kernels/<family>/
+//! kernel written in CUDA C with static `__shared__` arrays (`host/src/families/<family>/
 //! <family>.cu`), sized by `-D` defines, so that each config is its own compiled kernel
 //! exactly as a CUDA programmer would write it. Beside the launch-sized Rust kernels on the
 //! same backend it isolates what launch-time sizing costs.
@@ -18,11 +18,11 @@ pub const PRELUDE: &str = include_str!("prelude.cuh");
 /// One CUDA C kernel with static `__shared__` arrays, as a family asks for it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CudaSource {
-    /// For errors and records, e.g. `histogram_u32[cuda-static,bins=256,copies=8,block=512]`.
+    /// For errors and records: `<entry>[cuda-static,<the defines>]`.
     pub name: String,
     /// The family's `.cu` text; [`PRELUDE`] is prepended when compiling.
     pub source: &'static str,
-    /// The file name NVRTC's log uses for `source`, e.g. `histogram.cu`.
+    /// The file name NVRTC's log uses for `source` (`<family>.cu`).
     pub file: &'static str,
     /// The `extern "C" __global__` function.
     pub entry: &'static str,

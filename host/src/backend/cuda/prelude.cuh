@@ -1,5 +1,5 @@
 // Prepended by the host (host/src/backend/cuda/nvrtc.rs) to every cuda-static kernel
-// source (host/src/kernels/<family>/<family>.cu) before NVRTC compiles it: the few device
+// source (host/src/families/<family>/<family>.cu) before NVRTC compiles it: the few device
 // helpers the Rust kernels get from device-kernels/src/gpu, written the same way (the same
 // PTX instructions), so that the static and the launch-sized kernels differ only in how
 // their shared memory is sized. No #include: NVRTC needs no headers for any of it.

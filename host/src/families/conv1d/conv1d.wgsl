@@ -5,7 +5,7 @@
 // TAPS rounded up to a multiple of R (zero weights fill it).
 // R is a `const` in both sizings: WGSL sizes function-scope arrays by const-expressions.
 //
-// Template slots (names in double braces), filled by host/src/kernels/conv1d/mod.rs:
+// Template slots (names in double braces), filled by host/src/families/conv1d/mod.rs:
 //   SIZING   declarations of BLOCK, TAPS, KP and TILE_CAP (u32)
 //   R        outputs per thread
 

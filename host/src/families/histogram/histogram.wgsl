@@ -3,7 +3,7 @@
 // `var<workgroup>` array whose size, BINS * COPIES, is fixed when the pipeline is created.
 // Keys >= BINS are not counted; the global bins are zeroed before the dispatch.
 //
-// Template slot (the name in double braces), filled by host/src/kernels/histogram/mod.rs:
+// Template slot (the name in double braces), filled by host/src/families/histogram/mod.rs:
 //   SIZING   declarations of BLOCK, BINS and COPIES (u32)
 
 {{SIZING}}

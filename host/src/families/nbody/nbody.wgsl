@@ -2,7 +2,7 @@
 // device-kernels/src/nbody.rs (read that first), the tile of TILE bodies in a
 // `var<workgroup>` array fixed when the pipeline is created.
 //
-// Template slot (the name in double braces), filled by host/src/kernels/nbody/mod.rs:
+// Template slot (the name in double braces), filled by host/src/families/nbody/mod.rs:
 //   SIZING   declarations of BLOCK and TILE (u32)
 
 {{SIZING}}

@@ -10,7 +10,7 @@
 // constants (wgsl-override), so every config is a pipeline of its own.
 //
 // Template slots, written as the name in double braces and filled by
-// host/src/kernels/reduce/mod.rs:
+// host/src/families/reduce/mod.rs:
 //   T         f32 | u32
 //   IDENTITY  the operator's identity
 //   COMBINE   the operator as an expression of `a` and `b`

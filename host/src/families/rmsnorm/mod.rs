@@ -107,7 +107,7 @@ pub fn reference(x: &[f32], g: &[f32], rows: usize, cols: usize, eps: f32) -> Ve
 
 /// Elementwise tolerance: a sum of `cols` squares in f32 (its error halved by the square
 /// root), a correctly rounded (CUDA, CPU) or few-ulp (WGSL) `1 / sqrt`, and two products.
-/// There is no hardware `exp` here, so the floor is 8 ulp rather than softmax's 1e-5:
+/// There is no hardware `exp` here, so the floor is 8 ulp, not a hardware-`exp` kernel's 1e-5:
 /// dropping one average term of a 32768-float row's sum of squares moves every output
 /// of the row by about 1.5e-5 relative, and must be caught.
 pub fn tolerance(cols: u32) -> Tolerance {

@@ -8,7 +8,7 @@
 // scans each tile in workgroup memory and adds its tile's offset. Tiles use the Rust
 // kernel's per-thread mapping (thread t owns elements t*IPT ..) and padded layout.
 //
-// Template slots (names in double braces), filled by host/src/kernels/scan/mod.rs:
+// Template slots (names in double braces), filled by host/src/families/scan/mod.rs:
 //   SIZING   declarations of BLOCK and IPT (u32)
 //   T        f32 | u32
 

@@ -3,7 +3,7 @@
 // array of COLS floats fixed when the pipeline is created (rows longer than COLS need
 // another pipeline; past the workgroup-storage limit, none can hold them).
 //
-// Template slot (the name in double braces), filled by host/src/kernels/softmax/mod.rs:
+// Template slot (the name in double braces), filled by host/src/families/softmax/mod.rs:
 //   SIZING   declarations of BLOCK and COLS (u32)
 
 {{SIZING}}

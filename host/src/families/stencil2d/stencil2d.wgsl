@@ -7,7 +7,7 @@
 // const-expressions. Device memory is read and written as f32 (a storage array of vec4
 // would need every row to start 16-byte aligned).
 //
-// Template slots (names in double braces), filled by host/src/kernels/stencil2d/mod.rs:
+// Template slots (names in double braces), filled by host/src/families/stencil2d/mod.rs:
 //   SIZING   declarations of BLOCK, TILE_W and TILE_H (u32)
 //   RADIUS   1 or 2
 

@@ -2,7 +2,7 @@
 // device-kernels/src/transpose.rs (read that first), with the padded tile in a
 // `var<workgroup>` array of TILE * (TILE + PAD) floats fixed when the pipeline is created.
 //
-// Template slot (the name in double braces), filled by host/src/kernels/transpose/mod.rs:
+// Template slot (the name in double braces), filled by host/src/families/transpose/mod.rs:
 //   SIZING   declarations of BLOCK, TILE and PAD (u32)
 
 {{SIZING}}
