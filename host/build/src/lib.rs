@@ -69,7 +69,7 @@ pub enum Error {
     CargoStart { triple: String, source: io::Error },
     /// The nested cargo failed: its stderr.
     Build { krate: String, triple: String, cpu: String, stderr: String },
-    /// The nested cargo succeeded without leaving the image where expected.
+    /// The nested cargo reported success but left no image at the path it builds to.
     ImageMissing { triple: String, path: PathBuf },
     /// A [`Builder::max_registers`] entry is not in the PTX.
     EntryMissing { entry: String },
