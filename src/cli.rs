@@ -58,6 +58,20 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Join tuner caches (the shards of a sweep, or caches from several machines) into one:
+    /// every entry the output lacks is appended; then each sweep in them is reported as
+    /// `tune --replay` reports it.
+    Merge {
+        /// The cache to append to (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+        /// The caches to read.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// Rows of each sweep's table of the fastest configs.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+    },
 }
 
 #[derive(clap::Args, Clone, Copy)]
@@ -184,6 +198,46 @@ pub struct TuneCommon {
     /// Timed runs per config (all are kept; the median is the objective).
     #[arg(long, default_value_t = 10)]
     pub repeats: u32,
+    #[command(flatten)]
+    pub shards: ShardArgs,
+}
+
+/// Splitting one sweep between processes (see docs/tuning.md, "Sharded sweeps").
+#[derive(clap::Args, Clone)]
+#[command(next_help_heading = "Sharded sweeps")]
+pub struct ShardArgs {
+    /// Run shard I of N of the sweep (exhaustive/random: every Nth config of the filtered space;
+    /// anneal/hill-climb: an independent walk, seed + I - 1), into its own cache
+    /// `<cache stem>.shard-I-of-N.jsonl`; `dynsmem merge` joins the shards' caches.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<dynsmem_host::tune::Shard>,
+    /// One worker process per listed GPU ordinal (`0,1,2,3`; repeat one to run several on it:
+    /// `0,0`), each pinned to its GPU (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES) and running
+    /// one shard; their caches are merged into --cache at the end. On the CPU backend the
+    /// numbers only count workers.
+    #[arg(long, value_delimiter = ',', value_name = "ORDINALS")]
+    pub devices: Vec<u32>,
+    /// Write a Slurm job array (one task per shard, a GPU each) and a merge job that depends on
+    /// it into this folder, with `submit.sh` that submits both; nothing runs here.
+    #[arg(long, value_name = "DIR")]
+    pub slurm: Option<PathBuf>,
+    /// With --slurm: the number of shards (array tasks).
+    #[arg(long, value_name = "N", requires = "slurm")]
+    pub shards: Option<u32>,
+    /// With --slurm: submit the jobs with sbatch now.
+    #[arg(long, requires = "slurm")]
+    pub submit: bool,
+    /// With --slurm: an sbatch option for every job, e.g. `--slurm-option=--partition=gpu`
+    /// (repeatable).
+    #[arg(long, value_name = "OPTION", requires = "slurm", allow_hyphen_values = true)]
+    pub slurm_option: Vec<String>,
+    /// With --slurm: the generic resource each array task asks for (default `gpu:1` for the
+    /// GPU backends, none for the CPU backend; `none` for none).
+    #[arg(long, value_name = "GRES", requires = "slurm")]
+    pub slurm_gres: Option<String>,
+    /// Report progress as a worker of `--devices` does (machine lines on stderr).
+    #[arg(long, hide = true)]
+    pub worker: bool,
 }
 
 /// What the command line asks for.
@@ -193,7 +247,7 @@ pub enum Parsed {
     /// `run <family>`: the family, its parsed options (read by the family), and the rest.
     Run { family: &'static dyn DynFamily, matches: clap::ArgMatches, common: Common },
     /// `tune <family>`.
-    Tune { family: &'static dyn DynFamily, matches: clap::ArgMatches, tune: TuneCommon },
+    Tune { family: &'static dyn DynFamily, matches: clap::ArgMatches, tune: Box<TuneCommon> },
 }
 
 /// The whole command line: the derived subcommands, and `run` and `tune` with a
@@ -233,10 +287,48 @@ where
         }
         Some(("tune", t)) => {
             let (name, fm) = t.subcommand().expect("a family is required");
-            Ok(Parsed::Tune { family: family(name), tune: TuneCommon::from_arg_matches(fm)?, matches: fm.clone() })
+            Ok(Parsed::Tune {
+                family: family(name),
+                tune: Box::new(TuneCommon::from_arg_matches(fm)?),
+                matches: fm.clone(),
+            })
         }
         _ => Ok(Parsed::Fixed(Cli::from_arg_matches(&m)?.command)),
     }
+}
+
+/// The options of a `tune` command line that a shard's worker does not take: the ones
+/// that start or place the shards, and the report files the merged sweep writes.
+const NOT_FORWARDED: [(&str, bool); 10] = [
+    ("--devices", true),
+    ("--slurm", true),
+    ("--shards", true),
+    ("--submit", false),
+    ("--slurm-option", true),
+    ("--slurm-gres", true),
+    ("--shard", true),
+    ("--t4", true),
+    ("--plot", true),
+    ("--heatmap", true),
+];
+
+/// A `tune` command line (`args` without the program name) as each shard's worker runs
+/// it: the same family, problem and options, without [`NOT_FORWARDED`]'s (in either the
+/// `--name value` or the `--name=value` form). The caller adds `--shard I/N`.
+pub fn worker_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        match NOT_FORWARDED.iter().find(|(n, _)| *n == name) {
+            Some((_, true)) if !a.contains('=') => {
+                it.next();
+            }
+            Some(_) => {}
+            None => out.push(a.clone()),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -246,6 +338,23 @@ mod tests {
         // clap's own checks (unique ids and flags among flattened argument structs, ...),
         // which it otherwise runs only in debug builds.
         super::command().debug_assert();
+    }
+
+    #[test]
+    fn workers_get_the_sweep_without_the_orchestration() {
+        let args: Vec<String> = "tune reduce --n 4096 --devices 0,1 --backend cpu --slurm=d --shards 3 --submit \
+             --slurm-option=--partition=gpu --slurm-option --time=5 --t4 x.json --plot=p.svg --cache c.jsonl --quiet"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        assert_eq!(super::worker_args(&args).join(" "), "tune reduce --n 4096 --backend cpu --cache c.jsonl --quiet");
+        // Every option of the list exists in the command line definition.
+        let tune = super::command().find_subcommand("tune").unwrap().find_subcommand("reduce").unwrap().clone();
+        for (name, takes_value) in super::NOT_FORWARDED {
+            let arg = tune.get_arguments().find(|a| a.get_long() == Some(&name[2..]));
+            let arg = arg.unwrap_or_else(|| panic!("{name} is not an option of tune"));
+            assert_eq!(arg.get_action().takes_values(), takes_value, "{name}");
+        }
     }
 
     #[test]

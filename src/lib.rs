@@ -14,6 +14,7 @@
 //! ```
 
 pub mod cli;
+pub mod slurm;
 pub mod suite;
 
 pub use dynsmem_host as host;

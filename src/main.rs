@@ -36,6 +36,7 @@ fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
 }
 
 mod tune_cmd;
+mod workers;
 
 fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
@@ -52,6 +53,7 @@ fn main() -> anyhow::Result<()> {
             run_bench(json, markdown, plots, n, quick, timing)
         }
         Parsed::Fixed(Command::Plot { records, out }) => plot(&records, &out),
+        Parsed::Fixed(Command::Merge { out, inputs, top }) => tune_cmd::merge(&out, &inputs, top),
         Parsed::Run { family, matches, common } => run(family, &matches, &common),
         Parsed::Tune { family, matches, tune } => tune_cmd::tune(family, &matches, &tune),
     }

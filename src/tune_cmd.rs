@@ -13,11 +13,12 @@ use dynsmem::host::family::DynFamily;
 use dynsmem::host::family::Sizes;
 use dynsmem::host::measure::TimingOptions;
 use dynsmem::host::rng::SplitMix64;
-use dynsmem::host::tune::progress::Progress;
+use dynsmem::host::tune::cache::GroupKey;
+use dynsmem::host::tune::progress::{Progress, Report};
 use dynsmem::host::tune::strategies::Stop;
 use dynsmem::host::tune::{
-    Budget, ErasedTunable, RealRunner, ReplayRunner, SearchResult, SearchSpace, Strategy, Target, Tunable, TuneBackend,
-    TuneCache, plot, t4,
+    Budget, ErasedTunable, RealRunner, ReplayRunner, SearchResult, SearchSpace, Shard, Strategy, Target, Tunable,
+    TuneBackend, TuneCache, Worker, plot, shard, t4,
 };
 use dynsmem::suite;
 use serde_json::Value;
@@ -31,6 +32,15 @@ struct Options<'a> {
     budget: Budget,
     overrides: Vec<(String, Vec<u32>)>,
     timing: TimingOptions,
+    outputs: Outputs<'a>,
+}
+
+/// What a sweep's report writes besides its table.
+pub struct Outputs<'a> {
+    pub top: usize,
+    pub t4: Option<&'a Path>,
+    pub plot: Option<&'a Path>,
+    pub heatmap: &'a [String],
 }
 
 /// The kernel image a backend runs, hashed for cache keys: the PTX text, the HIP code
@@ -93,17 +103,41 @@ fn options(common: &TuneCommon) -> anyhow::Result<Options<'_>> {
         budget: Budget { evaluations: common.budget_evals, seconds: common.budget_seconds },
         overrides: parse_values(&common.values)?,
         timing,
+        outputs: Outputs {
+            top: common.top,
+            t4: common.t4.as_deref(),
+            plot: common.plot.as_deref(),
+            heatmap: &common.heatmap,
+        },
     })
 }
 
 /// Runs `tune` for one family.
 pub fn tune(family: &dyn DynFamily, matches: &clap::ArgMatches, common: &TuneCommon) -> anyhow::Result<()> {
     let opts = options(common)?;
+    let sh = &common.shards;
+    let starts_shards = !sh.devices.is_empty() || sh.slurm.is_some();
     if common.replay {
+        if sh.shard.is_some() || starts_shards {
+            bail!("--replay reads a cache; --shard, --devices and --slurm run a sweep");
+        }
         return replay(&opts, family, matches);
     }
     if common.device.is_some() {
         bail!("--device picks a recorded device for --replay; a sweep runs on --backend");
+    }
+    if sh.shard.is_some() && starts_shards {
+        bail!("--shard runs one shard; --devices and --slurm start every shard themselves");
+    }
+    if !sh.devices.is_empty() && sh.slurm.is_some() {
+        bail!("--devices runs the shards here, --slurm writes them as Slurm jobs: one or the other");
+    }
+    if let Some(dir) = &sh.slurm {
+        return slurm(family, common, dir);
+    }
+    if !sh.devices.is_empty() {
+        let merged = crate::workers::run(family, common)?;
+        return merged_report(&merged.cache, &merged.groups, &opts.outputs, merged.failed);
     }
     match pick(common.backend)? {
         Picked::Cuda(b) => sweep(&b, &opts, family, matches),
@@ -161,11 +195,30 @@ fn sweep<B: TuneBackend>(
         tunable.family(),
         serde_json::to_string(tunable.problem()).expect("problems serialize")
     );
-    let space = SearchSpace::build(&tunable, &target, &opts.overrides)?;
+    let whole = SearchSpace::build(&tunable, &target, &opts.overrides)?;
+    let shard = opts.common.shards.shard.unwrap_or(Shard::WHOLE);
+    let space = shard.space(&whole, opts.strategy);
     describe_space(&space)?;
+    if shard != Shard::WHOLE {
+        if Shard::partitions(opts.strategy) {
+            say!(
+                "shard {shard}: {} of the {} configs (every {}th from the {}th)",
+                space.len(),
+                whole.len(),
+                shard.count,
+                shard.index
+            );
+        } else {
+            say!(
+                "shard {shard}: an independent {} walk over the whole space, seed {}",
+                opts.strategy.name(),
+                shard.seed(opts.common.seed)
+            );
+        }
+    }
     // The cache is opened before anything runs: a path that cannot be written is refused
     // before the measurements it would have held.
-    let path = &opts.common.cache;
+    let path = &shard.cache_path(&opts.common.cache);
     let mut cache = TuneCache::open(path).with_context(|| format!("--cache {}", path.display()))?;
     if !cache.torn.is_empty() {
         say!("cache {}: {} unfinished line(s) of a killed sweep skipped", path.display(), cache.torn.len());
@@ -184,7 +237,14 @@ fn sweep<B: TuneBackend>(
         prov,
         opts.strategy.name(),
     );
-    let result = search(&space, &mut runner, opts);
+    if shard != Shard::WHOLE {
+        runner.worker = Some(Worker {
+            shard: shard.to_string(),
+            host: crate::workers::host_name(),
+            device: crate::workers::pinned_device(),
+        });
+    }
+    let result = search(&space, &mut runner, opts, shard);
     let (measured, from_cache) = (runner.measured, runner.from_cache);
     say!(
         "{}: {} evaluations ({measured} measured now, {from_cache} from the cache {}), {} failed; {} in {:.1} s",
@@ -206,7 +266,7 @@ fn sweep<B: TuneBackend>(
         strategy: result.strategy.into(),
         commit,
     };
-    report(&space, &result, opts, &meta)?;
+    report(&space, &result, &opts.outputs, &meta)?;
     if let Stop::RunnerFailed(e) = &result.stop {
         bail!("the sweep stopped: {e}");
     }
@@ -261,18 +321,12 @@ fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches
             list(&mut matching.iter().copied())
         ),
     };
-    let recorded: Value =
-        serde_json::from_str(&group.problem).with_context(|| format!("the recorded problem {}", group.problem))?;
-    let tunable = tunable(family, &recorded)?;
     say!("replay of {} ({count} configs recorded), no device", path.display());
     say!("recorded: {group}");
-    // The recorded sweep's values, then any given on the command line.
-    let mut overrides = cache.group_values(group);
-    overrides.extend(opts.overrides.iter().cloned());
-    let space = SearchSpace::build(&tunable, target, &overrides)?;
+    let (_, space) = recorded_space(family, &cache, group, target, &opts.overrides)?;
     describe_space(&space)?;
     let mut runner = ReplayRunner::new(&cache, group);
-    let result = search(&space, &mut runner, opts);
+    let result = search(&space, &mut runner, opts, Shard::WHOLE);
     say!(
         "{}: {} evaluations (replayed), {} failed; {} in {:.3} s",
         result.strategy,
@@ -281,27 +335,188 @@ fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches
         result.stop,
         result.seconds
     );
+    let meta = recorded_meta(&cache, group, &format!("{} (replay)", result.strategy));
+    report(&space, &result, &opts.outputs, &meta)
+}
+
+/// The space a recorded sweep ran over: its family's tuner for the recorded problem, the
+/// recorded target and candidate values, then `overrides`.
+fn recorded_space(
+    family: &dyn DynFamily,
+    cache: &TuneCache,
+    group: &GroupKey,
+    target: &Target,
+    overrides: &[(String, Vec<u32>)],
+) -> anyhow::Result<(ErasedTunable, SearchSpace)> {
+    let recorded: Value =
+        serde_json::from_str(&group.problem).with_context(|| format!("the recorded problem {}", group.problem))?;
+    let tunable = tunable(family, &recorded)?;
+    let mut values = cache.group_values(group);
+    values.extend(overrides.iter().cloned());
+    let space = SearchSpace::build(&tunable, target, &values)?;
+    Ok((tunable, space))
+}
+
+/// T4 metadata of a recorded sweep.
+fn recorded_meta(cache: &TuneCache, group: &GroupKey, strategy: &str) -> t4::Metadata {
     let commit = cache.entries().iter().find(|e| e.group() == *group).map(|e| e.record.commit.clone());
-    let meta = t4::Metadata {
-        family: family_name.into(),
+    t4::Metadata {
+        family: group.family.clone(),
         problem: serde_json::from_str(&group.problem).unwrap_or(Value::Null),
         device: group.device.clone(),
         driver: group.driver.clone(),
         backend: group.backend.to_string(),
         variant: group.variant.clone(),
         image_hash: group.image_hash.clone(),
-        strategy: format!("{} (replay)", result.strategy),
+        strategy: strategy.into(),
         commit: commit.unwrap_or_default(),
-    };
-    report(&space, &result, opts, &meta)
+    }
 }
 
-/// Runs the strategy with the progress bar.
-fn search(space: &SearchSpace, runner: &mut dyn dynsmem::host::tune::Runner, opts: &Options<'_>) -> SearchResult {
-    let total = opts.budget.max_evaluations(space.len());
-    let mut progress = Progress::new(runner, total, opts.common.quiet);
-    let mut rng = SplitMix64::new(opts.common.seed);
-    let result = opts.strategy.search(space, &mut progress, opts.budget, &mut rng);
+/// `dynsmem merge`: joins caches, then reports every sweep they hold.
+pub fn merge(out: &Path, inputs: &[PathBuf], top: usize) -> anyhow::Result<()> {
+    let r = shard::merge(out, inputs).with_context(|| format!("merging into {}", out.display()))?;
+    for i in &r.inputs {
+        let torn = if i.torn > 0 {
+            format!(", {} unfinished line(s) of a killed writer skipped", i.torn)
+        } else {
+            String::new()
+        };
+        say!("{}: {} entries, {} appended{torn}", i.path.display(), i.entries, i.appended);
+    }
+    say!("merged into {}: {} entries appended, {} already there", out.display(), r.appended(), r.already);
+    let outputs = Outputs { top, t4: None, plot: None, heatmap: &[] };
+    merged_report(out, &r.groups, &outputs, Vec::new())
+}
+
+/// The report of each sweep (`groups`) in a merged cache, over the configs it holds:
+/// for an exhaustive sweep whose shards all finished, the same report as one process's.
+/// `failed` names workers that did not finish; the command fails after the report.
+pub fn merged_report(
+    cache: &Path,
+    groups: &[GroupKey],
+    outputs: &Outputs<'_>,
+    failed: Vec<String>,
+) -> anyhow::Result<()> {
+    let cache = TuneCache::read(cache).with_context(|| format!("reading the merged cache {}", cache.display()))?;
+    let targets: std::collections::HashMap<GroupKey, Target> =
+        cache.groups().into_iter().map(|(g, t, _)| (g, t)).collect();
+    for group in groups {
+        let Some(family) = dynsmem::host::family::find(dynsmem::host::families::FAMILIES, &group.family) else {
+            say!("{group}: no family of this build is named {:?}; not reported", group.family);
+            continue;
+        };
+        let target = targets.get(group).with_context(|| format!("{group} is not in {}", cache.path().display()))?;
+        let (_, whole) = recorded_space(family, &cache, group, target, &[])?;
+        let held = cache.group_entries(group);
+        let space = whole.subset(|i| held.contains_key(&whole.params_map(i)));
+        say!("merged sweep: {group}");
+        say!(
+            "  {} of the space's {} configs are in the cache ({} filtered before launch{})",
+            space.len(),
+            whole.len(),
+            whole.filtered.len(),
+            if held.len() > space.len() {
+                format!("; {} entries of other candidate values", held.len() - space.len())
+            } else {
+                String::new()
+            }
+        );
+        if space.is_empty() {
+            continue;
+        }
+        let mut runner = ReplayRunner::new(&cache, group);
+        let mut rng = SplitMix64::new(1);
+        let result = Strategy::Exhaustive.search(&space, &mut runner, Budget::unlimited(), &mut rng);
+        let meta = recorded_meta(&cache, group, "merged shards");
+        report(&space, &result, outputs, &meta)?;
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} did not finish; run the same command again: every finished config is answered from its shard cache, and only the rest run",
+            failed.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `tune ... --slurm DIR`: writes the job array and its merge job, and submits them when asked.
+fn slurm(family: &dyn DynFamily, common: &TuneCommon, dir: &Path) -> anyhow::Result<()> {
+    let sh = &common.shards;
+    let shards = sh.shards.context("--slurm needs --shards N: the number of array tasks")?;
+    if shards == 0 {
+        bail!("--shards 0: a sweep needs at least one shard");
+    }
+    let cwd = std::env::current_dir().context("the current folder")?;
+    let abs = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
+    let gres = match (sh.slurm_gres.as_deref(), common.backend) {
+        (Some("none"), _) => None,
+        (Some(g), _) => Some(g.to_string()),
+        (None, Some(BackendArg::Cpu)) => None,
+        (None, _) => Some("gpu:1".to_string()),
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let job = dynsmem::slurm::SlurmJob {
+        name: family.name().into(),
+        binary: std::env::current_exe().context("the path of this binary")?,
+        tune_args: worker_args(&args),
+        cache: abs(&common.cache),
+        shards,
+        gres,
+        options: sh.slurm_option.clone(),
+        workdir: cwd.clone(),
+        dir: abs(dir),
+    };
+    let submit = job.write().with_context(|| format!("writing the Slurm scripts into {}", dir.display()))?;
+    say!(
+        "Slurm: {} shards of tune {} as a job array, then a merge into {}",
+        shards,
+        family.name(),
+        job.cache.display()
+    );
+    say!(
+        "  {}
+  {}
+  {}",
+        job.dir.join("tune.sbatch").display(),
+        job.dir.join("merge.sbatch").display(),
+        submit.display()
+    );
+    if !sh.submit {
+        say!("submit with: {}", submit.display());
+        return Ok(());
+    }
+    let out = std::process::Command::new("bash")
+        .arg(&submit)
+        .output()
+        .with_context(|| format!("running {}", submit.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!("{} failed ({}): {}{}", submit.display(), out.status, stdout, String::from_utf8_lossy(&out.stderr));
+    }
+    let (array, merge) =
+        dynsmem::slurm::parse_submitted(&stdout).with_context(|| format!("{} printed {stdout:?}", submit.display()))?;
+    say!("submitted: array job {array} ({shards} tasks), merge job {merge} (after the array succeeds)");
+    Ok(())
+}
+
+/// Runs the strategy (with `shard`'s budget and seed) with the progress bar.
+fn search(
+    space: &SearchSpace,
+    runner: &mut dyn dynsmem::host::tune::Runner,
+    opts: &Options<'_>,
+    shard: Shard,
+) -> SearchResult {
+    let budget = shard.budget(opts.budget);
+    let total = budget.max_evaluations(space.len());
+    let report = match (opts.common.shards.worker, opts.common.quiet) {
+        (true, _) => Report::Worker,
+        (false, true) => Report::Quiet,
+        (false, false) => Report::Human,
+    };
+    let mut progress = Progress::new(runner, total, report);
+    let mut rng = SplitMix64::new(shard.seed(opts.common.seed));
+    let result = opts.strategy.search(space, &mut progress, budget, &mut rng);
     progress.finish();
     result
 }
@@ -316,7 +531,7 @@ fn fmt_ms(v: Option<f64>) -> String {
 }
 
 /// Best config, top-k table, failures, WGSL pipeline time, and the requested files.
-fn report(space: &SearchSpace, result: &SearchResult, opts: &Options<'_>, meta: &t4::Metadata) -> anyhow::Result<()> {
+fn report(space: &SearchSpace, result: &SearchResult, opts: &Outputs<'_>, meta: &t4::Metadata) -> anyhow::Result<()> {
     use dynsmem::host::report::{Table, TableStyle};
     let variant = space.target.variant;
     match result.best() {
@@ -337,7 +552,7 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Options<'_>, meta: 
     header.extend(space.params.iter().map(|p| p.name));
     header.extend(["median ms", "min ms", "GB/s", "shared B", "build ms", "source"]);
     let mut table = Table::new(&header);
-    for (rank, e) in result.ranked().into_iter().take(opts.common.top).enumerate() {
+    for (rank, e) in result.ranked().into_iter().take(opts.top).enumerate() {
         let rec = e.entry.as_ref().map(|x| &x.record);
         let mut row = vec![(rank + 1).to_string()];
         row.extend(space.points[e.index].iter().map(|v| v.to_string()));
@@ -381,12 +596,12 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Options<'_>, meta: 
             median(&kernels)
         );
     }
-    if let Some(path) = &opts.common.t4 {
+    if let Some(path) = opts.t4 {
         let doc = t4::export(space, &result.evaluations, meta);
         write_file(path, &serde_json::to_string_pretty(&doc)?)?;
         say!("T4 results: {}", path.display());
     }
-    if let Some(path) = &opts.common.plot {
+    if let Some(path) = opts.plot {
         let problem = match &meta.problem {
             Value::Object(m) => {
                 m.iter().map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect::<Vec<_>>().join(" ")
@@ -401,7 +616,7 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Options<'_>, meta: 
             }
             Err(e) => say!("plot: not written: {e}"),
         }
-        let axes = match opts.common.heatmap.as_slice() {
+        let axes = match opts.heatmap {
             [] => plot::default_axes(space),
             [x, y] => {
                 let find = |n: &str| space.params.iter().position(|p| p.name == n);

@@ -6,56 +6,10 @@
 mod common;
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use dynsmem::host::report::parse_jsonl_as;
-use dynsmem::host::tune::CacheEntry;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dynsmem-tune-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn dynsmem(args: &[&str]) -> Command {
-    let mut cmd = Command::new(common::dynsmem_bin());
-    cmd.args(args).env("RUST_BACKTRACE", "0");
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
-    }
-    cmd
-}
-
-fn run_ok(args: &[&str]) -> String {
-    let out: Output = dynsmem(args).output().expect("running dynsmem");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "dynsmem {} failed: {:?}\n{stdout}\n{}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
-/// The entries of a cache file (every complete line must parse) and its torn lines.
-fn entries(path: &Path) -> (Vec<CacheEntry>, usize) {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    let (e, torn) = parse_jsonl_as::<CacheEntry>(&bytes, path).unwrap_or_else(|e| panic!("{e}"));
-    (e, torn.len())
-}
-
-/// The number after `word` in `text`, e.g. `number_before(s, " measured now")`.
-fn number_before(text: &str, word: &str) -> usize {
-    let at = text.find(word).unwrap_or_else(|| panic!("no {word:?} in:\n{text}"));
-    let digits: String =
-        text[..at].chars().rev().take_while(|c| c.is_ascii_digit()).collect::<Vec<_>>().into_iter().rev().collect();
-    digits.parse().unwrap_or_else(|_| panic!("no number before {word:?} in:\n{text}"))
-}
+use common::cli::{dynsmem, entries, number_before, run_ok, temp_dir};
 
 #[test]
 fn killed_sweep_loses_no_finished_config_and_its_rerun_measures_none_again() {
@@ -313,4 +267,126 @@ fn wgsl_sgemm_sweep_filters_by_the_forms_rules_and_builds_a_pipeline_per_config(
         assert_eq!(r.static_shared_bytes as u64, 4 * s * bk * (bm + 4 + bn), "{c}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A small CPU sweep: reduce with 3 x 3 x 2 = 18 configs.
+fn small_sweep(cache: &std::path::Path, n: &str) -> Vec<String> {
+    let args =
+        "tune reduce --backend cpu --repeats 3 --warmup 1 --warmup-ms 0 --values block=4,8,16 --values ipt=8,16,32";
+    let mut v: Vec<String> = args.split(' ').map(String::from).collect();
+    v.extend(["--n".into(), n.into(), "--cache".into(), cache.to_str().unwrap().into()]);
+    v
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn a_sweep_on_two_workers_covers_the_space_once_and_merges_as_one_process_would() {
+    let dir = temp_dir("shards");
+    let (one, many) = (dir.join("one.jsonl"), dir.join("many.jsonl"));
+    let mut single = small_sweep(&one, "4096");
+    single.push("--quiet".into());
+    run_ok(&strs(&single));
+    let mut sharded = small_sweep(&many, "4096");
+    sharded.extend(["--devices".into(), "0,0".into(), "--quiet".into()]);
+    let out = run_ok(&strs(&sharded));
+    assert!(out.contains("18 of the space's 18 configs are in the cache"), "{out}");
+
+    let key =
+        |e: &dynsmem::host::tune::CacheEntry| (e.tune.params.clone(), e.tune.invalidity.clone(), e.record.verified);
+    let sorted = |mut v: Vec<_>| {
+        v.sort();
+        v
+    };
+    let (single_entries, _) = entries(&one);
+    let (merged, _) = entries(&many);
+    assert_eq!(single_entries.len(), 18);
+    assert_eq!(
+        sorted(merged.iter().map(key).collect()),
+        sorted(single_entries.iter().map(key).collect()),
+        "the merged sweep holds the single process's configs, with the same outcomes"
+    );
+    // Each shard's cache holds its own part, disjoint from the other's, labelled with it.
+    let mut parts = Vec::new();
+    for s in ["1-of-2", "2-of-2"] {
+        let (e, _) = entries(&dir.join(format!("many.shard-{s}.jsonl")));
+        assert_eq!(e.len(), 9, "shard {s}");
+        let label = s.replace("-of-", "/");
+        assert!(
+            e.iter().all(|x| x
+                .tune
+                .worker
+                .as_ref()
+                .is_some_and(|w| w.shard == label && w.device.as_deref() == Some("0")))
+        );
+        parts.extend(e.into_iter().map(|x| x.tune.params));
+    }
+    let mut unique = parts.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), parts.len(), "no config in two shards");
+
+    // Merging again appends nothing; the merged cache replays like a one-process cache.
+    let s1 = dir.join("many.shard-1-of-2.jsonl");
+    let s2 = dir.join("many.shard-2-of-2.jsonl");
+    let again = run_ok(&["merge", "--out", many.to_str().unwrap(), s1.to_str().unwrap(), s2.to_str().unwrap()]);
+    assert!(again.contains("0 entries appended, 18 already there"), "{again}");
+    let replay = run_ok(&["tune", "reduce", "--n", "4096", "--replay", "--cache", many.to_str().unwrap()]);
+    assert!(replay.contains("18 evaluations (replayed), 0 failed"), "{replay}");
+    let bad = dynsmem(&["tune", "reduce", "--backend", "cpu", "--shard", "3/2"]).output().unwrap();
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("1 <= I <= N"));
+}
+
+/// The pid of the running worker of `shard` whose command line names `cache`.
+fn worker_pid(shard: &str, cache: &str) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|d| {
+        let pid: u32 = d.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(d.path().join("cmdline")).ok()?;
+        let args: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+        let has = |s: &str| args.contains(&s.as_bytes());
+        (has("--worker") && has(shard) && has(cache)).then_some(pid)
+    })
+}
+
+#[test]
+fn a_killed_worker_loses_no_finished_config_and_the_rerun_runs_only_its_unfinished_ones() {
+    let dir = temp_dir("shard-kill");
+    let cache = dir.join("c.jsonl");
+    let shard1 = dir.join("c.shard-1-of-2.jsonl");
+    let mut args = small_sweep(&cache, "16384");
+    args.extend(["--devices".into(), "0,0".into(), "--quiet".into()]);
+    let parent = dynsmem(&strs(&args)).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    let lines = || std::fs::read(&shard1).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0);
+    while lines() < 2 {
+        assert!(started.elapsed() < Duration::from_secs(300), "worker 1 made no progress in 300 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pid = worker_pid("1/2", cache.to_str().unwrap()).expect("worker 1's process");
+    let status = Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = parent.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "the command fails when a worker dies:\n{stdout}");
+    assert!(stdout.contains("worker 1/2 (device 0) FAILED"), "{stdout}");
+    let (before, torn) = entries(&shard1);
+    assert!(torn <= 1);
+    let finished = before.len();
+    assert!((2..9).contains(&finished), "killed mid-sweep: {finished} of 9 finished");
+    // The other worker finished, and its results were merged.
+    assert_eq!(entries(&cache).0.len(), 9 + finished);
+
+    let rerun = run_ok(&strs(&args));
+    let line = |w: &str| rerun.lines().find(|l| l.starts_with(w)).unwrap_or_else(|| panic!("no {w} in\n{rerun}"));
+    let (w1, w2) = (line("worker 1/2"), line("worker 2/2"));
+    common::note(&format!("shard kill: worker 1 killed after {finished} of 9 configs; rerun: {w1} / {w2}"));
+    assert_eq!(number_before(w1, " measured now"), 9 - finished, "only worker 1's unfinished configs run");
+    assert_eq!(number_before(w1, " from the cache"), finished);
+    assert_eq!(number_before(w2, " measured now"), 0, "worker 2 finished: nothing runs again");
+    let (after, _) = entries(&shard1);
+    assert_eq!(&after[..finished], &before[..], "the finished entries are untouched");
+    assert_eq!(entries(&cache).0.len(), 18, "the merged cache holds every config once");
+    assert!(rerun.contains("18 of the space's 18 configs are in the cache"), "{rerun}");
 }

@@ -2,6 +2,7 @@
 //! and the conformance suite written once and run per backend.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod conformance;
 
 use std::io::Write;

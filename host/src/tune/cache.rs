@@ -50,6 +50,9 @@ pub struct TuneFields {
     pub wall_ms: f64,
     /// The strategy that measured it.
     pub strategy: String,
+    /// The shard, host and device that measured it, when a sharded sweep did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<super::shard::Worker>,
 }
 
 /// One line of a cache file.
@@ -295,6 +298,7 @@ pub(crate) mod tests {
                 verify_ms: 0.5,
                 wall_ms: 3.0,
                 strategy: "exhaustive".into(),
+                worker: None,
             },
         }
     }

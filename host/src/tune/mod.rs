@@ -16,6 +16,8 @@
 //!   [`crate::report::JsonlWriter`]), keyed by device, driver, kernel-image hash, family,
 //!   variant, problem and config: a rerun answers cached configs from it, and a sweep
 //!   killed at any point loses no finished config.
+//! - [`shard`]: one sweep split between processes (GPUs of a host, Slurm array tasks),
+//!   each with its own cache, and the merge that joins their caches.
 //! - [`t4`]: export in Kernel Tuner's T4 results format; [`plot`]: SVG plots;
 //!   [`progress`]: the terminal progress bar.
 //!
@@ -25,6 +27,7 @@ pub mod cache;
 pub mod plot;
 pub mod progress;
 pub mod runner;
+pub mod shard;
 pub mod space;
 pub mod strategies;
 pub mod t4;
@@ -37,6 +40,7 @@ use crate::families::FamilyBackend;
 
 pub use cache::{CacheEntry, CacheKey, TuneCache, TuneFields};
 pub use runner::{Evaluation, RealRunner, ReplayRunner, Runner};
+pub use shard::{Shard, Worker};
 pub use space::{Param, Point, SearchSpace};
 pub use strategies::{Budget, SearchResult, Strategy};
 

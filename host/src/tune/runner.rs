@@ -97,6 +97,8 @@ pub struct RealRunner<'a, B: TuneBackend, T: Tunable> {
     seed: u64,
     prov: Provenance,
     strategy: String,
+    /// Recorded in every entry measured now, when a sharded sweep's worker runs this.
+    pub worker: Option<super::shard::Worker>,
     /// Configs measured (or failed) now.
     pub measured: usize,
     /// Configs answered from the cache.
@@ -129,6 +131,7 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             seed,
             prov,
             strategy: strategy.into(),
+            worker: None,
             measured: 0,
             from_cache: 0,
         }
@@ -162,6 +165,7 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             verify_ms: 0.0,
             wall_ms: 0.0,
             strategy: self.strategy.clone(),
+            worker: self.worker.clone(),
         };
         let built_before = self.backend.build_ms_total();
         let prepared = self.tunable.prepare(self.backend, self.variant, point, self.seed);

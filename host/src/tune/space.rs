@@ -197,6 +197,29 @@ impl SearchSpace {
         None
     }
 
+    /// The configs `keep` selects (by their position in [`SearchSpace::points`]), in their
+    /// order, as a space of their own: the same parameters, target and filtered list, so a
+    /// config keeps its parameter values and its neighbours among the kept configs.
+    pub fn subset(&self, keep: impl Fn(usize) -> bool) -> SearchSpace {
+        let mut out = SearchSpace {
+            family: self.family,
+            target: self.target,
+            params: self.params.clone(),
+            points: Vec::new(),
+            footprints: Vec::new(),
+            filtered: self.filtered.clone(),
+            positions: Vec::new(),
+            index: HashMap::new(),
+        };
+        for i in (0..self.len()).filter(|&i| keep(i)) {
+            out.index.insert(self.points[i].clone(), out.points.len());
+            out.points.push(self.points[i].clone());
+            out.footprints.push(self.footprints[i]);
+            out.positions.push(self.positions[i].clone());
+        }
+        out
+    }
+
     /// The position of config `i`'s value of parameter `d` in that parameter's list.
     pub fn position(&self, i: usize, d: usize) -> usize {
         self.positions[i][d]
