@@ -19,6 +19,9 @@
 #   profile-gemm Nsight Compute on the SGEMM at 4096^3 (and 1024^3): stall reasons per issued
 #               instruction, instruction mix, and cuBLAS's own kernels (name, block, registers,
 #               shared memory) from the same process -> profile-gemm.txt
+#   shards      the exhaustive SGEMM sweep (1024^3, then 4096^3) in one process, then as two
+#               shards in two concurrent workers on the one GPU (`--devices 0,0`), merged; the
+#               two caches compared (ci/compare_caches.py) -> shards.txt, shards.tgz (caches, logs)
 set -uo pipefail
 OUT=${OUT:-/tmp/dynsmem-out}
 mkdir -p "$OUT"
@@ -205,6 +208,22 @@ for step in "$@"; do
         p sgemm --m 4096 --bm 128 --bn 128 --bk 32 --stages 2
       } > "$OUT/profile.txt" 2>&1
       grep -E "^###|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Issue Slots Busy|No Eligible|Stall|Executed Ipc A" "$OUT/profile.txt" | head -120
+      ;;
+    shards)
+      d=$(mktemp -d)
+      for m in ${SHARD_SIZES:-1024 4096}; do
+        for how in one two; do
+          extra=(); [ "$how" = two ] && extra=(--devices 0,0)
+          t0=$(date +%s.%N)
+          $B tune sgemm --m "$m" --backend cuda --cache "$d/$m-$how.jsonl" --quiet "${extra[@]}" > "$d/$m-$how.txt" 2>&1 || status=1
+          echo "sgemm $m^3 $how process(es): wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}') s" | tee -a "$d/summary.txt"
+          grep -E "^(space|exhaustive|worker|merged|best|  [0-9]+ of)" "$d/$m-$how.txt" | tee -a "$d/summary.txt"
+        done
+        echo "--- compare sgemm $m^3: A = one process, B = two workers merged" | tee -a "$d/summary.txt"
+        python3 ci/compare_caches.py "$d/$m-one.jsonl" "$d/$m-two.jsonl" 2>&1 | tee -a "$d/summary.txt" || status=1
+      done
+      cp "$d/summary.txt" "$OUT/shards.txt"
+      tar czf "$OUT/shards.tgz" -C "$d" .
       ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
