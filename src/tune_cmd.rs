@@ -25,6 +25,11 @@ use serde_json::Value;
 
 use super::{Picked, command_line, emit, pick, variant_of};
 
+/// A file every config's timed runs lock (see [`RealRunner::timing_lock`]): `--devices`
+/// sets it for the workers that share a GPU; set it by hand for shards started by hand on
+/// one GPU.
+pub const TIMING_LOCK: &str = "DYNSMEM_TIMING_LOCK";
+
 /// The tuner's options, checked.
 struct Options<'a> {
     common: &'a TuneCommon,
@@ -237,6 +242,10 @@ fn sweep<B: TuneBackend>(
         prov,
         opts.strategy.name(),
     );
+    runner.timing_lock = std::env::var_os(TIMING_LOCK).map(PathBuf::from);
+    if let Some(lock) = &runner.timing_lock {
+        say!("timing holds the lock {} (one process times on this device at a time)", lock.display());
+    }
     if shard != Shard::WHOLE {
         runner.worker = Some(Worker {
             shard: shard.to_string(),

@@ -7,6 +7,9 @@
 //! its stdout and stderr but for the progress lines), and reports progress on stderr in
 //! machine lines ([`dynsmem::host::tune::progress::WORKER_PREFIX`]) that this process
 //! draws as one bar per worker (one line per evaluation when stderr is not a terminal).
+//! Workers listed on the same GPU take turns to time (a lock file beside the cache,
+//! [`super::tune_cmd::TIMING_LOCK`]): two processes timing at once on one GPU time each
+//! other's kernels too. Their inputs, CPU references and checks still run at once.
 //! A worker that dies (killed, out of memory, a driver fault) loses none of the configs it
 //! finished: they are in its cache, the others' results are merged anyway, the command
 //! fails naming it, and running the same command again measures only what is missing.
@@ -96,6 +99,11 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Merged
         cmd.env(WORKER_DEVICE, device.to_string());
         if common.backend != Some(BackendArg::Cpu) {
             cmd.env("CUDA_VISIBLE_DEVICES", device.to_string()).env("HIP_VISIBLE_DEVICES", device.to_string());
+            // Workers sharing a GPU would time each other's kernels: they take turns.
+            if devices.iter().filter(|&&d| d == device).count() > 1 {
+                let lock = common.cache.with_extension(format!("device-{device}.lock"));
+                cmd.env(super::tune_cmd::TIMING_LOCK, lock);
+            }
         }
         let mut child = cmd
             .stdout(Stdio::piped())

@@ -9,7 +9,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::cli::{dynsmem, entries, number_before, run_ok, temp_dir};
+use common::cli::{dynsmem, entries, number_before, outcomes, run_ok, small_sweep, strs, temp_dir};
 
 #[test]
 fn killed_sweep_loses_no_finished_config_and_its_rerun_measures_none_again() {
@@ -269,19 +269,6 @@ fn wgsl_sgemm_sweep_filters_by_the_forms_rules_and_builds_a_pipeline_per_config(
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A small CPU sweep: reduce with 3 x 3 x 2 = 18 configs.
-fn small_sweep(cache: &std::path::Path, n: &str) -> Vec<String> {
-    let args =
-        "tune reduce --backend cpu --repeats 3 --warmup 1 --warmup-ms 0 --values block=4,8,16 --values ipt=8,16,32";
-    let mut v: Vec<String> = args.split(' ').map(String::from).collect();
-    v.extend(["--n".into(), n.into(), "--cache".into(), cache.to_str().unwrap().into()]);
-    v
-}
-
-fn strs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
-
 #[test]
 fn a_sweep_on_two_workers_covers_the_space_once_and_merges_as_one_process_would() {
     let dir = temp_dir("shards");
@@ -291,8 +278,14 @@ fn a_sweep_on_two_workers_covers_the_space_once_and_merges_as_one_process_would(
     run_ok(&strs(&single));
     let mut sharded = small_sweep(&many, "4096");
     sharded.extend(["--devices".into(), "0,0".into(), "--quiet".into()]);
-    let out = run_ok(&strs(&sharded));
+    // Both workers time under one lock, as --devices makes workers sharing a GPU do.
+    let lock = dir.join("timing.lock");
+    let run = dynsmem(&strs(&sharded)).env("DYNSMEM_TIMING_LOCK", &lock).output().unwrap();
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{out}{}", String::from_utf8_lossy(&run.stderr));
     assert!(out.contains("18 of the space's 18 configs are in the cache"), "{out}");
+    let log = std::fs::read_to_string(dir.join("many.shard-2-of-2.log")).unwrap();
+    assert!(log.contains("timing holds the lock") && lock.exists(), "{log}");
 
     let key =
         |e: &dynsmem::host::tune::CacheEntry| (e.tune.params.clone(), e.tune.invalidity.clone(), e.record.verified);

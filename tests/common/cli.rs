@@ -53,3 +53,26 @@ pub fn number_before(text: &str, word: &str) -> usize {
         text[..at].chars().rev().take_while(|c| c.is_ascii_digit()).collect::<Vec<_>>().into_iter().rev().collect();
     digits.parse().unwrap_or_else(|_| panic!("no number before {word:?} in:\n{text}"))
 }
+
+/// A small CPU sweep: reduce with 3 x 3 x 2 = 18 configs.
+pub fn small_sweep(cache: &Path, n: &str) -> Vec<String> {
+    let args =
+        "tune reduce --backend cpu --repeats 3 --warmup 1 --warmup-ms 0 --values block=4,8,16 --values ipt=8,16,32";
+    let mut v: Vec<String> = args.split(' ').map(String::from).collect();
+    v.extend(["--n".into(), n.into(), "--cache".into(), cache.to_str().unwrap().into()]);
+    v
+}
+
+/// `&str`s of `v`.
+pub fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Each config of a cache with its outcome (T4 validity class, verified), sorted: what two
+/// sweeps of one space must agree on (their times are measurements and differ).
+pub fn outcomes(cache: &Path) -> Vec<(std::collections::BTreeMap<String, u32>, String, bool)> {
+    let mut v: Vec<_> =
+        entries(cache).0.into_iter().map(|e| (e.tune.params, e.tune.invalidity, e.record.verified)).collect();
+    v.sort();
+    v
+}

@@ -99,6 +99,10 @@ pub struct RealRunner<'a, B: TuneBackend, T: Tunable> {
     strategy: String,
     /// Recorded in every entry measured now, when a sharded sweep's worker runs this.
     pub worker: Option<super::shard::Worker>,
+    /// A file whose exclusive lock every config's warm-up and timed runs hold: the
+    /// processes sharing one GPU (workers of a sharded sweep) time one at a time, while
+    /// their inputs, references and checks still run at once.
+    pub timing_lock: Option<std::path::PathBuf>,
     /// Configs measured (or failed) now.
     pub measured: usize,
     /// Configs answered from the cache.
@@ -132,6 +136,7 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             prov,
             strategy: strategy.into(),
             worker: None,
+            timing_lock: None,
             measured: 0,
             from_cache: 0,
         }
@@ -179,8 +184,12 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             let verified = w.run().and_then(|()| w.check());
             tune.verify_ms = verify_started.elapsed().as_secs_f64() * 1e3;
             verified.map_err(|e| (Stage::Verify, e))?;
-            let (t, warmups) =
-                measure::time(self.backend, self.timing, &mut || w.run()).map_err(|e| (Stage::Time, e))?;
+            // Warm-up and timed runs hold the device's timing lock, when there is one, so
+            // that workers sharing a GPU never time while another one runs kernels.
+            let lock = self.timing_lock.as_deref().map(timing_lock).transpose().map_err(|e| (Stage::Time, e))?;
+            let timed = measure::time(self.backend, self.timing, &mut || w.run()).map_err(|e| (Stage::Time, e));
+            drop(lock);
+            let (t, warmups) = timed?;
             Ok((t, warmups, w.bytes(), w.flops()))
         });
         match outcome {
@@ -193,6 +202,15 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
         tune.wall_ms = started.elapsed().as_secs_f64() * 1e3;
         CacheEntry { record: rec, tune }
     }
+}
+
+/// Takes the exclusive lock of `path` (created if missing), waiting for it; released when
+/// the returned file is dropped (or the process dies).
+fn timing_lock(path: &std::path::Path) -> Result<std::fs::File> {
+    let io = |source| Error::Io { path: path.into(), source };
+    let file = std::fs::File::options().create(true).truncate(false).write(true).open(path).map_err(io)?;
+    file.lock().map_err(io)?;
+    Ok(file)
 }
 
 impl<B: TuneBackend, T: Tunable> Runner for RealRunner<'_, B, T> {
@@ -247,5 +265,30 @@ impl Runner for ReplayRunner {
                 entry: None,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_timing_lock_lets_one_holder_in_at_a_time() {
+        let path = std::env::temp_dir().join(format!("dynsmem-timing-lock-{}", std::process::id()));
+        let held = super::timing_lock(&path).unwrap();
+        let started = Instant::now();
+        let waiter = std::thread::spawn({
+            let path = path.clone();
+            move || {
+                let _second = super::timing_lock(&path).unwrap();
+                Instant::now()
+            }
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let released = Instant::now();
+        drop(held);
+        let got = waiter.join().unwrap();
+        assert!(got >= released, "the second holder got in {:?} after the start, before the release", got - started);
+        let _ = std::fs::remove_file(&path);
     }
 }
