@@ -7,9 +7,10 @@
 //! its stdout and stderr but for the progress lines), and reports progress on stderr in
 //! machine lines ([`dynsmem::host::tune::progress::WORKER_PREFIX`]) that this process
 //! draws as one bar per worker (one line per evaluation when stderr is not a terminal).
-//! Workers listed on the same GPU take turns to time (a lock file beside the cache,
-//! [`super::tune_cmd::TIMING_LOCK`]): two processes timing at once on one GPU time each
-//! other's kernels too. Their inputs, CPU references and checks still run at once.
+//! Workers listed on the same GPU take turns to launch (a lock file beside the cache,
+//! [`super::tune_cmd::TIMING_LOCK`], held from a config's verification run to its last
+//! timed run): two processes timing at once on one GPU time each other's kernels too.
+//! Their inputs, uploads and CPU references are still made at the same time.
 //! A worker that dies (killed, out of memory, a driver fault) loses none of the configs it
 //! finished: they are in its cache, the others' results are merged anyway, the command
 //! fails naming it, and running the same command again measures only what is missing.

@@ -99,9 +99,9 @@ pub struct RealRunner<'a, B: TuneBackend, T: Tunable> {
     strategy: String,
     /// Recorded in every entry measured now, when a sharded sweep's worker runs this.
     pub worker: Option<super::shard::Worker>,
-    /// A file whose exclusive lock every config's warm-up and timed runs hold: the
-    /// processes sharing one GPU (workers of a sharded sweep) time one at a time, while
-    /// their inputs, references and checks still run at once.
+    /// A file whose exclusive lock every config's kernel launches hold (verification,
+    /// warm-up, timed runs): the processes sharing one GPU (workers of a sharded sweep)
+    /// launch one at a time, while their inputs, uploads and CPU references still overlap.
     pub timing_lock: Option<std::path::PathBuf>,
     /// Configs measured (or failed) now.
     pub measured: usize,
@@ -180,13 +180,15 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             rec.kernel = k.name;
             rec.shared_bytes = k.shared_bytes;
             rec.static_shared_bytes = k.static_shared_bytes;
+            // Every kernel launch of the config (the verification run, the check's run,
+            // warm-up and timed runs) holds the device's timing lock, when there is one, so
+            // that workers sharing a GPU never time while another one runs kernels; their
+            // inputs, uploads and CPU references are made outside it, at the same time.
+            let lock = self.timing_lock.as_deref().map(timing_lock).transpose().map_err(|e| (Stage::Verify, e))?;
             let verify_started = Instant::now();
             let verified = w.run().and_then(|()| w.check());
             tune.verify_ms = verify_started.elapsed().as_secs_f64() * 1e3;
             verified.map_err(|e| (Stage::Verify, e))?;
-            // Warm-up and timed runs hold the device's timing lock, when there is one, so
-            // that workers sharing a GPU never time while another one runs kernels.
-            let lock = self.timing_lock.as_deref().map(timing_lock).transpose().map_err(|e| (Stage::Time, e))?;
             let timed = measure::time(self.backend, self.timing, &mut || w.run()).map_err(|e| (Stage::Time, e));
             drop(lock);
             let (t, warmups) = timed?;
