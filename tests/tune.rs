@@ -316,6 +316,14 @@ fn a_sweep_on_two_workers_covers_the_space_once_and_merges_as_one_process_would(
     assert!(again.contains("0 entries appended, 18 already there"), "{again}");
     let replay = run_ok(&["tune", "reduce", "--n", "4096", "--replay", "--cache", many.to_str().unwrap()]);
     assert!(replay.contains("18 evaluations (replayed), 0 failed"), "{replay}");
+    // Random sampling shares its budget: 7 evaluations in all, 4 + 3, none twice.
+    let sampled = dir.join("random.jsonl");
+    let mut random = small_sweep(&sampled, "4096");
+    random.extend(["--strategy", "random", "--budget-evals", "7", "--devices", "0,0", "--quiet"].map(String::from));
+    let out = run_ok(&strs(&random));
+    assert!(out.contains("worker 1/2 (device 0): random: 4 evaluations"), "{out}");
+    assert!(out.contains("worker 2/2 (device 0): random: 3 evaluations"), "{out}");
+    assert_eq!(outcomes(&sampled).len(), 7);
     let bad = dynsmem(&["tune", "reduce", "--backend", "cpu", "--shard", "3/2"]).output().unwrap();
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("1 <= I <= N"));
 }
