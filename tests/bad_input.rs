@@ -412,6 +412,29 @@ fn nbody_cli() {
     check_all_wgsl("nbody_cli", NBODY_WGSL);
 }
 
+/// Sharded sweeps: options that cannot go together, and shards that do not exist, refused
+/// before anything runs or is written.
+const TUNE_SHARDS: &[Case] = &[
+    Case { args: "tune reduce --backend cpu --shard 3/2", code: 2, needles: &["3/2", "1 <= I <= N"] },
+    Case { args: "tune reduce --backend cpu --shard 0/2", code: 2, needles: &["0/2", "1 <= I <= N"] },
+    Case { args: "tune reduce --backend cpu --shards 2", code: 2, needles: &["--slurm <DIR>"] },
+    refused("tune reduce --backend cpu --replay --shard 1/2", &["--replay reads a cache"]),
+    refused("tune reduce --backend cpu --shard 1/2 --devices 0,0", &["--shard runs one shard"]),
+    refused("tune reduce --backend cpu --devices 0 --slurm none-written", &["one or the other"]),
+    refused("tune reduce --backend cpu --slurm none-written", &["--slurm needs --shards N"]),
+    refused("tune reduce --backend cpu --slurm none-written --shards 0", &["--shards 0"]),
+    refused("tune reduce --backend wgsl --devices 0,1", &["cannot be picked by ordinal"]),
+    refused("merge --out none-written.jsonl /nonexistent/shard.jsonl", &["/nonexistent/shard.jsonl"]),
+];
+
+#[test]
+fn tune_shards_cli() {
+    check_all(TUNE_SHARDS);
+    for written in ["none-written", "none-written.jsonl"] {
+        assert!(!std::path::Path::new(written).exists(), "a refused case wrote {written}");
+    }
+}
+
 #[test]
 fn empty_problems_cli() {
     for args in EMPTY_CPU {
@@ -445,6 +468,7 @@ fn the_table_lists_every_cli_case() {
         SOFTMAX_WGSL,
         NBODY_CPU,
         NBODY_WGSL,
+        TUNE_SHARDS,
     ];
     let args = all
         .iter()
