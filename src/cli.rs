@@ -58,6 +58,20 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// What the embedded AMD code objects give each kernel (no GPU needed): VGPRs, AGPRs, SGPRs,
+    /// spills, scratch, the largest block it was compiled for, and the waves per SIMD that allows
+    /// with a given block and launch-sized LDS, per `gfx` target.
+    CodeObjects {
+        /// Work-items per block for the occupancy column.
+        #[arg(long, default_value_t = 256)]
+        block: u32,
+        /// Bytes of launch-sized LDS per block for the occupancy column.
+        #[arg(long, default_value_t = 0)]
+        lds: u32,
+        /// Print Markdown tables.
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Join tuner caches (the shards of a sweep, or caches from several machines) into one:
     /// every entry the output lacks is appended; then each sweep in them is reported as
     /// `tune --replay` reports it.

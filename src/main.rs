@@ -53,6 +53,7 @@ fn main() -> anyhow::Result<()> {
             run_bench(json, markdown, plots, n, quick, timing)
         }
         Parsed::Fixed(Command::Plot { records, out }) => plot(&records, &out),
+        Parsed::Fixed(Command::CodeObjects { block, lds, markdown }) => code_objects(block, lds, markdown),
         Parsed::Fixed(Command::Merge { out, inputs, top }) => tune_cmd::merge(&out, &inputs, top),
         Parsed::Run { family, matches, common } => run(family, &matches, &common),
         Parsed::Tune { family, matches, tune } => tune_cmd::tune(family, &matches, &tune),
@@ -95,6 +96,60 @@ fn devices() -> anyhow::Result<()> {
     }
     let cpu = CpuBackend::new();
     say!("{}\n    {}", suite::describe(&cpu), limits_line(&cpu));
+    Ok(())
+}
+
+/// `dynsmem code-objects`: a table per embedded AMD code object.
+fn code_objects(block: u32, lds: u32, markdown: bool) -> anyhow::Result<()> {
+    use dynsmem::host::backend::hip::{code_object, occupancy};
+    use dynsmem::host::report::Table;
+    let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
+    for (arch, elf) in dynsmem::images::AMDGPU {
+        let kernels = code_object::kernels(elf).with_context(|| format!("the {arch} code object"))?;
+        let isa = occupancy::isa(arch);
+        say!(
+            "\n{arch}: {} kernels; occupancy with blocks of {block} and {lds} B of launch-sized LDS{}",
+            kernels.len(),
+            if isa.is_none() { " (no limits known for this target)" } else { "" }
+        );
+        let mut t = Table::new(&[
+            "kernel",
+            "VGPRs",
+            "AGPRs",
+            "SGPRs",
+            "VGPR spills",
+            "SGPR spills",
+            "scratch B",
+            "static LDS B",
+            "max block",
+            "waves/SIMD",
+            "limited by",
+        ]);
+        for k in &kernels {
+            let occ = isa.map(|i| occupancy::occupancy(k, i, block, lds));
+            let (waves, limiter) = match occ {
+                Some(Ok(o)) => {
+                    (format!("{}/{}", o.waves_per_simd, isa.map_or(0, |i| i.max_waves_per_simd)), o.limiter.to_string())
+                }
+                Some(Err(why)) => ("-".into(), why),
+                None => ("-".into(), String::new()),
+            };
+            t.push(vec![
+                k.name.clone(),
+                k.vgprs.to_string(),
+                k.agprs.to_string(),
+                k.sgprs.to_string(),
+                k.vgpr_spills.to_string(),
+                k.sgpr_spills.to_string(),
+                k.scratch_bytes.to_string(),
+                k.static_lds_bytes.to_string(),
+                k.max_workgroup_size.to_string(),
+                waves,
+                limiter,
+            ]);
+        }
+        say!("{}", t.render(style).trim_end());
+    }
     Ok(())
 }
 

@@ -122,6 +122,10 @@ pub enum Error {
     /// Reading or writing a record file.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
+    /// An embedded kernel image that does not read as its format says (a code object
+    /// without its metadata note, for example).
+    #[error("{what}: {why}")]
+    InvalidImage { what: String, why: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

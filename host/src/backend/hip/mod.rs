@@ -9,7 +9,9 @@
 //! Not yet run on AMD hardware (no AMD GPU has been available to this project): it is
 //! built and type-checked in CI, and `dynsmem devices` reports why it is unavailable.
 
+pub mod code_object;
 mod ffi;
+pub mod occupancy;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
