@@ -111,9 +111,11 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Merged
             .stderr(Stdio::piped())
             .spawn()
             .with_context(|| format!("starting {label}: {}", exe.display()))?;
-        let bar = bars.add(ProgressBar::new(0));
+        // Its length comes with the worker's first progress line (the size of its shard).
+        let bar = bars.add(ProgressBar::new(1));
         bar.set_style(bar_style());
         bar.set_prefix(format!("{label} | "));
+        bar.set_message("starting");
         let summary = Arc::new(Mutex::new(None));
         let file = Arc::new(Mutex::new(file));
         let out = child.stdout.take().expect("piped");
