@@ -251,6 +251,7 @@ fn sweep<B: TuneBackend>(
             shard: shard.to_string(),
             host: crate::workers::host_name(),
             device: crate::workers::pinned_device(),
+            gpu: backend.device_id(),
         });
     }
     let result = search(&space, &mut runner, opts, shard);

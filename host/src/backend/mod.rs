@@ -281,6 +281,12 @@ pub trait Backend {
     /// What timing [`Backend::time_ms`] uses, for records.
     fn timer_name(&self) -> &'static str;
 
+    /// This GPU's own identity, where the driver gives one (CUDA: its UUID, as
+    /// `nvidia-smi -L` prints it): what tells apart GPUs of one model in one host.
+    fn device_id(&self) -> Option<String> {
+        None
+    }
+
     /// The limit checks every launch must pass, against [`DeviceInfo::limits`].
     fn check_launch(&self, kernel: &str, dims: LaunchDims) -> Result<()> {
         let info = self.info();

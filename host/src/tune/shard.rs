@@ -112,6 +112,9 @@ pub struct Worker {
     pub host: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// The GPU's own identity (its UUID on CUDA), where the backend gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 /// What one input of a [`merge`] held.

@@ -261,6 +261,12 @@ impl Backend for CudaBackend {
     type Raw = CudaSlice<u8>;
     type Kernel = Rc<CudaKernel>;
 
+    fn device_id(&self) -> Option<String> {
+        let u = self.ctx.uuid().ok()?.bytes.map(|b| b as u8);
+        let hex = |r: std::ops::Range<usize>| u[r].iter().map(|b| format!("{b:02x}")).collect::<String>();
+        Some(format!("GPU-{}-{}-{}-{}-{}", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16)))
+    }
+
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
