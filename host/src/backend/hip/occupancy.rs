@@ -33,32 +33,24 @@ pub struct Isa {
     pub barriers: u32,
 }
 
+/// CDNA2 (MI200). CDNA3's gfx942 has the same limits (LLVM's `isGFX90A` covers both).
+const GFX90A: Isa = Isa {
+    arch: "gfx90a",
+    wave: 64,
+    simds: 4,
+    max_waves_per_simd: 8,
+    vgprs: 512,
+    vgpr_granule: 8,
+    sgpr_limited: true,
+    lds: 65536,
+    lds_per_workgroup: 65536,
+    barriers: 16,
+};
+
 /// The targets the build embeds code objects for.
 pub const ISAS: [Isa; 3] = [
-    Isa {
-        arch: "gfx90a",
-        wave: 64,
-        simds: 4,
-        max_waves_per_simd: 8,
-        vgprs: 512,
-        vgpr_granule: 8,
-        sgpr_limited: true,
-        lds: 65536,
-        lds_per_workgroup: 65536,
-        barriers: 16,
-    },
-    Isa {
-        arch: "gfx942",
-        wave: 64,
-        simds: 4,
-        max_waves_per_simd: 8,
-        vgprs: 512,
-        vgpr_granule: 8,
-        sgpr_limited: true,
-        lds: 65536,
-        lds_per_workgroup: 65536,
-        barriers: 16,
-    },
+    GFX90A,
+    Isa { arch: "gfx942", ..GFX90A },
     // RDNA3 in WGP mode (LLVM's default, no `cumode`): 4 SIMDs and 128 KiB of LDS per WGP;
     // wave32, with 1.5x the VGPRs of RDNA2.
     Isa {
