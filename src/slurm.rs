@@ -106,7 +106,8 @@ impl SlurmJob {
         s
     }
 
-    /// Submits the array, then the merge once every task succeeded.
+    /// Submits the array, then the merge, which Slurm holds until every task has ended
+    /// without error (`afterok`).
     pub fn submit_script(&self) -> String {
         format!(
             "#!/bin/bash\n\

@@ -25,9 +25,9 @@ use serde_json::Value;
 
 use super::{Picked, command_line, emit, pick, variant_of};
 
-/// A file every config's timed runs lock (see [`RealRunner::timing_lock`]): `--devices`
-/// sets it for the workers that share a GPU; set it by hand for shards started by hand on
-/// one GPU.
+/// A file whose lock every config's launches hold (see [`RealRunner::timing_lock`]):
+/// `--devices` sets it for the workers that share a GPU; set it by hand for shards started
+/// by hand on one GPU.
 pub const TIMING_LOCK: &str = "DYNSMEM_TIMING_LOCK";
 
 /// The tuner's options, checked.
@@ -141,8 +141,8 @@ pub fn tune(family: &dyn DynFamily, matches: &clap::ArgMatches, common: &TuneCom
         return slurm(family, common, dir);
     }
     if !sh.devices.is_empty() {
-        let merged = crate::workers::run(family, common)?;
-        return merged_report(&merged.cache, &merged.groups, &opts.outputs, merged.failed);
+        let finished = crate::workers::run(family, common)?;
+        return merge_and_report(&common.cache, &finished.caches, &opts.outputs, finished.failed);
     }
     match pick(common.backend)? {
         Picked::Cuda(b) => sweep(&b, &opts, family, matches),
@@ -333,7 +333,7 @@ fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches
     };
     say!("replay of {} ({count} configs recorded), no device", path.display());
     say!("recorded: {group}");
-    let (_, space) = recorded_space(family, &cache, group, target, &opts.overrides)?;
+    let space = recorded_space(family, &cache, group, target, &opts.overrides)?;
     describe_space(&space)?;
     let mut runner = ReplayRunner::new(&cache, group);
     let result = search(&space, &mut runner, opts, Shard::WHOLE);
@@ -357,14 +357,13 @@ fn recorded_space(
     group: &GroupKey,
     target: &Target,
     overrides: &[(String, Vec<u32>)],
-) -> anyhow::Result<(ErasedTunable, SearchSpace)> {
+) -> anyhow::Result<SearchSpace> {
     let recorded: Value =
         serde_json::from_str(&group.problem).with_context(|| format!("the recorded problem {}", group.problem))?;
     let tunable = tunable(family, &recorded)?;
     let mut values = cache.group_values(group);
     values.extend(overrides.iter().cloned());
-    let space = SearchSpace::build(&tunable, target, &values)?;
-    Ok((tunable, space))
+    Ok(SearchSpace::build(&tunable, target, &values)?)
 }
 
 /// T4 metadata of a recorded sweep.
@@ -385,6 +384,14 @@ fn recorded_meta(cache: &TuneCache, group: &GroupKey, strategy: &str) -> t4::Met
 
 /// `dynsmem merge`: joins caches, then reports every sweep they hold.
 pub fn merge(out: &Path, inputs: &[PathBuf], top: usize) -> anyhow::Result<()> {
+    merge_and_report(out, inputs, &Outputs { top, t4: None, plot: None, heatmap: &[] }, Vec::new())
+}
+
+/// Joins `inputs` into the cache `out` ([`shard::merge`]), then reports each sweep the
+/// inputs hold over the configs `out` has: for an exhaustive sweep whose shards all
+/// finished, the same report as one process's. `failed` names workers that did not
+/// finish; the command fails after the report.
+fn merge_and_report(out: &Path, inputs: &[PathBuf], outputs: &Outputs<'_>, failed: Vec<String>) -> anyhow::Result<()> {
     let r = shard::merge(out, inputs).with_context(|| format!("merging into {}", out.display()))?;
     for i in &r.inputs {
         let torn = if i.torn > 0 {
@@ -395,29 +402,16 @@ pub fn merge(out: &Path, inputs: &[PathBuf], top: usize) -> anyhow::Result<()> {
         say!("{}: {} entries, {} appended{torn}", i.path.display(), i.entries, i.appended);
     }
     say!("merged into {}: {} entries appended, {} already there", out.display(), r.appended(), r.already);
-    let outputs = Outputs { top, t4: None, plot: None, heatmap: &[] };
-    merged_report(out, &r.groups, &outputs, Vec::new())
-}
-
-/// The report of each sweep (`groups`) in a merged cache, over the configs it holds:
-/// for an exhaustive sweep whose shards all finished, the same report as one process's.
-/// `failed` names workers that did not finish; the command fails after the report.
-pub fn merged_report(
-    cache: &Path,
-    groups: &[GroupKey],
-    outputs: &Outputs<'_>,
-    failed: Vec<String>,
-) -> anyhow::Result<()> {
-    let cache = TuneCache::read(cache).with_context(|| format!("reading the merged cache {}", cache.display()))?;
+    let cache = TuneCache::read(out).with_context(|| format!("reading the merged cache {}", out.display()))?;
     let targets: std::collections::HashMap<GroupKey, Target> =
         cache.groups().into_iter().map(|(g, t, _)| (g, t)).collect();
-    for group in groups {
+    for group in &r.groups {
         let Some(family) = dynsmem::host::family::find(dynsmem::host::families::FAMILIES, &group.family) else {
             say!("{group}: no family of this build is named {:?}; not reported", group.family);
             continue;
         };
         let target = targets.get(group).with_context(|| format!("{group} is not in {}", cache.path().display()))?;
-        let (_, whole) = recorded_space(family, &cache, group, target, &[])?;
+        let whole = recorded_space(family, &cache, group, target, &[])?;
         let held = cache.group_entries(group);
         let space = whole.subset(|i| held.contains_key(&whole.params_map(i)));
         say!("merged sweep: {group}");

@@ -1,7 +1,7 @@
 //! `tune ... --devices 0,1,..`: one worker process per listed GPU of this host, each a
 //! `dynsmem tune ... --shard I/N` pinned to its GPU through the environment
-//! (`CUDA_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES`), all at once; then their shard caches
-//! are merged into `--cache`.
+//! (`CUDA_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES`), all at once; then the caller merges
+//! their shard caches into `--cache` as `dynsmem merge` does.
 //!
 //! Each worker writes its own cache and its own log (`<cache stem>.shard-I-of-N.log`,
 //! its stdout and stderr but for the progress lines), and reports progress on stderr in
@@ -25,9 +25,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, bail};
 use dynsmem::cli::{BackendArg, TuneCommon, worker_args};
 use dynsmem::host::family::DynFamily;
-use dynsmem::host::tune::cache::GroupKey;
+use dynsmem::host::tune::Shard;
 use dynsmem::host::tune::progress::{bar_style, parse_worker_line};
-use dynsmem::host::tune::{Shard, shard};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 
 use super::emit;
@@ -48,15 +47,14 @@ pub fn host_name() -> String {
 /// The device this process was pinned to: by `--devices`, else by the usual variables
 /// (Slurm's `--gres=gpu` sets `CUDA_VISIBLE_DEVICES`).
 pub fn pinned_device() -> Option<String> {
-    ["DYNSMEM_WORKER_DEVICE", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"]
+    [WORKER_DEVICE, "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
 }
 
-/// What the workers left: the merged cache, the sweeps in it, and the workers that failed.
-pub struct Merged {
-    pub cache: PathBuf,
-    pub groups: Vec<GroupKey>,
+/// What the workers left: their shard caches, and the workers that failed.
+pub struct Finished {
+    pub caches: Vec<PathBuf>,
     pub failed: Vec<String>,
 }
 
@@ -69,8 +67,8 @@ struct Running {
     summary: Arc<Mutex<Option<String>>>,
 }
 
-/// Runs the sweep as one worker per entry of `--devices`, then merges their caches.
-pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Merged> {
+/// Runs the sweep as one worker per entry of `--devices`, all at once, and waits for them.
+pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finished> {
     let devices = &common.shards.devices;
     let distinct: BTreeSet<u32> = devices.iter().copied().collect();
     if common.backend == Some(BackendArg::Wgsl) && distinct.len() > 1 {
@@ -173,17 +171,9 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Merged
             failed.push(w.label);
         }
     }
-    let inputs: Vec<PathBuf> = Shard::all(n).map(|s| s.cache_path(&common.cache)).filter(|p| p.exists()).collect();
-    let report = shard::merge(&common.cache, &inputs)
-        .with_context(|| format!("merging the shard caches into {}", common.cache.display()))?;
-    say!(
-        "merged {} shard caches into {}: {} entries appended, {} already there",
-        inputs.len(),
-        common.cache.display(),
-        report.appended(),
-        report.already
-    );
-    Ok(Merged { cache: common.cache.clone(), groups: report.groups, failed })
+    // A worker that died before its first config left no cache.
+    let caches = Shard::all(n).map(|s| s.cache_path(&common.cache)).filter(|p| p.exists()).collect();
+    Ok(Finished { caches, failed })
 }
 
 fn create_log(path: &Path) -> anyhow::Result<File> {
