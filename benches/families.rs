@@ -84,6 +84,11 @@ fn benches(c: &mut Criterion) {
     }
     match dynsmem::wgsl() {
         Probe::Ready(b) => bench_backend(c, &b),
+        // CI installs lavapipe and sets DYNSMEM_REQUIRE_WGSL=1: a missing adapter there is a
+        // failure, as in the tests, not a skip.
+        Probe::Unavailable(_, why) if std::env::var("DYNSMEM_REQUIRE_WGSL").is_ok_and(|v| v == "1") => {
+            panic!("DYNSMEM_REQUIRE_WGSL=1 but no Vulkan adapter (wgsl benches): {why}")
+        }
         Probe::Unavailable(..) => eprintln!("SKIPPED: no Vulkan adapter (wgsl benches)"),
     }
 }

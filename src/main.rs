@@ -377,6 +377,16 @@ fn run_bench(
             .with_context(|| format!("--plots {}", dir.display()))?;
         say!("\n{} plots written to {}", paths.len(), dir.display());
     }
+    // Last, so the table, the records and the plots are all there to read the failure in.
+    let wrong: Vec<String> = report
+        .records
+        .iter()
+        .filter(|r| r.wrong_result)
+        .map(|r| format!("{} {} {} ({})", r.family, r.variant, r.kernel, r.backend))
+        .collect();
+    if !wrong.is_empty() {
+        bail!("{} record(s) failed verification: {}", wrong.len(), wrong.join("; "));
+    }
     Ok(())
 }
 

@@ -115,7 +115,9 @@ fn fault(result: dynsmem::host::Result<()>) -> (String, u32, u32, FaultKind, Str
 fn an_overrun_of_the_carve_is_reported_with_its_offset() {
     let (kernel, workgroup, thread, kind, msg) =
         fault(launch("overrun_by_one", LaunchDims { grid: 3, block: 32, shared_bytes: 128 }));
-    assert_eq!((kernel.as_str(), workgroup, thread), ("overrun_by_one", 0, 31));
+    // Every workgroup overruns; whichever the seeded schedule ran first is reported.
+    assert_eq!((kernel.as_str(), thread), ("overrun_by_one", 31));
+    assert!(workgroup < 3, "{workgroup}");
     match kind {
         FaultKind::RegionOverrun { offset, access_bytes, region_bytes, index, len, at } => {
             assert_eq!((offset, access_bytes, region_bytes, index, len), (128, 4, 128, 32, 32));
@@ -123,7 +125,12 @@ fn an_overrun_of_the_carve_is_reported_with_its_offset() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(msg.contains("workgroup 0 thread 31") && msg.contains("bytes 128..132 of a 128-byte region"), "{msg}");
+    assert!(
+        msg.contains(&format!("workgroup {workgroup} thread 31"))
+            && msg.contains("bytes 128..132 of a 128-byte region"),
+        "{msg}"
+    );
+    assert!(msg.contains("CPU schedule: seed"), "the message gives the schedule's seed: {msg}");
 }
 
 #[test]
@@ -138,7 +145,7 @@ fn a_carve_larger_than_the_launch_is_reported() {
 fn a_barrier_only_some_threads_reach_is_reported_not_hung() {
     let (_, workgroup, _, kind, msg) =
         fault(launch("barrier_in_branch", LaunchDims { grid: 2, block: 8, shared_bytes: 0 }));
-    assert_eq!(workgroup, 0);
+    assert!(workgroup < 2, "{workgroup}");
     assert!(matches!(kind, FaultKind::BarrierDivergence(_)), "{kind:?}");
     assert!(msg.contains("cpu_faults.rs"), "names the barrier's source location: {msg}");
 }

@@ -83,3 +83,41 @@ fn killed_writer_leaves_every_earlier_record_readable() {
     assert_eq!(last.records.len(), before + per_run);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A wrong result fails the command, after the output is there to read: with a planted bug
+/// (the CPU backend skips a workgroup of every `transpose_f32` launch), `run` prints its
+/// error and `bench` its whole table, and both exit nonzero; `bench` names the record.
+#[test]
+fn a_record_that_fails_verification_fails_run_and_bench() {
+    use dynsmem::host::backend::cpu::PLANT_SKIP_ENV;
+    let cmd = |args: &[&str], plant: bool| {
+        let mut c = Command::new(common::dynsmem_bin());
+        c.args(args).args(["--repeats", "1", "--warmup", "0", "--warmup-ms", "0"]).env("RUST_BACKTRACE", "0");
+        if plant {
+            c.env(PLANT_SKIP_ENV, "transpose_f32");
+        }
+        if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+            c.env("XDG_RUNTIME_DIR", std::env::temp_dir());
+        }
+        c.output().expect("running dynsmem")
+    };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+
+    let run = ["run", "transpose", "--backend", "cpu", "--rows", "100", "--cols", "70"];
+    assert!(cmd(&run, false).status.success(), "the unplanted run fails");
+    let out = cmd(&run, true);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "a wrong transpose exits 0:\n{stdout}");
+    assert!(stdout.contains("error:") && stderr.contains("differs"), "{stdout}\n{stderr}");
+
+    // The bench runs the CPU backend only where there is no GPU backend.
+    if matches!(dynsmem::cuda(0), dynsmem::host::backend::Probe::Ready(_)) {
+        common::note("bench part skipped: a CUDA device is present, so the bench does not run the CPU backend");
+        return;
+    }
+    let out = cmd(&["bench", "--quick", "--n", "4096"], true);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "a bench with a wrong transpose exits 0:\n{stdout}");
+    assert!(stdout.contains("reduce") && stdout.contains("sgemm"), "the table is printed whole:\n{stdout}");
+    assert!(stderr.contains("failed verification") && stderr.contains("transpose"), "{stderr}");
+}

@@ -263,3 +263,85 @@ fn wgsl_refusals() {
     }
     assert_eq!(wgsl.pipeline_ms_total(), before, "no pipeline was created for a refused config");
 }
+
+/// Every entry of the SGEMM image that the CPU backend can run, each reached the way a
+/// user reaches it (a config, `fixed`, f16 inputs, or an ablation name), on an odd shape,
+/// and checked: the compiled-in depths, the 16-row entries, the compiled-in tile and the
+/// ablations alike. The tensor-map entries need sm_90 and run in the CUDA conformance.
+#[test]
+fn every_entry_runs_on_the_cpu_backend() {
+    use dynsmem::host::device::sgemm::{FIXED_128X128X16S2, KERNELS};
+    use dynsmem::host::families::sgemm::{HostInputs, prepare_entry};
+    let cpu = CpuBackend::new();
+    let mut ran = Vec::new();
+    for entry in KERNELS.iter().map(|e| e.name) {
+        if entry.contains("_tma") {
+            continue;
+        }
+        let tm = if entry.contains("_tm16") { 16 } else { 8 };
+        let bk = [("_bk8", 8), ("_bk16", 16), ("_bk32", 32), ("_bk64", 64)]
+            .iter()
+            .find(|(s, _)| entry.contains(s))
+            .map_or(8, |&(_, bk)| bk);
+        let f16_inputs = entry.starts_with("hgemm");
+        let fixed = entry.contains("128x128");
+        let config = if fixed { FIXED_128X128X16S2 } else { cfg(32, 16, bk.max(8 * f16_inputs as u32), 2).with_tm(tm) };
+        let problem = SgemmProblem { m: 70, n: 40, k: 37, f16_inputs };
+        let w = prepare_entry(
+            &cpu,
+            problem,
+            config,
+            fixed,
+            Variant::LaunchSized,
+            || std::sync::Arc::new(HostInputs::new(&problem, 7)),
+            Some(entry),
+        )
+        .unwrap_or_else(|e| panic!("{entry}: {e}"));
+        assert_eq!(w.kernel_name(), entry, "config {config:?} reaches another entry");
+        w.run().unwrap_or_else(|e| panic!("{entry}: {e}"));
+        w.check().unwrap_or_else(|e| panic!("{entry}: {e}"));
+        ran.push(entry);
+    }
+    common::note(&format!("{} SGEMM entries verified on the CPU backend: {ran:?}", ran.len()));
+    assert!(ran.len() >= 14, "{ran:?}");
+}
+
+/// The check has teeth: at k = 4096 the inputs are exact integers, so the reference is
+/// exact and so is every correct result, in any summation order; a result that leaves
+/// out one of the 4096 terms (first, middle or last) fails the check in every entry of C,
+/// while the same sums taken in another order pass.
+#[test]
+fn the_check_fails_when_one_k_term_of_4096_is_dropped() {
+    use dynsmem::host::families::sgemm::{ALPHA, BETA};
+    let cpu = CpuBackend::new();
+    let problem = SgemmProblem { m: 8, n: 8, k: 4096, f16_inputs: false };
+    let w = prepare(&cpu, problem, cfg(16, 16, 8, 2), false, Variant::LaunchSized, 3).expect("prepare");
+    let words = |b| cpu.dtoh(b).expect("read back").into_iter().map(f32::from_bits).collect::<Vec<f32>>();
+    let (a, b, c) = (words(w.a()), words(w.b()), w.c_initial().to_vec());
+    let (m, n, k) = (8usize, 8usize, 4096usize);
+    // C as a kernel computes it in f32 (FMA chains), without term `drop`, in order `rev`.
+    let result = |drop: Option<usize>, rev: bool| -> Vec<f32> {
+        let mut out = vec![0.0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = 0.0f32;
+                for q in 0..k {
+                    let p = if rev { k - 1 - q } else { q };
+                    if Some(p) != drop {
+                        acc = a[i * k + p].mul_add(b[p * n + j], acc);
+                    }
+                }
+                out[i * n + j] = ALPHA.mul_add(acc, BETA * c[i * n + j]);
+            }
+        }
+        out
+    };
+    w.compare(&result(None, false)).expect("the exact result passes");
+    w.compare(&result(None, true)).expect("another summation order passes");
+    for drop in [0, 2047, 4095] {
+        match w.compare(&result(Some(drop), false)) {
+            Err(Error::Mismatch(mm)) => assert_eq!(mm.count, m * n, "term {drop} dropped: {mm}"),
+            other => panic!("term {drop} of 4096 dropped: the check passed ({other:?})"),
+        }
+    }
+}

@@ -44,9 +44,10 @@ pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, p
             rec.verified = ok;
             if !ok {
                 rec.error = Some("copied data differs from the source".into());
+                rec.wrong_result = true;
             }
         }
-        Err(e) => rec.error = Some(e.to_string()),
+        Err(e) => set_error(&mut rec, &e),
     }
     rec
 }
@@ -82,7 +83,7 @@ pub fn workload<B: Backend, W: Workload>(
     });
     match result {
         Ok((t, warmups, bytes, flops)) => set_measured(&mut rec, t, warmups, bytes, flops, anchor),
-        Err(e) => rec.error = Some(e.to_string()),
+        Err(e) => set_error(&mut rec, &e),
     }
     rec
 }
@@ -116,6 +117,12 @@ pub(crate) fn set_measured(
         }
     }
     set_timing(rec, t);
+}
+
+/// A record's error, and whether it says the kernel was wrong.
+fn set_error(rec: &mut Record, e: &crate::Error) {
+    rec.error = Some(e.to_string());
+    rec.wrong_result = e.is_wrong_result();
 }
 
 /// The median, spread and raw times of a measured record.
@@ -166,7 +173,7 @@ pub fn family<'b, B: FamilyBackend>(
         rec.timer = backend.timer_name().into();
         match a.result {
             Ok((t, warmups)) => set_measured(&mut rec, t, warmups, 0, w.flops(), None),
-            Err(e) => rec.error = Some(e.to_string()),
+            Err(e) => set_error(&mut rec, &e),
         }
         Some(rec)
     });

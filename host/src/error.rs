@@ -130,6 +130,14 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl Error {
+    /// The kernel ran and was wrong: its result differs from the reference, or it faulted.
+    /// Not a refusal before launch, nor an unavailable backend: what makes `bench` fail.
+    pub fn is_wrong_result(&self) -> bool {
+        matches!(self, Error::Mismatch(_) | Error::KernelFault { .. })
+    }
+}
+
 /// The "(F of T bytes free)" tail of [`Error::OutOfMemory`], with whatever the backend knows.
 fn memory_note(free: Option<u64>, total: Option<u64>) -> String {
     match (free, total) {

@@ -20,6 +20,10 @@ pub trait Workgroup: Sync {
     /// Returns when every thread of the workgroup has called `barrier` at the same source
     /// location; raises a [`Fault`] (via [`fault`]) when that cannot happen.
     fn barrier(&self, thread: u32, at: &'static Location<'static>);
+    /// Called by a thread at each global-memory synchronisation point (an atomic, an
+    /// acquire load, a release store), where a GPU's blocks can interleave; the backend
+    /// may delay the thread there, or stop it with a [`Fault`]. Default: nothing.
+    fn interleave(&self, _thread: u32) {}
 }
 
 /// What one kernel thread sees: its ids, the grid, its workgroup's region and barrier.
@@ -150,6 +154,12 @@ pub(super) fn region_base() -> *mut u8 {
 pub(super) fn barrier() {
     let c = context();
     c.sync.barrier(c.thread, Location::caller());
+}
+
+/// A global-memory synchronisation point of this thread (see [`Workgroup::interleave`]).
+pub(super) fn interleave() {
+    let c = context();
+    c.sync.interleave(c.thread);
 }
 
 pub(super) unsafe fn shared_atomic_add_u32(p: *mut u32, v: u32) {

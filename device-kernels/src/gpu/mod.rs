@@ -267,6 +267,8 @@ pub fn rsqrt(x: f32) -> f32 {
 /// `p` is valid, 4-aligned device memory that every accessor touches atomically.
 #[inline(always)]
 pub unsafe fn atomic_add_global_u32(p: *mut u32, v: u32) -> u32 {
+    #[cfg(not(gpu))]
+    host::interleave();
     unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, core::sync::atomic::Ordering::Relaxed)
 }
 
@@ -276,6 +278,8 @@ pub unsafe fn atomic_add_global_u32(p: *mut u32, v: u32) -> u32 {
 /// As [`atomic_add_global_u32`], 8-aligned.
 #[inline(always)]
 pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
+    #[cfg(not(gpu))]
+    host::interleave();
     unsafe { core::sync::atomic::AtomicU64::from_ptr(p.cast_mut()) }.load(core::sync::atomic::Ordering::Acquire)
 }
 
@@ -285,7 +289,9 @@ pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
 /// As [`load_acquire_u64`].
 #[inline(always)]
 pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
-    unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }.store(v, core::sync::atomic::Ordering::Release)
+    unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }.store(v, core::sync::atomic::Ordering::Release);
+    #[cfg(not(gpu))]
+    host::interleave();
 }
 
 /// Starts copying 16 bytes from device memory at `src` to workgroup memory at `dst`

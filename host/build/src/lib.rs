@@ -538,8 +538,11 @@ pub fn emit_provenance(root: &Path) {
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=DYNSMEM_RUSTC={rustc}");
 
+    // `--no-optional-locks`: `git status` would otherwise refresh and rewrite `.git/index`,
+    // which this script watches, so every cargo command in a dirty tree would rerun it.
     let git = |args: &[&str]| {
         Command::new("git")
+            .arg("--no-optional-locks")
             .args(args)
             .current_dir(root)
             .output()

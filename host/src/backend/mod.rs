@@ -281,6 +281,12 @@ pub trait Backend {
     /// What timing [`Backend::time_ms`] uses, for records.
     fn timer_name(&self) -> &'static str;
 
+    /// Whether families choose small default configs here rather than a GPU's: the CPU
+    /// backend, where every kernel thread is an OS thread (unless built GPU-shaped).
+    fn small_configs(&self) -> bool {
+        false
+    }
+
     /// This GPU's own identity, where the driver gives one (CUDA: its UUID, as
     /// `nvidia-smi -L` prints it): what tells apart GPUs of one model in one host.
     fn device_id(&self) -> Option<String> {

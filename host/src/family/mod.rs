@@ -194,6 +194,17 @@ pub trait Family: 'static {
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>>
     where
         Self: Sized;
+    /// Cases the conformance runs besides the bench's, on every backend, small enough for
+    /// the CPU backend: a launch of more tiles than the kernel's grid takes (its
+    /// grid-stride loop past `MAX_GRID` workgroups), with the smallest block that takes it
+    /// (every kernel thread of the CPU backend is an OS thread). Default: none, for a
+    /// family whose grid covers every tile.
+    fn edge_cases() -> Vec<BenchCase<Self>>
+    where
+        Self: Sized,
+    {
+        Vec::new()
+    }
     /// Whether the bench runs `variant` for `problem` (default: every variant).
     fn bench_variant(_problem: &Self::Problem, _variant: Variant) -> bool {
         true
@@ -264,6 +275,9 @@ pub trait DynFamily: Sync {
     ) -> Result<Resolved>;
     /// The bench's cases on `backend`, per variant: each config fitted to the variant.
     fn bench_cases(&self, backend: AnyBackend<'_>, variant: Variant, sizes: &Sizes) -> Vec<Resolved>;
+    /// The conformance's further cases ([`Family::edge_cases`]) that `variant` runs, each
+    /// config fitted to it.
+    fn edge_cases(&self, backend: AnyBackend<'_>, variant: Variant) -> Vec<Resolved>;
     fn prepare<'b>(
         &self,
         backend: AnyBackend<'b>,
@@ -344,14 +358,10 @@ impl<F: Family> DynFamily for Entry<F> {
         Ok(Resolved { problem: to_json(&problem), config: to_json(&config), note })
     }
     fn bench_cases(&self, backend: AnyBackend<'_>, variant: Variant, sizes: &Sizes) -> Vec<Resolved> {
-        with_backend!(backend, b => F::bench_cases(b, sizes)
-            .into_iter()
-            .filter(|c| F::bench_variant(&c.problem, variant))
-            .map(|c| {
-                let (config, note) = F::fit_config(b, variant, &c.problem, c.config);
-                Resolved { problem: to_json(&c.problem), config: to_json(&config), note }
-            })
-            .collect())
+        with_backend!(backend, b => fitted(b, variant, F::bench_cases(b, sizes)))
+    }
+    fn edge_cases(&self, backend: AnyBackend<'_>, variant: Variant) -> Vec<Resolved> {
+        with_backend!(backend, b => fitted(b, variant, F::edge_cases()))
     }
     fn prepare<'b>(
         &self,
@@ -372,6 +382,18 @@ impl<F: Family> DynFamily for Entry<F> {
         let p: F::Problem = from_json(F::NAME, "problem", problem)?;
         Ok(F::tunable(p).map(|t| Box::new(t) as Box<dyn DynTunable>))
     }
+}
+
+/// The cases `variant` runs, each config fitted to it.
+fn fitted<F: Family, B: FamilyBackend>(b: &B, variant: Variant, cases: Vec<BenchCase<F>>) -> Vec<Resolved> {
+    cases
+        .into_iter()
+        .filter(|c| F::bench_variant(&c.problem, variant))
+        .map(|c| {
+            let (config, note) = F::fit_config(b, variant, &c.problem, c.config);
+            Resolved { problem: to_json(&c.problem), config: to_json(&config), note }
+        })
+        .collect()
 }
 
 /// The matches of an empty command line of the family's problem options (every option

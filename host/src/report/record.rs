@@ -71,6 +71,11 @@ pub struct Record {
     pub verified: bool,
     /// Why the config could not be built, launched or verified.
     pub error: Option<String>,
+    /// The kernel ran and its result was wrong (it differs from the reference, or the
+    /// kernel faulted), as opposed to a config refused before launch: `run` and `bench`
+    /// exit nonzero on such a record. Absent (false) in records written before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wrong_result: bool,
     /// What a reader must know to compare the figure, e.g. that a cuda-static row ran a
     /// smaller config than the one asked, because the asked one's static arrays are over
     /// the 48 KB static limit. Absent in records written before it existed.
@@ -110,6 +115,7 @@ impl Record {
             bytes: None,
             gbps: None,
             tflops: None,
+            wrong_result: false,
             anchor: None,
             anchor_gbps: None,
             anchor_tflops: None,

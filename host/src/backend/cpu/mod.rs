@@ -1,10 +1,22 @@
 //! CPU backend: the Rust kernels themselves, from the same source as the PTX, run on the
-//! host. Each launch runs its workgroups one after another; each workgroup runs its
-//! `block` threads as OS threads sharing one launch-sized region, and `gpu::barrier()` is a
-//! real barrier across them ([`sync`]). It catches what a GPU would hide: an access outside
-//! a carved array of the region, a carve larger than the launch gave, a barrier only part
-//! of the workgroup reaches; each becomes [`Error::KernelFault`] naming the kernel,
-//! workgroup and thread, and nothing hangs.
+//! host. Each workgroup runs its `block` threads as OS threads sharing one launch-sized
+//! region, and `gpu::barrier()` is a real barrier across them ([`sync`]). It catches what a
+//! GPU would hide: an access outside a carved array of the region, a carve larger than the
+//! launch gave, a barrier only part of the workgroup reaches; each becomes
+//! [`Error::KernelFault`] naming the kernel, workgroup and thread, and nothing hangs.
+//!
+//! It is built to find bugs a GPU run could let through ([`Schedule`]):
+//! - [`Schedule::resident`] workgroups run at once, in a seeded order that is not the grid
+//!   order, so protocols between workgroups (the scan's look-back) really interleave;
+//! - threads are delayed at random at global-memory synchronisation points (atomics,
+//!   acquire loads, release stores), so a workgroup sees another's published state in
+//!   each of its stages;
+//! - launch-sized regions are filled with [`REGION_POISON`] at each launch and between
+//!   workgroups, so reading workgroup memory nobody wrote gives NaNs, not zeros.
+//!
+//! The seed is in the device name (records carry it) and in every fault's message;
+//! `DYNSMEM_CPU_SEED` sets it, so a failure can be run again with the same order and
+//! delays (the OS still schedules the threads).
 //!
 //! Timings are host wall-clock times of this emulation, useful to compare configs on the
 //! CPU, not GPU figures. The limits are an H100's (48 KB default, 232448 B opt-in), so a
@@ -16,7 +28,7 @@ use std::alloc::Layout;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
@@ -58,6 +70,21 @@ impl CpuMem {
         Ok(CpuMem { ptr, layout })
     }
 
+    /// Like [`CpuMem::zeroed`], every byte `byte`.
+    fn filled(bytes: usize, byte: u8) -> Result<CpuMem> {
+        let mut mem = CpuMem::zeroed(bytes)?;
+        mem.bytes_mut().fill(byte);
+        Ok(mem)
+    }
+
+    /// Overwrites every byte with [`REGION_POISON`].
+    ///
+    /// # Safety
+    /// No other thread reads or writes the memory meanwhile.
+    unsafe fn poison(&self) {
+        unsafe { std::ptr::write_bytes(self.ptr.as_ptr(), REGION_POISON, self.layout.size()) };
+    }
+
     fn addr(&self) -> u64 {
         self.ptr.as_ptr() as u64
     }
@@ -85,17 +112,68 @@ impl KernelName for KernelEntry {
     }
 }
 
+/// How the CPU backend runs a launch's workgroups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schedule {
+    /// Workgroups in flight at once (fewer when the grid is smaller), each with its own
+    /// threads, region and barrier, like the blocks resident on a GPU's SMs.
+    pub resident: u32,
+    /// Seed of each launch's workgroup order and of the delays at synchronisation points
+    /// (launch `i` of a backend draws from `seed` and `i`).
+    pub seed: u64,
+}
+
+/// Workgroups in flight at once by default: enough for a look-back to meet a predecessor
+/// that is itself still looking back.
+pub const DEFAULT_RESIDENT: u32 = 3;
+/// The seed when `DYNSMEM_CPU_SEED` is not set.
+pub const DEFAULT_SEED: u64 = 1;
+
+impl Schedule {
+    /// [`DEFAULT_RESIDENT`] workgroups at a time, the seed from `DYNSMEM_CPU_SEED` (decimal)
+    /// or [`DEFAULT_SEED`].
+    pub fn from_env() -> Schedule {
+        let seed = std::env::var("DYNSMEM_CPU_SEED").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_SEED);
+        Schedule { resident: DEFAULT_RESIDENT, seed }
+    }
+}
+
 /// The CPU backend. Knows every kernel of `dynsmem_kernels::KERNELS`, plus any tables a
 /// test injects with [`CpuBackend::with_kernels`].
 pub struct CpuBackend {
     info: DeviceInfo,
     kernels: HashMap<&'static str, &'static KernelEntry>,
+    schedule: Schedule,
+    /// Launches so far: each draws its own order and delays.
+    launches: AtomicU64,
+    /// Families pick the configs they pick on a GPU, not small blocks
+    /// ([`CpuBackend::gpu_shaped`]).
+    gpu_shaped: bool,
+    /// A planted bug: launches of this kernel skip the first workgroup of their order
+    /// (`DYNSMEM_CPU_PLANT_SKIP`), so that tests can see a wrong result surface as one.
+    skip_first: Option<String>,
 }
+
+/// Names a kernel whose launches skip a workgroup on the CPU backend: a planted bug for
+/// tests of how failures surface (`bench` and `run` must exit nonzero).
+pub const PLANT_SKIP_ENV: &str = "DYNSMEM_CPU_PLANT_SKIP";
 
 impl Default for CpuBackend {
     fn default() -> Self {
         CpuBackend::new()
     }
+}
+
+/// The SMs of an H100, which GPU-shaped configs are chosen for.
+const H100_MULTIPROCESSORS: u32 = 132;
+
+fn device_name(schedule: &Schedule) -> String {
+    let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+    format!(
+        "CPU backend ({cores} hardware threads; one OS thread per kernel thread; {} workgroups at a time, \
+         order and delays from seed {})",
+        schedule.resident, schedule.seed
+    )
 }
 
 /// Stack of each kernel thread: kernels keep a few registers' worth of locals.
@@ -104,6 +182,32 @@ const THREAD_STACK: usize = 256 * 1024;
 impl CpuBackend {
     pub fn new() -> CpuBackend {
         CpuBackend::with_kernels(&[])
+    }
+
+    /// A CPU backend on which the families choose the configs they choose on an H100 (its
+    /// 132 SMs, blocks of hundreds of threads, scan's 512 x 48) instead of the small blocks
+    /// that keep the CPU fast: the conformance runs GPU-shaped configs on it, at sizes the
+    /// CPU affords.
+    pub fn gpu_shaped() -> CpuBackend {
+        let mut b = CpuBackend::new();
+        b.gpu_shaped = true;
+        b.info.limits.multiprocessors = Some(H100_MULTIPROCESSORS);
+        b.info.name = format!("{} (GPU-shaped configs)", b.info.name);
+        b
+    }
+
+    /// This backend with another schedule.
+    pub fn with_schedule(mut self, schedule: Schedule) -> CpuBackend {
+        self.info.name = device_name(&schedule);
+        if self.gpu_shaped {
+            self.info.name.push_str(" (GPU-shaped configs)");
+        }
+        self.schedule = schedule;
+        self
+    }
+
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
     }
 
     /// The built-in kernels and those of `tables` (e.g. deliberately broken test kernels).
@@ -115,10 +219,15 @@ impl CpuBackend {
             }
         }
         let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+        let schedule = Schedule::from_env();
         CpuBackend {
+            schedule,
+            launches: AtomicU64::new(0),
+            gpu_shaped: false,
+            skip_first: std::env::var(PLANT_SKIP_ENV).ok().filter(|v| !v.is_empty()),
             info: DeviceInfo {
                 backend: BackendKind::Cpu,
-                name: format!("CPU backend ({cores} hardware threads; one OS thread per kernel thread)"),
+                name: device_name(&schedule),
                 driver: "std::thread".into(),
                 api: "Rust kernels on the host, H100 limits".into(),
                 is_cpu: true,
@@ -150,98 +259,170 @@ impl CpuBackend {
     }
 }
 
-/// Runs one launch: workgroup after workgroup, `dims.block` threads each.
-fn execute(entry: &'static KernelEntry, dims: LaunchDims, slots: &[u64]) -> std::result::Result<(), Fault> {
-    let region = CpuMem::zeroed(dims.shared_bytes as usize).map_err(|e| Fault {
-        kernel: entry.name,
-        workgroup: 0,
-        thread: 0,
-        kind: FaultKind::Panic(e.to_string()),
-    })?;
-    let region_addr = region.addr() as usize;
-    let sync = WorkgroupSync::new(dims.block);
-    let between = std::sync::Barrier::new(dims.block as usize);
-    let stop = AtomicBool::new(false);
+/// Fill byte of launch-sized regions, at each launch and between the workgroups a region
+/// serves: every `f32` reads as a NaN, every integer as all ones, so a kernel that reads
+/// workgroup memory it never wrote (a GPU leaves there whatever the last block had) gets
+/// garbage here too instead of the zeros a fresh allocation would give.
+pub const REGION_POISON: u8 = 0xFF;
+
+/// The order in which a launch's workgroups start: `k -> (a k + b) mod grid` with `a`
+/// coprime to `grid`, both drawn from the seed (a permutation of the grid in O(1) memory,
+/// for grids of any size).
+struct Order {
+    grid: u64,
+    a: u64,
+    b: u64,
+}
+
+impl Order {
+    fn new(grid: u32, seed: u64) -> Order {
+        let grid = grid.max(1) as u64;
+        let mut rng = crate::rng::SplitMix64::new(seed);
+        let mut a = 1 + rng.below(grid);
+        while gcd(a, grid) != 1 {
+            a = 1 + rng.below(grid);
+        }
+        Order { grid, a: a % grid, b: rng.below(grid) }
+    }
+
+    /// The `k`-th workgroup to start.
+    fn at(&self, k: u32) -> u32 {
+        ((self.a as u128 * k as u128 + self.b as u128) % self.grid as u128) as u32
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Runs one launch: `schedule.resident` workgroups at a time (each slot its own threads,
+/// region and barrier; slot `s` runs the `s`-th, `s + resident`-th, ... workgroup of a
+/// seeded order), `dims.block` threads each.
+fn execute(
+    entry: &'static KernelEntry,
+    dims: LaunchDims,
+    slots: &[u64],
+    schedule: Schedule,
+    seed: u64,
+    skip_first: bool,
+) -> std::result::Result<(), Fault> {
+    let resident = schedule.resident.clamp(1, dims.grid.max(1));
+    let order = Order::new(dims.grid, seed);
+    let mut regions = Vec::with_capacity(resident as usize);
+    for _ in 0..resident {
+        regions.push(CpuMem::filled(dims.shared_bytes as usize, REGION_POISON).map_err(|e| Fault {
+            kernel: entry.name,
+            workgroup: 0,
+            thread: 0,
+            kind: FaultKind::Panic(e.to_string()),
+        })?);
+    }
+    let abort = AtomicBool::new(false);
+    let syncs: Vec<WorkgroupSync> =
+        (0..resident).map(|s| WorkgroupSync::new(dims.block, &abort, seed ^ (s as u64) << 32)).collect();
+    let betweens: Vec<std::sync::Barrier> =
+        (0..resident).map(|_| std::sync::Barrier::new(dims.block as usize)).collect();
+    let stops: Vec<AtomicBool> = (0..resident).map(|_| AtomicBool::new(false)).collect();
     let first: Mutex<Option<Fault>> = Mutex::new(None);
     // Threads start only once all of them exist: if one cannot be created, the others
     // must not wait for it at a barrier.
     let gate: (Mutex<Option<bool>>, Condvar) = (Mutex::new(None), Condvar::new());
 
     std::thread::scope(|scope| {
-        for thread in 0..dims.block {
-            let (sync, between, stop, first, gate) = (&sync, &between, &stop, &first, &gate);
-            let spawned = std::thread::Builder::new().stack_size(THREAD_STACK).spawn_scoped(scope, move || {
-                let mut open = gate.0.lock().unwrap_or_else(|p| p.into_inner());
-                while open.is_none() {
-                    open = gate.1.wait(open).unwrap_or_else(|p| p.into_inner());
-                }
-                if *open == Some(false) {
-                    return;
-                }
-                drop(open);
-                for workgroup in 0..dims.grid {
-                    let ctx = ThreadContext {
-                        kernel: entry.name,
-                        workgroup,
-                        thread,
-                        block_dim: dims.block,
-                        grid_dim: dims.grid,
-                        region: region_addr as *mut u8,
-                        region_bytes: dims.shared_bytes,
-                        sync,
-                    };
-                    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        with_context(&ctx, || {
-                            // SAFETY: `slots` were checked against the kernel's parameters.
-                            unsafe { (entry.run)(slots) };
-                            sync.exit(thread);
-                        })
-                    }));
-                    if let Err(payload) = ran {
-                        let fault = match payload.downcast::<Fault>() {
-                            Ok(f) => *f,
-                            Err(other) => {
-                                let msg = other
-                                    .downcast_ref::<&str>()
-                                    .map(|s| s.to_string())
-                                    .or_else(|| other.downcast_ref::<String>().cloned())
-                                    .unwrap_or_else(|| "non-string panic payload".into());
-                                Fault { kernel: entry.name, workgroup, thread, kind: FaultKind::Panic(msg) }
-                            }
+        'spawn: for slot in 0..resident {
+            let (sync, between) = (&syncs[slot as usize], &betweens[slot as usize]);
+            let region = &regions[slot as usize];
+            let stopped = &stops[slot as usize];
+            let region_addr = region.addr() as usize;
+            for thread in 0..dims.block {
+                let (abort, first, gate, order) = (&abort, &first, &gate, &order);
+                let run = move || {
+                    let mut open = gate.0.lock().unwrap_or_else(|p| p.into_inner());
+                    while open.is_none() {
+                        open = gate.1.wait(open).unwrap_or_else(|p| p.into_inner());
+                    }
+                    if *open == Some(false) {
+                        return;
+                    }
+                    drop(open);
+                    let mut k = if skip_first && slot == 0 { resident } else { slot };
+                    while k < dims.grid {
+                        let workgroup = order.at(k);
+                        let ctx = ThreadContext {
+                            kernel: entry.name,
+                            workgroup,
+                            thread,
+                            block_dim: dims.block,
+                            grid_dim: dims.grid,
+                            region: region_addr as *mut u8,
+                            region_bytes: dims.shared_bytes,
+                            sync,
                         };
-                        let mut slot = first.lock().unwrap_or_else(|p| p.into_inner());
-                        if slot.as_ref().is_none_or(|f| f.kind == FaultKind::Aborted) {
-                            *slot = Some(fault);
+                        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            with_context(&ctx, || {
+                                // SAFETY: `slots` were checked against the kernel's parameters.
+                                unsafe { (entry.run)(slots) };
+                                sync.exit(thread);
+                            })
+                        }));
+                        if let Err(payload) = ran {
+                            let fault = match payload.downcast::<Fault>() {
+                                Ok(f) => *f,
+                                Err(other) => {
+                                    let msg = other
+                                        .downcast_ref::<&str>()
+                                        .map(|s| s.to_string())
+                                        .or_else(|| other.downcast_ref::<String>().cloned())
+                                        .unwrap_or_else(|| "non-string panic payload".into());
+                                    Fault { kernel: entry.name, workgroup, thread, kind: FaultKind::Panic(msg) }
+                                }
+                            };
+                            let mut slot = first.lock().unwrap_or_else(|p| p.into_inner());
+                            if slot.as_ref().is_none_or(|f| f.kind == FaultKind::Aborted) {
+                                *slot = Some(fault);
+                            }
+                            drop(slot);
+                            abort.store(true, Ordering::SeqCst);
+                            sync.poison();
                         }
-                        drop(slot);
-                        stop.store(true, Ordering::SeqCst);
-                        sync.poison();
+                        // Between workgroups: thread 0 readies the slot and decides for
+                        // all of its threads whether to go on (each reading the launch's
+                        // `abort` itself could split them between stopping and waiting).
+                        between.wait();
+                        if thread == 0 {
+                            sync.reset();
+                            // SAFETY: every thread of this slot waits at `between`; none
+                            // touches the region until the next workgroup starts.
+                            unsafe { region.poison() };
+                            stopped.store(abort.load(Ordering::SeqCst), Ordering::SeqCst);
+                        }
+                        between.wait();
+                        if stopped.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        k += resident;
                     }
-                    between.wait();
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if thread == 0 {
-                        sync.reset();
-                    }
-                    between.wait();
+                };
+                let spawned = std::thread::Builder::new().stack_size(THREAD_STACK).spawn_scoped(scope, run);
+                if let Err(e) = spawned {
+                    *first.lock().unwrap_or_else(|p| p.into_inner()) = Some(Fault {
+                        kernel: entry.name,
+                        workgroup: 0,
+                        thread,
+                        kind: FaultKind::Panic(format!("could not start kernel thread {thread}: {e}")),
+                    });
+                    break 'spawn;
                 }
-            });
-            if let Err(e) = spawned {
-                *first.lock().unwrap_or_else(|p| p.into_inner()) = Some(Fault {
-                    kernel: entry.name,
-                    workgroup: 0,
-                    thread,
-                    kind: FaultKind::Panic(format!("could not start kernel thread {thread}: {e}")),
-                });
-                break;
             }
         }
         let started = first.lock().unwrap_or_else(|p| p.into_inner()).is_none();
         *gate.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(started);
         gate.1.notify_all();
     });
-    drop(region);
+    drop(regions);
     match first.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(f) => Err(f),
         None => Ok(()),
@@ -312,12 +493,15 @@ impl Backend for CpuBackend {
                 Arg::F32(v) => v.to_bits() as u64,
             })
             .collect();
-        execute(kernel, dims, &slots).map_err(|f| Error::KernelFault {
+        let launch = self.launches.fetch_add(1, Ordering::Relaxed);
+        let seed = crate::rng::SplitMix64::new(self.schedule.seed ^ launch.rotate_left(32)).next_u64();
+        let skip = self.skip_first.as_deref() == Some(kernel.name);
+        execute(kernel, dims, &slots, self.schedule, seed, skip).map_err(|f| Error::KernelFault {
             backend: BackendKind::Cpu,
             kernel: f.kernel.into(),
             workgroup: f.workgroup,
             thread: f.thread,
-            detail: f.to_string(),
+            detail: format!("{f} (CPU schedule: seed {}, launch {launch})", self.schedule.seed),
             fault: Some(f.kind),
         })
     }
@@ -334,6 +518,10 @@ impl Backend for CpuBackend {
 
     fn timer_name(&self) -> &'static str {
         "host-wallclock"
+    }
+
+    fn small_configs(&self) -> bool {
+        !self.gpu_shaped
     }
 }
 

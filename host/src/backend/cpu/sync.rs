@@ -8,12 +8,23 @@
 //!   thread-dependent branch that both sides happen to have).
 //!
 //! Once one thread faults, the workgroup is poisoned: every waiting thread wakes and stops
-//! with `Aborted`, so nothing hangs.
+//! with `Aborted`, so nothing hangs. A fault in another workgroup of the launch sets the
+//! launch's `abort` flag, which stops this one at its next barrier or global-memory
+//! synchronisation point (a look-back spinning on a tile that will never be published).
+//!
+//! It is also where the backend perturbs the interleaving of workgroups: at every
+//! global-memory synchronisation point ([`Workgroup::interleave`]) a thread may yield or
+//! sleep, drawn from the launch's seed, so that a workgroup reading another's published
+//! state sees it in every stage (the scan's aggregate before its inclusive prefix).
 
 use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use dynsmem_kernels::gpu::host::{FaultKind, Workgroup, fault};
+
+use crate::rng::SplitMix64;
 
 #[derive(Default)]
 struct State {
@@ -27,15 +38,27 @@ struct State {
     poisoned: bool,
 }
 
-pub(super) struct WorkgroupSync {
+pub(super) struct WorkgroupSync<'a> {
     threads: u32,
     state: Mutex<State>,
     wake: Condvar,
+    /// Set when any workgroup of the launch faulted.
+    abort: &'a AtomicBool,
+    /// Seed of the delays at synchronisation points, and how many have been drawn.
+    seed: u64,
+    draws: AtomicU64,
 }
 
-impl WorkgroupSync {
-    pub(super) fn new(threads: u32) -> WorkgroupSync {
-        WorkgroupSync { threads, state: Mutex::new(State::default()), wake: Condvar::new() }
+impl<'a> WorkgroupSync<'a> {
+    pub(super) fn new(threads: u32, abort: &'a AtomicBool, seed: u64) -> WorkgroupSync<'a> {
+        WorkgroupSync {
+            threads,
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            abort,
+            seed,
+            draws: AtomicU64::new(0),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -63,7 +86,9 @@ impl WorkgroupSync {
     pub(super) fn exit(&self, thread: u32) {
         let mut s = self.lock();
         s.exited += 1;
-        if s.arrived > 0 && !s.poisoned {
+        // After a fault elsewhere in the launch, a thread of this workgroup may have been
+        // stopped before a barrier the others wait at: not this workgroup's divergence.
+        if s.arrived > 0 && !s.poisoned && !self.abort.load(Ordering::Relaxed) {
             let (site, waiter) = s.site.expect("set by the first arrival");
             let arrived = s.arrived;
             self.fail(
@@ -81,9 +106,26 @@ impl WorkgroupSync {
     }
 }
 
-impl Workgroup for WorkgroupSync {
+impl Workgroup for WorkgroupSync<'_> {
+    /// One draw in eight yields the thread; one in 64 sleeps it for 20 to 275 us (long
+    /// enough for another workgroup to run a barrier phase or two).
+    fn interleave(&self, _thread: u32) {
+        if self.abort.load(Ordering::Relaxed) {
+            fault(FaultKind::Aborted);
+        }
+        let draw = SplitMix64::new(self.seed ^ self.draws.fetch_add(1, Ordering::Relaxed)).next_u64();
+        match draw % 64 {
+            0 => std::thread::sleep(Duration::from_micros(20 + (draw >> 56))),
+            1..8 => std::thread::yield_now(),
+            _ => {}
+        }
+    }
+
     fn barrier(&self, thread: u32, at: &'static Location<'static>) {
         let mut s = self.lock();
+        if self.abort.load(Ordering::Relaxed) && !s.poisoned {
+            self.fail(s, FaultKind::Aborted);
+        }
         if s.poisoned {
             drop(s);
             fault(FaultKind::Aborted);

@@ -75,6 +75,11 @@ impl Family for Conv1d {
     fn anchor_bytes(p: &Conv1dProblem) -> Option<u64> {
         Some(bytes_of(p.n, 4))
     }
+    /// 2^20 + 17 outputs in tiles of 4 x 4: 65538 tiles, past the 65535-block grid.
+    fn edge_cases() -> Vec<BenchCase<Self>> {
+        let problem = Conv1dProblem { n: (1 << 20) + 17, taps: 3 };
+        vec![BenchCase { problem, config: Conv1dConfig { block: 4, outputs_per_thread: 4 } }]
+    }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         [3, 33]
             .into_iter()

@@ -33,7 +33,7 @@ pub struct Conv1dProblem {
 /// 128 threads x 8 outputs, 4 outputs for fewer than 8 taps (less zero padding of the
 /// taps), tuned on the H100 (provenance in `NOTES.md`); 16 x 4 on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B, taps: u32) -> Conv1dConfig {
-    if backend.kind() == BackendKind::Cpu {
+    if backend.small_configs() {
         Conv1dConfig { block: 16, outputs_per_thread: 4 }
     } else if taps < 8 {
         Conv1dConfig { block: 128, outputs_per_thread: 4 }

@@ -56,7 +56,7 @@ pub(crate) fn resident_grid<B: Backend>(backend: &B, block: u32, shared: u32) ->
 /// 32 KB budget (less contention on popular bins), one copy otherwise; one resident wave
 /// of blocks walking the keys grid-stride.
 pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem) -> HistogramConfig {
-    let is_cpu_backend = backend.kind() == BackendKind::Cpu;
+    let is_cpu_backend = backend.small_configs();
     let block = if is_cpu_backend {
         32
     } else if problem.bins > 16_384 {

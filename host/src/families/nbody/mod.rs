@@ -9,7 +9,7 @@ use super::{
     CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
     invalid_problem, wgsl_sizing,
 };
-use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::backend::{Arg, Backend, Buffer};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -43,11 +43,7 @@ impl NbodyProblem {
 
 /// 256 threads, tiles of 256 bodies (32 x 64 on the CPU backend).
 pub fn default_config<B: FamilyBackend>(backend: &B) -> NbodyConfig {
-    if backend.kind() == BackendKind::Cpu {
-        NbodyConfig { block: 32, tile: 64 }
-    } else {
-        NbodyConfig { block: 256, tile: 256 }
-    }
+    if backend.small_configs() { NbodyConfig { block: 32, tile: 64 } } else { NbodyConfig { block: 256, tile: 256 } }
 }
 
 fn wgsl_spec(cfg: &NbodyConfig, variant: Variant) -> WgslSpec {

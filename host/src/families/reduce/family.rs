@@ -98,6 +98,11 @@ impl Family for Reduce {
         Some(bytes_of(p.n, p.dtype.bytes() as u64))
     }
     /// The backend's default config, and a staged one with 200 KB of tile per block.
+    /// 2^23 + 3 elements in chunks of 4 x 32: 65537 chunks, past the 65535-block grid.
+    fn edge_cases() -> Vec<BenchCase<Self>> {
+        let problem = ReduceProblem { n: (1 << 23) + 3, op: ReduceOp::Sum, dtype: Dtype::F32 };
+        vec![BenchCase { problem, config: ReduceConfig { block: 4, items_per_thread: 32, staged: false } }]
+    }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         let problem = ReduceProblem { n: sizes.n, op: ReduceOp::Sum, dtype: Dtype::F32 };
         [backend.reduce_default_config(), STAGED_200K].into_iter().map(|config| BenchCase { problem, config }).collect()

@@ -62,7 +62,7 @@ impl<B: RustKernels> ReduceKernels for B {
     }
 
     fn reduce_default_config(&self) -> ReduceConfig {
-        if self.info().is_cpu {
+        if self.small_configs() {
             // Few kernel threads per workgroup, many items each: every kernel thread is an
             // OS thread on the CPU backend, and every barrier a round of context switches.
             ReduceConfig { block: 32, items_per_thread: 128, staged: false }
@@ -447,7 +447,7 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
     /// may overflow: +inf (or -inf) is then a correct result, and NaN when both can. Any
     /// other result is held to the reference and the tolerance.
     pub fn check<T: Element>(&self, reference: &Reference, result: T) -> Result<()> {
-        let tol = self.tolerance::<T>();
+        let tol = if reference.exact { Tolerance::EXACT } else { self.tolerance::<T>() };
         if self.problem.op == ReduceOp::Sum && T::EPSILON > 0.0 && !reference.value.is_nan() {
             let got = result.to_f64();
             let can_overflow = |part: f64| part + tol.bound(reference.abs_sum) > T::MAX;
@@ -477,7 +477,15 @@ pub struct Reference {
     pub pos_sum: f64,
     /// Sum of the magnitudes of the negative float inputs (0 for integers).
     pub neg_sum: f64,
+    /// Every input is an integer and their magnitudes add up to at most 2^24: every partial
+    /// sum in any order is an integer below 2^24, exact in `f32`, so a float sum must equal
+    /// the reference exactly (and a dropped, doubled or misread element shows).
+    pub exact: bool,
 }
+
+/// Largest magnitude sum of integer inputs whose float sums are exact in any order: every
+/// integer up to 2^24 is an `f32`.
+pub const EXACT_SUM_LIMIT: f64 = (1u64 << 24) as f64;
 
 /// The reference of `op` over `data`, with the semantics every backend implements (the
 /// README's "NaN and infinity"): float min/max ignore NaN operands like `f32::min` (all
@@ -499,12 +507,14 @@ pub fn reference<T: Element>(op: ReduceOp, data: &[T]) -> Reference {
         (ReduceOp::Max, true) => data.iter().map(|x| x.to_f64()).fold(f64::NEG_INFINITY, f64::max),
         (ReduceOp::Max, false) => data.iter().map(|x| x.to_f64()).fold(0.0, f64::max),
     };
-    Reference { value, abs_sum, pos_sum, neg_sum }
+    let exact = T::EPSILON == 0.0
+        || (abs_sum <= EXACT_SUM_LIMIT && data.iter().all(|x| x.to_f64().fract() == 0.0 && x.to_f64().is_finite()));
+    Reference { value, abs_sum, pos_sum, neg_sum, exact }
 }
 
 /// Element types reduce runs on, with the inputs it is tested and measured with.
 pub trait ReduceElement: Element {
-    /// `n` values from `seed`: f32 uniform in [-1, 1), u32 uniform in [16, 2^31); with a
+    /// `n` values from `seed`: f32 integers of magnitude 1 to 3, u32 uniform in [16, 2^31); with a
     /// unique smallest (f32 -4, u32 3) and largest (f32 4, u32 0xFFFF_FFF0) value planted
     /// at seed-chosen positions, so min/max detect any element a kernel skips.
     fn inputs(n: usize, seed: u64) -> Vec<Self>;
@@ -523,9 +533,17 @@ fn plant<T: Copy>(v: &mut [T], rng: &mut SplitMix64, lo: T, hi: T) {
 }
 
 impl ReduceElement for f32 {
+    /// Integers in {-3, .., -1, 1, .., 3}: up to 2^22 elements their sum is exact in any
+    /// order ([`Reference::exact`]), so a dropped element fails the check; past that the
+    /// summation bound applies.
     fn inputs(n: usize, seed: u64) -> Vec<f32> {
         let mut rng = SplitMix64::new(seed);
-        let mut v: Vec<f32> = (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
+        let mut v: Vec<f32> = (0..n)
+            .map(|_| {
+                let m = 1 + rng.below(3) as i32;
+                (if rng.next_u32() & 1 == 0 { m } else { -m }) as f32
+            })
+            .collect();
         plant(&mut v, &mut rng, -4.0, 4.0);
         v
     }

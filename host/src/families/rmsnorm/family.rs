@@ -74,6 +74,11 @@ impl Family for Rmsnorm {
     }
     /// Rows of 4096, rows of 32768 floats (128 KB: past any static limit), and on a GPU
     /// 8192 x 8192.
+    /// 65537 rows, one block each: past the 65535-block grid.
+    fn edge_cases() -> Vec<BenchCase<Self>> {
+        let problem = RmsnormProblem { rows: 65_537, cols: 5, eps: 1e-5 };
+        vec![BenchCase { problem, config: RmsnormConfig { block: 4 } }]
+    }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         let mut shapes = vec![(sizes.rows, 4096), ((sizes.rows / 8).max(1), 32_768)];
         if sizes.rows >= GPU_ROWS {

@@ -39,7 +39,7 @@ pub struct RmsnormProblem {
 /// threads is all that runs there (the measurements behind the steps are in `NOTES.md`).
 pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> RmsnormConfig {
     let block = match cols {
-        _ if backend.kind() == BackendKind::Cpu => 16,
+        _ if backend.small_configs() => 16,
         0..=4096 => 256,
         4097..=16384 => 512,
         _ => 1024,

@@ -41,7 +41,7 @@ pub struct ScanProblem {
 /// minimum); 16 x 4 on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> ScanConfig {
     match backend.kind() {
-        BackendKind::Cpu => ScanConfig { block: 16, items_per_thread: 4 },
+        BackendKind::Cpu if backend.small_configs() => ScanConfig { block: 16, items_per_thread: 4 },
         BackendKind::Wgsl => ScanConfig { block: 256, items_per_thread: 16 },
         _ => {
             let limit = backend.info().limits.launch_shared_max;

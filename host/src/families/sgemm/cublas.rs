@@ -13,7 +13,7 @@ use crate::backend::cuda::CudaBackend;
 use crate::backend::cuda::driver::driver_err;
 use crate::error::{Error, Result};
 use crate::measure::{Timing, TimingOptions, time};
-use crate::verify::{Mismatch, Tolerance};
+use crate::verify::Mismatch;
 
 fn blas_err(call: &'static str) -> impl FnOnce(cudarc::cublas::result::CublasError) -> Error {
     move |e| Error::Driver { backend: BackendKind::Cuda, call, message: format!("{e:?}") }
@@ -94,9 +94,9 @@ pub fn anchor(
     let scale: Vec<f32> = stream.clone_dtoh(&scale).map_err(driver_err("cuMemcpyDtoH"))?;
     drop((abs_a, abs_b));
 
-    // Both results are within (k + 2) eps scale of the exact value; the doubled bound of
-    // `summation` covers their difference.
-    let tol = Tolerance::summation::<f32>(p.k as u64 + 2);
+    // Exact inputs: both results are exact. Otherwise both are within (k + 2) eps scale
+    // of the exact value, and the doubled bound of `summation` covers their difference.
+    let tol = super::tolerance(p.k);
     let mut first = None;
     let mut count = 0;
     for i in 0..mn {

@@ -86,7 +86,7 @@ impl SgemmProblem {
 /// WGSL_CPU_ADAPTER_CONFIG. The H100 choices come from tuning runs; their figures and
 /// provenance are in `NOTES.md` beside this file.
 pub fn default_config<B: FamilyBackend>(backend: &B, problem: &SgemmProblem) -> SgemmConfig {
-    if backend.kind() == BackendKind::Cpu {
+    if backend.small_configs() {
         return SgemmConfig::new(16, 16, if problem.f16_inputs { 16 } else { 8 }, 2);
     }
     if backend.kind() == BackendKind::Wgsl {
@@ -275,15 +275,43 @@ pub fn wgsl_grid(cfg: &SgemmConfig, m: u32, n: u32, max_grid_x: u64) -> u32 {
     cfg.grid(m, n).min(max_grid_x).min(u32::MAX as u64).max(1) as u32
 }
 
-/// The f32 inputs, and their f16 roundings when the problem asks for f16: the reference
-/// multiplies exactly the values the kernel sees.
+/// Largest magnitude of the integer inputs at depth `k` for which every result is exact:
+/// each `|a b| <= mag^2`, so every partial sum of the k products, in any order and with
+/// any FMA contraction, is an integer of at most `mag^2 k <= 2^21`, and `ALPHA` times it
+/// plus `BETA c` a multiple of 1/2 below 2^23: all exact in `f32` (and the inputs in f16).
+/// `None` past `k = 2^21`, where the inputs are uniform floats and the check has a bound.
+pub fn exact_magnitude(k: u32) -> Option<u32> {
+    [4u32, 2, 1].into_iter().find(|&m| (m * m) as u64 * k as u64 <= 1 << 21)
+}
+
+/// How results are compared with the reference at depth `k`: exactly where the inputs
+/// are exact integers ([`exact_magnitude`]), so that one dropped, doubled or misplaced
+/// term (a product of at least 1) fails; otherwise each entry is a chain of `k` dependent
+/// FMAs plus `ALPHA` and `BETA`, held to the classic summation bound.
+pub fn tolerance(k: u32) -> Tolerance {
+    if exact_magnitude(k).is_some() { Tolerance::EXACT } else { Tolerance::summation::<f32>(k as u64 + 2) }
+}
+
+/// The inputs: nonzero integers of magnitude up to [`exact_magnitude`] (exact in f32 and
+/// f16, so the kernel and the f64 reference multiply the same values), or, for deeper
+/// problems, uniform in [-1, 1) (rounded to f16 when the problem asks for f16).
+///
+/// Integer inputs cannot show a kernel that computes in reduced precision (TF32, f16
+/// products of f32 inputs); the f32 entries use plain FMAs only.
 fn inputs(problem: &SgemmProblem, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut rng = SplitMix64::new(seed);
+    let mag = exact_magnitude(problem.k);
     let mut fill = |len: u64| -> Vec<f32> {
         (0..len)
-            .map(|_| {
-                let v = rng.next_f32() * 2.0 - 1.0;
-                if problem.f16_inputs { half::f16::from_f32(v).to_f32() } else { v }
+            .map(|_| match mag {
+                Some(m) => {
+                    let v = 1 + rng.below(m as u64) as i32;
+                    (if rng.next_u32() & 1 == 0 { v } else { -v }) as f32
+                }
+                None => {
+                    let v = rng.next_f32() * 2.0 - 1.0;
+                    if problem.f16_inputs { half::f16::from_f32(v).to_f32() } else { v }
+                }
             })
             .collect()
     };
@@ -393,6 +421,24 @@ pub fn prepare_with<'b, B: FamilyBackend>(
     variant: Variant,
     inputs: impl FnOnce() -> Arc<HostInputs>,
 ) -> Result<SgemmWorkload<'b, B>> {
+    // Ablations of the f32 kernel, same arguments: `DYNSMEM_SGEMM_ENTRY=sgemm_f32` (bk at
+    // launch too, where an entry has it compiled in) or `sgemm_f32_unroll4` (that, with the
+    // k loop unrolled by 4).
+    let ablation = std::env::var("DYNSMEM_SGEMM_ENTRY").ok();
+    prepare_entry(backend, problem, config, fixed, variant, inputs, ablation.as_deref())
+}
+
+/// [`prepare_with`] with the ablation entry given instead of read from
+/// `DYNSMEM_SGEMM_ENTRY` (see [`ablation_entry`]): how the tests run every ablation.
+pub fn prepare_entry<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: SgemmProblem,
+    config: SgemmConfig,
+    fixed: bool,
+    variant: Variant,
+    inputs: impl FnOnce() -> Arc<HostInputs>,
+    ablation: Option<&str>,
+) -> Result<SgemmWorkload<'b, B>> {
     let entry = entry_name(problem.f16_inputs, fixed, &config).ok_or_else(|| {
         let (kernel, reason) = match (problem.f16_inputs, fixed) {
             _ if config.tma => (
@@ -409,11 +455,8 @@ pub fn prepare_with<'b, B: FamilyBackend>(
         };
         invalid(kernel, reason)
     })?;
-    // Ablations of the f32 kernel, same arguments: `DYNSMEM_SGEMM_ENTRY=sgemm_f32` (bk at
-    // launch too, where an entry has it compiled in) or `sgemm_f32_unroll4` (that, with the
-    // k loop unrolled by 4).
-    let entry = match std::env::var("DYNSMEM_SGEMM_ENTRY") {
-        Ok(name) if !fixed && !problem.f16_inputs => ablation_entry(&name, &config).unwrap_or(entry),
+    let entry = match ablation {
+        Some(name) if !fixed && !problem.f16_inputs => ablation_entry(name, &config).unwrap_or(entry),
         _ => entry,
     };
     if fixed && config != FIXED_128X128X16S2 {
@@ -596,8 +639,7 @@ impl<B: FamilyBackend> SgemmWorkload<'_, B> {
 
     /// Compares `got` (all of `C`) with the reference entries.
     pub fn compare(&self, got: &[f32]) -> Result<()> {
-        // Each entry is a chain of k dependent FMAs, plus alpha and beta.
-        let tol = Tolerance::summation::<f32>(self.problem.k as u64 + 2);
+        let tol = tolerance(self.problem.k);
         let n = self.problem.n as usize;
         let mut first: Option<Mismatch> = None;
         let mut count = 0;

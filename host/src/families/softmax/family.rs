@@ -67,6 +67,10 @@ impl Family for Softmax {
         Some(bytes_of(p.rows as u64 * p.cols as u64, 4))
     }
     /// Rows of 4096, and rows of 32768 floats (128 KB: past any static limit).
+    /// 65537 rows, one block each: past the 65535-block grid.
+    fn edge_cases() -> Vec<BenchCase<Self>> {
+        vec![BenchCase { problem: SoftmaxProblem { rows: 65_537, cols: 5 }, config: SoftmaxConfig { block: 4 } }]
+    }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         [(sizes.rows, 4096), ((sizes.rows / 8).max(1), 32_768)]
             .into_iter()

@@ -33,7 +33,7 @@ pub struct SoftmaxProblem {
 
 /// 256 threads per row (16 on the CPU backend).
 pub fn default_config<B: FamilyBackend>(backend: &B) -> SoftmaxConfig {
-    SoftmaxConfig { block: if backend.kind() == BackendKind::Cpu { 16 } else { 256 } }
+    SoftmaxConfig { block: if backend.small_configs() { 16 } else { 256 } }
 }
 
 fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) -> WgslSpec {
@@ -140,7 +140,7 @@ fn validate<B: FamilyBackend>(
     Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl, &cuda)
 }
 
-/// Softmax of `rows x cols` logits drawn from `seed`, uniform in [-8, 8).
+/// Softmax of `rows x cols` logits drawn from `seed` ([`logits`]).
 pub fn prepare<'b, B: FamilyBackend>(
     backend: &'b B,
     problem: SoftmaxProblem,
@@ -149,11 +149,33 @@ pub fn prepare<'b, B: FamilyBackend>(
     seed: u64,
 ) -> Result<SoftmaxWorkload<'b, B>> {
     let kernel = validate(backend, problem, config, variant)?;
-    let mut rng = SplitMix64::new(seed);
-    // Logits in [-8, 8): exp spans 7 decades, so the max subtraction matters.
-    let elems = problem.rows as u64 * problem.cols as u64;
-    let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 16.0 - 8.0).collect();
+    let data = logits(problem.rows, problem.cols, seed);
     upload(backend, kernel, problem, config, data)
+}
+
+/// Row-major logits from `seed`, built so that the check sees a wrong row maximum and a
+/// dropped term. Each row has its own offset, uniform in [-1000, 1000), so `exp` of a
+/// logit minus anything but a maximum within 88 of the true one overflows or underflows
+/// (a kernel that skips the subtraction, or starts its maximum at 0, gives NaN or inf).
+/// Rows cycle through three spreads around the offset:
+/// - width 2: every term is at least `e^-2 / cols` of the row's sum, so a dropped or
+///   doubled term moves every output by more than the tolerance (to about 10^4 columns);
+/// - width 40 with one spike 100 above the offset at a seeded column: a maximum that
+///   misses the spike is 60 or more too small, and `exp` overflows;
+/// - width 60: outputs over 26 decades.
+pub fn logits(rows: u32, cols: u32, seed: u64) -> Vec<f32> {
+    let mut rng = SplitMix64::new(seed);
+    let mut data = Vec::with_capacity(rows as usize * cols as usize);
+    for r in 0..rows {
+        let offset = rng.next_f32() * 2000.0 - 1000.0;
+        let width = [2.0, 40.0, 60.0][r as usize % 3];
+        let start = data.len();
+        data.extend((0..cols).map(|_| offset + (rng.next_f32() - 0.5) * width));
+        if r % 3 == 1 && cols > 0 {
+            data[start + rng.below(cols as u64) as usize] = offset + 100.0;
+        }
+    }
+    data
 }
 
 /// Softmax of the given row-major logits (`rows * cols` of them): for inputs the seeded

@@ -97,6 +97,11 @@ impl Family for Stencil2d {
     fn anchor_bytes(p: &Stencil2dProblem) -> Option<u64> {
         Some(bytes_of(p.width as u64 * p.height as u64, 4))
     }
+    /// 2049 x 1025 in 8 x 4 tiles: 257 x 257 = 66049 tiles, past the 65535-block grid.
+    fn edge_cases() -> Vec<BenchCase<Self>> {
+        let problem = Stencil2dProblem { width: 2049, height: 1025, radius: 1, blur: Blur::Box };
+        vec![BenchCase { problem, config: Stencil2dConfig { block: 8, tile_w: 8, tile_h: 4 } }]
+    }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         [1, 2]
             .into_iter()

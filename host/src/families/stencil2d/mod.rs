@@ -46,7 +46,7 @@ pub struct Stencil2dProblem {
 /// tile for both radii on the H100 (tuning provenance in `NOTES.md`), and small enough for
 /// lavapipe's 32 KB of static workgroup memory; 16 x 8 tiles of 8 threads on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> Stencil2dConfig {
-    if backend.kind() == BackendKind::Cpu {
+    if backend.small_configs() {
         Stencil2dConfig { block: 8, tile_w: 16, tile_h: 8 }
     } else {
         Stencil2dConfig { block: 128, tile_w: 128, tile_h: 32 }

@@ -75,6 +75,11 @@ impl Family for Transpose {
         Some(crate::families::bytes_of(p.rows as u64 * p.cols as u64, 4))
     }
     /// The default, and the same without padding (bank conflicts on the reads).
+    /// 2049 x 2048 in 8 x 8 tiles: 257 x 256 = 65792 tiles, past the 65535-block grid.
+    fn edge_cases() -> Vec<BenchCase<Self>> {
+        let config = TransposeConfig { block: 8, tile: 8, pad: 1 };
+        vec![BenchCase { problem: TransposeProblem { rows: 2049, cols: 2048 }, config }]
+    }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         let problem = TransposeProblem { rows: sizes.side, cols: sizes.side };
         let d = super::default_config(backend);

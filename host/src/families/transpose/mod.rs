@@ -33,7 +33,7 @@ pub struct TransposeProblem {
 /// 64 x 64 tiles padded by one float (no bank conflicts), 256 threads (16 rows each), tuned
 /// on the H100 (provenance in `NOTES.md`); on the CPU backend 8 x 8 tiles of 16 threads.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> TransposeConfig {
-    if backend.kind() == BackendKind::Cpu {
+    if backend.small_configs() {
         TransposeConfig { block: 16, tile: 8, pad: 1 }
     } else {
         TransposeConfig { block: 256, tile: 64, pad: 1 }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Plants, one at a time, the kernel bugs that once passed every test (each a patch in
+# ci/planted-bugs/), runs the test named for it, and requires that test to FAIL; then
+# reverts the patch. A plant the test does not catch fails this script.
+#
+# Outside CI's 90 minutes (each plant rebuilds the kernel crate and the test): run it
+# after changing a kernel or a test that one of the plants covers. The CPU backend runs
+# the tests, so no GPU is needed. Writes a markdown table to $1 (default: stdout).
+#
+#   bash ci/planted_bugs.sh results/log/<date>-cpu/planted-bugs.md
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-/dev/stdout}"
+
+# patch name -> "test-binary test-name": the test that must catch it.
+plants=(
+  "scan-raking-loop-one-short registry_conformance gpu_shaped_configs_on_the_cpu_backend"
+  "scan-look-back-ignores-aggregates suite cpu_backend"
+  "conv1d-left-halo-not-written suite cpu_backend"
+)
+
+if ! git diff --quiet -- device-kernels; then
+  echo "device-kernels/ has uncommitted changes: commit or stash them first" >&2
+  exit 2
+fi
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+
+rows=()
+status=0
+for p in "${plants[@]}"; do
+  read -r name bin test <<<"$p"
+  patch="ci/planted-bugs/$name.patch"
+  git apply "$patch"
+  # Reverted however this loop ends.
+  trap 'git apply -R "$patch" 2>/dev/null || true' EXIT
+  log=$(mktemp)
+  start=$(date +%s)
+  if cargo test --release --test "$bin" -- --exact "$test" >"$log" 2>&1; then
+    verdict="NOT CAUGHT"
+    status=1
+  else
+    verdict="caught"
+  fi
+  secs=$(( $(date +%s) - start ))
+  first=$(grep -m1 -E "panicked at|differs|fault" "$log" | cut -c1-200 | tr '|' '/' || true)
+  rows+=("| \`$name\` | \`tests/$bin.rs\` \`$test\` | $verdict | ${secs} s | $first |")
+  git apply -R "$patch"
+  trap - EXIT
+  rm -f "$log"
+done
+
+{
+  echo "| planted bug | test | result | build + test | first failure line |"
+  echo "| --- | --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+} >"$out"
+exit $status
