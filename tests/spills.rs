@@ -11,7 +11,13 @@ use common::{cuda_or_skip, note};
 /// Entries allowed local memory, with the bytes per thread allowed; every other entry
 /// must have none. A new spill fails the test; a spill taken on purpose goes here with
 /// the reason.
-const EXPECTED_LOCAL: &[(&str, u32)] = &[];
+///
+/// The two f32 GEMM entries with the depth `bk` given at launch, capped at 128 registers
+/// (`MAX_REGISTERS` in build.rs, for two 256-thread blocks per SM): with `bk` unknown the
+/// k loop keeps its bounds and addresses live, and ptxas spills (the bytes are the
+/// driver's for sm_90). A `bk` of 8, 16 or 32 takes the compiled-in entries instead,
+/// which do not spill.
+const EXPECTED_LOCAL: &[(&str, u32)] = &[("sgemm_f32", 40), ("sgemm_f32_unroll4", 48)];
 
 #[test]
 fn local_memory_per_entry_is_as_expected() {
