@@ -35,14 +35,19 @@ for p in "${plants[@]}"; do
   trap 'git apply -R "$patch" 2>/dev/null || true' EXIT
   log=$(mktemp)
   start=$(date +%s)
-  if cargo test --release --test "$bin" -- --exact "$test" >"$log" 2>&1; then
+  # A plant that does not build is not caught: build first, then run.
+  if ! cargo test --release --test "$bin" --no-run >"$log" 2>&1; then
+    verdict="BUILD FAILED"
+    status=1
+  elif cargo test --release --test "$bin" -- --exact "$test" >>"$log" 2>&1; then
     verdict="NOT CAUGHT"
     status=1
   else
     verdict="caught"
   fi
   secs=$(( $(date +%s) - start ))
-  first=$(grep -m1 -E "panicked at|differs|fault" "$log" | cut -c1-200 | tr '|' '/' || true)
+  # The panic's message: the line after "panicked at".
+  first=$(grep -m1 -A1 "panicked at" "$log" | tail -n1 | cut -c1-300 | tr '|' '/' || true)
   rows+=("| \`$name\` | \`tests/$bin.rs\` \`$test\` | $verdict | ${secs} s | $first |")
   git apply -R "$patch"
   trap - EXIT
@@ -50,7 +55,7 @@ for p in "${plants[@]}"; do
 done
 
 {
-  echo "| planted bug | test | result | build + test | first failure line |"
+  echo "| planted bug | test | result | build + test | the failing test's message |"
   echo "| --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
 } >"$out"

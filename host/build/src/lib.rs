@@ -27,6 +27,9 @@
 //!   names (gfx1100 and other RDNA targets build too; each arch compiles `core` once).
 //! - `DYNSMEM_KERNELS_CHECKED=1`: builds the kernel crate with its `checked` feature
 //!   (dynsmem's kernels bounds-check every shared-memory access on the device with it).
+//! - `DYNSMEM_DEVICE_IMAGES=none`: builds no GPU image (`PTX` is empty, `AMDGPU` is `&[]`,
+//!   so the CUDA and HIP backends find no kernel): for loops that run only the CPU backend,
+//!   such as mutation testing, where rebuilding the images is most of each build.
 //!
 //! The toolchain is the one `rust-toolchain.toml` pins for the kernel crate's directory
 //! (rustup looks for it there and in its parents): a nightly with `rust-src`,
@@ -46,8 +49,13 @@ installs the pinned nightly with rust-src, llvm-tools and llvm-bitcode-linker (t
 source; there is no prebuilt rust-std for nvptx64 or amdgcn)";
 
 /// The environment variables [`Builder::new`] reads.
-pub const ENV_VARS: [&str; 4] =
-    ["DYNSMEM_CUDA_ARCH", "DYNSMEM_CUDA_PTX", "DYNSMEM_AMDGPU_ARCH", "DYNSMEM_KERNELS_CHECKED"];
+pub const ENV_VARS: [&str; 5] = [
+    "DYNSMEM_CUDA_ARCH",
+    "DYNSMEM_CUDA_PTX",
+    "DYNSMEM_AMDGPU_ARCH",
+    "DYNSMEM_KERNELS_CHECKED",
+    "DYNSMEM_DEVICE_IMAGES",
+];
 
 /// Why the kernel images could not be built. Its `Display` says what happened and, for a
 /// toolchain problem, what to install: a build script panics with it.
@@ -224,6 +232,18 @@ impl Builder {
             None => workspace_root(&manifest_dir).join("target/kernels"),
         };
 
+        if env::var("DYNSMEM_DEVICE_IMAGES").is_ok_and(|v| v == "none") {
+            let ptx = out_dir.join(format!("{lib}_none.ptx"));
+            fs::write(&ptx, "").map_err(|source| Error::Copy { from: ptx.clone(), to: ptx.clone(), source })?;
+            return Ok(Images {
+                package,
+                ptx,
+                ptx_arch: "none".into(),
+                ptx_version: "none".into(),
+                amdgpu: Vec::new(),
+                checked: self.checked,
+            });
+        }
         let sysroot = check_toolchain(&crate_dir)?;
         let mut targets = vec![Target {
             triple: "nvptx64-nvidia-cuda",

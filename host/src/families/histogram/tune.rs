@@ -13,7 +13,7 @@ use crate::tune::{Footprint, Param, Space, Target};
 impl Space for Histogram {
     fn params(target: &Target, _: &HistogramProblem) -> Vec<Param> {
         if target.backend == BackendKind::Cpu {
-            // Workgroups run one after another there: few blocks.
+            // Few blocks there: every kernel thread is an OS thread.
             return vec![
                 Param::new("block", &[8, 16, 32, 64]),
                 Param::new("copies", &[1, 2, 4]),
