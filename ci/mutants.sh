@@ -36,7 +36,7 @@ fi
 
 # The suites that run the Rust kernels on the CPU backend, and the checks' own tests
 # (test names containing "cpu", and the dropped-term test).
-cargo mutants --in-place --workspace --test-workspace=true --profile release \
+cargo mutants --in-place --workspace --test-package dynsmem --profile release \
   --timeout 900 --build-timeout 1800 --output "$out" "${files[@]}" "$@" \
   -- --test suite --test registry_conformance --test sgemm --test cpu_reduce --test histogram \
   --test nonfinite -- cpu one_k_term
