@@ -6,7 +6,8 @@
 # list it as equivalent with the reason in the committed report.
 #
 # Outside CI's 90 minutes: each mutant costs an incremental release build and the suites
-# (minutes on 2 cores), and the kernel files alone hold several hundred. Shard the run over
+# (minutes on 2 cores), and the kernel files alone hold several hundred. A mutant that makes
+# a loop endless runs into the 300 s test timeout. Shard the run over
 # machines with `--shard k/n` and commit the `mutants.out/outcomes.json` of each shard.
 #
 #   bash ci/mutants.sh OUT                                  # every file above
@@ -42,4 +43,4 @@ tests=(--test suite --test registry_conformance --test sgemm --test cpu_reduce -
 # tests, not on --test-package's, so it is skipped there.
 cargo test --profile release --package dynsmem "${tests[@]}"
 cargo mutants --in-place --workspace --test-package dynsmem --profile release --baseline skip \
-  --timeout 900 --build-timeout 1800 --output "$out" "${files[@]}" "$@" -- "${tests[@]}"
+  --timeout 300 --build-timeout 1800 --output "$out" "${files[@]}" "$@" -- "${tests[@]}"
