@@ -297,11 +297,7 @@ fn dynsmem(args: &str, env: &[(&str, &str)]) -> (Output, Option<PathBuf>) {
             argv.extend(["--warmup", "0", "--warmup-ms", "0", "--repeats", "1"].map(String::from));
         }
     }
-    let mut cmd = Command::new(common::dynsmem_bin());
-    cmd.args(&argv).env("RUST_BACKTRACE", "0");
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
-    }
+    let mut cmd = common::cli::dynsmem(&common::cli::strs(&argv));
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -6,21 +6,9 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
+use common::cli::run_ok;
 use dynsmem::host::report::read_jsonl;
-
-fn dynsmem(args: &[&str]) -> String {
-    let mut cmd = Command::new(common::dynsmem_bin());
-    cmd.args(args).env("RUST_BACKTRACE", "0");
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
-    }
-    let out = cmd.output().expect("running dynsmem");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "dynsmem {args:?}: {}\n{text}", String::from_utf8_lossy(&out.stderr));
-    text
-}
 
 /// The texts of an SVG's `<text>` elements.
 fn texts(svg: &str) -> Vec<String> {
@@ -45,7 +33,7 @@ fn bench_plots_every_family_and_the_plot_command_redraws_them() {
     let dir = std::env::temp_dir().join(format!("dynsmem-plots-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let (records, plots, again) = (dir.join("bench.jsonl"), dir.join("plots"), dir.join("again"));
-    let out = dynsmem(&[
+    let out = run_ok(&[
         "bench",
         "--quick",
         "--n",
@@ -88,7 +76,7 @@ fn bench_plots_every_family_and_the_plot_command_redraws_them() {
         assert!(names(&gemm, "wgsl wgsl-literal") && names(&gemm, "wgsl wgsl-override"), "WGSL GEMM series");
     }
 
-    let out = dynsmem(&["plot", records.to_str().unwrap(), "--out", again.to_str().unwrap()]);
+    let out = run_ok(&["plot", records.to_str().unwrap(), "--out", again.to_str().unwrap()]);
     assert!(out.contains(&format!("{} plots of {} records", expected.len(), recs.len())), "{out}");
     assert_eq!(svgs(&again), expected);
     for f in &expected {

@@ -7,7 +7,7 @@ mod common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Instant;
 
 use dynsmem::host::report::read_jsonl;
@@ -16,16 +16,13 @@ use dynsmem::host::report::read_jsonl;
 /// backends, and WGSL when there is an adapter, every family, one timed run each; about 50
 /// records in a few seconds.
 fn bench(path: &Path) -> Child {
-    let mut cmd = Command::new(common::dynsmem_bin());
-    cmd.args(["bench", "--quick", "--n", "4096", "--repeats", "1", "--warmup", "0", "--warmup-ms", "0", "--json"])
+    common::cli::dynsmem(&["bench", "--quick", "--n", "4096", "--repeats", "1", "--warmup", "0", "--warmup-ms", "0"])
+        .arg("--json")
         .arg(path)
-        .env("RUST_BACKTRACE", "0")
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
-    }
-    cmd.spawn().expect("starting dynsmem bench")
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting dynsmem bench")
 }
 
 #[test]
@@ -91,13 +88,10 @@ fn killed_writer_leaves_every_earlier_record_readable() {
 fn a_record_that_fails_verification_fails_run_and_bench() {
     use dynsmem::host::backend::cpu::PLANT_SKIP_ENV;
     let cmd = |args: &[&str], plant: bool| {
-        let mut c = Command::new(common::dynsmem_bin());
-        c.args(args).args(["--repeats", "1", "--warmup", "0", "--warmup-ms", "0"]).env("RUST_BACKTRACE", "0");
+        let mut c = common::cli::dynsmem(args);
+        c.args(["--repeats", "1", "--warmup", "0", "--warmup-ms", "0"]);
         if plant {
             c.env(PLANT_SKIP_ENV, "transpose_f32");
-        }
-        if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-            c.env("XDG_RUNTIME_DIR", std::env::temp_dir());
         }
         c.output().expect("running dynsmem")
     };

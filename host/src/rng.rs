@@ -29,6 +29,13 @@ impl SplitMix64 {
         (self.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
     }
 
+    /// A nonzero integer of magnitude `1..=mag` with a random sign, uniform (`mag > 0`):
+    /// inputs whose sums are exact in `f32`, so a check can demand the exact result.
+    pub fn signed_nonzero(&mut self, mag: u32) -> i32 {
+        let v = 1 + self.below(mag as u64) as i32;
+        if self.next_u32() & 1 == 0 { v } else { -v }
+    }
+
     /// Uniform in `[0, bound)`; `bound > 0`.
     pub fn below(&mut self, bound: u64) -> u64 {
         // Lemire's multiply-shift; the tiny bias is irrelevant for test inputs.

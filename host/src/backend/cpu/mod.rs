@@ -167,15 +167,6 @@ impl Default for CpuBackend {
 /// The SMs of an H100, which GPU-shaped configs are chosen for.
 const H100_MULTIPROCESSORS: u32 = 132;
 
-fn device_name(schedule: &Schedule) -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
-    format!(
-        "CPU backend ({cores} hardware threads; one OS thread per kernel thread; {} workgroups at a time, \
-         order and delays from seed {})",
-        schedule.resident, schedule.seed
-    )
-}
-
 /// Stack of each kernel thread: kernels keep a few registers' worth of locals.
 const THREAD_STACK: usize = 256 * 1024;
 
@@ -196,20 +187,6 @@ impl CpuBackend {
         b
     }
 
-    /// This backend with another schedule.
-    pub fn with_schedule(mut self, schedule: Schedule) -> CpuBackend {
-        self.info.name = device_name(&schedule);
-        if self.gpu_shaped {
-            self.info.name.push_str(" (GPU-shaped configs)");
-        }
-        self.schedule = schedule;
-        self
-    }
-
-    pub fn schedule(&self) -> Schedule {
-        self.schedule
-    }
-
     /// The built-in kernels and those of `tables` (e.g. deliberately broken test kernels).
     pub fn with_kernels(tables: &[&'static [KernelEntry]]) -> CpuBackend {
         let mut kernels = HashMap::new();
@@ -227,7 +204,11 @@ impl CpuBackend {
             skip_first: std::env::var(PLANT_SKIP_ENV).ok().filter(|v| !v.is_empty()),
             info: DeviceInfo {
                 backend: BackendKind::Cpu,
-                name: device_name(&schedule),
+                name: format!(
+                    "CPU backend ({cores} hardware threads; one OS thread per kernel thread; {} workgroups at a \
+                     time, order and delays from seed {})",
+                    schedule.resident, schedule.seed
+                ),
                 driver: "std::thread".into(),
                 api: "Rust kernels on the host, H100 limits".into(),
                 is_cpu: true,

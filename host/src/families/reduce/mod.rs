@@ -538,12 +538,7 @@ impl ReduceElement for f32 {
     /// summation bound applies.
     fn inputs(n: usize, seed: u64) -> Vec<f32> {
         let mut rng = SplitMix64::new(seed);
-        let mut v: Vec<f32> = (0..n)
-            .map(|_| {
-                let m = 1 + rng.below(3) as i32;
-                (if rng.next_u32() & 1 == 0 { m } else { -m }) as f32
-            })
-            .collect();
+        let mut v: Vec<f32> = (0..n).map(|_| rng.signed_nonzero(3) as f32).collect();
         plant(&mut v, &mut rng, -4.0, 4.0);
         v
     }

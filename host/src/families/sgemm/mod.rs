@@ -304,10 +304,7 @@ fn inputs(problem: &SgemmProblem, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut fill = |len: u64| -> Vec<f32> {
         (0..len)
             .map(|_| match mag {
-                Some(m) => {
-                    let v = 1 + rng.below(m as u64) as i32;
-                    (if rng.next_u32() & 1 == 0 { v } else { -v }) as f32
-                }
+                Some(m) => rng.signed_nonzero(m) as f32,
                 None => {
                     let v = rng.next_f32() * 2.0 - 1.0;
                     if problem.f16_inputs { half::f16::from_f32(v).to_f32() } else { v }
