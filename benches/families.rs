@@ -51,7 +51,7 @@ fn bench_backend<B: FamilyBackend>(c: &mut Criterion, backend: &B) {
     for family in FAMILIES {
         let mut g = c.benchmark_group(format!("{}/{}", family.name(), backend.kind()));
         for &variant in backend.variants() {
-            for case in family.bench_cases(backend.erase(), variant, &sizes) {
+            for case in family.bench_cases(backend.erase(), variant, &sizes, None) {
                 let w = match family.prepare(backend.erase(), &case.problem, &case.config, variant, 1) {
                     Ok(w) => w,
                     // Static arrays cannot hold what launch-sized memory can (a 200 KB tile on

@@ -47,6 +47,8 @@ pub enum Command {
         quick: bool,
         #[command(flatten)]
         timing: TimingArgs,
+        #[command(flatten)]
+        db: DbArgs,
     },
     /// SVG plots of a record file (`bench --json`): a bar chart per family (GB/s or TFLOP/s
     /// per backend and variant, the same-run anchor and ratio marked) and GEMM TFLOP/s
@@ -86,6 +88,69 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         top: usize,
     },
+    /// Run a strategy against a Kernel Tuner cache file or T4 results file (no device): how
+    /// often it finds the file's optimum within the budget.
+    ReplayKt {
+        /// The Kernel Tuner cache (`.json` with a `cache` object) or T4 results file.
+        file: PathBuf,
+        /// The entry key (cache) or measurement name (T4) to minimise.
+        #[arg(long, default_value = "time")]
+        objective: String,
+        #[arg(long, value_enum, default_value = "anneal")]
+        strategy: StrategyArg,
+        /// Distinct configs per run.
+        #[arg(long)]
+        budget_evals: Option<usize>,
+        /// Seed of the first run (run i uses seed + i).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Independent runs.
+        #[arg(long, default_value_t = 10)]
+        repeats: usize,
+    },
+    /// The tuning database: the best config per tuned problem and device, which `run` and
+    /// `bench` take their default configs from.
+    Db {
+        #[command(subcommand)]
+        action: DbAction,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum DbAction {
+    /// Distil tuner caches into a database file: each sweep's best config with its hardware
+    /// fingerprint (device, multiprocessors, driver, image, SM clock).
+    Build {
+        /// The caches to read.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// The database file to write (JSON lines).
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, value_enum, default_value = "time")]
+        objective: ObjectiveArg,
+    },
+    /// List the entries `run` and `bench` read: the built-in database, then the given files
+    /// and those of DYNSMEM_TUNING_DB.
+    List {
+        /// More database files or caches.
+        files: Vec<PathBuf>,
+        /// Only this family's entries.
+        #[arg(long)]
+        family: Option<String>,
+    },
+}
+
+/// Where default configs come from.
+#[derive(clap::Args, Clone)]
+pub struct DbArgs {
+    /// A tuning database file or tuner cache to take default configs from, besides the
+    /// built-in one and DYNSMEM_TUNING_DB (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub tuning_db: Vec<PathBuf>,
+    /// Take every default config from the families' heuristics, not the tuning database.
+    #[arg(long)]
+    pub no_tuning_db: bool,
 }
 
 #[derive(clap::Args, Clone, Copy)]
@@ -99,6 +164,14 @@ pub struct TimingArgs {
     /// Timed runs (the median is reported; every time is recorded).
     #[arg(long, default_value_t = 20)]
     pub repeats: u32,
+    /// Milliseconds of back-to-back runs after timing for the energy of one run, where the
+    /// GPU has an energy counter (NVML, AMD SMI); 0: none.
+    #[arg(long, default_value_t = 250.0)]
+    pub energy_ms: f64,
+    /// Lock the GPU's SM clock at this many MHz for the run (NVML; needs the driver's
+    /// permission, usually root); records say whether it took. Reset at exit.
+    #[arg(long, value_name = "MHZ")]
+    pub lock_clocks: Option<u32>,
     /// Seed of the generated inputs.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -137,8 +210,14 @@ pub struct Common {
     /// Append the record and the anchor's (JSON lines) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Print the config `run` would use and where it comes from (command line, tuning
+    /// database, heuristic), then stop: nothing is launched.
+    #[arg(long)]
+    pub config_only: bool,
     #[command(flatten)]
     pub timing: TimingArgs,
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -151,6 +230,23 @@ pub enum StrategyArg {
     Anneal,
     /// Greedy hill climbing with random restarts.
     HillClimb,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectiveArg {
+    Time,
+    Energy,
+    Edp,
+}
+
+impl From<ObjectiveArg> for dynsmem_host::tune::Objective {
+    fn from(o: ObjectiveArg) -> Self {
+        match o {
+            ObjectiveArg::Time => dynsmem_host::tune::Objective::Time,
+            ObjectiveArg::Energy => dynsmem_host::tune::Objective::Energy,
+            ObjectiveArg::Edp => dynsmem_host::tune::Objective::Edp,
+        }
+    }
 }
 
 /// What every `tune` takes besides its problem.
@@ -182,9 +278,15 @@ pub struct TuneCommon {
     /// Rows of the table of the fastest configs.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
-    /// Write the evaluated (and filtered) configs in Kernel Tuner's T4 JSON format.
+    /// Write the evaluated configs in Kernel Tuner's T4 JSON format (the filtered ones in its
+    /// metadata).
     #[arg(long)]
     pub t4: Option<PathBuf>,
+    /// Write the sweep's Kernel Tuner files: PREFIX.t4.json, PREFIX.t4-metadata.json,
+    /// PREFIX.kt-cache.json (Kernel Tuner's simulation mode replays it), PREFIX.best.json,
+    /// and PREFIX.confirm.json (the top-k re-measurement).
+    #[arg(long, value_name = "PREFIX")]
+    pub kt: Option<PathBuf>,
     /// Write an SVG of time against shared bytes here, and a heatmap beside it (`<stem>-heatmap.svg`).
     #[arg(long)]
     pub plot: Option<PathBuf>,
@@ -209,9 +311,28 @@ pub struct TuneCommon {
     /// Milliseconds of warm-up per config (at least).
     #[arg(long, default_value_t = 50.0)]
     pub warmup_ms: f64,
-    /// Timed runs per config (all are kept; the median is the objective).
+    /// Timed runs per config (all are kept; the median is the time objective).
     #[arg(long, default_value_t = 10)]
     pub repeats: u32,
+    /// What the search minimises: the median time, the energy of one run (J), or their
+    /// product (energy-delay product, J·s).
+    #[arg(long, value_enum, default_value = "time")]
+    pub objective: ObjectiveArg,
+    /// Milliseconds of back-to-back runs per config for its energy, where the GPU has an
+    /// energy counter (default: 250 with --objective energy or edp, else 0).
+    #[arg(long)]
+    pub energy_ms: Option<f64>,
+    /// Re-measure the K best configs in interleaved rounds before naming the best, and
+    /// report whether the ranking held (0: name the sweep's best as measured).
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    pub confirm_top: usize,
+    /// Rounds of the top-K re-measurement (each round times every one of the K once, in a
+    /// rotated order).
+    #[arg(long, default_value_t = 5)]
+    pub confirm_rounds: usize,
+    /// Lock the GPU's SM clock at this many MHz for the sweep (NVML; see `run --help`).
+    #[arg(long, value_name = "MHZ")]
+    pub lock_clocks: Option<u32>,
     #[command(flatten)]
     pub shards: ShardArgs,
 }
@@ -313,7 +434,8 @@ where
 
 /// The options of a `tune` command line that a shard's worker does not take: the ones
 /// that start or place the shards, and the report files the merged sweep writes.
-const NOT_FORWARDED: [(&str, bool); 10] = [
+const NOT_FORWARDED: [(&str, bool); 11] = [
+    ("--kt", true),
     ("--devices", true),
     ("--slurm", true),
     ("--shards", true),

@@ -35,6 +35,7 @@ fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
     }
 }
 
+mod kt_cmd;
 mod tune_cmd;
 mod workers;
 
@@ -49,8 +50,18 @@ fn main() -> anyhow::Result<()> {
     };
     match parsed {
         Parsed::Fixed(Command::Devices) => devices(),
-        Parsed::Fixed(Command::Bench { json, markdown, plots, n, quick, timing }) => {
-            run_bench(json, markdown, plots, n, quick, timing)
+        Parsed::Fixed(Command::Bench { json, markdown, plots, n, quick, timing, db }) => {
+            run_bench(json, markdown, plots, n, quick, timing, &db)
+        }
+        Parsed::Fixed(Command::ReplayKt { file, objective, strategy, budget_evals, seed, repeats }) => {
+            let budget = dynsmem::host::tune::Budget { evaluations: budget_evals, seconds: None };
+            kt_cmd::replay_kt(&file, &objective, tune_cmd::strategy_of(strategy), budget, seed, repeats)
+        }
+        Parsed::Fixed(Command::Db { action: DbAction::Build { inputs, out, objective } }) => {
+            kt_cmd::db_build(&inputs, &out, objective.into())
+        }
+        Parsed::Fixed(Command::Db { action: DbAction::List { files, family } }) => {
+            kt_cmd::db_list(&files, family.as_deref())
         }
         Parsed::Fixed(Command::Plot { records, out }) => plot(&records, &out),
         Parsed::Fixed(Command::CodeObjects { block, lds, markdown }) => code_objects(block, lds, markdown),
@@ -247,7 +258,15 @@ fn run_on<B: FamilyBackend>(
     let seed = common.timing.seed;
     say!("{}", suite::describe(backend));
     let refused = || format!("{} on {}: refused, nothing launched", family.name(), backend.kind());
-    let case = family.resolve(matches, backend.erase(), variant, &sizes).with_context(refused)?;
+    let db = tuning_db(&common.db)?;
+    let case = family.resolve(matches, backend.erase(), variant, &sizes, db.as_ref()).with_context(refused)?;
+    say!("config: {} (from the {})", case.config, case.origin);
+    if common.config_only {
+        return Ok(String::new());
+    }
+    if let Some(mhz) = common.timing.lock_clocks {
+        say!("{}", suite::lock_clocks(backend, mhz));
+    }
     let w = family.prepare(backend.erase(), &case.problem, &case.config, variant, seed).with_context(refused)?;
     let copy = family.anchor_bytes(&case.problem)?.map(|bytes| bench::copy_anchor(backend, bytes, timing, &prov));
     let (rec, own) = bench::family(backend, family, &case, variant, Ok(w), timing, &prov, seed, copy.as_ref(), &[]);
@@ -259,9 +278,44 @@ fn run_on<B: FamilyBackend>(
 /// The timing flags, checked: a repeat count or warm-up that could not finish (or whose
 /// times would not fit memory) is refused before anything runs.
 fn timing_options(t: &TimingArgs) -> anyhow::Result<TimingOptions> {
-    let opts = TimingOptions { warmup: t.warmup, warmup_ms: t.warmup_ms, repeats: t.repeats };
+    let opts = TimingOptions { warmup: t.warmup, warmup_ms: t.warmup_ms, repeats: t.repeats, energy_ms: t.energy_ms };
     opts.validate()?;
     Ok(opts)
+}
+
+/// One line of what the observer read during a measurement.
+fn describe_observation(o: &dynsmem::host::observe::Observation) -> String {
+    let spread = |s: Option<dynsmem::host::observe::Spread>, unit: &str| {
+        s.map(|s| format!("{:.0} {unit} (min {:.0}, max {:.0})", s.median, s.min, s.max)).unwrap_or("-".into())
+    };
+    let mut parts = vec![
+        format!("SM clock {}", spread(o.sm_clock_mhz, "MHz")),
+        format!("memory clock {}", spread(o.mem_clock_mhz, "MHz")),
+        format!("power {}", spread(o.power_w, "W")),
+        format!("temperature {}", spread(o.temperature_c, "C")),
+        format!(
+            "throttle reasons {}",
+            if o.throttle_reasons.is_empty() { "none".to_string() } else { o.throttle_reasons.join("+") }
+        ),
+    ];
+    if let Some(e) = o.energy {
+        parts.push(format!(
+            "energy {:.4e} J per run ({:.0} W over {:.0} ms, {} runs)",
+            e.joules_per_run, e.watts, e.window_ms, e.runs
+        ));
+    }
+    if let Some(l) = &o.clock_lock {
+        parts.push(l.clone());
+    }
+    format!("{} ({} samples): {}", o.source, o.samples, parts.join("; "))
+}
+
+/// The tuning database default configs come from (`None` with `--no-tuning-db`).
+fn tuning_db(args: &DbArgs) -> anyhow::Result<Option<dynsmem::host::tune::db::TuningDb>> {
+    if args.no_tuning_db {
+        return Ok(None);
+    }
+    Ok(Some(dynsmem::host::tune::db::TuningDb::load(&args.tuning_db).context("reading the tuning database")?))
 }
 
 /// Appends the records (each one whole line, synced), then prints them (so a failure to
@@ -296,12 +350,16 @@ fn print_record(rec: &Record, anchor: Option<&Record>) -> anyhow::Result<()> {
         if let Some(t) = rec.tflops {
             figures.push(format!("{t:.2} TFLOP/s"));
         }
+        let ci = rec.median_ci95_ms.map(|[a, b]| format!(", 95% CI of the median {a:.4}-{b:.4}")).unwrap_or_default();
         say!(
-            "time: median {med:.4} ms (min {min:.4}, max {max:.4}) over {} runs [{}]; {}",
+            "time: median {med:.4} ms (min {min:.4}, max {max:.4}{ci}) over {} runs [{}]; {}",
             rec.times_ms.len(),
             rec.timer,
             figures.join(", ")
         );
+    }
+    if let Some(o) = &rec.observed {
+        say!("observed: {}", describe_observation(o));
     }
     let ratio = rec.ratio.map(|r| format!("; ratio {r:.3}")).unwrap_or_default();
     match anchor {
@@ -333,9 +391,17 @@ fn run_bench(
     n: Option<u64>,
     quick: bool,
     timing: TimingArgs,
+    db: &DbArgs,
 ) -> anyhow::Result<()> {
-    let opts =
-        suite::BenchOptions { timing: timing_options(&timing)?, n, quick, seed: timing.seed, command: command_line() };
+    let opts = suite::BenchOptions {
+        timing: timing_options(&timing)?,
+        n,
+        quick,
+        seed: timing.seed,
+        command: command_line(),
+        db: tuning_db(db)?,
+        lock_clocks: timing.lock_clocks,
+    };
     if let Some(n) = n {
         suite::check_n(n).context("bench: refused, nothing launched")?;
     }

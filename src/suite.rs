@@ -40,6 +40,10 @@ pub struct BenchOptions {
     pub quick: bool,
     pub seed: u64,
     pub command: String,
+    /// Where the cases' configs come from where it has an answer (None: the cases' own).
+    pub db: Option<dynsmem_host::tune::db::TuningDb>,
+    /// Lock each GPU's SM clock at this many MHz (NVML), where the driver permits it.
+    pub lock_clocks: Option<u32>,
 }
 
 /// What the bench found and measured.
@@ -127,6 +131,18 @@ pub fn describe<B: Backend>(b: &B) -> String {
     )
 }
 
+/// Locks `backend`'s SM clock at `mhz` through its observer, and says whether it took
+/// (records then say so too).
+pub fn lock_clocks<B: dynsmem_host::backend::Backend>(backend: &B, mhz: u32) -> String {
+    match backend.observer() {
+        None => format!("clocks not locked at {mhz} MHz: no management library (NVML, AMD SMI) for this device"),
+        Some(o) => match o.lock_clocks(mhz) {
+            Ok(()) => format!("SM clock locked at {mhz} MHz"),
+            Err(e) => format!("clocks not locked: {e}"),
+        },
+    }
+}
+
 /// Every family of the registry on one backend, each bench case in every variant the
 /// backend runs, beside the backend's copy anchor (measured first) or the workload's own
 /// anchor. `vendor` collects the vendor anchors measured (cuBLAS on CUDA), and anchors the
@@ -142,11 +158,20 @@ fn families<B: FamilyBackend>(
     let prov = crate::provenance(backend.kind(), &opts.command);
     let kind = backend.kind();
     progress(&format!("{kind}: copy anchor, {} MB", sizes.n * 4 / 1_000_000));
+    if let Some(mhz) = opts.lock_clocks {
+        progress(&format!("{kind}: {}", lock_clocks(backend, mhz)));
+    }
     let copy = bench::copy_anchor(backend, sizes.n * 4, opts.timing, &prov);
     for family in FAMILIES {
         for &variant in FamilyBackend::variants(backend) {
-            for case in family.bench_cases(backend.erase(), variant, &sizes) {
-                progress(&format!("{kind}: {} {} {variant} {}", family.name(), case.problem, case.config));
+            for case in family.bench_cases(backend.erase(), variant, &sizes, opts.db.as_ref()) {
+                progress(&format!(
+                    "{kind}: {} {} {variant} {} (config: {})",
+                    family.name(),
+                    case.problem,
+                    case.config,
+                    case.origin
+                ));
                 let prepared = family.prepare(backend.erase(), &case.problem, &case.config, variant, opts.seed);
                 let (rec, own) = bench::family(
                     backend,

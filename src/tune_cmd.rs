@@ -14,11 +14,12 @@ use dynsmem::host::family::Sizes;
 use dynsmem::host::measure::TimingOptions;
 use dynsmem::host::rng::SplitMix64;
 use dynsmem::host::tune::cache::GroupKey;
+use dynsmem::host::tune::confirm;
 use dynsmem::host::tune::progress::{Progress, Report};
 use dynsmem::host::tune::strategies::Stop;
 use dynsmem::host::tune::{
-    Budget, ErasedTunable, RealRunner, ReplayRunner, SearchResult, SearchSpace, Shard, Strategy, Target, Tunable,
-    TuneBackend, TuneCache, Worker, plot, shard, t4,
+    Budget, ErasedTunable, Objective, RealRunner, ReplayRunner, SearchResult, SearchSpace, Shard, Strategy, Target,
+    Tunable, TuneBackend, TuneCache, Worker, plot, shard, t4,
 };
 use dynsmem::suite;
 use serde_json::Value;
@@ -37,12 +38,16 @@ struct Options<'a> {
     budget: Budget,
     overrides: Vec<(String, Vec<u32>)>,
     timing: TimingOptions,
+    objective: Objective,
     outputs: Outputs<'a>,
 }
 
 /// What a sweep's report writes besides its table.
 pub struct Outputs<'a> {
     pub top: usize,
+    pub objective: Objective,
+    /// `--kt PREFIX`: the Kernel Tuner files of the sweep.
+    pub kt: Option<&'a Path>,
     pub t4: Option<&'a Path>,
     pub plot: Option<&'a Path>,
     pub heatmap: &'a [String],
@@ -85,13 +90,17 @@ fn parse_values(values: &[String]) -> anyhow::Result<Vec<(String, Vec<u32>)>> {
         .collect()
 }
 
-fn options(common: &TuneCommon) -> anyhow::Result<Options<'_>> {
-    let strategy = match common.strategy {
+pub fn strategy_of(s: StrategyArg) -> Strategy {
+    match s {
         StrategyArg::Exhaustive => Strategy::Exhaustive,
         StrategyArg::Random => Strategy::Random,
         StrategyArg::Anneal => Strategy::Anneal,
         StrategyArg::HillClimb => Strategy::HillClimb,
-    };
+    }
+}
+
+fn options(common: &TuneCommon) -> anyhow::Result<Options<'_>> {
+    let strategy = strategy_of(common.strategy);
     if common.budget_evals == Some(0) {
         bail!("--budget-evals 0: nothing would be evaluated");
     }
@@ -100,7 +109,13 @@ fn options(common: &TuneCommon) -> anyhow::Result<Options<'_>> {
     {
         bail!("--budget-seconds {s}: a positive number of seconds");
     }
-    let timing = TimingOptions { warmup: common.warmup, warmup_ms: common.warmup_ms, repeats: common.repeats };
+    let objective = Objective::from(common.objective);
+    let energy_ms = common.energy_ms.unwrap_or(if objective.needs_energy() { 250.0 } else { 0.0 });
+    if objective.needs_energy() && energy_ms <= 0.0 {
+        bail!("--objective {objective} reads the energy of each config: --energy-ms must be above 0");
+    }
+    let timing =
+        TimingOptions { warmup: common.warmup, warmup_ms: common.warmup_ms, repeats: common.repeats, energy_ms };
     timing.validate()?;
     Ok(Options {
         common,
@@ -108,8 +123,11 @@ fn options(common: &TuneCommon) -> anyhow::Result<Options<'_>> {
         budget: Budget { evaluations: common.budget_evals, seconds: common.budget_seconds },
         overrides: parse_values(&common.values)?,
         timing,
+        objective,
         outputs: Outputs {
             top: common.top,
+            objective,
+            kt: common.kt.as_deref(),
             t4: common.t4.as_deref(),
             plot: common.plot.as_deref(),
             heatmap: &common.heatmap,
@@ -195,6 +213,9 @@ fn sweep<B: TuneBackend>(
     let variant = variant_of(backend, opts.common.variant);
     let target = Target { backend: info.backend, variant, limits: info.limits, is_cpu: info.is_cpu };
     say!("{}", suite::describe(backend));
+    if let Some(mhz) = opts.common.lock_clocks {
+        say!("{}", suite::lock_clocks(backend, mhz));
+    }
     say!(
         "tune {} {} ({variant})",
         tunable.family(),
@@ -242,6 +263,7 @@ fn sweep<B: TuneBackend>(
         prov,
         opts.strategy.name(),
     );
+    runner.objective = opts.objective;
     runner.timing_lock = std::env::var_os(TIMING_LOCK).map(PathBuf::from);
     if let Some(lock) = &runner.timing_lock {
         say!("timing holds the lock {} (one process times on this device at a time)", lock.display());
@@ -277,6 +299,37 @@ fn sweep<B: TuneBackend>(
         commit,
     };
     report(&space, &result, &opts.outputs, &meta)?;
+    // A shard's best is not the sweep's: the merged report names that (unconfirmed).
+    if opts.common.confirm_top > 1 && shard == Shard::WHOLE && !matches!(result.stop, Stop::RunnerFailed(_)) {
+        let ranked: Vec<(usize, f64)> = result
+            .ranked()
+            .into_iter()
+            .take(opts.common.confirm_top)
+            .filter_map(|e| e.score.map(|s| (e.index, s)))
+            .collect();
+        if ranked.len() > 1 {
+            let c = confirm::confirm(
+                backend,
+                &tunable,
+                variant,
+                &space,
+                &ranked,
+                opts.timing,
+                opts.common.input_seed,
+                opts.objective,
+                opts.common.confirm_rounds,
+            )?;
+            crate::kt_cmd::report_confirmation(&space, &c)?;
+            if let Some(prefix) = opts.outputs.kt {
+                crate::kt_cmd::write_json(&prefix.with_extension("confirm.json"), &serde_json::to_value(&c)?)?;
+            }
+        }
+    }
+    if let Some(prefix) = opts.outputs.kt {
+        let cache = TuneCache::read(path)?;
+        let group = dynsmem::host::tune::runner::group_key(backend, &tunable, variant, &meta.image_hash);
+        crate::kt_cmd::export(prefix, &cache, &group, &whole, &meta, info, opts.objective)?;
+    }
     if let Stop::RunnerFailed(e) = &result.stop {
         bail!("the sweep stopped: {e}");
     }
@@ -336,6 +389,7 @@ fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches
     let space = recorded_space(family, &cache, group, target, &opts.overrides)?;
     describe_space(&space)?;
     let mut runner = ReplayRunner::new(&cache, group);
+    runner.objective = opts.objective;
     let result = search(&space, &mut runner, opts, Shard::WHOLE);
     say!(
         "{}: {} evaluations (replayed), {} failed; {} in {:.3} s",
@@ -384,7 +438,12 @@ fn recorded_meta(cache: &TuneCache, group: &GroupKey, strategy: &str) -> t4::Met
 
 /// `dynsmem merge`: joins caches, then reports every sweep they hold.
 pub fn merge(out: &Path, inputs: &[PathBuf], top: usize) -> anyhow::Result<()> {
-    merge_and_report(out, inputs, &Outputs { top, t4: None, plot: None, heatmap: &[] }, Vec::new())
+    merge_and_report(
+        out,
+        inputs,
+        &Outputs { top, objective: Objective::Time, kt: None, t4: None, plot: None, heatmap: &[] },
+        Vec::new(),
+    )
 }
 
 /// Joins `inputs` into the cache `out` ([`shard::merge`]), then reports each sweep the
@@ -519,6 +578,7 @@ fn search(
         (false, false) => Report::Human,
     };
     let mut progress = Progress::new(runner, total, report);
+    progress.unit = opts.objective.unit();
     let mut rng = SplitMix64::new(shard.seed(opts.common.seed));
     let result = opts.strategy.search(space, &mut progress, budget, &mut rng);
     progress.finish();
@@ -543,9 +603,10 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Outputs<'_>, meta: 
             let e = b.entry.as_ref().map(|e| &e.record);
             let gbps = e.and_then(|r| r.gbps).map(|g| format!(", {} GB/s", fmt_gbps(g))).unwrap_or_default();
             say!(
-                "best: {} -> {} ms{gbps}, {} B of {} workgroup memory",
+                "best: {} -> {} {}{gbps}, {} B of {} workgroup memory",
                 space.describe(b.index),
-                fmt_ms(b.time_ms),
+                fmt_ms(b.score),
+                opts.objective.unit(),
                 space.footprints[b.index].shared_bytes(variant),
                 if variant == Variant::LaunchSized { "launch-sized" } else { "static" }
             );
@@ -554,15 +615,25 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Outputs<'_>, meta: 
     }
     let mut header: Vec<&str> = vec!["rank"];
     header.extend(space.params.iter().map(|p| p.name));
-    header.extend(["median ms", "min ms", "GB/s", "shared B", "build ms", "source"]);
+    let objective = format!("{} ({})", opts.objective.name(), opts.objective.unit());
+    if opts.objective != Objective::Time {
+        header.push(&objective);
+    }
+    header.extend(["median ms", "95% CI ms", "GB/s", "J/run", "SM MHz", "shared B", "build ms", "source"]);
     let mut table = Table::new(&header);
     for (rank, e) in result.ranked().into_iter().take(opts.top).enumerate() {
         let rec = e.entry.as_ref().map(|x| &x.record);
         let mut row = vec![(rank + 1).to_string()];
         row.extend(space.points[e.index].iter().map(|v| v.to_string()));
-        row.push(fmt_ms(e.time_ms));
-        row.push(fmt_ms(rec.and_then(|r| r.min_ms)));
+        if opts.objective != Objective::Time {
+            row.push(e.score.map(|v| format!("{v:.4e}")).unwrap_or_default());
+        }
+        row.push(fmt_ms(rec.and_then(|r| r.median_ms)));
+        row.push(rec.and_then(|r| r.median_ci95_ms).map(|[a, b]| format!("{a:.4}-{b:.4}")).unwrap_or_default());
         row.push(rec.and_then(|r| r.gbps).map(fmt_gbps).unwrap_or_default());
+        let observed = rec.and_then(|r| r.observed.as_ref());
+        row.push(observed.and_then(|o| o.energy).map(|e| format!("{:.3e}", e.joules_per_run)).unwrap_or_default());
+        row.push(observed.and_then(|o| o.sm_clock_mhz).map(|c| format!("{:.0}", c.median)).unwrap_or_default());
         row.push(space.footprints[e.index].shared_bytes(variant).to_string());
         row.push(e.entry.as_ref().map(|x| format!("{:.2}", x.tune.build_ms)).unwrap_or_default());
         row.push(if e.cached { "cache" } else { "measured" }.into());
@@ -600,7 +671,8 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Outputs<'_>, meta: 
             median(&kernels)
         );
     }
-    if let Some(path) = opts.t4 {
+    let kt_t4 = opts.kt.map(|prefix| crate::kt_cmd::with_suffix(prefix, ".t4.json"));
+    for path in opts.t4.into_iter().chain(kt_t4.as_deref()) {
         let doc = t4::export(space, &result.evaluations, meta);
         write_file(path, &serde_json::to_string_pretty(&doc)?)?;
         say!("T4 results: {}", path.display());
@@ -613,7 +685,7 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Outputs<'_>, meta: 
             other => other.to_string(),
         };
         let title = format!("{} {problem}: {} {}, {}", meta.family, meta.backend, meta.variant, result.strategy);
-        match plot::time_vs_shared_bytes(space, &result.evaluations, &title) {
+        match plot::time_vs_shared_bytes(space, &result.evaluations, &title, opts.objective.label()) {
             Ok(svg) => {
                 write_file(path, &svg)?;
                 say!("plot: {}", path.display());
@@ -651,7 +723,7 @@ fn heatmap_path(plot: &Path) -> PathBuf {
     plot.with_file_name(format!("{stem}-heatmap.svg"))
 }
 
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }

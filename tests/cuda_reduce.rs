@@ -92,3 +92,38 @@ fn block_over_the_device_maximum_is_refused() {
         other => panic!("expected BlockTooLarge, got {:?}", other.err()),
     }
 }
+
+/// On an NVIDIA GPU with NVML, every measurement carries what NVML read meanwhile: SM and
+/// memory clocks, power, temperature, and (with an energy window) the energy of one run,
+/// consistent with the window's power and the run's time; and the median's interval.
+#[test]
+fn a_measurement_carries_the_gpus_clocks_power_temperature_and_energy() {
+    let Some(cuda) = cuda_or_skip("cuda_reduce::a_measurement_carries_the_gpus_clocks_power_temperature_and_energy")
+    else {
+        return;
+    };
+    let Some(observer) = cuda.observer() else {
+        panic!("no NVML for {} (libnvidia-ml.so is part of every NVIDIA driver)", cuda.info().name)
+    };
+    assert_eq!(observer.source(), "nvml");
+    let src = cuda.htod(&vec![1.0f32; 1 << 26]).unwrap();
+    let mut dst = cuda.alloc::<f32>(1 << 26).unwrap();
+    let opts = dynsmem::host::measure::TimingOptions { warmup: 3, warmup_ms: 100.0, repeats: 20, energy_ms: 300.0 };
+    let (t, _) = dynsmem::host::measure::time(&cuda, opts, &mut || cuda.copy(&src, &mut dst)).unwrap();
+    let o = t.observation.expect("an observation");
+    let sm = o.sm_clock_mhz.expect("SM clock");
+    assert!(sm.min > 100.0 && sm.max < 5000.0, "{sm:?}");
+    assert!(o.mem_clock_mhz.is_some() && o.temperature_c.is_some(), "{o:?}");
+    let p = o.power_w.expect("power");
+    assert!(p.max > 10.0 && p.max < 2000.0, "{p:?}");
+    let e = o.energy.expect("the energy counter moved during 300 ms of copies");
+    assert!(e.window_ms >= 300.0 && e.runs > 10, "{e:?}");
+    // Energy per run is the window's mean power times the window per run.
+    let per_run_ms = e.window_ms / e.runs as f64;
+    assert!((e.joules_per_run - e.watts * per_run_ms / 1e3).abs() < 1e-9 * e.joules_per_run.max(1e-12) + 1e-12);
+    // A run takes at least its device time: the window per run cannot be shorter.
+    assert!(per_run_ms >= t.median_ms * 0.9, "{per_run_ms} ms per run in the window, median {} ms", t.median_ms);
+    assert!(e.watts > 20.0 && e.watts < 2000.0, "{e:?}");
+    let [lo, hi] = t.median_ci95_ms.expect("an interval");
+    assert!(lo <= t.median_ms && t.median_ms <= hi, "[{lo}, {hi}] around {}", t.median_ms);
+}

@@ -19,7 +19,7 @@ fn every_family<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> usize {
     let mut verified = 0;
     for family in FAMILIES {
         for &variant in backend.variants() {
-            for case in family.bench_cases(backend.erase(), variant, sizes) {
+            for case in family.bench_cases(backend.erase(), variant, sizes, None) {
                 let what = format!("{} {} {variant} {} {}", backend.kind(), family.name(), case.problem, case.config);
                 let w = match family.prepare(backend.erase(), &case.problem, &case.config, variant, 7) {
                     // cuda-static's 48 KB of static arrays cannot hold what launch-sized

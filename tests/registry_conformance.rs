@@ -51,7 +51,7 @@ fn check_all<B: FamilyBackend>(backend: &B, cases: impl Fn(&dyn DynFamily, Varia
 fn gpu_shaped_configs_on_the_cpu_backend() {
     let cpu = CpuBackend::gpu_shaped();
     let sizes = Sizes::cpu_backend();
-    let ran = check_all(&cpu, |f, v| f.bench_cases(cpu.erase(), v, &sizes));
+    let ran = check_all(&cpu, |f, v| f.bench_cases(cpu.erase(), v, &sizes, None));
     common::note(&format!("GPU-shaped configs on the CPU backend: {ran} cases verified"));
     // Every family's bench has at least one case.
     assert!(ran >= FAMILIES.len(), "{ran} cases");

@@ -130,6 +130,8 @@ fn set_timing(rec: &mut Record, t: measure::Timing) {
     rec.median_ms = Some(t.median_ms);
     rec.min_ms = Some(t.min_ms);
     rec.max_ms = Some(t.max_ms);
+    rec.median_ci95_ms = t.median_ci95_ms;
+    rec.observed = t.observation;
     rec.times_ms = t.times_ms;
 }
 
@@ -185,5 +187,6 @@ pub fn family<'b, B: FamilyBackend>(
     let mut rec =
         workload(backend, name, variant, case.problem.clone(), case.config.clone(), prepared, timing, prov, anchor);
     rec.note = case.note.clone();
+    rec.config_origin = Some(case.origin.clone());
     (rec, own)
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod families;
 pub mod family;
 pub mod measure;
+pub mod observe;
 pub mod par;
 pub mod report;
 pub mod rng;

@@ -1,9 +1,12 @@
-//! Device timing: warm-up, repeats, raw times, median and spread.
+//! Device timing: warm-up, repeats, raw times, median, spread and the median's bootstrap
+//! interval; with the device's observer ([`crate::observe`]), what the GPU's clocks,
+//! power and temperature were meanwhile and the energy of one run.
 
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::observe::{self, Observation};
 
 /// How many runs to throw away and how many to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -14,11 +17,16 @@ pub struct TimingOptions {
     /// clocks (an H100 idles at 345 MHz) and a few short runs do not wake it up.
     pub warmup_ms: f64,
     pub repeats: u32,
+    /// After the timed runs, run back to back for at least this long to read the energy of
+    /// one run from the device's energy counter (0: no energy). Only where the backend
+    /// has an observer with a counter (NVML, AMD SMI).
+    #[serde(default)]
+    pub energy_ms: f64,
 }
 
 impl Default for TimingOptions {
     fn default() -> Self {
-        TimingOptions { warmup: 3, warmup_ms: 200.0, repeats: 20 }
+        TimingOptions { warmup: 3, warmup_ms: 200.0, repeats: 20, energy_ms: 0.0 }
     }
 }
 
@@ -45,6 +53,9 @@ impl TimingOptions {
         if !(0.0..=MAX_WARMUP_MS).contains(&self.warmup_ms) {
             return bad(format!("warmup_ms = {}: from 0 to {MAX_WARMUP_MS} ms", self.warmup_ms));
         }
+        if !(0.0..=MAX_WARMUP_MS).contains(&self.energy_ms) {
+            return bad(format!("energy_ms = {}: from 0 to {MAX_WARMUP_MS} ms", self.energy_ms));
+        }
         Ok(())
     }
 }
@@ -56,6 +67,10 @@ pub struct Timing {
     pub median_ms: f64,
     pub min_ms: f64,
     pub max_ms: f64,
+    /// The median's 95% bootstrap interval ([`median_ci95`]); `None` for fewer than 2 runs.
+    pub median_ci95_ms: Option<[f64; 2]>,
+    /// What the device's observer read meanwhile (`None`: the backend has none).
+    pub observation: Option<Observation>,
 }
 
 impl Timing {
@@ -67,9 +82,41 @@ impl Timing {
             min_ms: sorted.first().copied().unwrap_or(f64::NAN),
             max_ms: sorted.last().copied().unwrap_or(f64::NAN),
             median_ms,
+            median_ci95_ms: median_ci95(&times_ms),
             times_ms,
+            observation: None,
         }
     }
+}
+
+/// Bootstrap resamples behind [`median_ci95`].
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// The 95% percentile-bootstrap interval of the median of `times`: the 2.5th and 97.5th
+/// percentiles of the medians of [`BOOTSTRAP_RESAMPLES`] resamples drawn with replacement
+/// (seeded by the times themselves, so a record's interval is reproducible from its raw
+/// times). Two configs whose intervals do not overlap differ beyond run-to-run noise of
+/// the kept runs; it cannot see what changes between processes (clocks, placement).
+pub fn median_ci95(times: &[f64]) -> Option<[f64; 2]> {
+    if times.len() < 2 {
+        return None;
+    }
+    let seed = times.iter().fold(times.len() as u64, |h, t| h.rotate_left(5) ^ t.to_bits());
+    let mut rng = crate::rng::SplitMix64::new(seed);
+    let n = times.len();
+    let mut draw = vec![0.0; n];
+    let mut medians: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .map(|_| {
+            for d in draw.iter_mut() {
+                *d = times[rng.below(n as u64) as usize];
+            }
+            draw.sort_by(f64::total_cmp);
+            median_sorted(&draw)
+        })
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    let at = |q: f64| medians[((q * (BOOTSTRAP_RESAMPLES - 1) as f64).round() as usize).min(BOOTSTRAP_RESAMPLES - 1)];
+    Some([at(0.025), at(0.975)])
 }
 
 /// The median of sorted values (mean of the middle two for an even count; NaN if empty).
@@ -83,7 +130,9 @@ pub fn median_sorted(sorted: &[f64]) -> f64 {
 
 /// Times `work` (the launches of one run) on the device: at least `warmup` untimed runs
 /// and `warmup_ms` of warm-up, then `repeats` runs each timed on its own with the
-/// backend's device timer. Returns the timing and the number of warm-up runs made.
+/// backend's device timer. Where the backend has an observer, it is sampled through the
+/// timed runs and, with `energy_ms`, a window of back-to-back runs for the energy of one
+/// run ([`observe::energy`]). Returns the timing and the number of warm-up runs made.
 pub fn time<B: Backend>(
     backend: &B,
     opts: TimingOptions,
@@ -101,11 +150,34 @@ pub fn time<B: Backend>(
             break;
         }
     }
-    let mut times = Vec::with_capacity(opts.repeats as usize);
-    for _ in 0..opts.repeats {
-        times.push(backend.time_ms(work)?);
-    }
-    Ok((Timing::from_times(times), warmups))
+    let timed_runs = |work: &mut dyn FnMut() -> Result<()>| -> Result<Timing> {
+        let mut times = Vec::with_capacity(opts.repeats as usize);
+        for _ in 0..opts.repeats {
+            times.push(backend.time_ms(work)?);
+        }
+        Ok(Timing::from_times(times))
+    };
+    let Some(observer) = backend.observer() else { return Ok((timed_runs(work)?, warmups)) };
+    let (measured, observation) = observe::sampled(observer, || -> Result<_> {
+        let timing = timed_runs(work)?;
+        if opts.energy_ms <= 0.0 {
+            return Ok((timing, None));
+        }
+        // Batches of about a millisecond of runs, so the waits between them idle the
+        // device for a small part of the window.
+        let per_batch = (1.0 / timing.median_ms).ceil().clamp(1.0, 256.0) as u64;
+        let window = std::time::Duration::from_secs_f64(opts.energy_ms / 1e3);
+        let energy = observe::energy(observer, window, per_batch, &mut || {
+            for _ in 0..per_batch {
+                work()?;
+            }
+            backend.synchronize()
+        })?;
+        Ok((timing, energy))
+    });
+    let (mut timing, energy) = measured?;
+    timing.observation = Some(Observation { energy, ..observation });
+    Ok((timing, warmups))
 }
 
 /// Gigabytes (1e9 bytes) per second.
@@ -125,5 +197,20 @@ mod tests {
         assert_eq!(Timing::from_times(vec![5.0, 1.0, 9.0]).median_ms, 5.0);
         assert!(Timing::from_times(vec![]).median_ms.is_nan());
         assert!((gbps(2_000_000_000, 1000.0) - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_median_interval_holds_the_median_and_narrows_with_more_runs() {
+        let noisy: Vec<f64> = (0..20).map(|i| 1.0 + ((i * 7) % 20) as f64 * 0.01).collect();
+        let [lo, hi] = median_ci95(&noisy).unwrap();
+        let m = Timing::from_times(noisy.clone()).median_ms;
+        assert!(lo <= m && m <= hi && lo < hi, "[{lo}, {hi}] around {m}");
+        assert!(lo >= 1.0 && hi <= 1.19);
+        let more: Vec<f64> = noisy.iter().cycle().take(400).copied().collect();
+        let [lo2, hi2] = median_ci95(&more).unwrap();
+        assert!(hi2 - lo2 < hi - lo, "400 runs [{lo2}, {hi2}] not narrower than 20 [{lo}, {hi}]");
+        assert_eq!(median_ci95(&noisy), median_ci95(&noisy), "reproducible from the times");
+        assert_eq!(median_ci95(&[1.0]), None);
+        assert_eq!(median_ci95(&[2.0, 2.0, 2.0]), Some([2.0, 2.0]));
     }
 }

@@ -110,7 +110,7 @@ fn gap(r: &Recorded, strategy: Strategy, seed: u64) -> (usize, f64) {
     let mut runner = ReplayRunner::new(&r.cache, &r.group);
     let result = strategy.search(&r.space, &mut runner, Budget::evaluations(budget(r)), &mut SplitMix64::new(seed));
     assert_eq!(runner.answered, result.evaluations.len(), "one runner call per distinct config");
-    let best = result.best().and_then(|e| e.time_ms).unwrap_or(f64::INFINITY);
+    let best = result.best().and_then(|e| e.score).unwrap_or(f64::INFINITY);
     (result.evaluations.len(), best / r.best_ms - 1.0)
 }
 

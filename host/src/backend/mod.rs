@@ -287,6 +287,12 @@ pub trait Backend {
         false
     }
 
+    /// The management library's readings of this device (clocks, power, temperature,
+    /// energy), where one loads: [`crate::measure::time`] samples it into every record.
+    fn observer(&self) -> Option<&dyn crate::observe::Observer> {
+        None
+    }
+
     /// This GPU's own identity, where the driver gives one (CUDA: its UUID, as
     /// `nvidia-smi -L` prints it): what tells apart GPUs of one model in one host.
     fn device_id(&self) -> Option<String> {

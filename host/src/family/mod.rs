@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::families::{FamilyBackend, Workload};
 pub mod space;
 
+use crate::tune::db::TuningDb;
 use space::{DynTunable, Tunable};
 
 /// Default problem sizes on one backend: GPU sizes move at least 1 GiB (far past an
@@ -249,6 +250,9 @@ pub struct Resolved {
     pub problem: Value,
     pub config: Value,
     pub note: Option<String>,
+    /// Where the config came from: the command line, the tuning database (which entry),
+    /// or the family's heuristic default, and why.
+    pub origin: String,
 }
 
 /// A [`Family`], erased: what the registry holds.
@@ -265,16 +269,26 @@ pub trait DynFamily: Sync {
     /// `sizes`): a replay matches those against the recorded problems. A problem option's
     /// clap id is its problem field's name.
     fn problem(&self, m: &clap::ArgMatches, sizes: &Sizes) -> Result<(Value, Vec<String>)>;
-    /// The problem and config `run` asks for on `backend`: defaults filled in and fitted.
+    /// The problem and config `run` asks for on `backend`: defaults filled in (from `db`
+    /// where it has an answer for the problem on this device) and fitted.
     fn resolve(
         &self,
         m: &clap::ArgMatches,
         backend: AnyBackend<'_>,
         variant: Variant,
         sizes: &Sizes,
+        db: Option<&TuningDb>,
     ) -> Result<Resolved>;
-    /// The bench's cases on `backend`, per variant: each config fitted to the variant.
-    fn bench_cases(&self, backend: AnyBackend<'_>, variant: Variant, sizes: &Sizes) -> Vec<Resolved>;
+    /// The bench's cases on `backend`, per variant: each config from `db` where it has an
+    /// answer for the case's problem on this device, else the case's own; fitted to the
+    /// variant.
+    fn bench_cases(
+        &self,
+        backend: AnyBackend<'_>,
+        variant: Variant,
+        sizes: &Sizes,
+        db: Option<&TuningDb>,
+    ) -> Vec<Resolved>;
     /// The conformance's further cases ([`Family::edge_cases`]) that `variant` runs, each
     /// config fitted to it.
     fn edge_cases(&self, backend: AnyBackend<'_>, variant: Variant) -> Vec<Resolved>;
@@ -343,25 +357,46 @@ impl<F: Family> DynFamily for Entry<F> {
         backend: AnyBackend<'_>,
         variant: Variant,
         sizes: &Sizes,
+        db: Option<&TuningDb>,
     ) -> Result<Resolved> {
         let pargs = F::ProblemArgs::from_arg_matches(m).map_err(|e| clap_error(F::NAME, e))?;
         let cargs = F::ConfigArgs::from_arg_matches(m).map_err(|e| clap_error(F::NAME, e))?;
         let problem = F::problem(&pargs, sizes);
-        let (fitted, note) = with_backend!(backend, b => {
-            let d = F::select(&cargs, F::default_config(b, &problem));
-            F::fit_config(b, variant, &problem, d)
+        let (fitted, note, origin) = with_backend!(backend, b => {
+            let (d, origin) = match db.and_then(|db| from_db::<F, _>(db, b, variant, &problem)) {
+                Some((c, why)) => (c, why),
+                None => (F::default_config(b, &problem), heuristic::<F, _>(db, b)),
+            };
+            let (fitted, note) = F::fit_config(b, variant, &problem, F::select(&cargs, d));
+            (fitted, note, origin)
         });
         let config = F::config(&cargs, &fitted);
         // The note explains the fitted default; a config given on the command line is run
         // as given (and refused with the limit where it does not fit).
-        let note = note.filter(|_| config == fitted);
-        Ok(Resolved { problem: to_json(&problem), config: to_json(&config), note })
+        let given = config != fitted;
+        let note = note.filter(|_| !given);
+        let origin = if given { format!("the command line, over the default from the {origin}") } else { origin };
+        Ok(Resolved { problem: to_json(&problem), config: to_json(&config), note, origin })
     }
-    fn bench_cases(&self, backend: AnyBackend<'_>, variant: Variant, sizes: &Sizes) -> Vec<Resolved> {
-        with_backend!(backend, b => fitted(b, variant, F::bench_cases(b, sizes)))
+    fn bench_cases(
+        &self,
+        backend: AnyBackend<'_>,
+        variant: Variant,
+        sizes: &Sizes,
+        db: Option<&TuningDb>,
+    ) -> Vec<Resolved> {
+        with_backend!(backend, b => {
+            let cases = F::bench_cases(b, sizes).into_iter().map(|c| {
+                match db.and_then(|db| from_db::<F, _>(db, b, variant, &c.problem)) {
+                    Some((config, why)) => (BenchCase { problem: c.problem, config }, why),
+                    None => (c, "bench case's own config".to_string()),
+                }
+            });
+            fitted(b, variant, cases)
+        })
     }
     fn edge_cases(&self, backend: AnyBackend<'_>, variant: Variant) -> Vec<Resolved> {
-        with_backend!(backend, b => fitted(b, variant, F::edge_cases()))
+        with_backend!(backend, b => fitted(b, variant, F::edge_cases().into_iter().map(|c| (c, "edge case".to_string()))))
     }
     fn prepare<'b>(
         &self,
@@ -385,15 +420,49 @@ impl<F: Family> DynFamily for Entry<F> {
 }
 
 /// The cases `variant` runs, each config fitted to it.
-fn fitted<F: Family, B: FamilyBackend>(b: &B, variant: Variant, cases: Vec<BenchCase<F>>) -> Vec<Resolved> {
+fn fitted<F: Family, B: FamilyBackend>(
+    b: &B,
+    variant: Variant,
+    cases: impl IntoIterator<Item = (BenchCase<F>, String)>,
+) -> Vec<Resolved> {
     cases
         .into_iter()
-        .filter(|c| F::bench_variant(&c.problem, variant))
-        .map(|c| {
+        .filter(|(c, _)| F::bench_variant(&c.problem, variant))
+        .map(|(c, origin)| {
             let (config, note) = F::fit_config(b, variant, &c.problem, c.config);
-            Resolved { problem: to_json(&c.problem), config: to_json(&config), note }
+            Resolved { problem: to_json(&c.problem), config: to_json(&config), note, origin }
         })
         .collect()
+}
+
+/// The tuning database's config for `problem` on `b` (see [`TuningDb::lookup`]) and the
+/// line saying where it came from.
+fn from_db<F: Family, B: FamilyBackend>(
+    db: &TuningDb,
+    b: &B,
+    variant: Variant,
+    problem: &F::Problem,
+) -> Option<(F::Config, String)> {
+    let tunable = F::tunable(problem.clone())?;
+    let answer = db.lookup(&tunable, &Target::of(b, variant), &b.info().name)?;
+    let config = serde_json::from_value(answer.config.clone()).ok()?;
+    Some((config, answer.why()))
+}
+
+/// Why the heuristic default runs.
+fn heuristic<F: Family, B: FamilyBackend>(db: Option<&TuningDb>, b: &B) -> String {
+    let device = &b.info().name;
+    match db {
+        None => "heuristic default (tuning database not consulted)".into(),
+        Some(db) if !db.entries.iter().any(|e| e.family == F::NAME && &e.fingerprint.device == device) => {
+            format!("heuristic default: the tuning database has no {} entry for {device}", F::NAME)
+        }
+        Some(_) => format!(
+            "heuristic default: no tuned {} problem on {device} within {}x of this one takes a config that fits it",
+            F::NAME,
+            crate::tune::db::MAX_RATIO
+        ),
+    }
 }
 
 /// The matches of an empty command line of the family's problem options (every option

@@ -55,6 +55,17 @@ pub struct Record {
     pub median_ms: Option<f64>,
     pub min_ms: Option<f64>,
     pub max_ms: Option<f64>,
+    /// The median's 95% bootstrap interval, in milliseconds ([`crate::measure::median_ci95`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_ci95_ms: Option<[f64; 2]>,
+    /// Clocks, power, temperature, throttle reasons and energy per run, as the device's
+    /// management library read them during the measurement ([`crate::observe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<crate::observe::Observation>,
+    /// Where the config came from: the command line, the tuning database (which entry),
+    /// or the family's default (see [`crate::family::Resolved::origin`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_origin: Option<String>,
     /// Bytes the algorithm must read and write once (bandwidth-bound families).
     pub bytes: Option<u64>,
     /// GB/s (1e9 bytes per second) from `bytes` and `median_ms`.
@@ -110,6 +121,9 @@ impl Record {
             warmup: 0,
             times_ms: Vec::new(),
             median_ms: None,
+            median_ci95_ms: None,
+            observed: None,
+            config_origin: None,
             min_ms: None,
             max_ms: None,
             bytes: None,

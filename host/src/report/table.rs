@@ -80,11 +80,15 @@ pub fn records_table(records: &[Record]) -> Table {
         "launch B",
         "static B",
         "median ms",
+        "95% CI ms",
         "GB/s",
         "TFLOP/s",
         "anchor GB/s",
         "anchor TFLOP/s",
         "ratio",
+        "SM MHz",
+        "W",
+        "J/run",
         "verified",
     ]);
     for r in records {
@@ -107,11 +111,15 @@ pub fn records_table(records: &[Record]) -> Table {
             r.shared_bytes.to_string(),
             r.static_shared_bytes.to_string(),
             opt(r.median_ms, 4),
+            r.median_ci95_ms.map(|[a, b]| format!("{a:.4}-{b:.4}")).unwrap_or_default(),
             opt(r.gbps, 1),
             opt(r.tflops, 2),
             opt(r.anchor_gbps, 1),
             opt(r.anchor_tflops, 2),
             opt(r.ratio, 3),
+            opt(r.observed.as_ref().and_then(|o| o.sm_clock_mhz).map(|c| c.median), 0),
+            opt(r.observed.as_ref().and_then(|o| o.energy).map(|e| e.watts), 0),
+            r.observed.as_ref().and_then(|o| o.energy).map(|e| format!("{:.3e}", e.joules_per_run)).unwrap_or_default(),
             match (&r.error, r.verified) {
                 (Some(e), _) => format!("ERROR: {e}"),
                 (None, true) => "yes".into(),
@@ -147,6 +155,7 @@ mod tests {
         r.anchor_tflops = Some(50.0);
         r.ratio = Some(0.25);
         r.verified = true;
+        r.median_ci95_ms = Some([1.25, 1.5]);
         let t = records_table(&[r]);
         let cell = |h: &str| t.rows[0][t.header.iter().position(|x| x == h).unwrap()].clone();
         assert_eq!(
@@ -154,5 +163,6 @@ mod tests {
             ("12.50".into(), "50.00".into(), "0.250".into())
         );
         assert_eq!(cell("verified"), "yes");
+        assert_eq!(cell("95% CI ms"), "1.2500-1.5000");
     }
 }

@@ -24,6 +24,10 @@
 //! A family joins the tuner with one impl of [`Tunable`] (see [`families`]).
 
 pub mod cache;
+pub mod confirm;
+pub mod db;
+pub mod kt;
+pub mod objective;
 pub mod plot;
 pub mod progress;
 pub mod runner;
@@ -39,6 +43,7 @@ use crate::backend::wgpu::WgpuBackend;
 use crate::families::FamilyBackend;
 
 pub use cache::{CacheEntry, CacheKey, TuneCache, TuneFields};
+pub use objective::Objective;
 pub use runner::{Evaluation, RealRunner, ReplayRunner, Runner};
 pub use shard::{Shard, Worker};
 pub use space::{Param, Point, SearchSpace};

@@ -25,15 +25,20 @@ fn colour(t: f64, lo: f64, hi: f64) -> RGBColor {
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }
 
-/// Median time of every verified evaluation against the workgroup bytes per block its
+/// The objective (`y_label` names it: the median time, or energy) of every verified evaluation against the workgroup bytes per block its
 /// config uses (launch-sized bytes of a Rust kernel, static bytes of a WGSL pipeline),
 /// on a log time axis; the best config is drawn larger, in red. Returns the SVG text.
-pub fn time_vs_shared_bytes(space: &SearchSpace, evaluations: &[Evaluation], title: &str) -> Result<String> {
+pub fn time_vs_shared_bytes(
+    space: &SearchSpace,
+    evaluations: &[Evaluation],
+    title: &str,
+    y_label: &str,
+) -> Result<String> {
     let err = plot_error("time against shared bytes");
     let variant = space.target.variant;
     let pts: Vec<(f64, f64)> = evaluations
         .iter()
-        .filter_map(|e| e.time_ms.map(|t| (space.footprints[e.index].shared_bytes(variant) as f64, t)))
+        .filter_map(|e| e.score.map(|t| (space.footprints[e.index].shared_bytes(variant) as f64, t)))
         .collect();
     if pts.is_empty() {
         return Err(err("no verified config to plot".into()));
@@ -63,7 +68,7 @@ pub fn time_vs_shared_bytes(space: &SearchSpace, evaluations: &[Evaluation], tit
         chart
             .configure_mesh()
             .x_desc(format!("{bytes_kind} workgroup bytes per block"))
-            .y_desc("median time (ms)")
+            .y_desc(y_label)
             .light_line_style(WHITE)
             .y_labels(12)
             .x_label_formatter(&|x| format!("{}", x.round() as u64))
@@ -106,7 +111,7 @@ pub fn heat_cells(space: &SearchSpace, evaluations: &[Evaluation], px: usize, py
     let (nx, ny) = (space.params[px].values.len(), space.params[py].values.len());
     let mut cells = vec![vec![None::<f64>; nx]; ny];
     for e in evaluations {
-        if let Some(t) = e.time_ms {
+        if let Some(t) = e.score {
             let (x, y) = (space.position(e.index, px), space.position(e.index, py));
             let c = &mut cells[y][x];
             *c = Some(c.map_or(t, |b: f64| b.min(t)));
@@ -199,8 +204,8 @@ mod tests {
         let space = bowl_space();
         let mut runner = BowlRunner { calls: Vec::new() };
         let r = exhaustive::search(&space, &mut runner, Budget::evaluations(100), &mut SplitMix64::new(1));
-        let verified = r.evaluations.iter().filter(|e| e.time_ms.is_some()).count();
-        let svg = time_vs_shared_bytes(&space, &r.evaluations, "bowl").unwrap();
+        let verified = r.evaluations.iter().filter(|e| e.score.is_some()).count();
+        let svg = time_vs_shared_bytes(&space, &r.evaluations, "bowl", "median time (ms)").unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
         // Every verified config a circle, plus the best drawn again.
         assert_eq!(svg.matches("<circle").count(), verified + 1);

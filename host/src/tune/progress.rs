@@ -35,6 +35,8 @@ pub struct Progress<'r> {
     total: usize,
     best: Option<(f64, String)>,
     done: u64,
+    /// The unit of the scores shown (the objective's).
+    pub unit: &'static str,
 }
 
 /// The style of a sweep's bar (also each worker's bar in a sharded sweep).
@@ -55,7 +57,7 @@ impl<'r> Progress<'r> {
         if worker {
             eprintln!("{WORKER_PREFIX}0 {total} no verified config yet");
         }
-        Progress { inner, bar, lines, worker, total, best: None, done: 0 }
+        Progress { inner, bar, lines, worker, total, best: None, done: 0, unit: "ms" }
     }
 
     /// Removes the bar from the terminal.
@@ -68,13 +70,13 @@ impl Runner for Progress<'_> {
     fn evaluate(&mut self, space: &SearchSpace, index: usize) -> Result<Evaluation> {
         let e = self.inner.evaluate(space, index)?;
         self.done += 1;
-        if let Some(t) = e.time_ms
+        if let Some(t) = e.score
             && self.best.as_ref().is_none_or(|(b, _)| t < *b)
         {
             self.best = Some((t, space.describe(index)));
         }
         let best = match &self.best {
-            Some((t, d)) => format!("best {t:.4} ms ({d})"),
+            Some((t, d)) => format!("best {t:.4} {} ({d})", self.unit),
             None => "no verified config yet".into(),
         };
         self.bar.set_position(self.done);
@@ -83,8 +85,8 @@ impl Runner for Progress<'_> {
             eprintln!("{WORKER_PREFIX}{} {} {best}", self.done, self.total);
         }
         if self.lines {
-            let what = match (&e.time_ms, &e.error) {
-                (Some(t), _) => format!("{t:.4} ms"),
+            let what = match (&e.score, &e.error) {
+                (Some(t), _) => format!("{t:.4} {}", self.unit),
                 (None, Some(err)) => format!("FAILED: {err}"),
                 (None, None) => "FAILED".into(),
             };

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use super::cache::{CacheEntry, GroupKey, TuneCache, TuneFields};
+use super::objective::Objective;
 use super::space::SearchSpace;
 use super::{Tunable, TuneBackend, canonical_json};
 use crate::backend::Backend;
@@ -18,25 +19,27 @@ use crate::report::{Provenance, Record};
 pub struct Evaluation {
     /// Position of the config in [`SearchSpace::points`].
     pub index: usize,
-    /// Median time in milliseconds of a verified config; `None` when it failed.
-    pub time_ms: Option<f64>,
+    /// The objective's value ([`Objective::value`]: median ms, J per run, or J·s) of a
+    /// verified config; `None` when it failed or has no such figure.
+    pub score: Option<f64>,
     /// Why it failed (build, launch, verification), when it did.
     pub error: Option<String>,
     /// Answered from the cache (recorded earlier) instead of measured now.
     pub cached: bool,
     /// The cache entry (`None` only for a replay of a config the cache does not have).
     pub entry: Option<CacheEntry>,
+    /// Milliseconds the strategy spent choosing this config (from the previous
+    /// evaluation's end to this one's start): Kernel Tuner's `search_algorithm` time.
+    pub search_ms: f64,
 }
 
 impl Evaluation {
-    fn from_entry(index: usize, entry: &CacheEntry, cached: bool) -> Evaluation {
-        Evaluation {
-            index,
-            time_ms: entry.time_ms(),
-            error: entry.record.error.clone(),
-            cached,
-            entry: Some(entry.clone()),
-        }
+    pub fn from_entry(index: usize, entry: &CacheEntry, cached: bool, objective: Objective) -> Evaluation {
+        let (score, error) = match objective.value(&entry.record) {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(e)),
+        };
+        Evaluation { index, score, error, cached, entry: Some(entry.clone()), search_ms: 0.0 }
     }
 }
 
@@ -107,6 +110,8 @@ pub struct RealRunner<'a, B: TuneBackend, T: Tunable> {
     pub measured: usize,
     /// Configs answered from the cache.
     pub from_cache: usize,
+    /// What the evaluations' scores are.
+    pub objective: Objective,
 }
 
 impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
@@ -139,6 +144,7 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             timing_lock: None,
             measured: 0,
             from_cache: 0,
+            objective: Objective::Time,
         }
     }
 
@@ -220,12 +226,12 @@ impl<B: TuneBackend, T: Tunable> Runner for RealRunner<'_, B, T> {
         let key = super::CacheKey { group: self.group.clone(), params: space.params_map(index) };
         if let Some(e) = self.cache.get(&key) {
             self.from_cache += 1;
-            return Ok(Evaluation::from_entry(index, e, true));
+            return Ok(Evaluation::from_entry(index, e, true, self.objective));
         }
         let entry = self.measure(space, index);
         self.cache.append(entry.clone())?;
         self.measured += 1;
-        Ok(Evaluation::from_entry(index, &entry, false))
+        Ok(Evaluation::from_entry(index, &entry, false, self.objective))
     }
 }
 
@@ -236,12 +242,13 @@ pub struct ReplayRunner {
     entries: HashMap<BTreeMap<String, u32>, CacheEntry>,
     /// Evaluations answered.
     pub answered: usize,
+    pub objective: Objective,
 }
 
 impl ReplayRunner {
     pub fn new(cache: &TuneCache, group: &GroupKey) -> ReplayRunner {
         let entries = cache.group_entries(group).into_iter().map(|(k, v)| (k, v.clone())).collect();
-        ReplayRunner { entries, answered: 0 }
+        ReplayRunner { entries, answered: 0, objective: Objective::Time }
     }
 
     /// Configs the replayed group holds.
@@ -258,13 +265,14 @@ impl Runner for ReplayRunner {
     fn evaluate(&mut self, space: &SearchSpace, index: usize) -> Result<Evaluation> {
         self.answered += 1;
         Ok(match self.entries.get(&space.params_map(index)) {
-            Some(e) => Evaluation::from_entry(index, e, true),
+            Some(e) => Evaluation::from_entry(index, e, true, self.objective),
             None => Evaluation {
                 index,
-                time_ms: None,
+                score: None,
                 error: Some(format!("{} is not in the replayed cache", space.describe(index))),
                 cached: true,
                 entry: None,
+                search_ms: 0.0,
             },
         })
     }

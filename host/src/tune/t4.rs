@@ -1,21 +1,29 @@
 //! Export in Kernel Tuner's T4 results format ("Open Autotuning Results Schema",
 //! `kernel_tuner/schema/T4/1.0.0/results-schema.json`), written the way Kernel Tuner's
-//! `file_utils.get_t4_results` writes it, so its tools read our sweeps:
+//! `file_utils.get_t4_results` writes it, so its tools (and autotuning_methodology's
+//! `SearchspaceStatistics` with its default keys) read our sweeps:
 //!
 //! ```json
-//! {"schema_version": "1.0.0", "metadata": {"timeunit": "milliseconds", ...},
+//! {"schema_version": "1.0.0", "metadata": {"timeunit": "milliseconds", "filtered": [..], ...},
 //!  "results": [{"timestamp": "...", "configuration": {"block": 256, ...},
 //!               "objectives": ["time"],
-//!               "times": {"compilation_time": .., "runtimes": [..], "framework": .., "validation": ..},
+//!               "times": {"compilation": .., "runtimes": [..], "framework": ..,
+//!                         "search_algorithm": .., "validation": ..},
 //!               "invalidity": "correct", "correctness": 1,
 //!               "measurements": [{"name": "time", "value": 0.12, "unit": "ms"}, ...]}]}
 //! ```
 //!
-//! Times are in milliseconds (the metadata says so, as Kernel Tuner's does). `times`
-//! carries the schema's own names (`compilation_time`, `runtimes`, `framework`,
-//! `validation`) and Kernel Tuner's (`compilation`, `benchmark`). Configs the space
-//! filtered out before launch are included with `invalidity: "constraints"` and their
-//! reason as a string measurement.
+//! - Times are in milliseconds (`metadata.timeunit`, which autotuning_methodology reads
+//!   from this file). Every result carries the five `times` numbers autotuning_methodology
+//!   sums by default; `search_algorithm` is the strategy's own time before the config.
+//! - `measurements.time` is the **mean** of the runtimes, as Kernel Tuner's observers
+//!   report it; `time_median` is our tuner's objective, and both are there. A failed
+//!   config's `time` is the Kernel Tuner error name (`RuntimeFailedConfig`, ...).
+//! - Configs the space filtered before launch are not results (Kernel Tuner never
+//!   evaluates what its restrictions exclude, and zero-cost entries would make
+//!   autotuning_methodology's time budget 0): they are listed in `metadata.filtered` with
+//!   their reasons.
+//! - Device, driver and environment go in the metadata file ([`super::kt::metadata`]).
 
 use serde_json::{Value, json};
 
@@ -68,22 +76,28 @@ fn result(space: &SearchSpace, e: &Evaluation) -> Value {
         return json!({
             "configuration": configuration,
             "objectives": ["time"],
-            "times": { "runtimes": [] },
+            "times": times(0.0, &[], 0.0, e.search_ms, 0.0),
             "invalidity": "runtime",
             "correctness": 0,
-            "measurements": [measurement("error", json!(e.error.clone().unwrap_or_default()), "")],
+            "measurements": [
+                measurement("time", json!(KT_RUNTIME_FAILED), "ms"),
+                measurement("error", json!(e.error.clone().unwrap_or_default()), ""),
+            ],
         });
     };
     let r = &entry.record;
     let t = &entry.tune;
     let runtimes = &r.times_ms;
-    let benchmark: f64 = runtimes.iter().sum();
-    let framework = (t.wall_ms - t.build_ms - t.verify_ms - benchmark).max(0.0);
     let mut measurements = Vec::new();
-    if let Some(m) = r.median_ms {
-        measurements.push(measurement("time", json!(m), "ms"));
+    let correct = t.invalidity == "correct";
+    match mean(runtimes).filter(|_| correct) {
+        Some(m) => measurements.push(measurement("time", json!(m), "ms")),
+        None => measurements.push(measurement("time", json!(kt_error(&t.invalidity)), "ms")),
     }
-    if let Some(m) = r.min_ms {
+    if let Some(m) = r.median_ms.filter(|_| correct) {
+        measurements.push(measurement("time_median", json!(m), "ms"));
+    }
+    if let Some(m) = r.min_ms.filter(|_| correct) {
         measurements.push(measurement("time_min", json!(m), "ms"));
     }
     if let Some(g) = r.gbps {
@@ -92,48 +106,89 @@ fn result(space: &SearchSpace, e: &Evaluation) -> Value {
     if let Some(f) = r.tflops {
         measurements.push(measurement("TFLOP/s", json!(f), "TFLOP/s"));
     }
+    if let Some(o) = &r.observed {
+        if let Some(e) = o.energy {
+            measurements.push(measurement("energy", json!(e.joules_per_run), "J"));
+            measurements.push(measurement("power", json!(e.watts), "W"));
+        }
+        if let Some(c) = o.sm_clock_mhz {
+            measurements.push(measurement("core_freq", json!(c.median), "MHz"));
+        }
+        if let Some(c) = o.mem_clock_mhz {
+            measurements.push(measurement("mem_freq", json!(c.median), "MHz"));
+        }
+        if let Some(c) = o.temperature_c {
+            measurements.push(measurement("temperature", json!(c.max), "C"));
+        }
+    }
     measurements.push(measurement("shared_bytes", json!(r.shared_bytes), "B"));
     measurements.push(measurement("static_shared_bytes", json!(r.static_shared_bytes), "B"));
     measurements.push(measurement("kernel", json!(r.kernel), ""));
     if let Some(err) = &r.error {
         measurements.push(measurement("error", json!(err), ""));
     }
-    let correctness = match t.invalidity.as_str() {
-        "correct" => 1,
-        _ => 0,
-    };
     json!({
         "timestamp": iso8601(r.unix_time),
         "configuration": configuration,
         "objectives": ["time"],
-        "times": {
-            "compilation_time": t.build_ms,
-            "compilation": t.build_ms,
-            "runtimes": runtimes,
-            "benchmark": benchmark,
-            "framework": framework,
-            "validation": t.verify_ms,
-        },
+        "times": times(t.build_ms, runtimes, framework_ms(entry), e.search_ms, t.verify_ms),
         "invalidity": t.invalidity,
-        "correctness": correctness,
+        "correctness": i32::from(correct),
         "measurements": measurements,
+    })
+}
+
+/// Kernel Tuner's error names, as its caches and T4 measurements carry them.
+pub const KT_INVALID: &str = "InvalidConfig";
+pub const KT_COMPILE_FAILED: &str = "CompilationFailedConfig";
+pub const KT_RUNTIME_FAILED: &str = "RuntimeFailedConfig";
+
+/// Kernel Tuner's error name for a T4 validity class (a wrong result is a runtime failure
+/// to it: it has no class of its own).
+pub fn kt_error(invalidity: &str) -> &'static str {
+    match invalidity {
+        "constraints" => KT_INVALID,
+        "compile" => KT_COMPILE_FAILED,
+        _ => KT_RUNTIME_FAILED,
+    }
+}
+
+/// The mean of `v` (`None` if empty): Kernel Tuner's `time`.
+pub fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Milliseconds of an entry's wall time that were neither building, verifying nor timed
+/// runs (inputs, reference, warm-up, the energy window): never below 0.
+pub fn framework_ms(entry: &super::CacheEntry) -> f64 {
+    let t = &entry.tune;
+    let benchmark: f64 = entry.record.times_ms.iter().sum();
+    (t.wall_ms - t.build_ms - t.verify_ms - benchmark).max(0.0) + 0.0
+}
+
+/// The `times` object: autotuning_methodology's five default keys, numbers on every
+/// result, and the schema's and Kernel Tuner's extra names.
+fn times(build: f64, runtimes: &[f64], framework: f64, search: f64, validation: f64) -> Value {
+    json!({
+        "compilation": build,
+        "compilation_time": build,
+        "runtimes": runtimes,
+        "benchmark": runtimes.iter().sum::<f64>(),
+        "framework": framework,
+        "search_algorithm": search,
+        "validation": validation,
     })
 }
 
 /// The T4 document of a search: every evaluation in order, then every config the space
 /// filtered before launch.
 pub fn export(space: &SearchSpace, evaluations: &[Evaluation], meta: &Metadata) -> Value {
-    let mut results: Vec<Value> = evaluations.iter().map(|e| result(space, e)).collect();
-    for f in &space.filtered {
-        results.push(json!({
-            "configuration": params_map(&space.params, &f.point),
-            "objectives": ["time"],
-            "times": { "runtimes": [] },
-            "invalidity": "constraints",
-            "correctness": 0,
-            "measurements": [measurement("reason", json!(f.reason), "")],
-        }));
-    }
+    let results: Vec<Value> = evaluations.iter().map(|e| result(space, e)).collect();
+    let filtered: Vec<Value> = space
+        .filtered
+        .iter()
+        .map(|f| json!({ "configuration": params_map(&space.params, &f.point), "reason": f.reason }))
+        .collect();
     json!({
         "schema_version": SCHEMA_VERSION,
         "metadata": {
@@ -141,14 +196,11 @@ pub fn export(space: &SearchSpace, evaluations: &[Evaluation], meta: &Metadata) 
             "tool": "dynsmem tune",
             "family": meta.family,
             "problem": meta.problem,
-            "device": meta.device,
-            "driver": meta.driver,
-            "backend": meta.backend,
             "variant": meta.variant,
-            "image_hash": meta.image_hash,
             "strategy": meta.strategy,
             "commit": meta.commit,
             "tune_params": space.params.iter().map(|p| (p.name.to_string(), json!(p.values))).collect::<serde_json::Map<_, _>>(),
+            "filtered": filtered,
         },
         "results": results,
     })

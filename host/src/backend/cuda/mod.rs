@@ -61,6 +61,8 @@ pub struct CudaBackend {
     /// Compute capability (major, minor): NVRTC compiles for exactly this device.
     capability: (i32, i32),
     timer: (CudaEvent, CudaEvent),
+    /// NVML for this GPU, opened at the first measurement (`None` inside: no NVML).
+    observer: std::cell::OnceCell<Option<Box<crate::observe::nvml::NvmlObserver>>>,
 }
 
 type StaticKey = (&'static str, &'static str, Vec<(&'static str, String)>);
@@ -153,6 +155,7 @@ impl CudaBackend {
             static_kernels: RefCell::new(HashMap::new()),
             capability: (major, minor),
             timer,
+            observer: std::cell::OnceCell::new(),
         })
     }
 
@@ -269,6 +272,14 @@ impl Backend for CudaBackend {
 
     fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    fn observer(&self) -> Option<&dyn crate::observe::Observer> {
+        let nvml = self.observer.get_or_init(|| {
+            let uuid = self.device_id()?;
+            crate::observe::nvml::NvmlObserver::for_uuid(&uuid).ok().map(Box::new)
+        });
+        nvml.as_deref().map(|o| o as &dyn crate::observe::Observer)
     }
 
     fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<Self::Raw, T>> {

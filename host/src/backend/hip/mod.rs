@@ -61,6 +61,10 @@ pub struct HipBackend {
     info: DeviceInfo,
     kernels: RefCell<HashMap<String, Rc<HipKernel>>>,
     timer: (ffi::Event, ffi::Event),
+    ordinal: usize,
+    /// AMD SMI for this GPU, opened at the first measurement (`None` inside: none). AMD
+    /// SMI numbers every GPU, so under `HIP_VISIBLE_DEVICES` it may name another one.
+    observer: std::cell::OnceCell<Option<Box<crate::observe::amdsmi::AmdSmiObserver>>>,
 }
 
 /// Allocations are rounded up to this, as on CUDA.
@@ -161,7 +165,16 @@ impl HipBackend {
             api.check((api.hipEventCreate)(&mut timer.0), "hipEventCreate")?;
             api.check((api.hipEventCreate)(&mut timer.1), "hipEventCreate")?;
         }
-        Ok(HipBackend { api, module, arch, info, kernels: RefCell::new(HashMap::new()), timer })
+        Ok(HipBackend {
+            api,
+            module,
+            arch,
+            info,
+            kernels: RefCell::new(HashMap::new()),
+            timer,
+            ordinal,
+            observer: std::cell::OnceCell::new(),
+        })
     }
 
     /// The kernel `name` of the loaded code object (cached).
@@ -247,6 +260,12 @@ impl Backend for HipBackend {
 
     fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    fn observer(&self) -> Option<&dyn crate::observe::Observer> {
+        let smi =
+            self.observer.get_or_init(|| crate::observe::amdsmi::AmdSmiObserver::open(self.ordinal).ok().map(Box::new));
+        smi.as_deref().map(|o| o as &dyn crate::observe::Observer)
     }
 
     fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<Self::Raw, T>> {

@@ -94,14 +94,14 @@ impl SearchResult {
 
     /// The verified configs, fastest first (ties by order of evaluation).
     pub fn ranked(&self) -> Vec<&Evaluation> {
-        let mut ok: Vec<&Evaluation> = self.evaluations.iter().filter(|e| e.time_ms.is_some()).collect();
-        ok.sort_by(|a, b| a.time_ms.unwrap().total_cmp(&b.time_ms.unwrap()));
+        let mut ok: Vec<&Evaluation> = self.evaluations.iter().filter(|e| e.score.is_some()).collect();
+        ok.sort_by(|a, b| a.score.unwrap().total_cmp(&b.score.unwrap()));
         ok
     }
 
     /// Configs that failed (build, launch, verification).
     pub fn failed(&self) -> impl Iterator<Item = &Evaluation> {
-        self.evaluations.iter().filter(|e| e.time_ms.is_none())
+        self.evaluations.iter().filter(|e| e.score.is_none())
     }
 }
 
@@ -152,7 +152,7 @@ impl Strategy {
 /// The cost a strategy minimises: the median time of a verified config, +inf for one
 /// that failed (never preferred over one that ran).
 pub fn cost(e: &Evaluation) -> f64 {
-    e.time_ms.unwrap_or(f64::INFINITY)
+    e.score.unwrap_or(f64::INFINITY)
 }
 
 /// Evaluates configs for a strategy: once each, within the budget (see the module docs).
@@ -166,6 +166,9 @@ pub struct Evaluator<'s, 'r> {
     evaluations: Vec<Evaluation>,
     stop: Option<Stop>,
     best: Option<(usize, f64)>,
+    /// When the runner last returned: the time from then to the next evaluation is the
+    /// strategy's own (choosing the next config).
+    last_return: Instant,
 }
 
 impl<'s, 'r> Evaluator<'s, 'r> {
@@ -180,6 +183,7 @@ impl<'s, 'r> Evaluator<'s, 'r> {
             evaluations: Vec::new(),
             stop: None,
             best: None,
+            last_return: Instant::now(),
         }
     }
 
@@ -202,8 +206,12 @@ impl<'s, 'r> Evaluator<'s, 'r> {
             self.stop = Some(Stop::Seconds);
             return None;
         }
-        match self.runner.evaluate(self.space, i) {
-            Ok(e) => {
+        let search_ms = self.last_return.elapsed().as_secs_f64() * 1e3;
+        let evaluated = self.runner.evaluate(self.space, i);
+        self.last_return = Instant::now();
+        match evaluated {
+            Ok(mut e) => {
+                e.search_ms = search_ms;
                 let c = cost(&e);
                 if c.is_finite() && self.best.is_none_or(|(_, b)| c < b) {
                     self.best = Some((i, c));
@@ -354,7 +362,8 @@ pub(crate) mod tests {
             let failed = p[0] == 3 && p[1] == 3;
             Ok(Evaluation {
                 index: i,
-                time_ms: (!failed).then_some(time),
+                score: (!failed).then_some(time),
+                search_ms: 0.0,
                 error: failed.then(|| "fault".to_string()),
                 cached: false,
                 entry: None,
@@ -439,7 +448,7 @@ pub(crate) mod tests {
         impl Runner for Slow {
             fn evaluate(&mut self, _: &SearchSpace, i: usize) -> Result<Evaluation> {
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                Ok(Evaluation { index: i, time_ms: Some(1.0), error: None, cached: false, entry: None })
+                Ok(Evaluation { index: i, score: Some(1.0), error: None, cached: false, entry: None, search_ms: 0.0 })
             }
         }
         let space = bowl_space();
@@ -457,7 +466,7 @@ pub(crate) mod tests {
                 if self.0 > 3 {
                     return Err(crate::Error::InvalidConfig { kernel: "cache".into(), reason: "disk full".into() });
                 }
-                Ok(Evaluation { index: i, time_ms: Some(1.0), error: None, cached: false, entry: None })
+                Ok(Evaluation { index: i, score: Some(1.0), error: None, cached: false, entry: None, search_ms: 0.0 })
             }
         }
         let space = bowl_space();

@@ -1,0 +1,304 @@
+//! The tuning database: the best config of each tuned problem, per device, distilled from
+//! tuner caches, and the lookup that answers "the best config for this problem on this
+//! device", falling back to the nearest tuned problem. `run` and `bench` take their default
+//! configs from it where it has an answer ([`crate::family::DynFamily::resolve`]).
+//!
+//! An entry is one line of JSON ([`DbEntry`]): the hardware fingerprint it was tuned on
+//! ([`Fingerprint`]: device name, multiprocessors, driver, kernel-image hash, the SM clock
+//! during the measurement), the family, backend, variant, problem and objective, and the
+//! best config as parameter values. The database the binary carries is
+//! `host/data/tuning-db.jsonl` (built with `dynsmem db build` from the committed H100
+//! sweeps); `--tuning-db FILE` and `DYNSMEM_TUNING_DB` (paths separated by `:`) add more,
+//! either database files or tuner caches, which are distilled as they are read.
+//!
+//! Lookup ([`TuningDb::lookup`]): entries of the same family, backend, variant and device
+//! name (and multiprocessor count where both know it), objective `time`; among them the
+//! problem nearest the asked one: problems must agree on every field that is not a number,
+//! and the distance is the largest |ln(asked / tuned)| over the numeric fields. A problem
+//! more than [`MAX_RATIO`] away on any field gets no answer (the heuristic default runs).
+//! The found config is then checked against the asked problem and the device's limits
+//! through the family's own search space ([`SearchSpace::build`], the tuner's validation);
+//! a config that does not fit tries the next nearest. Ties go to the same kernel image,
+//! then to the newest entry.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::cache::TuneCache;
+use super::objective::Objective;
+use super::space::SearchSpace;
+use super::{Target, Tunable};
+use crate::backend::BackendKind;
+use crate::error::{Error, Result};
+use crate::report::parse_jsonl_as;
+
+/// The database built into the binary (the committed per-device tables).
+pub const BUILT_IN: &str = include_str!("../../data/tuning-db.jsonl");
+
+/// How far (ratio on any numeric problem field) the nearest tuned problem may be.
+pub const MAX_RATIO: f64 = 2.0;
+
+/// What a tuned result was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub device: String,
+    pub backend: BackendKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiprocessors: Option<u32>,
+    pub driver: String,
+    pub image_hash: String,
+    /// Median SM clock during the best config's measurement, where an observer read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<f64>,
+}
+
+/// One tuned problem's best config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DbEntry {
+    pub fingerprint: Fingerprint,
+    pub family: String,
+    pub variant: String,
+    pub problem: serde_json::Value,
+    pub objective: String,
+    pub params: BTreeMap<String, u32>,
+    /// The objective's value of the best config, in its unit.
+    pub score: f64,
+    pub median_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tflops: Option<f64>,
+    /// Configs verified in the sweep the entry was distilled from.
+    pub verified_configs: usize,
+    pub commit: String,
+    pub unix_time: u64,
+}
+
+/// A set of entries.
+#[derive(Debug, Clone, Default)]
+pub struct TuningDb {
+    pub entries: Vec<DbEntry>,
+    /// Where the entries came from, for messages.
+    pub sources: Vec<String>,
+}
+
+/// A lookup's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub entry: DbEntry,
+    /// The config as the family's records carry it, for the asked problem.
+    pub config: serde_json::Value,
+    /// Largest |ln(asked / tuned)| over the problem's numeric fields (0: same problem).
+    pub distance: f64,
+}
+
+impl Answer {
+    /// One line saying where the config came from.
+    pub fn why(&self) -> String {
+        let e = &self.entry;
+        let fp = &e.fingerprint;
+        let nearest = if self.distance == 0.0 {
+            "this problem".to_string()
+        } else {
+            format!("nearest tuned problem {} (within {:.2}x)", super::canonical_json(&e.problem), self.distance.exp())
+        };
+        let clock = fp.sm_clock_mhz.map(|c| format!(", SM {c:.0} MHz")).unwrap_or_default();
+        format!(
+            "tuning database: {nearest}, best of {} configs by {} on {} (driver {}, image {}{clock}, commit {})",
+            e.verified_configs, e.objective, fp.device, fp.driver, fp.image_hash, e.commit
+        )
+    }
+}
+
+impl TuningDb {
+    /// The built-in database.
+    pub fn built_in() -> TuningDb {
+        let mut db = TuningDb::default();
+        db.add_text(BUILT_IN, "built-in").expect("the built-in tuning database parses");
+        db
+    }
+
+    /// The built-in database and every file of `paths` and of `DYNSMEM_TUNING_DB`.
+    pub fn load(paths: &[std::path::PathBuf]) -> Result<TuningDb> {
+        let mut db = TuningDb::built_in();
+        let env: Vec<std::path::PathBuf> =
+            std::env::var_os("DYNSMEM_TUNING_DB").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
+        for p in paths.iter().chain(&env) {
+            db.add_file(p)?;
+        }
+        Ok(db)
+    }
+
+    fn add_text(&mut self, text: &str, source: &str) -> Result<()> {
+        let (entries, _torn) = parse_jsonl_as::<DbEntry>(text.as_bytes(), Path::new(source))?;
+        self.entries.extend(entries);
+        self.sources.push(source.into());
+        Ok(())
+    }
+
+    /// Adds a database file, or distils a tuner cache (told apart by its lines: a cache
+    /// line has a `tune` object).
+    pub fn add_file(&mut self, path: &Path) -> Result<()> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.into(), source })?;
+        let is_cache = text.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| l.contains("\"tune\""));
+        if is_cache {
+            let cache = TuneCache::read(path)?;
+            self.entries.extend(distil(&cache, Objective::Time));
+            self.sources.push(path.display().to_string());
+            Ok(())
+        } else {
+            self.add_text(&text, &path.display().to_string())
+        }
+    }
+
+    /// The best config this database has for `tunable`'s problem on the device `target`
+    /// and `device` describe (see the module docs), checked against the problem.
+    pub fn lookup<T: Tunable + ?Sized>(&self, tunable: &T, target: &Target, device: &str) -> Option<Answer> {
+        let asked = serde_json::to_value(tunable.problem()).ok()?;
+        let mut candidates: Vec<(f64, &DbEntry)> = self
+            .entries
+            .iter()
+            .filter(|e| {
+                let fp = &e.fingerprint;
+                e.family == tunable.family()
+                    && fp.backend == target.backend
+                    && e.variant == target.variant.name()
+                    && fp.device == device
+                    && e.objective == Objective::Time.name()
+                    && (fp.multiprocessors.is_none()
+                        || target.limits.multiprocessors.is_none()
+                        || fp.multiprocessors == target.limits.multiprocessors)
+            })
+            .filter_map(|e| problem_distance(&asked, &e.problem).map(|d| (d, e)))
+            .filter(|(d, _)| *d <= MAX_RATIO.ln() + 1e-12)
+            .collect();
+        let newest_image =
+            candidates.iter().max_by_key(|(_, e)| e.unix_time).map(|(_, e)| e.fingerprint.image_hash.clone());
+        candidates.sort_by(|(da, a), (db, b)| {
+            da.total_cmp(db)
+                .then_with(|| {
+                    (Some(&b.fingerprint.image_hash) == newest_image.as_ref())
+                        .cmp(&(Some(&a.fingerprint.image_hash) == newest_image.as_ref()))
+                })
+                .then_with(|| b.unix_time.cmp(&a.unix_time))
+        });
+        candidates.into_iter().find_map(|(distance, e)| {
+            let point = fit_point(tunable, target, &e.params)?;
+            Some(Answer { entry: e.clone(), config: tunable.config_json(&point), distance })
+        })
+    }
+}
+
+/// The point of `params` if it is a valid config of `tunable`'s problem on `target`: the
+/// one-config search space of those values, built (and so checked) as the tuner does.
+fn fit_point<T: Tunable + ?Sized>(tunable: &T, target: &Target, params: &BTreeMap<String, u32>) -> Option<Vec<u32>> {
+    let names: Vec<&str> = tunable.params(target).iter().map(|p| p.name).collect();
+    if names.len() != params.len() || names.iter().any(|n| !params.contains_key(*n)) {
+        return None;
+    }
+    let overrides: Vec<(String, Vec<u32>)> = params.iter().map(|(k, v)| (k.clone(), vec![*v])).collect();
+    let space = SearchSpace::build(tunable, target, &overrides).ok()?;
+    space.points.first().cloned()
+}
+
+/// Largest |ln(a / b)| over the numeric fields of two problems; `None` when they differ
+/// in a field that is not a number, in their fields, or where one number is 0 and the
+/// other is not.
+pub fn problem_distance(a: &serde_json::Value, b: &serde_json::Value) -> Option<f64> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            if x.len() != y.len() {
+                return None;
+            }
+            x.iter().try_fold(0.0f64, |d, (k, v)| Some(d.max(problem_distance(v, y.get(k)?)?)))
+        }
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64()?, y.as_f64()?);
+            if x == y {
+                Some(0.0)
+            } else if x > 0.0 && y > 0.0 {
+                Some((x / y).ln().abs())
+            } else {
+                None
+            }
+        }
+        (x, y) => (x == y).then_some(0.0),
+    }
+}
+
+/// The database entries of a cache: for each sweep (group key) the config with the least
+/// `objective`, with its fingerprint.
+pub fn distil(cache: &TuneCache, objective: Objective) -> Vec<DbEntry> {
+    let mut out = Vec::new();
+    for (group, target, _) in cache.groups() {
+        let entries = cache.group_entries(&group);
+        let scored = entries.values().filter_map(|e| objective.value(&e.record).ok().map(|s| (s, *e)));
+        let verified = entries.values().filter(|e| e.time_ms().is_some()).count();
+        let Some((score, best)) =
+            scored.min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.tune.params.cmp(&b.1.tune.params)))
+        else {
+            continue;
+        };
+        let r = &best.record;
+        out.push(DbEntry {
+            fingerprint: Fingerprint {
+                device: group.device.clone(),
+                backend: group.backend,
+                multiprocessors: target.limits.multiprocessors,
+                driver: group.driver.clone(),
+                image_hash: group.image_hash.clone(),
+                sm_clock_mhz: r.observed.as_ref().and_then(|o| o.sm_clock_mhz).map(|s| s.median),
+            },
+            family: group.family.clone(),
+            variant: group.variant.clone(),
+            problem: r.problem.clone(),
+            objective: objective.name().into(),
+            params: best.tune.params.clone(),
+            score,
+            median_ms: r.median_ms.unwrap_or(f64::NAN),
+            gbps: r.gbps,
+            tflops: r.tflops,
+            verified_configs: verified,
+            commit: r.commit.clone(),
+            unix_time: r.unix_time,
+        });
+    }
+    out.sort_by(|a, b| {
+        (&a.fingerprint.device, &a.family, &a.variant, super::canonical_json(&a.problem)).cmp(&(
+            &b.fingerprint.device,
+            &b.family,
+            &b.variant,
+            super::canonical_json(&b.problem),
+        ))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn distance_is_the_largest_log_ratio_and_non_numbers_must_agree() {
+        let a = json!({"m": 4096, "n": 4096, "k": 1000, "kind": "f32"});
+        assert_eq!(problem_distance(&a, &a), Some(0.0));
+        let b = json!({"m": 2048, "n": 4096, "k": 1500, "kind": "f32"});
+        assert!((problem_distance(&a, &b).unwrap() - 2f64.ln()).abs() < 1e-12);
+        assert_eq!(problem_distance(&a, &json!({"m": 4096, "n": 4096, "k": 1000, "kind": "f16"})), None);
+        assert_eq!(problem_distance(&a, &json!({"m": 4096, "n": 4096, "k": 1000})), None);
+        assert_eq!(problem_distance(&json!({"r": 0}), &json!({"r": 1})), None);
+        assert_eq!(problem_distance(&json!({"r": 0}), &json!({"r": 0})), Some(0.0));
+    }
+
+    #[test]
+    fn the_built_in_database_parses() {
+        let db = TuningDb::built_in();
+        for e in &db.entries {
+            assert!(e.score.is_finite() && !e.params.is_empty(), "{e:?}");
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Kernel Tuner files of a sweep (`tune --kt PREFIX`), a Kernel Tuner cache or T4 file
+//! replayed by our strategies (`dynsmem replay-kt`), the top-k re-measurement's table, and
+//! the tuning database's commands (`dynsmem db build | list`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use dynsmem::host::backend::DeviceInfo;
+use dynsmem::host::rng::SplitMix64;
+use dynsmem::host::tune::cache::GroupKey;
+use dynsmem::host::tune::confirm::Confirmation;
+use dynsmem::host::tune::db::{self, TuningDb};
+use dynsmem::host::tune::kt::{self, Imported, ImportedRunner};
+use dynsmem::host::tune::{Budget, Objective, SearchSpace, Strategy, Target, TuneCache, t4};
+
+use super::emit;
+use crate::tune_cmd::write_file;
+
+/// `prefix` with `suffix` appended to its file name (`a/tune-x` -> `a/tune-x.t4.json`).
+pub fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
+    let mut s = prefix.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+pub fn write_json(path: &Path, v: &serde_json::Value) -> anyhow::Result<()> {
+    write_file(path, &serde_json::to_string_pretty(v)?)
+}
+
+/// Writes the sweep's Kernel Tuner cache, T4 metadata and best config beside the T4
+/// results (which the report wrote): `PREFIX.kt-cache.json`, `PREFIX.t4-metadata.json`,
+/// `PREFIX.best.json`.
+pub fn export(
+    prefix: &Path,
+    cache: &TuneCache,
+    group: &GroupKey,
+    space: &SearchSpace,
+    meta: &t4::Metadata,
+    info: &DeviceInfo,
+    objective: Objective,
+) -> anyhow::Result<()> {
+    let file = kt::cache_file(cache, group, space);
+    let missing = space.len() + space.filtered.len() - file.cache.len();
+    let path = with_suffix(prefix, ".kt-cache.json");
+    write_file(&path, &serde_json::to_string(&file)?)?;
+    say!(
+        "Kernel Tuner cache: {}{}",
+        path.display(),
+        if missing > 0 {
+            format!(" ({missing} configs of the space were not measured: Kernel Tuner's simulation needs them all)")
+        } else {
+            String::new()
+        }
+    );
+    let target =
+        Target { backend: info.backend, variant: space.target.variant, limits: info.limits, is_cpu: info.is_cpu };
+    let path = with_suffix(prefix, ".t4-metadata.json");
+    write_json(&path, &kt::metadata(meta, &target, &info.api, dynsmem::RUSTC))?;
+    say!("T4 metadata: {}", path.display());
+    if let Some(best) = kt::best(cache, group, objective) {
+        let path = with_suffix(prefix, ".best.json");
+        write_json(&path, &best)?;
+        say!("best config (for the simulation to reproduce): {}", path.display());
+    }
+    Ok(())
+}
+
+/// The top-k re-measurement's table and verdict.
+pub fn report_confirmation(space: &SearchSpace, c: &Confirmation) -> anyhow::Result<()> {
+    use dynsmem::host::report::{Table, TableStyle};
+    say!(
+        "top {} re-measured in {} interleaved rounds ({} in {}):",
+        c.configs.len(),
+        c.configs.first().map_or(0, |x| x.rounds.len()),
+        c.objective,
+        c.unit
+    );
+    let mut t = Table::new(&["sweep rank", "config", "sweep", "rounds' median", "95% CI", "error"]);
+    for x in &c.configs {
+        t.push(vec![
+            (x.sweep_rank + 1).to_string(),
+            space.describe(x.index),
+            format!("{:.5}", x.sweep_score),
+            format!("{:.5}", x.median),
+            x.ci95.map(|[a, b]| format!("{a:.5}-{b:.5}")).unwrap_or_default(),
+            x.error.clone().unwrap_or_default(),
+        ]);
+    }
+    say!("{}", t.render(TableStyle::Text).trim_end());
+    let best = c.best();
+    say!(
+        "confirmed best: {} ({}; the sweep's ranking of the top {} {}; {})",
+        space.describe(best.index),
+        if c.best_held {
+            "the sweep's best held".to_string()
+        } else {
+            format!("the sweep ranked it {}", best.sweep_rank + 1)
+        },
+        c.configs.len(),
+        if c.ranking_held { "held" } else { "did not hold" },
+        if c.separated {
+            "its interval is clear of the runner-up's"
+        } else {
+            "its interval overlaps the runner-up's: the two are not told apart"
+        }
+    );
+    Ok(())
+}
+
+/// `dynsmem replay-kt FILE`: our strategy over a Kernel Tuner cache or T4 file.
+pub fn replay_kt(
+    file: &Path,
+    objective: &str,
+    strategy: Strategy,
+    budget: Budget,
+    seed: u64,
+    repeats: usize,
+) -> anyhow::Result<()> {
+    let imported = Imported::read(file, objective)?;
+    let space = imported.space()?;
+    let (opt_point, optimum) = imported.optimum().context("the file has no valid measurement")?;
+    say!(
+        "{}: {} on {}: {} configs ({} filtered), objective {}; optimum {} at {:?}",
+        file.display(),
+        imported.kernel,
+        imported.device,
+        space.len(),
+        space.filtered.len(),
+        imported.objective,
+        optimum,
+        opt_point
+    );
+    if space.is_empty() {
+        bail!("no valid config to search");
+    }
+    let mut found_optimum = 0;
+    let mut fractions = Vec::new();
+    for r in 0..repeats.max(1) {
+        let mut runner = ImportedRunner { imported: &imported, answered: 0 };
+        let mut rng = SplitMix64::new(seed + r as u64);
+        let result = strategy.search(&space, &mut runner, budget, &mut rng);
+        let best = result.best().and_then(|b| b.score.map(|s| (b.index, s)));
+        if let Some((i, s)) = best {
+            found_optimum += usize::from(s <= optimum);
+            fractions.push(optimum / s);
+            say!(
+                "  run {}: {} evaluations, best {} at {} ({:.1}% of the optimum's performance)",
+                r + 1,
+                result.evaluations.len(),
+                s,
+                space.describe(i),
+                100.0 * optimum / s
+            );
+        } else {
+            say!("  run {}: {} evaluations, nothing valid found", r + 1, result.evaluations.len());
+        }
+    }
+    say!(
+        "{}: found the optimum in {found_optimum} of {} runs; mean fraction of the optimum {:.3}",
+        strategy.name(),
+        repeats.max(1),
+        fractions.iter().sum::<f64>() / fractions.len().max(1) as f64
+    );
+    Ok(())
+}
+
+/// `dynsmem db build`: distils caches into a database file (one entry per sweep).
+pub fn db_build(inputs: &[PathBuf], out: &Path, objective: Objective) -> anyhow::Result<()> {
+    let mut entries = Vec::new();
+    for p in inputs {
+        let cache = TuneCache::read(p).with_context(|| format!("reading {}", p.display()))?;
+        let got = db::distil(&cache, objective);
+        say!("{}: {} sweeps", p.display(), got.len());
+        entries.extend(got);
+    }
+    let text: String = entries.iter().map(|e| serde_json::to_string(e).map(|l| l + "\n")).collect::<Result<_, _>>()?;
+    write_file(out, &text)?;
+    say!("{}: {} entries", out.display(), entries.len());
+    Ok(())
+}
+
+/// `dynsmem db list`: the entries of the database `run` and `bench` would read.
+pub fn db_list(files: &[PathBuf], family: Option<&str>) -> anyhow::Result<()> {
+    use dynsmem::host::report::{Table, TableStyle};
+    let db = TuningDb::load(files)?;
+    say!("tuning database: {}", db.sources.join(", "));
+    let mut t =
+        Table::new(&["family", "device", "backend", "variant", "problem", "objective", "config", "median ms", "image"]);
+    for e in db.entries.iter().filter(|e| family.is_none_or(|f| f == e.family)) {
+        t.push(vec![
+            e.family.clone(),
+            e.fingerprint.device.clone(),
+            e.fingerprint.backend.to_string(),
+            e.variant.clone(),
+            dynsmem::host::tune::canonical_json(&e.problem),
+            e.objective.clone(),
+            e.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+            format!("{:.4}", e.median_ms),
+            e.fingerprint.image_hash.clone(),
+        ]);
+    }
+    say!("{}", t.render(TableStyle::Text).trim_end());
+    Ok(())
+}
