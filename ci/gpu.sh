@@ -23,10 +23,11 @@
 #               shards in two concurrent workers on the one GPU (`--devices 0,0`), merged; the
 #               two caches compared (ci/compare_caches.py) -> shards.txt, shards.tgz (caches, logs)
 #   tunedb      tuner sweeps with the NVML observer (clocks, power, temperature, energy): SGEMM
-#               4096^3 by time then by energy (same measurements), SGEMM 2048^3, reduce at 2^26
-#               and 2^28, softmax; each with its Kernel Tuner files and top-3 re-measurement;
-#               then a tuning database from them, and `run` taking defaults from it at tuned
-#               and untuned shapes (beside the heuristic) -> tunedb/ (packed: tunedb.tgz)
+#               4096^3 by time then by energy (same measurements), SGEMM 2048^3, reduce at 2^28,
+#               softmax; each with its Kernel Tuner files and top-3 re-measurement -> tunedb/
+#               (packed: tunedb.tgz); `dynsmem db build` turns its caches into host/data/tuning-db.jsonl
+#   db-runs     `run` at tuned and untuned shapes, defaults from the built-in tuning database
+#               beside the heuristic's -> db-runs.jsonl, db-runs.txt
 set -uo pipefail
 OUT=${OUT:-/tmp/dynsmem-out}
 mkdir -p "$OUT"
@@ -59,25 +60,25 @@ for step in "$@"; do
         echo "wall time: $(( $(date +%s) - start )) s" >> "$d/$name.txt"
         grep -E "^(space|exhaustive|best|confirmed|wall)" "$d/$name.txt"
       }
-      sweep sgemm-4096 sgemm --m 4096 --n 4096 --k 4096 --energy-ms 200
+      sweep sgemm-4096 sgemm --m 4096 --n 4096 --k 4096 --energy-ms 100
       # The same space and measurements ranked by energy (answered from the cache), and its
       # top 3 re-measured for energy.
       cp "$d/sgemm-4096.jsonl" "$d/sgemm-4096-energy.jsonl"
-      sweep sgemm-4096-energy sgemm --m 4096 --n 4096 --k 4096 --energy-ms 200 --objective energy
+      sweep sgemm-4096-energy sgemm --m 4096 --n 4096 --k 4096 --energy-ms 100 --objective energy
       sweep sgemm-2048 sgemm --m 2048 --n 2048 --k 2048
-      sweep reduce-2p26 reduce --n 67108864
       sweep reduce-2p28 reduce --n 268435456 --energy-ms 200
       sweep softmax softmax
-      $B db build "$d"/sgemm-4096.jsonl "$d"/sgemm-2048.jsonl "$d"/reduce-2p26.jsonl "$d"/reduce-2p28.jsonl \
-        "$d"/softmax.jsonl --out "$d/db.jsonl" 2>&1 | tee "$d/db.txt"
+      tar czf "$OUT/tunedb.tgz" -C "$OUT" tunedb
+      ;;
+    db-runs)
       for args in "sgemm --m 4096 --n 4096 --k 4096" "sgemm --m 3000 --n 3000 --k 3000" \
                   "sgemm --m 2500 --n 1800 --k 2222" "reduce --n 100000000" "reduce --n 268435456" "softmax"; do
-        for db in "--tuning-db $d/db.jsonl" "--no-tuning-db"; do
+        for db in "" "--no-tuning-db"; do
           # shellcheck disable=SC2086
-          $B run $args $db --json "$d/runs.jsonl" 2>&1 | grep -E "^(config|kernel|time|observed|anchor|verified)" | tee -a "$d/runs.txt" || status=1
+          $B run $args $db --json "$OUT/db-runs.jsonl" 2>&1 \
+            | grep -E "^(config|kernel|time|observed|anchor|verified)" | tee -a "$OUT/db-runs.txt" || status=1
         done
       done
-      tar czf "$OUT/tunedb.tgz" -C "$OUT" tunedb
       ;;
     devices)
       { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; $B devices; } 2>&1 | tee "$OUT/devices.txt"
