@@ -55,6 +55,15 @@ def main(a_path, b_path):
     if ra and rb:
         print(f"best equal: {ra[0] == rb[0]}; A's best is #{rb.index(ra[0]) + 1} in B "
               f"({time(b[ra[0]]):.4f} ms), B's best is #{ra.index(rb[0]) + 1} in A ({time(a[rb[0]]):.4f} ms)")
+        ci = a[ra[0]].get("median_ci95_ms")
+        if ci:
+            tb = time(a[rb[0]])
+            print(f"A's best's 95% interval of the median: [{ci[0]:.4f}, {ci[1]:.4f}] ms; B's best as A measured it: "
+                  f"{tb:.4f} ms, {'inside' if tb <= ci[1] else 'outside'} it (the two are "
+                  f"{'not told apart' if tb <= ci[1] else 'told apart'} by A's runs)")
+        for name, c in (("A", a), ("B", b)):
+            gpus = sorted({(e["tune"].get("worker") or {}).get("gpu") or e.get("device") for e in c.values()})
+            print(f"{name} measured on: {', '.join(str(g) for g in gpus)}")
         for i in range(min(5, len(ra))):
             print(f"  A #{i + 1} {show(ra[i])} {time(a[ra[i]]):.4f} ms | B #{i + 1} {show(rb[i])} {time(b[rb[i]]):.4f} ms")
         ratios = sorted(time(b[k]) / time(a[k]) for k in set(ra) & set(rb))

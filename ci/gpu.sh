@@ -248,7 +248,8 @@ for step in "$@"; do
       d=$(mktemp -d)
       for m in ${SHARD_SIZES:-1024 4096}; do
         for how in one two; do
-          extra=(); [ "$how" = two ] && extra=(--devices 0,0)
+          # SHARD_DEVICES=0,1 on a host with two GPUs (default: two workers on GPU 0).
+          extra=(); [ "$how" = two ] && extra=(--devices "${SHARD_DEVICES:-0,0}")
           t0=$(date +%s.%N)
           $B tune sgemm --m "$m" --backend cuda --cache "$d/$m-$how.jsonl" --quiet "${extra[@]}" > "$d/$m-$how.txt" 2>&1 || status=1
           echo "sgemm $m^3 $how process(es): wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}') s" | tee -a "$d/summary.txt"
