@@ -341,7 +341,7 @@ pub struct TuneCommon {
 #[derive(clap::Args, Clone)]
 #[command(next_help_heading = "Sharded sweeps")]
 pub struct ShardArgs {
-    /// Run shard I of N of the sweep (exhaustive/random: every Nth config of the filtered space;
+    /// Run shard I of N of the sweep (exhaustive/random: a 1/N part of the filtered space, dealt in a fixed order;
     /// anneal/hill-climb: an independent walk, seed + I - 1), into its own cache
     /// `<cache stem>.shard-I-of-N.jsonl`; `dynsmem merge` joins the shards' caches.
     #[arg(long, value_name = "I/N")]

@@ -2,11 +2,13 @@
 //! array) share one sweep, each writing its own cache, and [`merge`] joins their caches.
 //!
 //! What a shard runs depends on the strategy:
-//! - `exhaustive` and `random` **partition** the space. Shard `I/N` takes the configs at
-//!   positions `I-1, I-1+N, I-1+2N, ...` of the filtered space (interleaved, so that
-//!   neighbouring configs, which cost about the same, spread over the shards). The N
-//!   shards cover the space exactly once. `random` samples without replacement inside its
-//!   part.
+//! - `exhaustive` and `random` **partition** the space. The filtered space's positions are
+//!   dealt in one fixed pseudo-random order ([`dealt_order`], the same in every process),
+//!   and shard `I/N` takes the `I-1`th, `I-1+N`th, ... of that order. Dealing by position
+//!   instead would give a shard every config with one value of the last parameter
+//!   (neighbouring positions differ in it), and with it a share of the work far from 1/N.
+//!   The N shards cover the space exactly once; each runs its part in the space's order.
+//!   `random` samples without replacement inside its part.
 //! - `anneal` and `hill-climb` walk neighbourhoods, which a partition would cut. Each
 //!   shard walks the **whole** space as an independent restart, seeded `seed + I - 1`.
 //!   Two shards can measure the same config; the merge keeps the first line of each.
@@ -34,6 +36,14 @@ pub struct Shard {
     pub count: u32,
 }
 
+/// The positions `0..len` in the order a partitioned sweep deals them to its shards: a
+/// Fisher-Yates shuffle with a fixed seed, so every process of a sweep computes the same.
+pub fn dealt_order(len: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..len).collect();
+    super::strategies::shuffle(&mut order, &mut crate::rng::SplitMix64::new(0x5348_4152_4453));
+    order
+}
+
 impl Shard {
     /// The whole sweep, as one shard.
     pub const WHOLE: Shard = Shard { index: 1, count: 1 };
@@ -59,7 +69,11 @@ impl Shard {
             return space.subset(|_| true);
         }
         let (n, i) = (self.count as usize, self.index as usize - 1);
-        space.subset(|k| k % n == i)
+        let mut mine = vec![false; space.len()];
+        for (k, &position) in dealt_order(space.len()).iter().enumerate() {
+            mine[position] = k % n == i;
+        }
+        space.subset(|k| mine[k])
     }
 
     /// This shard's part of `budget`.
@@ -241,6 +255,14 @@ mod tests {
             all.sort();
             assert_eq!(seen, all, "{n} shards");
         }
+        // Each of two shards gets about half of each value of the last parameter. In the rows
+        // x >= 8 nothing is filtered, so dealing by position would give one shard every even y.
+        let space = space.subset(|k| space.points[k][0] >= 8);
+        let last = space.params.len() - 1;
+        let even = |part: &SearchSpace| part.points.iter().filter(|p| p[last] % 2 == 0).count() as f64;
+        let (a, b) = (Shard { index: 1, count: 2 }, Shard { index: 2, count: 2 });
+        let (ea, eb) = (even(&a.space(&space, Strategy::Exhaustive)), even(&b.space(&space, Strategy::Exhaustive)));
+        assert!((ea / (ea + eb) - 0.5).abs() < 0.1, "{ea} and {eb} configs with an even last value");
         // Neighbourhood strategies walk the whole space in every shard.
         let s = Shard { index: 2, count: 3 };
         assert_eq!(s.space(&space, Strategy::Anneal).points, space.points);
