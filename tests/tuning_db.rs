@@ -44,12 +44,12 @@ fn run_takes_its_default_from_the_database_for_the_tuned_problem_and_its_neighbo
     let (config, origin) = chosen(&run("8192", &["--config-only"]));
     assert!(origin.starts_with("tuning database: this problem"), "{origin}");
     assert!(matches_best(&config), "{config} is not the database's {best}");
-    // A problem within 2x on n: the nearest tuned problem.
-    let (config, origin) = chosen(&run("12000", &["--config-only"]));
+    // A problem within 1.5x on n: the nearest tuned problem.
+    let (config, origin) = chosen(&run("11000", &["--config-only"]));
     assert!(origin.contains("nearest tuned problem"), "{origin}");
     assert!(matches_best(&config), "{config} is not the database's {best}");
-    // Past 2x: the heuristic, saying why.
-    let (_, origin) = chosen(&run("65536", &["--config-only"]));
+    // Past 1.5x: the heuristic, saying why.
+    let (_, origin) = chosen(&run("13000", &["--config-only"]));
     assert!(origin.starts_with("heuristic default: no tuned reduce problem"), "{origin}");
     // Without the database: the heuristic.
     let (_, origin) = chosen(&run("8192", &["--config-only", "--no-tuning-db"]));

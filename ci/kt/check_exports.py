@@ -19,7 +19,10 @@ and only reports whether that best agrees (informational); builds
 autotuning_methodology's SearchspaceStatistics with its default time keys and computes the
 optimum, the mean time per function evaluation, the cutoff budget and the calculated
 random-search baseline; and (unless --no-experiment) runs a small full
-autotuning_methodology experiment (KT random_sample, simulated on the cache) in a temp dir.
+autotuning_methodology experiment (KT random_sample, simulated on the cache) in a temp dir,
+when it can be meaningful (see experiment_plan: KT's replay must be able to spend AM's time
+budget); otherwise it says "experiment skipped: <reason>" and runs it with the time keys that
+KT's simulation replays instead, where that one can be meaningful.
 Prints per sweep an "ok"/"FAIL" line and, on success, an "info" line (the mean-objective
 best); exits 1 if any sweep fails, 2 on a usage or install problem.
 Tested with kernel_tuner==1.5.0, autotuning_methodology==1.1.0.
@@ -45,6 +48,12 @@ REL = 1e-9
 # NAME.best.json "objective": a float field of every correct KT-cache entry, minimised
 OBJECTIVES = {"time_median": "ms", "energy": "J", "edp": "J*s", "time": "ms"}
 EXTRA_KEYS = ("time_median", "energy", "edp")  # entry keys beyond KT's own "time"
+# The T4 time keys that a KT 1.5 simulated run accrues per config: runners/simulation.py charges
+# compile_time + verification_time + benchmark_time to its time limit, and overwrites
+# framework_time and strategy_time with its own (sub-ms) simulation overhead; AM's
+# cumulative_time_taken then sums compilation + runtimes + framework + search_algorithm + validation.
+REPLAY_KEYS = ["compilation", "runtimes", "validation"]
+CUTOFF_MARGIN = 0.1  # AM experiments.calculate_budget: group.get("cutoff_margin", 0.1)
 
 
 class CheckError(Exception):
@@ -90,6 +99,13 @@ def quiet():
         except Exception as e:
             tail = buf.getvalue().strip().splitlines()[-5:]
             raise CheckError(f"{type(e).__name__}: {e}" + (f" [output: {' | '.join(tail)}]" if tail else "")) from e
+
+
+def am_statistics_settings():
+    import autotuning_methodology
+
+    path = Path(autotuning_methodology.__file__).parent / "experiments_defaults.json"
+    return json.loads(path.read_text(encoding="utf-8"))["statistics_settings"]
 
 
 def default_time_keys():
@@ -288,7 +304,9 @@ def am_statistics(t4_path, name, kt_best_time):
                                   full_search_space_file_path=t4_path, full_validate=True)
         opt = float(s.total_performance_absolute_optimum())
         per_feval = float(s.get_time_per_feval("mean_per_feval"))
-        f_start, f_end, t_start, t_end = s.cutoff_point_fevals_time_start_end(0.01, 0.95)  # AM's defaults
+        ss = am_statistics_settings()
+        f_start, f_end, t_start, t_end = s.cutoff_point_fevals_time_start_end(ss["cutoff_percentile_start"],
+                                                                              ss["cutoff_percentile"])
         base = RandomSearchCalculatedBaseline(s)  # time_per_feval_operator="mean_per_feval"
         fevals = np.array([1, 10, 100])
         curve_f = base.get_curve_over_fevals(fevals)
@@ -301,7 +319,53 @@ def am_statistics(t4_path, name, kt_best_time):
                 base10=float(curve_f[1]))
 
 
-def am_experiment(t4_path, cache_path, c, work, repeats=3):
+def experiment_plan(t4, t4_path, keys):
+    """Whether a full AM experiment with objective_time_keys `keys` can be meaningful, by AM's
+    and KT's own arithmetic; returns (ok, the numbers as text).
+
+    AM runs KT random_sample (fraction 1.0: the time budget, not KT's default 10% sample, ends
+    a run) with time_limit T = cutoff_fevals x median total time (over `keys`) x 1.1, and keeps
+    only the results whose cumulative time (as the replay accrues it: REPLAY_KEYS, see
+    there) lies in [t_start, T]; it needs >= 2 valid ones there (else "Could not find enough
+    results ... in 20 attempts"). Criterion:
+      (1) >= 2 correct configs;
+      (2) replaying the whole space accrues >= T: a run can spend its budget (sampling without
+          replacement, it cannot accrue more);
+      (3) the window T - t_start holds >= 2 evaluations at the correct configs' median replay cost."""
+    from autotuning_methodology.searchspace_statistics import SearchspaceStatistics
+
+    ss = am_statistics_settings()
+    with quiet():
+        s = SearchspaceStatistics(application_name="plan", device_name="device", minimization=True,
+                                  objective_time_keys=keys, objective_performance_keys=["time"],
+                                  full_search_space_file_path=t4_path, full_validate=False)
+        f_start, f_end, t_start, t_end = s.cutoff_point_fevals_time_start_end(ss["cutoff_percentile_start"],
+                                                                              ss["cutoff_percentile"])
+    unit = {"ms": 1e-3, "milliseconds": 1e-3, "microseconds": 1e-6, "ns": 1e-9, "nanoseconds": 1e-9}.get(
+        t4["metadata"]["timeunit"], 1.0)
+    res = t4["results"]
+    replay = [unit * (r["times"]["compilation"] + sum(r["times"]["runtimes"]) + r["times"]["validation"]) for r in res]
+    full = [unit * sum(sum(v) if isinstance(v, list) else v for k, v in r["times"].items()
+                       if k in default_time_keys()) for r in res]
+    good = [x for x, r in zip(replay, res) if r["invalidity"] == "correct"]
+    budget = t_end * (1 + CUTOFF_MARGIN)
+    t_start = t_start if ss["cutoff_percentile_start"] > 0 else 0.0
+    whole, med = sum(replay), (statistics.median(good) if good else math.inf)
+    text = (f"time keys {'+'.join(keys)}: AM cutoff {f_start}->{f_end} fevals, window [{t_start:.4g}, {budget:.4g}] s; "
+            f"KT's replay accrues {'+'.join(REPLAY_KEYS)}, median {med * 1e3:.4g} ms per correct config "
+            f"({sum(replay) / max(sum(full), 1e-300):.1%} of the T4 total time), {whole:.4g} s for the whole space "
+            f"(= {whole / budget:.1%} of the budget); {len(good)} correct configs")
+    if not float(f_end).is_integer():
+        text += (f"; NOTE AM 1.1.0 cutoff_point_fevals_time_start_end took the cutoff end from cutoff_point(1.0)[0], "
+                 f"the optimum's value {f_end:.6g}, not its fevals (it does when end - start < 2)")
+    why = ([f"{len(good)} < 2 correct configs"] if len(good) < 2 else []) + (
+        [f"replaying the whole space accrues {whole:.4g} s < budget {budget:.4g} s: the random search runs out of "
+         f"configs at {whole / budget:.1%} of the budget"] if whole < budget else []) + (
+        [f"window {budget - t_start:.4g} s < 2 x median replay cost {med:.4g} s"] if budget - t_start < 2 * med else [])
+    return not why, "; ".join(why + [text]) if why else text
+
+
+def am_experiment(t4_path, cache_path, c, work, time_keys=None, repeats=3):
     """A full autotuning_methodology experiment: KT random_sample simulated on our cache,
     with our T4 file as the full search space. AM finds the KT cache by deleting "_T4" from
     the T4 path, hence the copies named APP_GPU_T4.json / APP_GPU.json."""
@@ -330,9 +394,14 @@ def am_experiment(t4_path, cache_path, c, work, repeats=3):
                "stochastic": True, "repeats": repeats, "samples": 1, "minimum_fraction_of_budget_valid": 0.1,
                "minimum_number_of_valid_search_iterations": 2, "ignore_cache": True},
            "search_strategies": [{"name": "random_sample", "search_method": "random_sample", "display_name": "Random",
-                                  "autotuner": "KernelTuner"}],
+                                  "autotuner": "KernelTuner",
+                                  # KT's default fraction 0.1 would end each run after 10% of the space,
+                                  # whatever the time budget (AM passes only time_limit)
+                                  "search_method_hyperparameters": [{"name": "fraction", "value": 1.0}]}],
            "statistics_settings": dict(defaults["statistics_settings"]),  # cutoff_type "time", time keys ["all"]
            "visualization_settings": defaults["visualization_settings"]}
+    if time_keys is not None:
+        exp["statistics_settings"]["objective_time_keys"] = time_keys
     (work / "experiment.json").write_text(json.dumps(exp, indent=1))
     with quiet():
         _, groups, _, rds = execute_experiment(str(work / "experiment.json"))
@@ -392,10 +461,23 @@ def check_sweep(d, name, work, experiment):
            f"{st['opt']:.6g} ms, mean time/feval {st['per_feval']:.4g} s, cutoff {st['cutoff_fevals']} fevals/"
            f"{st['cutoff_s']:.3g} s, random-search baseline @10 fevals {st['base10']:.6g} ms")
     if experiment:
-        exp_dir = work / "am"
-        exp_dir.mkdir()
-        msg += (f"; AM experiment (objective time, KT random_sample x3, budget "
-                f"{am_experiment(t4_path, cache_path, c, exp_dir)}) ok")
+        ok, plan = experiment_plan(t4, t4_path, st["keys"])
+        if ok:
+            exp_dir = work / "am"
+            exp_dir.mkdir()
+            msg += (f"; AM experiment (objective time, KT random_sample x3, budget "
+                    f"{am_experiment(t4_path, cache_path, c, exp_dir)}) ok\n  info {name}: experiment plan: {plan}")
+        else:
+            msg += f"\n  experiment skipped: {plan}"
+            ok2, plan2 = experiment_plan(t4, t4_path, REPLAY_KEYS)
+            if ok2:
+                exp_dir = work / "am-replay-keys"
+                exp_dir.mkdir()
+                msg += (f"\n  instead, AM experiment with time keys {'+'.join(REPLAY_KEYS)} (what KT's simulation "
+                        f"replays; objective time, KT random_sample x3, budget "
+                        f"{am_experiment(t4_path, cache_path, c, exp_dir, REPLAY_KEYS)}) ok: {plan2}")
+            else:
+                msg += f"\n  experiment with time keys {'+'.join(REPLAY_KEYS)} skipped too: {plan2}"
     return msg + "\n" + info
 
 
