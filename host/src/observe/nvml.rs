@@ -1,7 +1,8 @@
 //! NVML (NVIDIA's management library, `libnvidia-ml.so`, loaded at run time through
 //! `nvml-wrapper`): clocks, power, temperature, throttle reasons and the energy counter of
 //! one GPU, found by the UUID the CUDA driver gives it (so it is the GPU the backend runs
-//! on, whatever `CUDA_VISIBLE_DEVICES` renumbered).
+//! on, whatever `CUDA_VISIBLE_DEVICES` renumbered), or by the PCI bus id Vulkan gives an
+//! NVIDIA adapter (the WGSL backend).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,25 @@ impl NvmlObserver {
             .device_by_uuid(uuid)
             .and_then(|d| d.index())
             .map_err(|e| format!("NVML has no GPU with UUID {uuid}: {e}"))?;
+        Ok(NvmlObserver { nvml, index, lock_state: Mutex::new(None), holds_lock: AtomicBool::new(false) })
+    }
+}
+
+impl NvmlObserver {
+    /// The observer of the GPU at PCI bus id `bus_id` (as Vulkan reports it, e.g.
+    /// `0000:19:00.0`); with an empty id, the only NVIDIA GPU when there is one.
+    pub fn for_pci_bus_id(bus_id: &str) -> Result<NvmlObserver, String> {
+        let nvml = Nvml::init().map_err(|e| format!("NVML: {e}"))?;
+        let index = if bus_id.is_empty() {
+            match nvml.device_count().map_err(|e| format!("NVML: {e}"))? {
+                1 => 0,
+                n => return Err(format!("no PCI bus id to tell {n} NVIDIA GPUs apart")),
+            }
+        } else {
+            nvml.device_by_pci_bus_id(bus_id)
+                .and_then(|d| d.index())
+                .map_err(|e| format!("NVML has no GPU at PCI bus id {bus_id}: {e}"))?
+        };
         Ok(NvmlObserver { nvml, index, lock_state: Mutex::new(None), holds_lock: AtomicBool::new(false) })
     }
 }

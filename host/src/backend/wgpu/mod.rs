@@ -97,6 +97,12 @@ pub struct WgpuBackend {
     /// Milliseconds spent creating shader modules and pipelines so far (cache hits cost
     /// nothing): the tuner reads it around each config to report pipeline creation apart.
     pipeline_ms: Cell<f64>,
+    /// The adapter's PCI bus id and vendor, for NVML on an NVIDIA adapter.
+    pci_bus_id: String,
+    vendor: u32,
+    /// NVML for this adapter's GPU, opened at the first measurement (`None` inside: not an
+    /// NVIDIA GPU, or no NVML).
+    observer: std::cell::OnceCell<Option<Box<crate::observe::nvml::NvmlObserver>>>,
 }
 
 fn source_hash(source: &str) -> u64 {
@@ -231,6 +237,9 @@ impl WgpuBackend {
             uncaptured,
             runtime_checks,
             pipeline_ms: Cell::new(0.0),
+            pci_bus_id: ainfo.device_pci_bus_id.clone(),
+            vendor: ainfo.vendor,
+            observer: std::cell::OnceCell::new(),
         })
     }
 
@@ -417,6 +426,16 @@ impl Backend for WgpuBackend {
 
     fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    fn observer(&self) -> Option<&dyn crate::observe::Observer> {
+        const NVIDIA: u32 = 0x10de;
+        let nvml = self.observer.get_or_init(|| {
+            (self.vendor == NVIDIA)
+                .then(|| crate::observe::nvml::NvmlObserver::for_pci_bus_id(&self.pci_bus_id).ok().map(Box::new))
+                .flatten()
+        });
+        nvml.as_deref().map(|o| o as &dyn crate::observe::Observer)
     }
 
     fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<Self::Raw, T>> {
