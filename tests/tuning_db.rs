@@ -65,3 +65,55 @@ fn run_takes_its_default_from_the_database_for_the_tuned_problem_and_its_neighbo
     assert!(rec["median_ci95_ms"].as_array().is_some_and(|a| a.len() == 2), "{rec}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// In the bench, the case that runs the family's default config takes the database's config
+/// for its problem; a case that picks its own kernel on purpose (reduce's staged case) keeps
+/// its config.
+#[test]
+fn the_bench_takes_the_database_config_only_for_its_default_cases() {
+    use dynsmem::host::backend::Backend;
+    use dynsmem::host::backend::cpu::CpuBackend;
+    use dynsmem::host::families::{FAMILIES, Variant};
+    use dynsmem::host::family::{Erase, Sizes, find};
+    use dynsmem::host::tune::db::{DbEntry, Fingerprint, TuningDb};
+
+    let cpu = CpuBackend::new();
+    let sizes = Sizes::cpu_backend();
+    let reduce = find(FAMILIES, "reduce").unwrap();
+    let own = reduce.bench_cases(cpu.erase(), Variant::LaunchSized, &sizes, None);
+    let problem = own[0].problem.clone();
+    let params = [("block".to_string(), 8u32), ("ipt".to_string(), 4), ("staged".to_string(), 0)];
+    let entry = DbEntry {
+        fingerprint: Fingerprint {
+            device: cpu.info().name.clone(),
+            backend: cpu.info().backend,
+            multiprocessors: cpu.info().limits.multiprocessors,
+            driver: cpu.info().driver.clone(),
+            image_hash: "test".into(),
+            sm_clock_mhz: None,
+        },
+        family: "reduce".into(),
+        variant: "launch-sized".into(),
+        problem: problem.clone(),
+        objective: "time".into(),
+        params: params.into_iter().collect(),
+        score: 1.0,
+        median_ms: 1.0,
+        gbps: None,
+        tflops: None,
+        verified_configs: 1,
+        commit: "test".into(),
+        unix_time: 0,
+    };
+    let db = TuningDb { entries: vec![entry], sources: vec!["test".into()] };
+    let with_db = reduce.bench_cases(cpu.erase(), Variant::LaunchSized, &sizes, Some(&db));
+    assert_eq!(with_db.len(), own.len());
+    let db_config = serde_json::json!({"block": 8, "items_per_thread": 4, "staged": false});
+    assert_eq!(with_db[0].config, db_config, "the default case takes the database's config");
+    assert!(with_db[0].origin.starts_with("tuning database: this problem"), "{}", with_db[0].origin);
+    for (a, b) in own.iter().zip(&with_db).skip(1) {
+        assert_eq!(a.config, b.config, "a case with its own config keeps it");
+        assert!(b.origin.contains("own config"), "{}", b.origin);
+    }
+    assert!(own[1..].iter().any(|c| c.config["staged"] == true), "reduce's bench has its staged case");
+}

@@ -279,9 +279,9 @@ pub trait DynFamily: Sync {
         sizes: &Sizes,
         db: Option<&TuningDb>,
     ) -> Result<Resolved>;
-    /// The bench's cases on `backend`, per variant: each config from `db` where it has an
-    /// answer for the case's problem on this device, else the case's own; fitted to the
-    /// variant.
+    /// The bench's cases on `backend`, per variant, each config fitted to the variant. A case
+    /// that runs the family's default config takes `db`'s where it has an answer for the
+    /// case's problem on this device; a case that picks its own config keeps it.
     fn bench_cases(
         &self,
         backend: AnyBackend<'_>,
@@ -386,10 +386,15 @@ impl<F: Family> DynFamily for Entry<F> {
         db: Option<&TuningDb>,
     ) -> Vec<Resolved> {
         with_backend!(backend, b => {
+            // Only a case that runs the family's default config takes the database's: the
+            // others choose their kernel on purpose (reduce's staged case shows memory past
+            // 48 KB, transpose's unpadded case the bank conflicts).
             let cases = F::bench_cases(b, sizes).into_iter().map(|c| {
-                match db.and_then(|db| from_db::<F, _>(db, b, variant, &c.problem)) {
+                let is_default = c.config == F::default_config(b, &c.problem);
+                match db.filter(|_| is_default).and_then(|db| from_db::<F, _>(db, b, variant, &c.problem)) {
                     Some((config, why)) => (BenchCase { problem: c.problem, config }, why),
-                    None => (c, "bench case's own config".to_string()),
+                    None if is_default => (c, heuristic::<F, _>(db, b)),
+                    None => (c, "the bench case's own config (it picks its kernel)".to_string()),
                 }
             });
             fitted(b, variant, cases)
