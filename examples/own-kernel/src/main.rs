@@ -197,10 +197,14 @@ fn tune_and_export<B: TuneBackend>(
     std::fs::write(t4_path, serde_json::to_string_pretty(&doc)?)?;
     let back: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t4_path)?)?;
     let results = back["results"].as_array().map_or(0, Vec::len);
-    if back["schema_version"] != t4::SCHEMA_VERSION || results != space.len() + space.filtered.len() {
+    let filtered = back["metadata"]["filtered"].as_array().map_or(0, Vec::len);
+    if back["schema_version"] != t4::SCHEMA_VERSION || results != space.len() || filtered != space.filtered.len() {
         return Err(format!("the T4 export {} does not read back: {results} results", t4_path.display()).into());
     }
-    println!("{tag}: T4 export of {results} results written and read back ({})", t4_path.display());
+    println!(
+        "{tag}: T4 export of {results} results and {filtered} filtered configs written and read back ({})",
+        t4_path.display()
+    );
     Ok(())
 }
 
