@@ -277,7 +277,7 @@ fn sweep<B: TuneBackend>(
         });
     }
     let result = search(&space, &mut runner, opts, shard);
-    let (measured, from_cache) = (runner.measured, runner.from_cache);
+    let (measured, from_cache, group) = (runner.measured, runner.from_cache, runner.group().clone());
     say!(
         "{}: {} evaluations ({measured} measured now, {from_cache} from the cache {}), {} failed; {} in {:.1} s",
         result.strategy,
@@ -321,13 +321,14 @@ fn sweep<B: TuneBackend>(
             )?;
             crate::kt_cmd::report_confirmation(&space, &c)?;
             if let Some(prefix) = opts.outputs.kt {
-                crate::kt_cmd::write_json(&prefix.with_extension("confirm.json"), &serde_json::to_value(&c)?)?;
+                crate::kt_cmd::write_json(
+                    &crate::kt_cmd::with_suffix(prefix, ".confirm.json"),
+                    &serde_json::to_value(&c)?,
+                )?;
             }
         }
     }
     if let Some(prefix) = opts.outputs.kt {
-        let cache = TuneCache::read(path)?;
-        let group = dynsmem::host::tune::runner::group_key(backend, &tunable, variant, &meta.image_hash);
         crate::kt_cmd::export(prefix, &cache, &group, &whole, &meta, info, opts.objective)?;
     }
     if let Stop::RunnerFailed(e) = &result.stop {

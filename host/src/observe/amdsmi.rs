@@ -49,7 +49,8 @@ struct PowerInfo {
 /// One AMD GPU's readings.
 pub struct AmdSmiObserver {
     lib: Library,
-    gpu: usize,
+    /// The GPU's processor handle, found once at open: the sampler reads every 5 ms.
+    handle: Handle,
 }
 
 // SAFETY: the handle is an opaque token AMD SMI hands out for the process; its calls are
@@ -62,62 +63,61 @@ impl AmdSmiObserver {
     pub fn open(ordinal: usize) -> Result<AmdSmiObserver, String> {
         // SAFETY: loading the library runs its initialisers, as any ROCm program does.
         let lib = unsafe { Library::new("libamd_smi.so") }.map_err(|e| format!("AMD SMI: {e}"))?;
-        let obs = AmdSmiObserver { lib, gpu: ordinal };
         // SAFETY: the signature of amdsmi_init in amdsmi.h.
         let status = unsafe {
             let init: Symbol<unsafe extern "C" fn(u64) -> u32> =
-                obs.lib.get(b"amdsmi_init").map_err(|e| format!("AMD SMI: {e}"))?;
+                lib.get(b"amdsmi_init").map_err(|e| format!("AMD SMI: {e}"))?;
             init(AMDSMI_INIT_AMD_GPUS)
         };
         if status != AMDSMI_STATUS_SUCCESS {
             return Err(format!("amdsmi_init failed with status {status}"));
         }
-        obs.handle().ok_or_else(|| format!("AMD SMI lists no GPU {ordinal}"))?;
-        Ok(obs)
+        let handle = find_handle(&lib, ordinal).ok_or_else(|| format!("AMD SMI lists no GPU {ordinal}"))?;
+        Ok(AmdSmiObserver { lib, handle })
     }
 
-    /// The processor handle of this GPU: the GPUs of every socket, in order.
-    fn handle(&self) -> Option<Handle> {
-        type List = unsafe extern "C" fn(*mut u32, *mut Handle) -> u32;
-        type Processors = unsafe extern "C" fn(Handle, *mut u32, *mut Handle) -> u32;
-        // SAFETY: the signatures of amdsmi_get_socket_handles and
-        // amdsmi_get_processor_handles; each is called first for a count, then with room.
-        unsafe {
-            let sockets: Symbol<List> = self.lib.get(b"amdsmi_get_socket_handles").ok()?;
-            let processors: Symbol<Processors> = self.lib.get(b"amdsmi_get_processor_handles").ok()?;
-            let mut n = 0u32;
-            if sockets(&mut n, std::ptr::null_mut()) != AMDSMI_STATUS_SUCCESS {
-                return None;
-            }
-            let mut socket_handles = vec![std::ptr::null_mut(); n as usize];
-            if sockets(&mut n, socket_handles.as_mut_ptr()) != AMDSMI_STATUS_SUCCESS {
-                return None;
-            }
-            let mut gpus = Vec::new();
-            for s in socket_handles.into_iter().take(n as usize) {
-                let mut m = 0u32;
-                if processors(s, &mut m, std::ptr::null_mut()) != AMDSMI_STATUS_SUCCESS {
-                    continue;
-                }
-                let mut p = vec![std::ptr::null_mut(); m as usize];
-                if processors(s, &mut m, p.as_mut_ptr()) == AMDSMI_STATUS_SUCCESS {
-                    gpus.extend(p.into_iter().take(m as usize));
-                }
-            }
-            gpus.get(self.gpu).copied()
-        }
-    }
-
-    fn clock(&self, h: Handle, kind: u32) -> Option<f64> {
+    fn clock(&self, kind: u32) -> Option<f64> {
         // SAFETY: amdsmi_get_clk_freq(handle, clk_type, *frequencies).
         unsafe {
             let f: Symbol<unsafe extern "C" fn(Handle, u32, *mut Frequencies) -> u32> =
                 self.lib.get(b"amdsmi_get_clk_freq").ok()?;
             let mut out: Frequencies = std::mem::zeroed();
-            (f(h, kind, &mut out) == AMDSMI_STATUS_SUCCESS)
+            (f(self.handle, kind, &mut out) == AMDSMI_STATUS_SUCCESS)
                 .then(|| out.frequency.get(out.current as usize).map(|hz| *hz as f64 / 1e6))
                 .flatten()
         }
+    }
+}
+
+/// The processor handle of the `gpu`-th AMD GPU: the GPUs of every socket, in order.
+fn find_handle(lib: &Library, gpu: usize) -> Option<Handle> {
+    type List = unsafe extern "C" fn(*mut u32, *mut Handle) -> u32;
+    type Processors = unsafe extern "C" fn(Handle, *mut u32, *mut Handle) -> u32;
+    // SAFETY: the signatures of amdsmi_get_socket_handles and
+    // amdsmi_get_processor_handles; each is called first for a count, then with room.
+    unsafe {
+        let sockets: Symbol<List> = lib.get(b"amdsmi_get_socket_handles").ok()?;
+        let processors: Symbol<Processors> = lib.get(b"amdsmi_get_processor_handles").ok()?;
+        let mut n = 0u32;
+        if sockets(&mut n, std::ptr::null_mut()) != AMDSMI_STATUS_SUCCESS {
+            return None;
+        }
+        let mut socket_handles = vec![std::ptr::null_mut(); n as usize];
+        if sockets(&mut n, socket_handles.as_mut_ptr()) != AMDSMI_STATUS_SUCCESS {
+            return None;
+        }
+        let mut gpus = Vec::new();
+        for s in socket_handles.into_iter().take(n as usize) {
+            let mut m = 0u32;
+            if processors(s, &mut m, std::ptr::null_mut()) != AMDSMI_STATUS_SUCCESS {
+                continue;
+            }
+            let mut p = vec![std::ptr::null_mut(); m as usize];
+            if processors(s, &mut m, p.as_mut_ptr()) == AMDSMI_STATUS_SUCCESS {
+                gpus.extend(p.into_iter().take(m as usize));
+            }
+        }
+        gpus.get(gpu).copied()
     }
 }
 
@@ -127,7 +127,7 @@ impl Observer for AmdSmiObserver {
     }
 
     fn sample(&self) -> Sample {
-        let Some(h) = self.handle() else { return Sample::default() };
+        let h = self.handle;
         // SAFETY: amdsmi_get_power_info(handle, *info) and
         // amdsmi_get_temp_metric(handle, sensor, metric, *i64), as declared in amdsmi.h.
         let (power_w, temperature_c) = unsafe {
@@ -151,8 +151,8 @@ impl Observer for AmdSmiObserver {
             (power, temp)
         };
         Sample {
-            sm_clock_mhz: self.clock(h, AMDSMI_CLK_TYPE_SYS),
-            mem_clock_mhz: self.clock(h, AMDSMI_CLK_TYPE_MEM),
+            sm_clock_mhz: self.clock(AMDSMI_CLK_TYPE_SYS),
+            mem_clock_mhz: self.clock(AMDSMI_CLK_TYPE_MEM),
             power_w,
             temperature_c,
             throttle_reasons: Vec::new(),
@@ -160,7 +160,7 @@ impl Observer for AmdSmiObserver {
     }
 
     fn energy_mj(&self) -> Option<u64> {
-        let h = self.handle()?;
+        let h = self.handle;
         // SAFETY: amdsmi_get_energy_count(handle, *counter, *resolution (µJ), *timestamp).
         unsafe {
             let f: Symbol<unsafe extern "C" fn(Handle, *mut u64, *mut f32, *mut u64) -> u32> =

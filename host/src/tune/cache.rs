@@ -236,6 +236,17 @@ impl TuneCache {
     pub fn group_entries(&self, group: &GroupKey) -> HashMap<BTreeMap<String, u32>, &CacheEntry> {
         self.entries.iter().filter(|e| &e.group() == group).map(|e| (e.tune.params.clone(), e)).collect()
     }
+
+    /// The entry of `group` with the least `objective` and its value; exact ties go to the
+    /// least parameters (the first in the space's product order, as Kernel Tuner breaks
+    /// them). `None` when no entry has the objective's figure.
+    pub fn best(&self, group: &GroupKey, objective: super::Objective) -> Option<(f64, &CacheEntry)> {
+        self.entries
+            .iter()
+            .filter(|e| &e.group() == group)
+            .filter_map(|e| objective.value(&e.record).ok().map(|v| (v, e)))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.tune.params.cmp(&b.1.tune.params)))
+    }
 }
 
 #[cfg(test)]

@@ -37,9 +37,10 @@ use crate::report::parse_jsonl_as;
 /// The database built into the binary (the committed per-device tables).
 pub const BUILT_IN: &str = include_str!("../../data/tuning-db.jsonl");
 
-/// How far (ratio on any numeric problem field) the nearest tuned problem may be. At 2x a
-/// GEMM tuned at 2048^3 handed 1024^3 tiles too large to give every SM a block (see
-/// results/log/2026-11-24-h100/README.md).
+/// How far (ratio on any numeric problem field) the nearest tuned problem may be. A tiled
+/// kernel's best tile depends on how many tiles the problem gives each SM: a tile tuned
+/// at twice the size can leave SMs idle. Before raising it, bench the families whose bench
+/// problems then borrow another problem's config.
 pub const MAX_RATIO: f64 = 1.5;
 
 /// What a tuned result was measured on.
@@ -236,14 +237,8 @@ pub fn problem_distance(a: &serde_json::Value, b: &serde_json::Value) -> Option<
 pub fn distil(cache: &TuneCache, objective: Objective) -> Vec<DbEntry> {
     let mut out = Vec::new();
     for (group, target, _) in cache.groups() {
-        let entries = cache.group_entries(&group);
-        let scored = entries.values().filter_map(|e| objective.value(&e.record).ok().map(|s| (s, *e)));
-        let verified = entries.values().filter(|e| e.time_ms().is_some()).count();
-        let Some((score, best)) =
-            scored.min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.tune.params.cmp(&b.1.tune.params)))
-        else {
-            continue;
-        };
+        let verified = cache.group_entries(&group).values().filter(|e| e.time_ms().is_some()).count();
+        let Some((score, best)) = cache.best(&group, objective) else { continue };
         let r = &best.record;
         out.push(DbEntry {
             fingerprint: Fingerprint {

@@ -80,14 +80,15 @@ pub fn cache_file(cache: &TuneCache, group: &GroupKey, space: &SearchSpace) -> K
         }
         out.insert(key_of(&params), m);
     }
-    for (params, entry) in cache.group_entries(group) {
+    let entries = cache.group_entries(group);
+    let problem = entries.values().next().map(|e| e.record.problem.clone()).unwrap_or(Value::Null);
+    for (params, entry) in entries {
         out.insert(key_of(&params), entry_json(&params, entry));
     }
-    let r = cache.group_entries(group).values().next().map(|e| e.record.problem.clone()).unwrap_or(Value::Null);
     KtCache {
         device_name: group.device.clone(),
         kernel_name: group.family.clone(),
-        problem_size: problem_size(&r),
+        problem_size: problem_size(&problem),
         tune_params_keys: keys,
         tune_params,
         objective: "time".into(),
@@ -180,11 +181,8 @@ pub fn metadata(meta: &super::t4::Metadata, target: &Target, api: &str, rustc: &
 /// entries, and the Kernel Tuner cache key holding that objective (`time_median` for our
 /// time objective, the median; `energy`; `edp`).
 pub fn best(cache: &TuneCache, group: &GroupKey, objective: Objective) -> Option<Value> {
-    let entries = cache.group_entries(group);
-    let (params, value) = entries
-        .iter()
-        .filter_map(|(p, e)| objective.value(&e.record).ok().map(|v| (p, v)))
-        .min_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(b.0)))?;
+    let (value, best) = cache.best(group, objective)?;
+    let params = &best.tune.params;
     let key = match objective {
         Objective::Time => "time_median",
         o => o.name(),
