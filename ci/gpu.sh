@@ -26,6 +26,8 @@
 #               4096^3 by time then by energy (same measurements), SGEMM 2048^3, reduce at 2^28,
 #               softmax; each with its Kernel Tuner files and top-3 re-measurement -> tunedb/
 #               (packed: tunedb.tgz); `dynsmem db build` turns its caches into host/data/tuning-db.jsonl
+#   shapes      `dynsmem shapes` on CUDA launch-sized (SHAPES_FAMILIES, SHAPES_ARGS) -> shapes.md,
+#               shapes.jsonl, shapes.err, shape-plots.tgz
 #   db-runs     `run` at tuned and untuned shapes, defaults from the built-in tuning database
 #               beside the heuristic's -> db-runs.jsonl, db-runs.txt
 set -uo pipefail
@@ -79,6 +81,17 @@ for step in "$@"; do
             | grep -E "^(config|kernel|time|observed|anchor|verified)" | tee -a "$OUT/db-runs.txt" || status=1
         done
       done
+      ;;
+    shapes)
+      # The shape suites on CUDA (launch-sized), each shape beside its same-run anchor;
+      # SHAPES_FAMILIES narrows the families (default: all), SHAPES_ARGS adds options.
+      start=$(date +%s)
+      # shellcheck disable=SC2086
+      $B shapes ${SHAPES_FAMILIES:-} --backend cuda --variant launch-sized --energy-ms 0 ${SHAPES_ARGS:-} \
+        --markdown --json "$OUT/shapes.jsonl" --plots "$OUT/shape-plots" > "$OUT/shapes.md" 2> "$OUT/shapes.err" || status=1
+      echo "wall time of the shape suites: $(( $(date +%s) - start )) s" | tee -a "$OUT/shapes.err"
+      tar czf "$OUT/shape-plots.tgz" -C "$OUT" shape-plots && rm -rf "$OUT/shape-plots"
+      sed -n '/^family  *backend  *variant  *shapes/,$p' "$OUT/shapes.md"
       ;;
     devices)
       { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; $B devices; } 2>&1 | tee "$OUT/devices.txt"

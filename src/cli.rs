@@ -50,6 +50,37 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Each family's shape suite (`shapes.txt` in its folder): every shape beside its anchor
+    /// measured in the same run (a copy of its bytes; cuBLAS for SGEMM), then per family the
+    /// geometric mean and the minimum of the ratios. Resumes from its --json file.
+    Shapes {
+        /// Families to run (default: every family).
+        families: Vec<String>,
+        /// Backends to run (repeatable; default: every one present, the CPU backend only
+        /// without a GPU).
+        #[arg(long, value_enum)]
+        backend: Vec<BackendArg>,
+        /// Variants to run (repeatable; default: every variant of each backend).
+        #[arg(long, value_enum)]
+        variant: Vec<VariantArg>,
+        /// The suites' small shapes (default on CPU backends and CPU Vulkan adapters).
+        #[arg(long)]
+        small: bool,
+        /// Append the records (JSON lines) to this file; shapes it already holds for this
+        /// device are kept, not measured again (an interrupted run resumes).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Print the tables as Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// Write a plot per family (ratio against shape) into this folder.
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
+        #[command(flatten)]
+        timing: TimingArgs,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// SVG plots of a record file (`bench --json`): a bar chart per family (GB/s or TFLOP/s
     /// per backend and variant, the same-run anchor and ratio marked) and GEMM TFLOP/s
     /// against size; of repeated measurements the file's last is plotted.
@@ -196,6 +227,30 @@ pub enum VariantArg {
     WgslOverride,
     /// CUDA C with static `__shared__` arrays, compiled per config through NVRTC (cuda only).
     CudaStatic,
+}
+
+impl From<VariantArg> for dynsmem_host::families::Variant {
+    fn from(v: VariantArg) -> Self {
+        use dynsmem_host::families::Variant;
+        match v {
+            VariantArg::LaunchSized => Variant::LaunchSized,
+            VariantArg::WgslLiteral => Variant::WgslLiteral,
+            VariantArg::WgslOverride => Variant::WgslOverride,
+            VariantArg::CudaStatic => Variant::CudaStatic,
+        }
+    }
+}
+
+impl From<BackendArg> for dynsmem_host::backend::BackendKind {
+    fn from(b: BackendArg) -> Self {
+        use dynsmem_host::backend::BackendKind;
+        match b {
+            BackendArg::Cuda => BackendKind::Cuda,
+            BackendArg::Wgsl => BackendKind::Wgsl,
+            BackendArg::Hip => BackendKind::Hip,
+            BackendArg::Cpu => BackendKind::Cpu,
+        }
+    }
 }
 
 /// What every `run` takes besides its problem and config.

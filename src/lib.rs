@@ -14,6 +14,7 @@
 //! ```
 
 pub mod cli;
+pub mod shapes;
 pub mod slurm;
 pub mod suite;
 

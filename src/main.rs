@@ -14,7 +14,7 @@ use dynsmem::host::families::{FamilyBackend, Variant};
 use dynsmem::host::family::{DynFamily, Sizes};
 use dynsmem::host::measure::TimingOptions;
 use dynsmem::host::report::{JsonlWriter, Record, TableStyle, records_table};
-use dynsmem::suite;
+use dynsmem::{shapes, suite};
 
 /// `println!` without its panic: when the reader went away (`dynsmem ... | head`) the
 /// rest of the output goes nowhere and the command still finishes (its records are
@@ -64,6 +64,20 @@ fn main() -> anyhow::Result<()> {
             kt_cmd::db_list(&files, family.as_deref())
         }
         Parsed::Fixed(Command::Plot { records, out }) => plot(&records, &out),
+        Parsed::Fixed(Command::Shapes { families, backend, variant, small, json, markdown, plots, timing, db }) => {
+            let opts = shapes::ShapesOptions {
+                families,
+                backends: backend.into_iter().map(BackendKind::from).collect(),
+                variants: variant.into_iter().map(Variant::from).collect(),
+                section: small.then_some(dynsmem::host::family::shapes::Section::Small),
+                timing: timing_options(&timing)?,
+                seed: timing.seed,
+                command: command_line(),
+                db: tuning_db(&db)?,
+                done: Vec::new(),
+            };
+            run_shapes(opts, json, markdown, plots)
+        }
         Parsed::Fixed(Command::CodeObjects { block, lds, markdown }) => code_objects(block, lds, markdown),
         Parsed::Fixed(Command::Merge { out, inputs, top }) => tune_cmd::merge(&out, &inputs, top),
         Parsed::Run { family, matches, common } => run(family, &matches, &common),
@@ -232,13 +246,7 @@ fn run(family: &dyn DynFamily, matches: &clap::ArgMatches, common: &Common) -> a
 }
 
 fn variant_of<B: FamilyBackend>(backend: &B, v: Option<VariantArg>) -> Variant {
-    match v {
-        None => FamilyBackend::variants(backend)[0],
-        Some(VariantArg::LaunchSized) => Variant::LaunchSized,
-        Some(VariantArg::WgslLiteral) => Variant::WgslLiteral,
-        Some(VariantArg::WgslOverride) => Variant::WgslOverride,
-        Some(VariantArg::CudaStatic) => Variant::CudaStatic,
-    }
+    v.map_or(FamilyBackend::variants(backend)[0], Variant::from)
 }
 
 /// Runs one family's config on `backend`: validate and prepare, then anchor, verify, time,
@@ -449,6 +457,71 @@ fn run_bench(
         .iter()
         .filter(|r| r.wrong_result)
         .map(|r| format!("{} {} {} ({})", r.family, r.variant, r.kernel, r.backend))
+        .collect();
+    if !wrong.is_empty() {
+        bail!("{} record(s) failed verification: {}", wrong.len(), wrong.join("; "));
+    }
+    Ok(())
+}
+
+/// `dynsmem shapes`: the suites, their records appended to `json` as they are made (and
+/// the shapes it already holds kept), the summary and per-shape tables, the plots.
+fn run_shapes(
+    mut opts: shapes::ShapesOptions,
+    json: Option<PathBuf>,
+    markdown: bool,
+    plots: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    shapes::check_families(&opts.families)?;
+    let mut out = None;
+    if let Some(path) = &json {
+        if path.exists() {
+            let earlier =
+                dynsmem::host::report::read_jsonl(path).with_context(|| format!("--json {}", path.display()))?;
+            opts.done = earlier.records;
+        }
+        out = Some(JsonlWriter::append(path).with_context(|| format!("--json {}", path.display()))?);
+    }
+    let mut write_error: Option<anyhow::Error> = None;
+    let report = shapes::run(&opts, &mut |line| eprintln!("... {line}"), &mut |record| {
+        if let (Some(w), None) = (out.as_mut(), &write_error)
+            && let Err(e) = w.write(record)
+        {
+            write_error = Some(e.into());
+        }
+    });
+    for line in &report.backends {
+        say!("{line}");
+    }
+    if report.resumed > 0 {
+        say!(
+            "{} shapes kept from {} (measured before on this device)",
+            report.resumed,
+            json.as_deref().map(|p| p.display().to_string()).unwrap_or_default()
+        );
+    }
+    let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
+    let per_shape = shapes::shapes_table(&report.records).render(style);
+    say!("\n{}", per_shape.trim_end());
+    let summaries = shapes::summarize(&report.records);
+    let summary = shapes::summary_table(&summaries).render(style);
+    say!("\n{}", summary.trim_end());
+    if let Some(e) = write_error {
+        return Err(e.context("appending the records"));
+    }
+    if report.records.is_empty() {
+        bail!("no backend available: nothing was measured");
+    }
+    if let Some(dir) = &plots {
+        let paths = dynsmem::host::report::ratio_plot::write(&report.records, dir)
+            .with_context(|| format!("--plots {}", dir.display()))?;
+        say!("\n{} plots written to {}", paths.len(), dir.display());
+    }
+    let wrong: Vec<String> = report
+        .records
+        .iter()
+        .filter(|r| r.wrong_result)
+        .map(|r| format!("{} {} {} ({})", r.family, r.shape.as_deref().unwrap_or("-"), r.kernel, r.backend))
         .collect();
     if !wrong.is_empty() {
         bail!("{} record(s) failed verification: {}", wrong.len(), wrong.join("; "));

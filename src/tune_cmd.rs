@@ -345,18 +345,8 @@ fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches
     // the given fields are compared).
     let (wanted, given) = family.problem(matches, &Sizes::cpu_backend())?;
     let family_name = family.name();
-    let variant = opts.common.variant.map(|v| match v {
-        VariantArg::LaunchSized => Variant::LaunchSized,
-        VariantArg::WgslLiteral => Variant::WgslLiteral,
-        VariantArg::WgslOverride => Variant::WgslOverride,
-        VariantArg::CudaStatic => Variant::CudaStatic,
-    });
-    let backend = opts.common.backend.map(|b| match b {
-        BackendArg::Cuda => BackendKind::Cuda,
-        BackendArg::Wgsl => BackendKind::Wgsl,
-        BackendArg::Hip => BackendKind::Hip,
-        BackendArg::Cpu => BackendKind::Cpu,
-    });
+    let variant = opts.common.variant.map(Variant::from);
+    let backend = opts.common.backend.map(BackendKind::from);
     let groups = cache.groups();
     let matching: Vec<_> = groups
         .iter()

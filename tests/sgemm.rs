@@ -42,6 +42,50 @@ fn cpu_backend() {
     assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 5 * (6 + 5 + 3));
 }
 
+/// Split-K on the CPU backend: the splits of a tile add into C after the `k = 0` launch
+/// scaled it, over k-tiles that do not divide evenly (37 = 4 + 4 + 4 + ... in k-tiles of 4
+/// and 8), f32 with 8 and 16 rows and f16; exact (integer inputs), so a split that skips
+/// or repeats a k-tile, or a C scaled twice, fails.
+#[test]
+fn cpu_backend_split_k() {
+    let cpu = CpuBackend::new();
+    let shapes = [(17, 33, 65), (70, 40, 37), (9, 5, 200)];
+    let configs = [
+        cfg(16, 16, 8, 2).with_splits(3),
+        cfg(32, 16, 4, 1).with_splits(4),
+        cfg(32, 16, 8, 2).with_tm(16).with_splits(2),
+        cfg(64, 32, 8, 3).with_splits(5),
+    ];
+    // f16 (bk % 8 == 0, 8 rows): the first and last configs.
+    assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 3 * (4 + 2));
+}
+
+/// Split-K asked for where it cannot run is refused before launch: more splits than
+/// k-tiles, more than the kernel takes, and in a static form.
+#[test]
+fn split_k_refusals() {
+    let cpu = CpuBackend::new();
+    let p = SgemmProblem { m: 64, n: 64, k: 20, f16_inputs: false };
+    match prepare(&cpu, p, cfg(16, 16, 8, 2).with_splits(4), false, Variant::LaunchSized, 1).map(|_| ()) {
+        Err(Error::InvalidConfig { kernel, reason }) => {
+            assert_eq!(kernel, "sgemm_f32_bk8");
+            assert!(reason.contains("4 splits") && reason.contains("3 k-tiles"), "{reason}");
+        }
+        other => panic!("4 splits of 3 k-tiles: {other:?}"),
+    }
+    let deep = SgemmProblem { k: 4096, ..p };
+    match prepare(&cpu, deep, cfg(16, 16, 8, 2).with_splits(33), false, Variant::LaunchSized, 1).map(|_| ()) {
+        Err(Error::InvalidConfig { reason, .. }) => assert!(reason.contains("splits 1 to 32"), "{reason}"),
+        other => panic!("33 splits: {other:?}"),
+    }
+    if let Some(wgsl) = wgsl_or_skip("sgemm::split_k_refusals") {
+        match prepare(&wgsl, deep, cfg(16, 16, 8, 2).with_splits(2), false, Variant::WgslLiteral, 1).map(|_| ()) {
+            Err(Error::Unsupported { what, .. }) => assert!(what.contains("split-K"), "{what}"),
+            other => panic!("split-K in WGSL: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn thread_rows_other_than_the_entries_have_are_refused_before_launch() {
     let cpu = CpuBackend::new();
@@ -113,6 +157,24 @@ fn cuda_tma() {
         SgemmConfig::tma(8, 32, 3),
     ];
     assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * 5);
+}
+
+/// Split-K on the GPU: the k-group kernel (8 and 16 rows), the tensor-map kernel and f16,
+/// on small tiles of deep problems (the shapes split-K is for) and edges on every side.
+#[test]
+fn cuda_split_k() {
+    let Some(cuda) = cuda_or_skip("sgemm::cuda_split_k") else { return };
+    let shapes = [(256, 256, 8192), (300, 260, 1000), (97, 61, 4099)];
+    let configs = [
+        cfg(128, 64, 32, 3).with_splits(4),
+        cfg(64, 64, 16, 2).with_splits(16),
+        cfg(256, 128, 32, 3).with_tm(16).with_splits(3),
+    ];
+    // f16: the two 8-row configs (bk % 8 == 0), launch-sized only.
+    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 3 * (3 + 2));
+    // The tensor-map kernel: k and n multiples of 4.
+    let tma = [SgemmConfig::tma(128, 32, 3).with_splits(8), SgemmConfig::tma(256, 32, 2).with_splits(2)];
+    assert_eq!(conformance::sgemm(&cuda, &[(256, 256, 8192), (300, 260, 1000)], &tma), 2 * 2);
 }
 
 /// What the tensor-map kernel refuses before anything is launched: another backend, k or

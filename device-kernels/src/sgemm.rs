@@ -18,7 +18,8 @@
 //! - `sgemm_kgroups` (f32): a tile is groups of 4 rows (of B: columns) of `BK + 1` 16-byte
 //!   slots, slot `kk` the group's values at `k = kk` (the odd length puts the groups a warp
 //!   reads in different banks): one k is `TM/4 + 2` reads for `8 * TM` FMAs. Filled by
-//!   `cp.async` (A, a transpose, word by word), edge tiles element by element with zero fill.
+//!   `cp.async` (A, a transpose, word by word; B in 16-byte chunks, or word by word where
+//!   n is not a multiple of 4), edge tiles element by element with zero fill.
 //! - `gemm_rowmajor` (f16): A and B row-major in 16-byte chunks, A's rows padded by one chunk.
 //! - `sgemm_tma` (f32, sm_90, [`SgemmConfig::tma`]): one thread starts two tensor-map copies
 //!   per k-tile, which complete the slot's `mbarrier` and zero-fill the edges, so no thread
@@ -36,7 +37,9 @@
 //! `sgemm_f32_tm16_bk32_u{8,16}` (`a`, `b`: `*const f32`); `hgemm_f16_f32` (`*const u16`, f16
 //! bits); `sgemm_f32_tma_bk{32,64}` (`a`, `b`: `CUtensorMap`s in device memory); `c` is f32.
 //! An entry traps on a launch that contradicts what it compiles in. Grid: `ceil(M/BM) *
-//! ceil(N/BN)` blocks of `BM * BN / (8 * TM)` threads (`BM * BN / 128` for TMA).
+//! ceil(N/BN)` blocks of `BM * BN / (8 * TM)` threads (`BM * BN / 128` for TMA), times
+//! [`SgemmConfig::splits`] under split-K (`SplitK`: the splits of a tile share its k-tiles
+//! and add into `C` atomically, after a launch of the same entry with `k = 0` scaled `C`).
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
@@ -51,6 +54,8 @@ pub const THREAD_TILE: u32 = 8;
 pub const THREAD_ROWS: [u32; 2] = [8, 16];
 /// Most pipeline stages.
 pub const MAX_STAGES: u32 = 4;
+/// Most blocks per output tile under split-K ([`SgemmConfig::splits`]).
+pub const MAX_SPLITS: u32 = 32;
 /// Most threads a block has on any GPU the image targets (`BM * BN / 64`).
 pub const MAX_THREADS: u32 = 1024;
 /// Blocks along each grid dimension are folded into one (`tiles_m * tiles_n` blocks).
@@ -72,6 +77,22 @@ pub struct SgemmConfig {
     /// Absent (false) in records and caches written before it existed.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
     pub tma: bool,
+    /// Split-K: blocks per output tile, each taking a share of the k-tiles and adding its
+    /// part into `C` atomically, after the host scaled `C` by beta ([`SplitK`]); 1 to
+    /// [`MAX_SPLITS`]. 1 (one block per tile, `C` stored once) in records written before it
+    /// existed.
+    #[cfg_attr(feature = "serde", serde(default = "one_split", skip_serializing_if = "is_one_split"))]
+    pub splits: u32,
+}
+
+#[cfg(feature = "serde")]
+fn one_split() -> u32 {
+    1
+}
+
+#[cfg(feature = "serde")]
+fn is_one_split(s: &u32) -> bool {
+    *s == 1
 }
 
 #[cfg(feature = "serde")]
@@ -93,18 +114,23 @@ pub struct SgemmLayout {
 impl SgemmConfig {
     /// A config with the 8 x 8 thread tile.
     pub const fn new(bm: u32, bn: u32, bk: u32, stages: u32) -> Self {
-        SgemmConfig { bm, bn, bk, stages, tm: THREAD_TILE, tma: false }
+        SgemmConfig { bm, bn, bk, stages, tm: THREAD_TILE, tma: false, splits: 1 }
     }
 
     /// The tensor-map (TMA) kernel's config: `bm` rows (a multiple of 8, at most 256: one
     /// tensor-map box), [`TMA_BN`] columns, `bk` one of [`TMA_BK`].
     pub const fn tma(bm: u32, bk: u32, stages: u32) -> Self {
-        SgemmConfig { bm, bn: TMA_BN, bk, stages, tm: THREAD_TILE, tma: true }
+        SgemmConfig { bm, bn: TMA_BN, bk, stages, tm: THREAD_TILE, tma: true, splits: 1 }
     }
 
     /// This config with `tm` rows per thread.
     pub const fn with_tm(self, tm: u32) -> Self {
         SgemmConfig { tm, ..self }
+    }
+
+    /// This config with its k-tiles split among `splits` blocks per output tile.
+    pub const fn with_splits(self, splits: u32) -> Self {
+        SgemmConfig { splits, ..self }
     }
 
     /// Threads per block: `bm / tm * bn / 8`.
@@ -130,6 +156,7 @@ impl SgemmConfig {
                 && self.bm <= TMA_MAX_BOX
                 && self.bm.is_multiple_of(THREAD_TILE)
                 && (2..=MAX_STAGES).contains(&self.stages)
+                && (1..=MAX_SPLITS).contains(&self.splits)
                 && self.threads() <= MAX_THREADS;
         }
         THREAD_ROWS.contains(&self.tm)
@@ -143,6 +170,7 @@ impl SgemmConfig {
             && self.bk.is_multiple_of(4)
             && self.bk.is_multiple_of(chunk)
             && (1..=MAX_STAGES).contains(&self.stages)
+            && (1..=MAX_SPLITS).contains(&self.splits)
             && self.threads() <= MAX_THREADS
     }
 
@@ -186,9 +214,15 @@ impl SgemmConfig {
         Ok(self.layout(elem_bytes)?.bytes)
     }
 
-    /// Blocks for an `m x n` result (at least 1).
+    /// Output tiles of an `m x n` result (at least 1).
     pub fn grid(&self, m: u32, n: u32) -> u64 {
         (m.div_ceil(self.bm.max(1)) as u64 * n.div_ceil(self.bn.max(1)) as u64).max(1)
+    }
+
+    /// Blocks of the multiply's launch: [`grid`](Self::grid) times the splits (u64: it
+    /// can pass u32).
+    pub fn launch_grid(&self, m: u32, n: u32) -> u64 {
+        self.grid(m, n).saturating_mul(self.splits.max(1) as u64)
     }
 }
 
@@ -358,8 +392,8 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     let b_quads: SharedArray<E::Quad> = unsafe { b_chunks.cast() };
 
     let tiles_n = n.div_ceil(bn).max(1);
-    let block = gpu::block_idx_x();
-    let (m0, n0) = ((block / tiles_n) * bm, (block % tiles_n) * bn);
+    let split = SplitK::of_block(m.div_ceil(bm).max(1) * tiles_n, k.div_ceil(bk));
+    let (m0, n0) = ((split.tile / tiles_n) * bm, (split.tile % tiles_n) * bn);
     let threads_x = bn / THREAD_TILE;
     let (tx, ty) = (tid % threads_x, tid / threads_x);
     let threads = cfg.threads();
@@ -372,7 +406,7 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     // Copies k-tile `kt` into ring slot `slot`: 16-byte cp.async chunks when the tile is
     // inside the matrix and rows are chunk-aligned, element by element with zero fill else.
     let load_tile = |kt: u32, slot: u32| {
-        let k0 = kt * bk;
+        let k0 = (split.kt0 + kt) * bk;
         // Shared offsets in 16-byte chunks (a_stride, bk and bn are whole chunks).
         if a_vec && m0 + bm <= m && k0 + bk <= k {
             let base = slot * a_stage / ce;
@@ -392,7 +426,7 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
     };
 
     let mut acc = [[0.0f32; 8]; 8];
-    ring_pipeline(stages, k.div_ceil(bk), load_tile, |slot| {
+    ring_pipeline(stages, split.count, load_tile, |slot| {
         // Indices of this thread's 8 rows of the A tile and its two column groups of the B
         // tile, walked by increments (an index computed per access costs four instructions
         // per load with run-time strides; 64-bit pointers instead cost 10 more registers,
@@ -438,7 +472,7 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
         }
     });
 
-    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, split.atomic, row, col);
 }
 
 /// Invokes `$m!(i)` for the literal rows `i` = 0 to 15 of a thread tile (the kernels guard
@@ -482,7 +516,7 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     beta: f32,
 ) {
     let (bm, bn, bk, stages) = (dims.bm(), dims.bn(), dims.bk(), dims.stages());
-    let cfg = SgemmConfig { bm, bn, bk, stages, tm: TM as u32, tma: false };
+    let cfg = SgemmConfig { bm, bn, bk, stages, tm: TM as u32, tma: false, splits: 1 };
     let tid = gpu::thread_idx_x();
     if !cfg.fits(4) || gpu::block_dim_x() != cfg.threads() {
         gpu::trap();
@@ -500,8 +534,8 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     let b_stage = bn / 4 * gs;
 
     let tiles_n = n.div_ceil(bn).max(1);
-    let block = gpu::block_idx_x();
-    let (m0, n0) = ((block / tiles_n) * bm, (block % tiles_n) * bn);
+    let split = SplitK::of_block(m.div_ceil(bm).max(1) * tiles_n, k.div_ceil(bk));
+    let (m0, n0) = ((split.tile / tiles_n) * bm, (split.tile % tiles_n) * bn);
     let threads_x = bn / THREAD_TILE;
     let (tx, ty) = (tid % threads_x, tid / threads_x);
     let threads = cfg.threads();
@@ -533,13 +567,20 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     let b_fast = vector::is_aligned16(b) && n.is_multiple_of(4) && threads.is_multiple_of(qn);
     let b_rows = bk.div_ceil((threads / qn).max(1));
     let (b_q, b_r0) = (tid % qn, tid / qn * b_rows);
+    // Where B's rows are not 16-byte aligned (n not a multiple of 4) its interior tiles move
+    // word by word: thread t copies column `t % bn` of rows `t / bn`, `t / bn + threads /
+    // bn`, ... (a warp reads 128 consecutive bytes of a row). Needs threads a multiple of bn.
+    let b_words_ok = !b_fast && threads.is_multiple_of(bn);
+    let b_row_step = threads / bn;
+    let (bw_q, bw_r0) = (tid % bn, tid / bn);
 
     // The tiles as 32-bit shared addresses, which the copies step through.
     let a_shared = unsafe { a_words.shared_ptr(0, a_words.len()) };
     let b_shared = unsafe { b_slots.shared_ptr(0, b_slots.len()) };
+    let b_word_shared = unsafe { b_words.shared_ptr(0, b_words.len()) };
 
     let load_tile = |kt: u32, slot: u32| {
-        let k0 = kt * bk;
+        let k0 = (split.kt0 + kt) * bk;
         if a_fast && m0 + bm <= m && k0 + bk <= k {
             let src0 = a.wrapping_add(a_src0 + k0 as usize);
             let dst0 = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0);
@@ -596,6 +637,15 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
             while j < b_rows && b_r0 + j < bk {
                 unsafe { dst.wrapping_add(j).copy_async(row(j).cast()) };
                 j += 1;
+            }
+        } else if b_words_ok && n0 + bn <= n && k0 + bk <= k {
+            // Element (r, q) of the tile is column q of group q / 4 at k = r.
+            let src = b.wrapping_add((k0 + bw_r0) as usize * n as usize + (n0 + bw_q) as usize);
+            let dst = b_word_shared.wrapping_add((slot * b_stage + bw_q / 4 * gs + bw_r0) * 4 + bw_q % 4);
+            let mut r = 0;
+            while bw_r0 + r < bk {
+                unsafe { dst.wrapping_add(r * 4).copy_async_word(src.wrapping_add(r as usize * n as usize)) };
+                r += b_row_step;
             }
         } else {
             // Element (r, q) of the tile is column q of group q / 4 at k = r.
@@ -713,8 +763,8 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
             kk += 4;
         }
     };
-    ring_pipeline(stages, k.div_ceil(bk), load_tile, multiply);
-    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
+    ring_pipeline(stages, split.count, load_tile, multiply);
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, split.atomic, row, col);
 }
 
 /// Copies the `tile.0 x tile.1` tile at `origin` of the row-major `dims.0 x dims.1` matrix
@@ -782,6 +832,35 @@ unsafe fn copy_rows_async<E: GemmInput>(
     }
 }
 
+/// A block's output tile and its share of the k-tiles. The launch has `tiles * splits`
+/// blocks ([`SgemmConfig::launch_grid`]; `splits` is read back as `grid / tiles`): block
+/// `b` computes tile `b % tiles` over k-tiles `kt0 .. kt0 + count` of split `b / tiles`,
+/// `ceil(k_tiles / splits)` of them (fewer in the last split, none past the end). With one
+/// split the tile is stored (`alpha * acc + beta * C`); with more, each split adds
+/// `alpha * acc` into `C` atomically ([`store_tile`]), so the host scales `C` by beta
+/// first (the same entry with `k = 0`). Traps on a grid that is not a multiple of `tiles`.
+#[derive(Clone, Copy)]
+struct SplitK {
+    tile: u32,
+    kt0: u32,
+    count: u32,
+    atomic: bool,
+}
+
+impl SplitK {
+    #[inline(always)]
+    fn of_block(tiles: u32, k_tiles: u32) -> SplitK {
+        let (grid, block) = (gpu::grid_dim_x(), gpu::block_idx_x());
+        if tiles == 0 || !grid.is_multiple_of(tiles) {
+            gpu::trap();
+        }
+        let splits = grid / tiles;
+        let per = k_tiles.div_ceil(splits);
+        let kt0 = (block / tiles * per).min(k_tiles);
+        SplitK { tile: block % tiles, kt0, count: per.min(k_tiles - kt0), atomic: splits > 1 }
+    }
+}
+
 /// The ring of `stages` shared tile buffers both GEMM kernels run: `load_tile(kt, slot)`
 /// starts copying k-tile `kt` into ring slot `slot` and commits its copies as one group,
 /// `multiply(slot)` multiplies the tile in `slot`. While tile `kt` is multiplied, tiles up
@@ -839,8 +918,10 @@ fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut mu
     }
 }
 
-/// `C = alpha * acc + beta * C` for a thread's 8 x 8 tile at rows `m0 + row(i)`, columns
-/// `n0 + col(j)`; `C` is not read when beta is 0 (it may hold anything).
+/// `C = alpha * acc + beta * C` for a thread's `TM x TN` tile at rows `m0 + row(i)`,
+/// columns `n0 + col(j)` (columns in runs of 4: `col(4h + e) = col(4h) + e`); `C` is not
+/// read when beta is 0 (it may hold anything). `atomic` (split-K, see [`SplitK`]): adds
+/// `alpha * acc` into `C` atomically instead, beta unused.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn store_tile<const TM: usize, const TN: usize>(
@@ -852,6 +933,7 @@ fn store_tile<const TM: usize, const TN: usize>(
     n0: u32,
     alpha: f32,
     beta: f32,
+    atomic: bool,
     row: impl Fn(usize) -> u32,
     col: impl Fn(usize) -> u32,
 ) {
@@ -868,6 +950,14 @@ fn store_tile<const TM: usize, const TN: usize>(
                     let mut out = Vec4([0.0f32; 4]);
                     for e in 0..4 {
                         out.0[e] = alpha * acc[$i % TM][4 * h + e];
+                    }
+                    if atomic {
+                        for e in 0..4 {
+                            if gn + (e as u32) < n {
+                                unsafe { gpu::atomic_add_global_f32(c_row.add(gn as usize + e), out.0[e]) };
+                            }
+                        }
+                        continue;
                     }
                     if beta != 0.0 {
                         let old = unsafe { vector::load4(c_row, gn as i64, n as u64, 0.0, c_vec) };
@@ -943,18 +1033,20 @@ unsafe fn sgemm_tma<const BK: u32>(
     gpu::barrier();
 
     let tiles_n = n.div_ceil(BN).max(1);
-    let block = gpu::block_idx_x();
-    let (m0, n0) = ((block / tiles_n) * bm, (block % tiles_n) * BN);
+    let split = SplitK::of_block(m.div_ceil(bm).max(1) * tiles_n, k.div_ceil(BK));
+    let (m0, n0) = ((split.tile / tiles_n) * bm, (split.tile % tiles_n) * BN);
     let (tx, ty) = (tid % (BN / TMA_TN), tid / (BN / TMA_TN));
     let row = |i: usize| ty * THREAD_TILE + i as u32;
     let col = |j: usize| (j / 4) as u32 * (BN / 4) + tx * 4 + (j % 4) as u32;
 
-    let k_tiles = k.div_ceil(BK);
+    // This block's k-tiles, counted from its split's first.
+    let k_tiles = split.count;
     let tile_bytes = (bm * BK + BK * BN) * 4;
     let start_tile = |kt: u32, slot: u32| unsafe {
+        let k0 = ((split.kt0 + kt) * BK) as i32;
         bar(slot).mbar_arrive_expect_tx(tile_bytes);
-        a_dst(slot).copy_tile_2d(a_map, (kt * BK) as i32, m0 as i32, bar(slot));
-        b_dst(slot).copy_tile_2d(b_map, n0 as i32, (kt * BK) as i32, bar(slot));
+        a_dst(slot).copy_tile_2d(a_map, k0, m0 as i32, bar(slot));
+        b_dst(slot).copy_tile_2d(b_map, n0 as i32, k0, bar(slot));
     };
     if tid == 0 {
         let mut s = 0;
@@ -1046,7 +1138,7 @@ unsafe fn sgemm_tma<const BK: u32>(
         next_slot = if next_slot + 1 == stages { 0 } else { next_slot + 1 };
         kt += 1;
     }
-    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, split.atomic, row, col);
 }
 
 /// `sgemm_kgroups` with depth `BK` and `TM` rows per thread compiled in: the body of

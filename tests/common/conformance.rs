@@ -277,6 +277,10 @@ pub fn sgemm<B: FamilyBackend>(
                     if (config.tm != 8 || config.tma) && (f16_inputs || variant != Variant::LaunchSized) {
                         continue;
                     }
+                    // Split-K: the launch-sized kernels only (refusals tested apart).
+                    if config.splits > 1 && variant != Variant::LaunchSized {
+                        continue;
+                    }
                     let problem = SgemmProblem { m, n, k, f16_inputs };
                     let both = config == FIXED_128X128X16S2 && !f16_inputs && variant == Variant::LaunchSized;
                     for &fixed in if both { &[false, true][..] } else { &[false][..] } {

@@ -272,6 +272,39 @@ pub unsafe fn atomic_add_global_u32(p: *mut u32, v: u32) -> u32 {
     unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, core::sync::atomic::Ordering::Relaxed)
 }
 
+/// Atomically adds `v` to the `f32` at `p` in device (global) memory, returning nothing
+/// (`red.add.f32` on NVIDIA; a compare-and-swap loop elsewhere). The order in which adds
+/// from different blocks land is not fixed, so the sum's rounding is not either.
+///
+/// # Safety
+/// As [`atomic_add_global_u32`].
+#[inline(always)]
+pub unsafe fn atomic_add_global_f32(p: *mut f32, v: f32) {
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!("red.add.f32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        #[cfg(not(gpu))]
+        host::interleave();
+        let word = unsafe { core::sync::atomic::AtomicU32::from_ptr(p.cast()) };
+        let mut old = word.load(core::sync::atomic::Ordering::Relaxed);
+        loop {
+            let new = (f32::from_bits(old) + v).to_bits();
+            match word.compare_exchange_weak(
+                old,
+                new,
+                core::sync::atomic::Ordering::Relaxed,
+                core::sync::atomic::Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(seen) => old = seen,
+            }
+        }
+    }
+}
+
 /// Loads a `u64` in device memory with acquire ordering (for flags other blocks publish).
 ///
 /// # Safety

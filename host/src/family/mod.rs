@@ -30,6 +30,7 @@ use crate::backend::wgpu::WgpuBackend;
 use crate::backend::{Backend, BackendKind, Limits, Variant};
 use crate::error::{Error, Result};
 use crate::families::{FamilyBackend, Workload};
+pub mod shapes;
 pub mod space;
 
 use crate::tune::db::TuningDb;
@@ -142,6 +143,9 @@ pub trait Family: 'static {
     const ABOUT: &'static str;
     /// The WGSL twin's template text (hashed into the WGSL image of tuning-cache keys).
     const WGSL_TEMPLATE: &'static str;
+    /// The family's shape suite (`shapes.txt` in its folder; see [`shapes`]): empty for a
+    /// family without one.
+    const SHAPES: &'static str = "";
 
     type Problem: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
     type Config: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
@@ -260,6 +264,8 @@ pub trait DynFamily: Sync {
     fn name(&self) -> &'static str;
     fn about(&self) -> &'static str;
     fn wgsl_template(&self) -> &'static str;
+    /// The shape suite's text ([`Family::SHAPES`]).
+    fn shapes(&self) -> &'static str;
     /// `dynsmem run <name>`'s options: the problem's, then the config's.
     fn run_args(&self, cmd: clap::Command) -> clap::Command;
     /// `dynsmem tune <name>`'s options (the problem's), where the family has a search space.
@@ -335,6 +341,9 @@ impl<F: Family> DynFamily for Entry<F> {
     }
     fn wgsl_template(&self) -> &'static str {
         F::WGSL_TEMPLATE
+    }
+    fn shapes(&self) -> &'static str {
+        F::SHAPES
     }
     fn run_args(&self, cmd: clap::Command) -> clap::Command {
         <F::ConfigArgs as clap::Args>::augment_args(<F::ProblemArgs as clap::Args>::augment_args(cmd))

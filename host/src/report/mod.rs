@@ -1,6 +1,7 @@
 //! Records with provenance, and the tables and plots made from them.
 
 pub mod plot;
+pub mod ratio_plot;
 mod record;
 mod table;
 

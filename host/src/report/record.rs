@@ -92,6 +92,10 @@ pub struct Record {
     /// the 48 KB static limit. Absent in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The shape suite's label of the problem (`dynsmem shapes`; see
+    /// [`crate::family::shapes`]), on the record and on its anchor. Absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
 }
 
 impl Record {
@@ -137,6 +141,7 @@ impl Record {
             verified: false,
             error: None,
             note: None,
+            shape: None,
         }
     }
 }

@@ -34,6 +34,7 @@ impl Family for Conv1d {
     const NAME: &'static str = "conv1d";
     const ABOUT: &'static str = "K-tap 1-D convolution with a halo tile.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = Conv1dProblem;
     type Config = Conv1dConfig;
     type ProblemArgs = ProblemArgs;

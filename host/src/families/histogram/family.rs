@@ -38,6 +38,7 @@ impl Family for Histogram {
     const NAME: &'static str = "histogram";
     const ABOUT: &'static str = "Counts of u32 keys in bins held in workgroup memory.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = HistogramProblem;
     type Config = HistogramConfig;
     type ProblemArgs = ProblemArgs;

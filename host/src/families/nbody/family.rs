@@ -31,6 +31,7 @@ impl Family for Nbody {
     const NAME: &'static str = "nbody";
     const ABOUT: &'static str = "One all-pairs n-body step, bodies staged in tiles.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = NbodyProblem;
     type Config = NbodyConfig;
     type ProblemArgs = ProblemArgs;

@@ -50,6 +50,7 @@ impl Family for Reduce {
     const NAME: &'static str = "reduce";
     const ABOUT: &'static str = "Sum / min / max of n elements to one value.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = ReduceProblem;
     type Config = ReduceConfig;
     type ProblemArgs = ProblemArgs;

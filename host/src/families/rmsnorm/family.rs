@@ -37,6 +37,7 @@ impl Family for Rmsnorm {
     const NAME: &'static str = "rmsnorm";
     const ABOUT: &'static str = "Row-wise RMSNorm forward, one row per block held in workgroup memory.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = RmsnormProblem;
     type Config = RmsnormConfig;
     type ProblemArgs = ProblemArgs;

@@ -65,6 +65,11 @@ pub struct ConfigArgs {
     /// or 64 (both tiles by the copy engine; K and N multiples of 4).
     #[arg(long)]
     pub tma: bool,
+    /// Split-K: blocks per output tile, sharing its k-tiles and adding into C atomically
+    /// (1 to 32; launch-sized only). Default: 1 when a tile is given, else the default
+    /// config's.
+    #[arg(long)]
+    pub splits: Option<u32>,
 }
 
 impl ConfigArgs {
@@ -80,6 +85,7 @@ impl ConfigArgs {
             stages: self.stages.unwrap_or(default.stages),
             tm: self.tm.unwrap_or(if tile_given || self.tma { THREAD_TILE } else { default.tm }),
             tma: self.tma || (!tile_given && self.tm.is_none() && default.tma),
+            splits: self.splits.unwrap_or(if tile_given || self.tma { 1 } else { default.splits }),
         }
     }
 }
@@ -89,6 +95,7 @@ impl Family for Sgemm {
     const ABOUT: &'static str = "C = alpha A B + beta C (f32, or f16 inputs), block tile and stages chosen at launch; \
                                  on CUDA beside cuBLAS on the same inputs.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = SgemmProblem;
     type Config = SgemmRun;
     type ProblemArgs = ProblemArgs;

@@ -106,8 +106,26 @@ pub fn default_config<B: FamilyBackend>(backend: &B, problem: &SgemmProblem) -> 
         (SgemmConfig::new(256, 128, 32, 3).with_tm(16), SgemmConfig::new(128, 64, 32, 3))
     };
     let fits = big.shared_bytes(problem.elem_bytes()).is_ok_and(|b| b <= backend.info().limits.launch_shared_max);
-    if fits && big.grid(problem.m, problem.n) >= 2 * sms { big } else { small }
+    if fits && big.grid(problem.m, problem.n) >= 2 * sms {
+        return big;
+    }
+    small.with_splits(default_splits(&small, problem, sms))
 }
+
+/// Split-K for `cfg` where its tiles leave multiprocessors idle: enough splits to give
+/// about one block per multiprocessor, each keeping at least [`MIN_SPLIT_K_TILES`]
+/// k-tiles (shorter splits spend their time filling the pipeline), at most
+/// [`MAX_SPLITS`](dynsmem_kernels::sgemm::MAX_SPLITS); 1 where the tiles already fill the
+/// GPU.
+pub fn default_splits(cfg: &SgemmConfig, problem: &SgemmProblem, sms: u64) -> u32 {
+    let tiles = cfg.grid(problem.m, problem.n);
+    let by_sms = sms / tiles.max(1);
+    let by_depth = (problem.k.div_ceil(cfg.bk.max(1)) / MIN_SPLIT_K_TILES) as u64;
+    by_sms.min(by_depth).clamp(1, dynsmem_kernels::sgemm::MAX_SPLITS as u64) as u32
+}
+
+/// Fewest k-tiles a split of the default config takes ([`default_splits`]).
+pub const MIN_SPLIT_K_TILES: u32 = 4;
 
 /// The cuda-static kernel: `sgemm.cu` with the block tile, stages and input type as
 /// defines (the 8 x 8 thread tile is compiled in, as in the Rust kernel); its static arrays
@@ -132,8 +150,8 @@ pub fn cuda_source(problem: &SgemmProblem, cfg: &SgemmConfig) -> CudaSource {
 
 /// The config `variant` runs for `cfg` (see [`super::fit_static`]): the same block tile
 /// with shallower k-tiles (keeping the stages), then fewer stages, then smaller block
-/// tiles; each kept to what the kernel can run, with 8 rows per thread in the static forms
-/// (noted when `cfg` asked 16).
+/// tiles; each kept to what the kernel can run, with 8 rows per thread and one split in the
+/// static forms (noted when `cfg` asked otherwise).
 pub fn fit_config<B: Backend>(
     backend: &B,
     variant: Variant,
@@ -148,6 +166,14 @@ pub fn fit_config<B: Backend>(
         (variant != Variant::LaunchSized && cfg.tm != 8)
             .then(|| format!("the {variant} form computes 8 rows per thread: tm = {} ran as 8", cfg.tm))
     };
+    // Split-K is the launch-sized kernels' (the static forms have no atomic float add).
+    let splits_note = (variant != Variant::LaunchSized && cfg.splits > 1)
+        .then(|| format!("the {variant} form has no split-K: {} splits ran as 1", cfg.splits));
+    let rows_note = match (rows_note, splits_note) {
+        (Some(r), Some(s)) => Some(format!("{r}; {s}")),
+        (r, s) => r.or(s),
+    };
+    // (Every note is of a static form: those run 8 rows, no tensor maps, one split.)
     let cfg = if rows_note.is_some() { SgemmConfig::new(cfg.bm, cfg.bn, cfg.bk, cfg.stages) } else { cfg };
     let mut fallbacks = Vec::new();
     for (bm, bn) in [(cfg.bm, cfg.bn), (cfg.bm, cfg.bn / 2), (cfg.bm / 2, cfg.bn / 2)] {
@@ -364,8 +390,8 @@ pub struct SgemmWorkload<'b, B: FamilyBackend> {
     kernel: Prepared<B::Kernel>,
     problem: SgemmProblem,
     config: SgemmConfig,
-    /// Blocks of a launch: one per tile ([`SgemmConfig::grid`]), capped on WGSL
-    /// ([`wgsl_grid`]).
+    /// Blocks of the multiply's launch: `splits` per tile ([`SgemmConfig::launch_grid`]),
+    /// capped on WGSL ([`wgsl_grid`]).
     grid: u32,
     /// f32 elements, or f16 pairs packed into `u32` words (the backends move bytes).
     a: Buffer<B::Raw, u32>,
@@ -468,9 +494,10 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
             entry,
             format!(
                 "tm 8 or 16 (16 for f32 only), bm a multiple of tm, bn of 8, bk a multiple of 4 and of a \
-                 16-byte chunk ({} elements), stages 1 to {} (got {config:?})",
+                 16-byte chunk ({} elements), stages 1 to {}, splits 1 to {} (got {config:?})",
                 16 / problem.elem_bytes(),
-                dynsmem_kernels::sgemm::MAX_STAGES
+                dynsmem_kernels::sgemm::MAX_STAGES,
+                dynsmem_kernels::sgemm::MAX_SPLITS
             ),
         ));
     }
@@ -494,7 +521,26 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
     for (what, v) in [("m * k", m as u64 * k as u64), ("k * n", k as u64 * n as u64), ("m * n", m as u64 * n as u64)] {
         super::check_index(entry, what, v, u32::MAX as u64, "u32 (element index)")?;
     }
-    let mut grid = config.grid(m, n);
+    if config.splits > 1 {
+        if variant != Variant::LaunchSized {
+            return Err(Error::Unsupported {
+                backend: backend.kind(),
+                what: format!("split-K ({} splits) in the {variant} form (no atomic float add)", config.splits),
+            });
+        }
+        let k_tiles = k.div_ceil(config.bk);
+        if config.splits > k_tiles {
+            return Err(invalid(
+                entry,
+                format!(
+                    "{} splits of k = {k} in k-tiles of {}: there are {k_tiles} k-tiles, and each split takes at \
+                     least one",
+                    config.splits, config.bk
+                ),
+            ));
+        }
+    }
+    let mut grid = config.launch_grid(m, n);
     if matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) {
         // The WGSL form: f32 inputs, its own config rules, and tile origins (`m0 + BM`,
         // `n0 + BN`, `k0 + BK`) in u32; the grid is capped (the kernel loops over tiles).
@@ -592,34 +638,41 @@ impl HostInputs {
 }
 
 impl<B: FamilyBackend> SgemmWorkload<'_, B> {
-    /// One launch computing into `c`.
+    /// One run computing into `c`: one launch, or under split-K two: the entry with
+    /// `k = 0` and one block per tile (`C = beta * C`; skipped when beta is 1), then the
+    /// splits adding `alpha * A B` into it.
     fn launch_into(&self, c: &Buffer<B::Raw, f32>) -> Result<()> {
         let SgemmProblem { m, n, k, .. } = self.problem;
         let cfg = &self.config;
-        let dims = self.kernel.dims(self.grid, cfg.threads());
         // The tensor-map entry takes the maps of A and B in their place.
         let (a, b) = match &self.maps {
             Some((a_map, b_map)) => (a_map.arg(), b_map.arg()),
             None => (self.a.arg(), self.b.arg()),
         };
-        self.backend.launch(
-            &self.kernel.built.kernel,
-            dims,
-            &[
-                a,
-                b,
-                c.arg(),
-                Arg::U32(m),
-                Arg::U32(n),
-                Arg::U32(k),
-                Arg::F32(ALPHA),
-                Arg::F32(BETA),
-                Arg::U32(cfg.bm),
-                Arg::U32(cfg.bn),
-                Arg::U32(cfg.bk),
-                Arg::U32(cfg.stages),
-            ],
-        )
+        let launch = |grid: u32, k: u32| {
+            self.backend.launch(
+                &self.kernel.built.kernel,
+                self.kernel.dims(grid, cfg.threads()),
+                &[
+                    a,
+                    b,
+                    c.arg(),
+                    Arg::U32(m),
+                    Arg::U32(n),
+                    Arg::U32(k),
+                    Arg::F32(ALPHA),
+                    Arg::F32(BETA),
+                    Arg::U32(cfg.bm),
+                    Arg::U32(cfg.bn),
+                    Arg::U32(cfg.bk),
+                    Arg::U32(cfg.stages),
+                ],
+            )
+        };
+        if cfg.splits > 1 && BETA != 1.0 {
+            launch(cfg.grid(m, n) as u32, 0)?;
+        }
+        launch(self.grid, k)
     }
 
     /// All of `C` after one run from the initial `C` (into a fresh copy).

@@ -22,6 +22,16 @@ use crate::families::sgemm::{
 use crate::families::{Variant, Workload};
 use crate::tune::{Footprint, Param, Target, Tunable};
 
+/// The split-K values of the CUDA f32 space, where the problem has one ([`wants_split_k`]).
+pub const SPLIT_K: [u32; 7] = [1, 2, 3, 4, 6, 8, 16];
+
+/// Whether a problem's space has a `splits` parameter: where 128 x 128 tiles give fewer than
+/// two per multiprocessor and k is at least 256 (elsewhere a tile size fills the GPU, and
+/// the space stays as it was, so that older caches still match it).
+pub fn wants_split_k(problem: &SgemmProblem, sms: u64) -> bool {
+    SgemmConfig::new(128, 128, 32, 1).grid(problem.m, problem.n) < 2 * sms && problem.k >= 256
+}
+
 pub struct SgemmTunable {
     problem: SgemmProblem,
     /// The `tm` values of the CUDA f32 space; a `tm` parameter exists only where there is
@@ -68,8 +78,10 @@ impl Tunable for SgemmTunable {
         let tm = point.get(4).or(self.thread_rows.first()).copied().unwrap_or(THREAD_TILE);
         let config = SgemmConfig::new(point[0], point[1], point[2], point[3]).with_tm(tm);
         // `tma` (CUDA f32, after `tm`): the tensor-map kernel at this tile; its rules (bn
-        // 128, tm 8, bk 32 or 64, ...) filter the points that break them.
-        SgemmConfig { tma: point.get(5) == Some(&1), ..config }
+        // 128, tm 8, bk 32 or 64, ...) filter the points that break them. `splits` (after
+        // `tma`, where the problem has it: [`SPLIT_K`]).
+        let splits = point.get(6).copied().unwrap_or(1);
+        SgemmConfig { tma: point.get(5) == Some(&1), ..config }.with_splits(splits)
     }
 
     fn family(&self) -> &'static str {
@@ -105,6 +117,10 @@ impl Tunable for SgemmTunable {
                 params.push(Param::new("tm", self.thread_rows));
                 if target.backend == BackendKind::Cuda {
                     params.push(Param::new("tma", &[0, 1]));
+                    let sms = target.limits.multiprocessors.unwrap_or(132) as u64;
+                    if wants_split_k(&self.problem, sms) {
+                        params.push(Param::new("splits", &SPLIT_K));
+                    }
                 }
             }
             params
@@ -134,8 +150,12 @@ impl Tunable for SgemmTunable {
                 16 / eb
             ));
         }
+        let k_tiles = self.problem.k.div_ceil(cfg.bk);
+        if cfg.splits > k_tiles {
+            return Err(format!("{} splits of {k_tiles} k-tiles: each split takes at least one", cfg.splits));
+        }
         let launch_bytes = cfg.shared_bytes(eb).map_err(layout_reason)?;
-        let grid = cfg.grid(self.problem.m, self.problem.n).min(u32::MAX as u64) as u32;
+        let grid = cfg.launch_grid(self.problem.m, self.problem.n).min(u32::MAX as u64) as u32;
         Ok(Footprint { threads: cfg.threads(), grid, launch_bytes, static_bytes: 0 })
     }
 

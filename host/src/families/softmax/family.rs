@@ -31,6 +31,7 @@ impl Family for Softmax {
     const NAME: &'static str = "softmax";
     const ABOUT: &'static str = "Row-wise softmax, one row per block held in workgroup memory.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = SoftmaxProblem;
     type Config = SoftmaxConfig;
     type ProblemArgs = ProblemArgs;

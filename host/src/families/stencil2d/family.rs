@@ -45,6 +45,7 @@ impl Family for Stencil2d {
     const NAME: &'static str = "stencil2d";
     const ABOUT: &'static str = "3x3 / 5x5 stencil (blur) with a bordered tile.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = Stencil2dProblem;
     type Config = Stencil2dConfig;
     type ProblemArgs = ProblemArgs;

@@ -35,6 +35,7 @@ impl Family for Transpose {
     const NAME: &'static str = "transpose";
     const ABOUT: &'static str = "Matrix transpose through padded tiles.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
+    const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = TransposeProblem;
     type Config = TransposeConfig;
     type ProblemArgs = ProblemArgs;
