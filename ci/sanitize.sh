@@ -53,6 +53,13 @@ cases=(
   "sgemm --m 300 --n 260 --k 100 --bm 64 --bn 128 --bk 24 --stages 3"
   "sgemm --m 1000 --n 1004 --k 996 --tma --bm 256 --bk 32 --stages 3"
   "sgemm --m 300 --n 260 --k 1000 --tma --bm 64 --bk 64 --stages 2"
+  # Predicated edge copies (rows past m, columns past k; B by chunks and, n odd, by words)
+  # and split-K (atomic adds after the k = 0 scaling launch).
+  "sgemm --m 97 --n 61 --k 301 --bm 64 --bn 64 --bk 32 --stages 3"
+  "sgemm --m 97 --n 64 --k 301 --bm 128 --bn 64 --bk 32 --stages 3"
+  "sgemm --m 200 --n 131 --k 999 --bm 256 --bn 128 --bk 32 --stages 3 --tm 16"
+  "sgemm --m 97 --n 61 --k 2000 --bm 64 --bn 64 --bk 32 --stages 3 --splits 8"
+  "sgemm --m 300 --n 260 --k 1000 --tma --bm 128 --bk 32 --stages 3 --splits 4"
 )
 
 {

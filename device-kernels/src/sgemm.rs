@@ -19,7 +19,8 @@
 //!   slots, slot `kk` the group's values at `k = kk` (the odd length puts the groups a warp
 //!   reads in different banks): one k is `TM/4 + 2` reads for `8 * TM` FMAs. Filled by
 //!   `cp.async` (A, a transpose, word by word; B in 16-byte chunks, or word by word where
-//!   n is not a multiple of 4), edge tiles element by element with zero fill.
+//!   n is not a multiple of 4); at the matrices' edges the same copies, predicated (zeros
+//!   past the edge); element by element only for tiles the copies cannot map.
 //! - `gemm_rowmajor` (f16): A and B row-major in 16-byte chunks, A's rows padded by one chunk.
 //! - `sgemm_tma` (f32, sm_90, [`SgemmConfig::tma`]): one thread starts two tensor-map copies
 //!   per k-tile, which complete the slot's `mbarrier` and zero-fill the edges, so no thread
@@ -614,6 +615,29 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
                 }
                 u += 2 * warps;
             }
+        } else if a_fast {
+            // An edge tile: the same copies, one unit at a time, each predicated: rows past m
+            // and columns past k arrive as zeros (nothing read; `a` as the address).
+            let dst0 = a_shared.wrapping_add(slot * a_stage * 4 + a_dst0);
+            let mut u = w;
+            while u < a_units {
+                let dst = dst0.wrapping_add(u * 16 * gs);
+                let mut i = 0;
+                while i < 4 {
+                    let row = m0 + u * 16 + 4 * i + lane % 4;
+                    let src_row = a.wrapping_add(row as usize * k as usize);
+                    let mut kb = 0;
+                    while kb < bk {
+                        let col = k0 + kb + lane / 4;
+                        let ok = row < m && col < k;
+                        let src = if ok { src_row.wrapping_add(col as usize) } else { a };
+                        unsafe { dst.wrapping_add(i * gs * 4 + kb * 4).copy_async_word_if(src, ok) };
+                        kb += 8;
+                    }
+                    i += 1;
+                }
+                u += warps;
+            }
         } else {
             // Element (r, q) of the tile is row r of group r / 4 at k = q.
             let at = |r: u32, q: u32| (r / 4 * gs + q) * 4 + r % 4;
@@ -638,13 +662,31 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
                 unsafe { dst.wrapping_add(j).copy_async(row(j).cast()) };
                 j += 1;
             }
-        } else if b_words_ok && n0 + bn <= n && k0 + bk <= k {
-            // Element (r, q) of the tile is column q of group q / 4 at k = r.
-            let src = b.wrapping_add((k0 + bw_r0) as usize * n as usize + (n0 + bw_q) as usize);
+        } else if b_fast {
+            // An edge tile: the same chunks, each predicated (n is a multiple of 4, so a
+            // chunk is wholly inside or outside): past n or k they arrive as zeros.
+            let col_ok = n0 + b_q * 4 < n;
+            let dst = b_shared.wrapping_add(slot * b_stage + b_q * gs + b_r0);
+            let mut j = 0;
+            while j < b_rows && b_r0 + j < bk {
+                let kr = k0 + b_r0 + j;
+                let ok = col_ok && kr < k;
+                let src = if ok { b.wrapping_add(kr as usize * n as usize + (n0 + b_q * 4) as usize) } else { b };
+                unsafe { dst.wrapping_add(j).copy_async_if(src.cast(), ok) };
+                j += 1;
+            }
+        } else if b_words_ok {
+            // Element (r, q) of the tile is column q of group q / 4 at k = r; at an edge,
+            // words past n or k arrive as zeros.
+            let col = n0 + bw_q;
             let dst = b_word_shared.wrapping_add((slot * b_stage + bw_q / 4 * gs + bw_r0) * 4 + bw_q % 4);
+            let interior = n0 + bn <= n && k0 + bk <= k;
             let mut r = 0;
             while bw_r0 + r < bk {
-                unsafe { dst.wrapping_add(r * 4).copy_async_word(src.wrapping_add(r as usize * n as usize)) };
+                let kr = k0 + bw_r0 + r;
+                let ok = interior || (col < n && kr < k);
+                let src = if ok { b.wrapping_add(kr as usize * n as usize + col as usize) } else { b };
+                unsafe { dst.wrapping_add(r * 4).copy_async_word_if(src, ok) };
                 r += b_row_step;
             }
         } else {
@@ -940,25 +982,25 @@ fn store_tile<const TM: usize, const TN: usize>(
     let c_vec = vector::is_aligned16(c) && n.is_multiple_of(4);
     // A macro over the literal row: a rolled loop would index `acc` at run time. Rows past
     // TM are compiled out (`$i % TM` keeps the index in bounds for the compiler's checks).
-    macro_rules! store_row {
-        ($i:literal) => {
-            let gm = m0 + row($i);
-            if $i < TM && gm < m {
-                let c_row = unsafe { c.add(gm as usize * n as usize) };
-                for h in 0..TN / 4 {
-                    let gn = n0 + col(4 * h);
-                    let mut out = Vec4([0.0f32; 4]);
+    // Columns 4h .. 4h + 4 of row `$i`: a macro over literal `h` too (a loop over h, once it
+    // holds the atomic branch, is not unrolled, and the accumulators it indexes at run time
+    // go to local memory).
+    macro_rules! store_quad {
+        ($i:literal, $h:literal, $c_row:expr) => {
+            if $h < TN / 4 {
+                let c_row = $c_row;
+                let gn = n0 + col(4 * $h);
+                let mut out = Vec4([0.0f32; 4]);
+                for e in 0..4 {
+                    out.0[e] = alpha * acc[$i % TM][(4 * $h + e) % TN];
+                }
+                if atomic {
                     for e in 0..4 {
-                        out.0[e] = alpha * acc[$i % TM][4 * h + e];
-                    }
-                    if atomic {
-                        for e in 0..4 {
-                            if gn + (e as u32) < n {
-                                unsafe { gpu::atomic_add_global_f32(c_row.add(gn as usize + e), out.0[e]) };
-                            }
+                        if gn + (e as u32) < n {
+                            unsafe { gpu::atomic_add_global_f32(c_row.add(gn as usize + e), out.0[e]) };
                         }
-                        continue;
                     }
+                } else {
                     if beta != 0.0 {
                         let old = unsafe { vector::load4(c_row, gn as i64, n as u64, 0.0, c_vec) };
                         for e in 0..4 {
@@ -967,6 +1009,18 @@ fn store_tile<const TM: usize, const TN: usize>(
                     }
                     unsafe { vector::store4(c_row, gn as u64, n as u64, out, c_vec) };
                 }
+            }
+        };
+    }
+    macro_rules! store_row {
+        ($i:literal) => {
+            let gm = m0 + row($i);
+            if $i < TM && gm < m {
+                let c_row = unsafe { c.add(gm as usize * n as usize) };
+                store_quad!($i, 0, c_row);
+                store_quad!($i, 1, c_row);
+                store_quad!($i, 2, c_row);
+                store_quad!($i, 3, c_row);
             }
         };
     }

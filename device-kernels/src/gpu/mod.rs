@@ -455,6 +455,64 @@ impl<T: Copy> SharedPtr<T> {
             self.array.copy_async(self.index, src)
         }
     }
+    /// [`copy_async_word`](Self::copy_async_word) where `valid`, else zeros into this
+    /// element (`cp.async` with a source size of 0: nothing is read): a predicated copy for
+    /// tiles at a matrix's edge.
+    ///
+    /// # Safety
+    /// As for [`copy_async_word`](Self::copy_async_word); `src` is a valid address even
+    /// where `valid` is false (it is not read, but the instruction takes it).
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub unsafe fn copy_async_word_if(self, src: *const T, valid: bool) {
+        const { assert!(size_of::<T>() == 4 && align_of::<T>() >= 4) };
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+        unsafe {
+            core::arch::asm!(
+                "cp.async.ca.shared.global.L2::128B [{dst}], [{src}], 4, {size};",
+                dst = in(reg32) self.addr,
+                src = in(reg64) src,
+                size = in(reg32) if valid { 4u32 } else { 0 },
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+        unsafe {
+            if valid {
+                self.array.copy_async_word(self.index, src)
+            } else {
+                self.array.write(self.index, core::mem::zeroed())
+            }
+        }
+    }
+    /// [`copy_async`](Self::copy_async) where `valid`, else zeros into this element (see
+    /// [`copy_async_word_if`](Self::copy_async_word_if)).
+    ///
+    /// # Safety
+    /// As for [`copy_async_word_if`](Self::copy_async_word_if), 16-byte elements.
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub unsafe fn copy_async_if(self, src: *const T, valid: bool) {
+        const { assert!(size_of::<T>() == 16 && align_of::<T>() >= 16) };
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+        unsafe {
+            core::arch::asm!(
+                "cp.async.cg.shared.global.L2::128B [{dst}], [{src}], 16, {size};",
+                dst = in(reg32) self.addr,
+                src = in(reg64) src,
+                size = in(reg32) if valid { 16u32 } else { 0 },
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+        unsafe {
+            if valid {
+                self.array.copy_async(self.index, src)
+            } else {
+                self.array.write(self.index, core::mem::zeroed())
+            }
+        }
+    }
 }
 
 impl<T: Copy> SharedPtr<T> {
