@@ -28,6 +28,8 @@
 #               (packed: tunedb.tgz); `dynsmem db build` turns its caches into host/data/tuning-db.jsonl
 #   shapes      `dynsmem shapes` on CUDA launch-sized (SHAPES_FAMILIES, SHAPES_ARGS) -> shapes.md,
 #               shapes.jsonl, shapes.err, shape-plots.tgz
+#   tune-shapes random SGEMM sweeps at shapes standing for the shape suite's classes
+#               (TUNE_SECONDS each) -> tune-shapes.tgz (caches for `dynsmem db build`)
 #   db-runs     `run` at tuned and untuned shapes, defaults from the built-in tuning database
 #               beside the heuristic's -> db-runs.jsonl, db-runs.txt
 set -uo pipefail
@@ -49,7 +51,7 @@ for step in "$@"; do
   case $step in
     tests)
       logs=$(mktemp -d)
-      OUT=$logs bash .device/run.sh > "$OUT/tests.txt" 2>&1 || status=1
+      OUT=$logs bash .device/run.sh > "$logs/tests.txt" 2>&1 || status=1
       tar czf "$OUT/test-logs.tgz" -C "$logs" .
       grep -hE "^test result|FAILED|panicked|SKIPPED" "$logs"/*.log | sort | uniq -c | head -40
       ;;
@@ -92,6 +94,21 @@ for step in "$@"; do
       echo "wall time of the shape suites: $(( $(date +%s) - start )) s" | tee -a "$OUT/shapes.err"
       tar czf "$OUT/shape-plots.tgz" -C "$OUT" shape-plots && rm -rf "$OUT/shape-plots"
       sed -n '/^family  *backend  *variant  *shapes/,$p' "$OUT/shapes.md"
+      ;;
+    tune-shapes)
+      # Random-order SGEMM sweeps of TUNE_SECONDS (default 35) each at shapes that stand for
+      # the suite's classes without being its shapes (the database answers within 1.5x on
+      # every side): small cubes, mid cubes, rectangles, tall and wide, deep, shallow.
+      d="$OUT/tune-shapes"; mkdir -p "$d"
+      for shape in "384 384 384" "1536 1536 1536" "2560 1536 2048" "768 6144 3072" "6144 768 3072" \
+                   "6144 1280 6144" "6144 320 1280" "320 6144 1280" "384 384 6144" "768 768 6144" "6144 6144 320"; do
+        read -r m n k <<< "$shape"
+        name="sgemm-${m}x${n}x${k}"
+        $B tune sgemm --m "$m" --n "$n" --k "$k" --strategy random --budget-seconds "${TUNE_SECONDS:-35}" \
+          --repeats 10 --energy-ms 0 --quiet --cache "$d/$name.jsonl" > "$d/$name.txt" 2>&1 || status=1
+        grep -E "^(space|random|best)" "$d/$name.txt" | head -3
+      done
+      tar czf "$OUT/tune-shapes.tgz" -C "$OUT" tune-shapes && rm -rf "$d"
       ;;
     devices)
       { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; $B devices; } 2>&1 | tee "$OUT/devices.txt"
