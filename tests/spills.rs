@@ -17,7 +17,19 @@ use common::{cuda_or_skip, note};
 /// k loop keeps its bounds and addresses live, and ptxas spills (the bytes are the
 /// driver's for sm_90). A `bk` of 8, 16 or 32 takes the compiled-in entries instead,
 /// which do not spill.
-const EXPECTED_LOCAL: &[(&str, u32)] = &[("sgemm_f32", 40), ("sgemm_f32_unroll4", 48)];
+///
+/// The 8-row f32 entries (capped at 128 registers) since the predicated edge copies and
+/// split-K: their extra addresses and bounds spill (driver figures for sm_90; the 16-row
+/// and tensor-map entries, capped at 255, spill none). Taken on purpose: the shape suites
+/// measured these entries faster with the edge copies than with the element-by-element
+/// gather they replace (figures in `host/src/families/sgemm/NOTES.md`).
+const EXPECTED_LOCAL: &[(&str, u32)] = &[
+    ("sgemm_f32", 40),
+    ("sgemm_f32_unroll4", 80),
+    ("sgemm_f32_bk16", 72),
+    ("sgemm_f32_bk32", 64),
+    ("sgemm_f32_128x128x16s2", 16),
+];
 
 #[test]
 fn local_memory_per_entry_is_as_expected() {

@@ -197,11 +197,16 @@ impl TuningDb {
 /// The point of `params` if it is a valid config of `tunable`'s problem on `target`: the
 /// one-config search space of those values, built (and so checked) as the tuner does.
 fn fit_point<T: Tunable + ?Sized>(tunable: &T, target: &Target, params: &BTreeMap<String, u32>) -> Option<Vec<u32>> {
-    let names: Vec<&str> = tunable.params(target).iter().map(|p| p.name).collect();
-    if names.len() != params.len() || names.iter().any(|n| !params.contains_key(*n)) {
+    let space_params = tunable.params(target);
+    // Every parameter of the space, from the entry or (one added since) its `absent`
+    // value; none the space lacks.
+    if params.keys().any(|k| !space_params.iter().any(|p| p.name == k)) {
         return None;
     }
-    let overrides: Vec<(String, Vec<u32>)> = params.iter().map(|(k, v)| (k.clone(), vec![*v])).collect();
+    let overrides: Vec<(String, Vec<u32>)> = space_params
+        .iter()
+        .map(|p| Some((p.name.to_string(), vec![params.get(p.name).copied().or(p.absent)?])))
+        .collect::<Option<_>>()?;
     let space = SearchSpace::build(tunable, target, &overrides).ok()?;
     space.points.first().cloned()
 }
@@ -289,6 +294,29 @@ mod tests {
         assert_eq!(problem_distance(&a, &json!({"m": 4096, "n": 4096, "k": 1000})), None);
         assert_eq!(problem_distance(&json!({"r": 0}), &json!({"r": 1})), None);
         assert_eq!(problem_distance(&json!({"r": 0}), &json!({"r": 0})), Some(0.0));
+    }
+
+    /// An SGEMM entry recorded before the space had `splits` still answers where the space
+    /// now has it (as one split), and one the space cannot name does not.
+    #[test]
+    fn an_entry_without_a_parameter_added_since_fits_as_its_absent_value() {
+        use crate::families::sgemm::{SgemmProblem, SgemmTunable};
+        let target = Target {
+            backend: crate::backend::BackendKind::Cuda,
+            variant: crate::backend::Variant::LaunchSized,
+            limits: crate::tune::cache::tests::limits(),
+            is_cpu: false,
+        };
+        let t = SgemmTunable::new(SgemmProblem { m: 2048, n: 2048, k: 2048, f16_inputs: false });
+        assert!(t.params(&target).iter().any(|p| p.name == "splits"), "2048^3 has split-K in its space");
+        let old: BTreeMap<String, u32> = [("bm", 256), ("bn", 128), ("bk", 32), ("stages", 2), ("tm", 8), ("tma", 1)]
+            .map(|(k, v)| (k.to_string(), v))
+            .into();
+        let point = fit_point(&t, &target, &old).expect("fits with one split");
+        assert_eq!(t.config(&point), dynsmem_kernels::sgemm::SgemmConfig::tma(256, 32, 2));
+        let mut unknown = old.clone();
+        unknown.insert("warps".into(), 4);
+        assert_eq!(fit_point(&t, &target, &unknown), None);
     }
 
     #[test]

@@ -283,7 +283,7 @@ impl Imported {
             device: doc["device_name"].as_str().unwrap_or("unknown device").into(),
             named: params
                 .iter()
-                .map(|(n, v)| Param { name: Box::leak(n.clone().into_boxed_str()), values: v.clone() })
+                .map(|(n, v)| Param { name: Box::leak(n.clone().into_boxed_str()), values: v.clone(), absent: None })
                 .collect(),
             params,
             points,

@@ -27,7 +27,7 @@ impl Space for Histogram {
         vec![
             Param::new("block", &[128, 256, 512, 1024]),
             Param::new("copies", &[1, 2, 4, 8, 16]),
-            Param { name: "grid", values: grids },
+            Param { name: "grid", values: grids, absent: None },
         ]
     }
 

@@ -119,7 +119,7 @@ impl Tunable for SgemmTunable {
                     params.push(Param::new("tma", &[0, 1]));
                     let sms = target.limits.multiprocessors.unwrap_or(132) as u64;
                     if wants_split_k(&self.problem, sms) {
-                        params.push(Param::new("splits", &SPLIT_K));
+                        params.push(Param::new("splits", &SPLIT_K).absent_as(1));
                     }
                 }
             }
