@@ -122,3 +122,42 @@ pub fn render(records: &[Record]) -> Result<Vec<Plot>> {
 pub fn write(records: &[Record], dir: &Path) -> Result<Vec<PathBuf>> {
     super::plot::save(render(records)?, dir)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{Backend, BackendKind};
+    use crate::report::Provenance;
+
+    fn rec(shape: &str, variant: &str, ratio: Option<f64>) -> Record {
+        let prov = Provenance { rustc: "r".into(), commit: "c".into(), command: "x".into(), image: "i".into() };
+        let mut info = crate::backend::cpu::CpuBackend::new().info().clone();
+        info.backend = BackendKind::Cuda;
+        let mut r = Record::new("softmax", variant, "softmax", &info, &prov);
+        r.shape = Some(shape.into());
+        r.ratio = ratio;
+        r.verified = ratio.is_some();
+        r
+    }
+
+    #[test]
+    fn a_point_per_shape_and_series_labelled_by_shape_with_each_series_geomean() {
+        let records = vec![
+            rec("aligned-4096", "anchor", Some(1.0)),
+            rec("aligned-4096", "launch-sized", Some(0.98)),
+            rec("odd-4095", "launch-sized", Some(0.5)),
+            rec("odd-4097", "launch-sized", None),
+        ];
+        let plots = render(&records).unwrap();
+        assert_eq!(plots.len(), 1);
+        assert_eq!(plots[0].file, "softmax-shapes.svg");
+        let svg = &plots[0].svg;
+        for label in ["aligned-4096", "odd-4095", "odd-4097"] {
+            assert!(svg.contains(label), "{label} on the x axis");
+        }
+        // Two verified points; the anchor record is not one.
+        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
+        let g = (0.98f64.ln() / 2.0 + 0.5f64.ln() / 2.0).exp();
+        assert!(svg.contains(&format!("geometric mean {g:.3}")), "{svg}");
+    }
+}
