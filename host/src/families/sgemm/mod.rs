@@ -113,13 +113,13 @@ pub fn default_config<B: FamilyBackend>(backend: &B, problem: &SgemmProblem) -> 
 }
 
 /// Split-K for `cfg` where its tiles leave multiprocessors idle: enough splits to give
-/// about two blocks per multiprocessor, each keeping at least [`MIN_SPLIT_K_TILES`]
+/// about one block per multiprocessor (not two: see `NOTES.md`), each keeping at least [`MIN_SPLIT_K_TILES`]
 /// k-tiles (shorter splits spend their time filling the pipeline), at most
 /// [`MAX_SPLITS`](dynsmem_kernels::sgemm::MAX_SPLITS); 1 where the tiles already fill the
 /// GPU.
 pub fn default_splits(cfg: &SgemmConfig, problem: &SgemmProblem, sms: u64) -> u32 {
     let tiles = cfg.grid(problem.m, problem.n);
-    let by_sms = 2 * sms / tiles.max(1);
+    let by_sms = sms / tiles.max(1);
     let by_depth = (problem.k.div_ceil(cfg.bk.max(1)) / MIN_SPLIT_K_TILES) as u64;
     by_sms.min(by_depth).clamp(1, dynsmem_kernels::sgemm::MAX_SPLITS as u64) as u32
 }
