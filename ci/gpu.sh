@@ -93,7 +93,7 @@ for step in "$@"; do
         --markdown --json "$OUT/shapes.jsonl" --plots "$OUT/shape-plots" > "$OUT/shapes.md" 2> "$OUT/shapes.err" || status=1
       echo "wall time of the shape suites: $(( $(date +%s) - start )) s" | tee -a "$OUT/shapes.err"
       tar czf "$OUT/shape-plots.tgz" -C "$OUT" shape-plots && rm -rf "$OUT/shape-plots"
-      sed -n '/^family  *backend  *variant  *shapes/,$p' "$OUT/shapes.md"
+      sed -n '/^| family *| backend *| variant *| shapes/,$p' "$OUT/shapes.md"
       ;;
     tune-shapes)
       # Random-order SGEMM sweeps of TUNE_SECONDS (default 35) each at shapes that stand for

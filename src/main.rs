@@ -452,12 +452,12 @@ fn run_bench(
         say!("\n{} plots written to {}", paths.len(), dir.display());
     }
     // Last, so the table, the records and the plots are all there to read the failure in.
-    let wrong: Vec<String> = report
-        .records
-        .iter()
-        .filter(|r| r.wrong_result)
-        .map(|r| format!("{} {} {} ({})", r.family, r.variant, r.kernel, r.backend))
-        .collect();
+    fail_on_wrong(&report.records, |r| format!("{} {} {} ({})", r.family, r.variant, r.kernel, r.backend))
+}
+
+/// An error naming every record (by `name`) whose kernel ran and was wrong, else `Ok`.
+fn fail_on_wrong(records: &[Record], name: impl Fn(&Record) -> String) -> anyhow::Result<()> {
+    let wrong: Vec<String> = records.iter().filter(|r| r.wrong_result).map(name).collect();
     if !wrong.is_empty() {
         bail!("{} record(s) failed verification: {}", wrong.len(), wrong.join("; "));
     }
@@ -517,16 +517,9 @@ fn run_shapes(
             .with_context(|| format!("--plots {}", dir.display()))?;
         say!("\n{} plots written to {}", paths.len(), dir.display());
     }
-    let wrong: Vec<String> = report
-        .records
-        .iter()
-        .filter(|r| r.wrong_result)
-        .map(|r| format!("{} {} {} ({})", r.family, r.shape.as_deref().unwrap_or("-"), r.kernel, r.backend))
-        .collect();
-    if !wrong.is_empty() {
-        bail!("{} record(s) failed verification: {}", wrong.len(), wrong.join("; "));
-    }
-    Ok(())
+    fail_on_wrong(&report.records, |r| {
+        format!("{} {} {} ({})", r.family, r.shape.as_deref().unwrap_or("-"), r.kernel, r.backend)
+    })
 }
 
 /// `dynsmem plot`: the plots of a record file (torn lines, left by a killed writer, are
