@@ -10,7 +10,7 @@ use dynsmem_host::bench;
 use dynsmem_host::families::{FAMILIES, FamilyBackend, Variant};
 use dynsmem_host::family::Sizes;
 use dynsmem_host::family::shapes::{self, Section};
-use dynsmem_host::measure::TimingOptions;
+use dynsmem_host::measure::{TimingOptions, geometric_mean};
 use dynsmem_host::report::{Record, Table};
 use dynsmem_host::tune::db::TuningDb;
 
@@ -51,35 +51,25 @@ pub fn run(opts: &ShapesOptions, progress: &mut dyn FnMut(&str), each: &mut dyn 
     let wanted = |k: BackendKind| opts.backends.is_empty() || opts.backends.contains(&k);
     let mut vendor = Vec::new();
     let mut gpu = false;
-    if wanted(BackendKind::Cuda) {
-        match crate::cuda(0) {
-            Probe::Ready(b) => {
-                gpu = true;
-                report.backends.push(crate::suite::describe(&b));
-                backend(&b, opts, &mut vendor, &mut report, progress, each);
+    // Each backend (of a type of its own, hence a macro) where asked for and ready; a GPU
+    // backend that ran keeps the CPU backend out unless it was asked for.
+    macro_rules! on {
+        ($kind:expr, $probe:expr, $is_gpu:expr) => {
+            if wanted($kind) {
+                match $probe {
+                    Probe::Ready(b) => {
+                        gpu |= $is_gpu;
+                        report.backends.push(crate::suite::describe(&b));
+                        backend(&b, opts, &mut vendor, &mut report, progress, each);
+                    }
+                    Probe::Unavailable(k, why) => report.backends.push(format!("{k}: unavailable: {why}")),
+                }
             }
-            Probe::Unavailable(k, why) => report.backends.push(format!("{k}: unavailable: {why}")),
-        }
+        };
     }
-    if wanted(BackendKind::Hip) {
-        match crate::hip(0) {
-            Probe::Ready(b) => {
-                gpu = true;
-                report.backends.push(crate::suite::describe(&b));
-                backend(&b, opts, &mut vendor, &mut report, progress, each);
-            }
-            Probe::Unavailable(k, why) => report.backends.push(format!("{k}: unavailable: {why}")),
-        }
-    }
-    if wanted(BackendKind::Wgsl) {
-        match crate::wgsl() {
-            Probe::Ready(b) => {
-                report.backends.push(crate::suite::describe(&b));
-                backend(&b, opts, &mut vendor, &mut report, progress, each);
-            }
-            Probe::Unavailable(k, why) => report.backends.push(format!("{k}: unavailable: {why}")),
-        }
-    }
+    on!(BackendKind::Cuda, crate::cuda(0), true);
+    on!(BackendKind::Hip, crate::hip(0), true);
+    on!(BackendKind::Wgsl, crate::wgsl(), false);
     let cpu_asked = opts.backends.contains(&BackendKind::Cpu);
     if cpu_asked || (opts.backends.is_empty() && !gpu) {
         let cpu = CpuBackend::new();
@@ -220,8 +210,7 @@ pub struct Summary {
 
 impl Summary {
     pub fn geomean(&self) -> Option<f64> {
-        (!self.ratios.is_empty())
-            .then(|| (self.ratios.iter().map(|(_, r)| r.ln()).sum::<f64>() / self.ratios.len() as f64).exp())
+        geometric_mean(self.ratios.iter().map(|(_, r)| *r))
     }
     pub fn min(&self) -> Option<&(String, f64)> {
         self.ratios.iter().min_by(|a, b| a.1.total_cmp(&b.1))
@@ -230,11 +219,7 @@ impl Summary {
     /// `odd-*` shape over it: how far off the aligned path a family falls.
     pub fn odd_over_aligned(&self) -> Option<(f64, String, f64)> {
         let of = |p: &'static str| self.ratios.iter().filter(move |(l, _)| l.starts_with(p));
-        let aligned: Vec<f64> = of("aligned-").map(|(_, r)| *r).collect();
-        if aligned.is_empty() {
-            return None;
-        }
-        let a = (aligned.iter().map(|r| r.ln()).sum::<f64>() / aligned.len() as f64).exp();
+        let a = geometric_mean(of("aligned-").map(|(_, r)| *r))?;
         let (label, worst) = of("odd-").min_by(|x, y| x.1.total_cmp(&y.1))?;
         Some((a, label.clone(), worst / a))
     }

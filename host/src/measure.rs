@@ -180,6 +180,12 @@ pub fn time<B: Backend>(
     Ok((timing, warmups))
 }
 
+/// The geometric mean of positive `values` (ratios to an anchor), `None` for none.
+pub fn geometric_mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.into_iter().fold((0.0, 0usize), |(s, n), v| (s + v.ln(), n + 1));
+    (n > 0).then(|| (sum / n as f64).exp())
+}
+
 /// Gigabytes (1e9 bytes) per second.
 pub fn gbps(bytes: u64, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e-3) / 1e9

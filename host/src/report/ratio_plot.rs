@@ -45,13 +45,14 @@ pub fn ratio_chart(family: &str, records: &[&Record]) -> Result<String> {
         return Err(err(format!("no verified {family} record with a ratio and a shape")));
     }
     let ymax = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).fold(1.0f64, f64::max) * 1.1;
+    // Each series' geometric mean (a series has at least one point: it was made for one).
+    let means: Vec<f64> =
+        series.iter().map(|(_, pts)| crate::measure::geometric_mean(pts.iter().map(|p| p.1)).unwrap_or(1.0)).collect();
     let entries: Vec<(String, RGBColor, bool)> = series
         .iter()
+        .zip(&means)
         .enumerate()
-        .map(|(i, (name, pts))| {
-            let g = (pts.iter().map(|p| p.1.ln()).sum::<f64>() / pts.len().max(1) as f64).exp();
-            (format!("{name} (geometric mean {g:.3}: the thin line)"), series_colour(i), false)
-        })
+        .map(|(i, ((name, _), g))| (format!("{name} (geometric mean {g:.3}: the thin line)"), series_colour(i), false))
         .collect();
     let width = (240 + 34 * shapes.len() as u32).max(640);
     let mut svg = String::new();
@@ -86,9 +87,8 @@ pub fn ratio_chart(family: &str, records: &[&Record]) -> Result<String> {
         chart
             .draw_series(std::iter::once(PathElement::new(vec![(span.0, 1.0), (span.1, 1.0)], BLACK.stroke_width(1))))
             .map_err(|e| err(e.to_string()))?;
-        for (i, (_, pts)) in series.iter().enumerate() {
+        for (i, ((_, pts), &g)) in series.iter().zip(&means).enumerate() {
             let colour = series_colour(i);
-            let g = (pts.iter().map(|p| p.1.ln()).sum::<f64>() / pts.len().max(1) as f64).exp();
             chart
                 .draw_series(std::iter::once(PathElement::new(vec![(span.0, g), (span.1, g)], colour.stroke_width(1))))
                 .map_err(|e| err(e.to_string()))?;

@@ -169,10 +169,7 @@ pub fn fit_config<B: Backend>(
     // Split-K is the launch-sized kernels' (the static forms have no atomic float add).
     let splits_note = (variant != Variant::LaunchSized && cfg.splits > 1)
         .then(|| format!("the {variant} form has no split-K: {} splits ran as 1", cfg.splits));
-    let rows_note = match (rows_note, splits_note) {
-        (Some(r), Some(s)) => Some(format!("{r}; {s}")),
-        (r, s) => r.or(s),
-    };
+    let rows_note = join_notes(rows_note, splits_note);
     // (Every note is of a static form: those run 8 rows, no tensor maps, one split.)
     let cfg = if rows_note.is_some() { SgemmConfig::new(cfg.bm, cfg.bn, cfg.bk, cfg.stages) } else { cfg };
     let mut fallbacks = Vec::new();
@@ -186,11 +183,15 @@ pub fn fit_config<B: Backend>(
     fallbacks.retain(|c| c.fits(eb) && *c != cfg);
     let limit = backend.info().limits.static_shared_max;
     let (c, note) = super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(eb).ok());
-    let note = match (rows_note, note) {
-        (Some(rows), Some(fit)) => Some(format!("{rows}; {fit}")),
-        (rows, fit) => rows.or(fit),
-    };
-    (c, note)
+    (c, join_notes(rows_note, note))
+}
+
+/// Two optional notes as one, `; ` between them.
+fn join_notes(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The WGSL default on a CPU Vulkan adapter (lavapipe): 64 x 64 x 8 (64 invocations, 8448 B
