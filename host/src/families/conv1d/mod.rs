@@ -42,32 +42,77 @@ pub fn default_config<B: FamilyBackend>(backend: &B, taps: u32) -> Conv1dConfig 
     }
 }
 
-/// Index of tile element `i` in the WGSL form's scalar tile: one padding float after every
-/// 32, so that thread `t`'s reads of element `t*R + c` spread over the banks.
-fn wgsl_padded(i: u32) -> u32 {
-    i + i / 32
+/// The unrolled register window of the WGSL form for `r` outputs per thread (4 or 8),
+/// as the text of `conv1d.wgsl`'s slots: the window is scalars named `a<i>` (accumulators),
+/// `lo<i>`, `hi<i>` (the two halves of the 2R tile elements) and `w<i>` (R taps), so
+/// that every index is a name and the driver keeps them in registers.
+fn window_code(r: u32) -> Vec<(&'static str, String)> {
+    let names = |p: &str| (0..r).map(|i| format!("{p}{i}")).collect::<Vec<_>>();
+    let lanes = ["x", "y", "z", "w"];
+    // `dst<4q+c> = src[at + q].c` for each of the r/4 vectors.
+    let load = |dst: &str, src: &str, at: &str| {
+        (0..r / 4)
+            .map(|q| {
+                let v = format!("{src}[{at} + {q}u]");
+                let parts: Vec<String> =
+                    (0..4).map(|c| format!("{dst}{} = {dst}v{q}.{};", 4 * q + c, lanes[c as usize])).collect();
+                format!("{{ let {dst}v{q} = {v}; {} }}", parts.join(" "))
+            })
+            .collect::<Vec<_>>()
+            .join("\n            ")
+    };
+    // acc[i] += w[j] * window[i + j], the window being `first` then `second`.
+    let step = |first: &str, second: &str| {
+        let mut lines = Vec::new();
+        for j in 0..r {
+            for i in 0..r {
+                let v = if i + j < r { format!("{first}{}", i + j) } else { format!("{second}{}", i + j - r) };
+                lines.push(format!("a{i} = fma(w{j}, {v}, a{i});"));
+            }
+        }
+        lines.join(" ")
+    };
+    let decl = |p: &str| names(p).iter().map(|n| format!("var {n}: f32;")).collect::<Vec<_>>().join(" ");
+    let store = (0..r / 4)
+        .map(|q| {
+            let a = (0..4).map(|c| format!("a{}", 4 * q + c)).collect::<Vec<_>>().join(", ");
+            format!("if (o + 4u * (base + {q}u) < n) {{ store4(o + 4u * (base + {q}u), n, vec4<f32>({a})); }}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n        ");
+    vec![
+        ("WINDOW_DECLS", [decl("a"), decl("lo"), decl("hi"), decl("w")].join("\n    ")),
+        ("ZERO_ACC", names("a").iter().map(|n| format!("{n} = 0.0;")).collect::<Vec<_>>().join(" ")),
+        ("LOAD_LO0", load("lo", "tile", "base")),
+        ("LOAD_HI", load("hi", "tile", "base + k + RV")),
+        ("LOAD_LO", load("lo", "tile", "base + k + 2u * RV")),
+        ("LOAD_W0", load("w", "wt", "k")),
+        ("LOAD_W1", load("w", "wt", "k + RV")),
+        ("STEP_LO_HI", step("lo", "hi")),
+        ("STEP_HI_LO", step("hi", "lo")),
+        ("STORE", store),
+    ]
 }
 
 pub(crate) fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Variant) -> WgslSpec {
-    let outputs = cfg.block as u64 * cfg.outputs_per_thread as u64;
     let kp = cfg.padded_taps(problem.taps);
-    let tile_cap = wgsl_padded((outputs + kp as u64).min(u32::MAX as u64 / 2) as u32) + 1;
     let (sizing, constants) = wgsl_sizing(
         variant,
-        &[
-            ("BLOCK", "u32", cfg.block as f64),
-            ("TAPS", "u32", problem.taps as f64),
-            ("KP", "u32", kp as f64),
-            ("TILE_CAP", "u32", tile_cap as f64),
-        ],
+        &[("BLOCK", "u32", cfg.block as f64), ("TAPS", "u32", problem.taps as f64), ("KP", "u32", kp as f64)],
     );
+    let r = cfg.outputs_per_thread.to_string();
+    let window = window_code(cfg.outputs_per_thread);
+    let derived = if variant == Variant::WgslOverride { "override" } else { "const" };
+    let mut slots: Vec<(&str, &str)> = vec![("SIZING", &sizing), ("R", &r), ("DERIVED", derived)];
+    slots.extend(window.iter().map(|(k, v)| (*k, v.as_str())));
     WgslSpec {
         name: format!("conv1d_f32_r{}[{variant},taps={},block={}]", cfg.outputs_per_thread, problem.taps, cfg.block),
-        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("R", &cfg.outputs_per_thread.to_string())]),
+        source: fill_template(WGSL_TEMPLATE, &slots),
         entry: "conv1d",
         constants,
         workgroup_size: cfg.block,
-        static_bytes: ((tile_cap as u64 + kp as u64) * 4).min(u32::MAX as u64) as u32,
+        // The Rust kernel's layout: tile and halo, and the shifted taps, as vectors.
+        static_bytes: cfg.shared_bytes(problem.taps).unwrap_or(u32::MAX),
     }
 }
 

@@ -38,7 +38,9 @@ pub fn default_config<B: FamilyBackend>(backend: &B) -> SoftmaxConfig {
 
 fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) -> WgslSpec {
     let cols = problem.cols.max(1);
-    let (sizing, constants) = wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols as f64)]);
+    // The shared row is vectors: COLS rounded up to whole ones.
+    let cols4 = cols.next_multiple_of(4);
+    let (sizing, constants) = wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols4 as f64)]);
     WgslSpec {
         name: format!("{KERNEL}[{variant},cols={cols},block={}]", cfg.block),
         source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
@@ -49,9 +51,9 @@ fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) ->
     }
 }
 
-/// Bytes of the WGSL form's static arrays: the row and a float per thread.
+/// Bytes of the WGSL form's static arrays: the row (whole vectors) and a float per thread.
 pub fn wgsl_static_bytes(problem: &SoftmaxProblem, cfg: &SoftmaxConfig) -> u32 {
-    ((problem.cols.max(1) as u64 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32
+    ((problem.cols.max(1).next_multiple_of(4) as u64 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32
 }
 
 /// The cuda-static kernel: `softmax.cu` with the row length and block as defines; its

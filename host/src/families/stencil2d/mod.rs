@@ -73,6 +73,67 @@ pub fn weights(radius: u32, blur: Blur) -> Vec<f32> {
     raw.iter().map(|w| (w / sum) as f32).collect()
 }
 
+/// The unrolled registers of the WGSL form for `radius` (1 or 2), as the text of
+/// `stencil2d.wgsl`'s slots: the weights are scalars `w<i>` and the window's slot `j`
+/// (tile row `y_first + j` mod K) is the scalars `s<j>_<i>`, so that every index is a
+/// name and the driver keeps them in registers, as the Rust kernel's constant-indexed
+/// arrays are.
+fn window_code(radius: u32) -> Vec<(&'static str, String)> {
+    let k = 2 * radius + 1;
+    let ww = 4 + 2 * radius;
+    let halo = dynsmem_kernels::stencil2d::HALO;
+    let lanes = ["x", "y", "z", "w"];
+    let join = |v: Vec<String>, sep: &str| v.join(sep);
+    // Slot `slot` = window row of tile row `tr`: columns HALO - R .. of the group's three vectors.
+    let read_row = |slot: u32, tr: &str| {
+        let sets = (0..ww)
+            .map(|i| {
+                let e = halo - radius + i;
+                format!("s{slot}_{i} = v{}.{};", e / 4, lanes[(e % 4) as usize])
+            })
+            .collect();
+        format!(
+            "{{ let b = ({tr}) * PITCH + g; let v0 = tile[b]; let v1 = tile[b + 1u]; let v2 = tile[b + 2u]; {} }}",
+            join(sets, " ")
+        )
+    };
+    let decls = (0..k * k)
+        .map(|i| format!("var w{i}: f32;"))
+        .chain((0..k).flat_map(|j| (0..ww).map(move |i| format!("var s{j}_{i}: f32;"))))
+        .collect();
+    let steps = (0..k)
+        .map(|u| {
+            // Output column c: one accumulator per window row, then their sum, as in the Rust kernel.
+            let outs: Vec<String> = (0..4)
+                .map(|c| {
+                    let rows: Vec<String> = (0..k)
+                        .map(|dy| {
+                            let slot = (u + dy) % k;
+                            (0..k).fold("0.0".to_string(), |acc, dx| {
+                                format!("fma(w{}, s{slot}_{}, {acc})", dy * k + dx, c + dx)
+                            })
+                        })
+                        .collect();
+                    format!("out.{} = {};", lanes[c as usize], rows.join(" + "))
+                })
+                .collect();
+            format!(
+                "if (r < strip) {{\n                {}\n                var out: vec4<f32>;\n                {}\n                \
+                 let y = y0 + y_first + r;\n                if (y < height && x < width) {{ store(y, x, width, vec_rows, out); }}\n                \
+                 r++;\n            }}",
+                read_row((u + k - 1) % k, &format!("y_first + r + {}u", k - 1)),
+                outs.join("\n                ")
+            )
+        })
+        .collect();
+    vec![
+        ("DECLS", join(decls, " ")),
+        ("LOAD_WEIGHTS", join((0..k * k).map(|i| format!("w{i} = wt[{i}u];")).collect(), " ")),
+        ("FIRST_ROWS", join((0..k - 1).map(|j| read_row(j, &format!("y_first + {j}u"))).collect(), "\n        ")),
+        ("STEPS", join(steps, "\n            ")),
+    ]
+}
+
 pub(crate) fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, variant: Variant) -> WgslSpec {
     let (sizing, constants) = wgsl_sizing(
         variant,
@@ -82,19 +143,22 @@ pub(crate) fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, varia
             ("TILE_H", "u32", cfg.tile_h as f64),
         ],
     );
-    let r = problem.radius as u64;
-    let k = 2 * r + 1;
-    let tile = (cfg.tile_w as u64 / 4 + 2) * 4 * (cfg.tile_h as u64 + 2 * r);
+    let radius = problem.radius.to_string();
+    let derived = if variant == Variant::WgslOverride { "override" } else { "const" };
+    let window = window_code(problem.radius);
+    let mut slots: Vec<(&str, &str)> = vec![("SIZING", &sizing), ("RADIUS", &radius), ("DERIVED", derived)];
+    slots.extend(window.iter().map(|(k, v)| (*k, v.as_str())));
     WgslSpec {
         name: format!(
             "stencil2d_f32_r{}[{variant},tile={}x{},block={}]",
             problem.radius, cfg.tile_w, cfg.tile_h, cfg.block
         ),
-        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("RADIUS", &problem.radius.to_string())]),
+        source: fill_template(WGSL_TEMPLATE, &slots),
         entry: "stencil2d",
         constants,
         workgroup_size: cfg.block,
-        static_bytes: ((tile + k * k) * 4).min(u32::MAX as u64) as u32,
+        // The Rust kernel's layout: the bordered tile as vectors, the weights.
+        static_bytes: cfg.shared_bytes(problem.radius).unwrap_or(u32::MAX),
     }
 }
 

@@ -20,6 +20,14 @@ struct Params {
 
 var<workgroup> shared_tile: array<f32, TILE * (TILE + PAD)>;
 
+// Element (r, c) of the input, zero outside it.
+fn load(r: u32, c: u32, rows: u32, cols: u32) -> f32 {
+    if (r < rows && c < cols) {
+        return input[r * cols + c];
+    }
+    return 0.0;
+}
+
 @compute @workgroup_size(BLOCK)
 fn transpose(
     @builtin(local_invocation_index) tid: u32,
@@ -37,12 +45,22 @@ fn transpose(
     for (var t = wid.x; t < tiles; t += nwg.x) {
         let r0 = (t / tiles_x) * TILE;
         let c0 = (t % tiles_x) * TILE;
-        for (var j = ty; j < TILE; j += step) {
-            let r = r0 + j;
-            let c = c0 + tx;
-            if (r < rows && c < cols) {
-                shared_tile[j * stride + tx] = input[r * cols + c];
-            }
+        // Four rows' loads in flight before their stores, as in the Rust kernel.
+        let c = c0 + tx;
+        var j = ty;
+        while (TILE > j && TILE - j > 3u * step) {
+            let a = load(r0 + j, c, rows, cols);
+            let b = load(r0 + j + step, c, rows, cols);
+            let c2 = load(r0 + j + 2u * step, c, rows, cols);
+            let d = load(r0 + j + 3u * step, c, rows, cols);
+            shared_tile[j * stride + tx] = a;
+            shared_tile[(j + step) * stride + tx] = b;
+            shared_tile[(j + 2u * step) * stride + tx] = c2;
+            shared_tile[(j + 3u * step) * stride + tx] = d;
+            j += 4u * step;
+        }
+        for (; j < TILE; j += step) {
+            shared_tile[j * stride + tx] = load(r0 + j, c, rows, cols);
         }
         workgroupBarrier();
         for (var j = ty; j < TILE; j += step) {
