@@ -28,6 +28,12 @@
 #               (packed: tunedb.tgz); `dynsmem db build` turns its caches into host/data/tuning-db.jsonl
 #   shapes      `dynsmem shapes` on CUDA launch-sized (SHAPES_FAMILIES, SHAPES_ARGS) -> shapes.md,
 #               shapes.jsonl, shapes.err, shape-plots.tgz
+#   twins       the shape suites of the families with WGSL twins, every variant (TWINS_FAMILIES,
+#               TWINS_VARIANTS, TWINS_ARGS; DYNSMEM_WGSL_RUNTIME_CHECKS passes through) ->
+#               twins${TWINS_TAG}.md, twins${TWINS_TAG}.jsonl
+#   variance    the between-process experiment (ci/variance.sh): fresh processes of WGSL and
+#               CUDA reduce under conditions that separate clocks, placement and compilation
+#               -> variance.jsonl, variance.txt
 #   tune-shapes random SGEMM sweeps at shapes standing for the shape suite's classes
 #               (TUNE_SECONDS each) -> tune-shapes.tgz (caches for `dynsmem db build`)
 #   db-runs     `run` at tuned and untuned shapes, defaults from the built-in tuning database
@@ -94,6 +100,21 @@ for step in "$@"; do
       echo "wall time of the shape suites: $(( $(date +%s) - start )) s" | tee -a "$OUT/shapes.err"
       tar czf "$OUT/shape-plots.tgz" -C "$OUT" shape-plots && rm -rf "$OUT/shape-plots"
       sed -n '/^| family *| backend *| variant *| shapes/,$p' "$OUT/shapes.md"
+      ;;
+    twins)
+      start=$(date +%s)
+      variants=""
+      for v in ${TWINS_VARIANTS:-launch-sized cuda-static wgsl-literal wgsl-override}; do variants="$variants --variant $v"; done
+      tag=${TWINS_TAG:-}
+      # shellcheck disable=SC2086
+      $B shapes ${TWINS_FAMILIES:-reduce histogram transpose softmax conv1d stencil2d scan} --backend cuda --backend wgsl \
+        $variants --energy-ms 0 ${TWINS_ARGS:-} --markdown --json "$OUT/twins$tag.jsonl" \
+        > "$OUT/twins$tag.md" 2> "$OUT/twins$tag.err" || status=1
+      echo "wall time of the twin suites: $(( $(date +%s) - start )) s" | tee -a "$OUT/twins$tag.err"
+      sed -n '/^| family *| backend *| variant *| shapes/,$p' "$OUT/twins$tag.md"
+      ;;
+    variance)
+      bash ci/variance.sh "$B" "$OUT" || status=1
       ;;
     tune-shapes)
       # Random-order SGEMM sweeps of TUNE_SECONDS (default 35) each at shapes that stand for

@@ -114,8 +114,13 @@ fn options(common: &TuneCommon) -> anyhow::Result<Options<'_>> {
     if objective.needs_energy() && energy_ms <= 0.0 {
         bail!("--objective {objective} reads the energy of each config: --energy-ms must be above 0");
     }
-    let timing =
-        TimingOptions { warmup: common.warmup, warmup_ms: common.warmup_ms, repeats: common.repeats, energy_ms };
+    let timing = TimingOptions {
+        warmup: common.warmup,
+        warmup_ms: common.warmup_ms,
+        repeats: common.repeats,
+        energy_ms,
+        back_to_back: !common.wait_each_run,
+    };
     timing.validate()?;
     Ok(Options {
         common,

@@ -595,7 +595,7 @@ fn no_vulkan_loader_is_a_typed_error() {
 // ---- The library ------------------------------------------------------------------------
 
 fn small_timing() -> dynsmem::host::measure::TimingOptions {
-    dynsmem::host::measure::TimingOptions { warmup: 0, warmup_ms: 0.0, repeats: 1, energy_ms: 0.0 }
+    dynsmem::host::measure::TimingOptions { warmup: 0, warmup_ms: 0.0, repeats: 1, energy_ms: 0.0, back_to_back: true }
 }
 
 /// The same refusals as the CLI's, as the library returns them: the variant, not only

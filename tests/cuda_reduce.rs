@@ -108,7 +108,13 @@ fn a_measurement_carries_the_gpus_clocks_power_temperature_and_energy() {
     assert_eq!(observer.source(), "nvml");
     let src = cuda.htod(&vec![1.0f32; 1 << 26]).unwrap();
     let mut dst = cuda.alloc::<f32>(1 << 26).unwrap();
-    let opts = dynsmem::host::measure::TimingOptions { warmup: 3, warmup_ms: 100.0, repeats: 20, energy_ms: 300.0 };
+    let opts = dynsmem::host::measure::TimingOptions {
+        warmup: 3,
+        warmup_ms: 100.0,
+        repeats: 20,
+        energy_ms: 300.0,
+        back_to_back: true,
+    };
     let (t, _) = dynsmem::host::measure::time(&cuda, opts, &mut || cuda.copy(&src, &mut dst)).unwrap();
     let o = t.observation.expect("an observation");
     let sm = o.sm_clock_mhz.expect("SM clock");

@@ -14,7 +14,7 @@ fn options(backend: BackendKind) -> ShapesOptions {
         backends: vec![backend],
         variants: Vec::new(),
         section: Some(Section::Small),
-        timing: TimingOptions { warmup: 1, warmup_ms: 0.0, repeats: 2, energy_ms: 0.0 },
+        timing: TimingOptions { warmup: 1, warmup_ms: 0.0, repeats: 2, energy_ms: 0.0, back_to_back: true },
         seed: 7,
         command: "tests/shapes.rs".into(),
         db: None,

@@ -16,7 +16,7 @@ use crate::report::{Provenance, Record};
 pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, prov: &Provenance) -> Record {
     let mut rec = Record::new("copy", "anchor", "device-to-device copy", backend.info(), prov);
     rec.problem = json!({ "bytes": bytes });
-    rec.timer = backend.timer_name().into();
+    rec.timer = measure::timer_label(backend, &timing);
     rec.warmup = timing.warmup;
     let result = (|| -> Result<_> {
         // Source and destination on the device; the source and the read-back on the host.
@@ -70,7 +70,7 @@ pub fn workload<B: Backend, W: Workload>(
     let mut rec = Record::new(family, variant.name(), family, backend.info(), prov);
     rec.problem = problem;
     rec.config = config;
-    rec.timer = backend.timer_name().into();
+    rec.timer = measure::timer_label(backend, &timing);
     let result = prepared.and_then(|w| {
         let k = w.kernel();
         rec.kernel = k.name;
@@ -172,7 +172,7 @@ pub fn family<'b, B: FamilyBackend>(
         let a = w.vendor_anchor(timing, seed)?;
         let mut rec = Record::new(name, "anchor", a.name, backend.info(), prov);
         rec.problem = case.problem.clone();
-        rec.timer = backend.timer_name().into();
+        rec.timer = measure::timer_label(backend, &timing);
         match a.result {
             Ok((t, warmups)) => set_measured(&mut rec, t, warmups, 0, w.flops(), None),
             Err(e) => set_error(&mut rec, &e),

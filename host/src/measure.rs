@@ -22,11 +22,17 @@ pub struct TimingOptions {
     /// has an observer with a counter (NVML, AMD SMI).
     #[serde(default)]
     pub energy_ms: f64,
+    /// Queue the timed runs back to back and wait once ([`Backend::time_runs`]), each run
+    /// still timed by its own device timestamps; `false`: wait after every run, so the
+    /// device idles between runs for as long as the host takes to submit the next. Options
+    /// recorded before the field existed were waited per run.
+    #[serde(default)]
+    pub back_to_back: bool,
 }
 
 impl Default for TimingOptions {
     fn default() -> Self {
-        TimingOptions { warmup: 3, warmup_ms: 200.0, repeats: 20, energy_ms: 0.0 }
+        TimingOptions { warmup: 3, warmup_ms: 200.0, repeats: 20, energy_ms: 0.0, back_to_back: true }
     }
 }
 
@@ -151,10 +157,11 @@ pub fn time<B: Backend>(
         }
     }
     let timed_runs = |work: &mut dyn FnMut() -> Result<()>| -> Result<Timing> {
-        let mut times = Vec::with_capacity(opts.repeats as usize);
-        for _ in 0..opts.repeats {
-            times.push(backend.time_ms(work)?);
-        }
+        let times = if opts.back_to_back {
+            backend.time_runs(opts.repeats, work)?
+        } else {
+            (0..opts.repeats).map(|_| backend.time_ms(work)).collect::<Result<Vec<_>>>()?
+        };
         Ok(Timing::from_times(times))
     };
     let Some(observer) = backend.observer() else { return Ok((timed_runs(work)?, warmups)) };
@@ -178,6 +185,12 @@ pub fn time<B: Backend>(
     let (mut timing, energy) = measured?;
     timing.observation = Some(Observation { energy, ..observation });
     Ok((timing, warmups))
+}
+
+/// The record's `timer`: the backend's device timer and how the timed runs were queued.
+pub fn timer_label<B: Backend>(backend: &B, opts: &TimingOptions) -> String {
+    let mode = if opts.back_to_back { "back-to-back" } else { "waited per run" };
+    format!("{}, {mode}", backend.timer_name())
 }
 
 /// The geometric mean of positive `values` (ratios to an anchor), `None` for none.

@@ -154,7 +154,7 @@ fn tune_and_export<B: TuneBackend>(
     };
     let commit = prov.commit.clone();
     // Few repeats: this checks the path, it is not a measurement.
-    let timing = TimingOptions { warmup: 1, warmup_ms: 0.0, repeats: 5, energy_ms: 0.0 };
+    let timing = TimingOptions { warmup: 1, warmup_ms: 0.0, repeats: 5, energy_ms: 0.0, back_to_back: true };
     let strategy = Strategy::Exhaustive;
     let mut runner = RealRunner::new(backend, tuner, &mut cache, variant, image, timing, 1, prov, strategy.name());
     let result = strategy.search(space, &mut runner, Budget::unlimited(), &mut SplitMix64::new(1));

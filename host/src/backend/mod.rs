@@ -278,6 +278,14 @@ pub trait Backend {
     /// timestamp queries); waits for it.
     fn time_ms(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<f64>;
 
+    /// Device times, in milliseconds, of `runs` runs of `work`, queued back to back so the
+    /// device does not idle (and clock down) between them while the host waits; each run
+    /// is timed by its own device timestamps. The default waits after each run, as
+    /// [`Backend::time_ms`] does.
+    fn time_runs(&self, runs: u32, work: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
+        (0..runs).map(|_| self.time_ms(work)).collect()
+    }
+
     /// What timing [`Backend::time_ms`] uses, for records.
     fn timer_name(&self) -> &'static str;
 

@@ -440,6 +440,25 @@ impl Backend for CudaBackend {
         Ok(start.elapsed_ms(end).map_err(driver_err("cuEventElapsedTime"))? as f64)
     }
 
+    fn time_runs(&self, runs: u32, work: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
+        // An event before and after each run, all queued; one wait at the end.
+        let event =
+            || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver_err("cuEventCreate"));
+        let mut marks = Vec::with_capacity(runs as usize);
+        for _ in 0..runs {
+            let (start, end) = (event()?, event()?);
+            start.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
+            work()?;
+            end.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
+            marks.push((start, end));
+        }
+        self.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
+        marks
+            .iter()
+            .map(|(start, end)| Ok(start.elapsed_ms(end).map_err(driver_err("cuEventElapsedTime"))? as f64))
+            .collect()
+    }
+
     fn timer_name(&self) -> &'static str {
         "cuda-events"
     }

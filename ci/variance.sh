@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The between-process experiment (issue 20): fresh processes of `dynsmem run reduce` at 2^28,
+# the same config every time, under conditions that separate the causes of a spread:
+#   clocks       timed runs waited one by one (the device idles while the host submits the
+#                next, and may clock down) against runs queued back to back; the observer's
+#                SM clock is in every record
+#   compilation  __GL_SHADER_DISK_CACHE=0: the driver compiles the pipeline afresh in each
+#                process instead of taking its disk cache
+#   placement    every process allocates its buffers anew: what is left once clocks and
+#                compilation are held is placement (and the run-to-run floor)
+# Conditions alternate process by process, so a drift over the experiment hits each alike.
+# Usage: ci/variance.sh BINARY OUT -> OUT/variance.tgz (a JSON-lines file per condition),
+# OUT/variance.txt
+set -uo pipefail
+B=$1
+OUT=$2
+ROUNDS=${VARIANCE_ROUNDS:-5}
+D="$OUT/variance"
+mkdir -p "$D"
+status=0
+one() {  # CONDITION, then the run arguments
+  local cond=$1; shift
+  $B run reduce --n 268435456 --energy-ms 0 --json "$D/$cond.jsonl" "$@" > /dev/null 2>> "$D/errors.txt" || status=1
+}
+for i in $(seq 1 "$ROUNDS"); do
+  one wgsl-waited --backend wgsl --wait-each-run
+  one wgsl-back-to-back --backend wgsl
+  one cuda-waited --backend cuda --wait-each-run
+  one cuda-back-to-back --backend cuda
+  if [ "$i" -le 3 ]; then
+    __GL_SHADER_DISK_CACHE=0 one wgsl-back-to-back-no-shader-cache --backend wgsl
+    one wgsl-waited-warmup-3s --backend wgsl --wait-each-run --warmup-ms 3000
+  fi
+done
+python3 - "$D" > "$OUT/variance.txt" <<'PY' || status=1
+import glob, json, os, statistics, sys
+rows = {}
+for path in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
+  for line in open(path):
+    r = json.loads(line)
+    if r.get("family") != "reduce" or r.get("gbps") is None:
+        continue
+    key = (os.path.basename(path)[:-6], r["backend"])
+    obs = r.get("observed") or {}
+    sm = (obs.get("sm_clock_mhz") or {}).get("median")
+    reasons = ",".join(sorted(set(obs.get("throttle_reasons") or [])))
+    rows.setdefault(key, []).append((r["gbps"], sm, reasons))
+print("| condition | processes | GB/s min | GB/s median | GB/s max | max/min | SM MHz (median per process) | throttle reasons |")
+print("|---|---|---|---|---|---|---|---|")
+for (tag, backend), v in sorted(rows.items()):
+    g = [x[0] for x in v]
+    sms = " ".join(str(int(x[1])) if x[1] else "-" for x in v)
+    reasons = " ".join(sorted({x[2] for x in v if x[2]})) or "-"
+    print(f"| {tag} | {len(v)} | {min(g):.0f} | {statistics.median(g):.0f} | {max(g):.0f} | {max(g)/min(g):.3f} | {sms} | {reasons} |")
+PY
+tar czf "$OUT/variance.tgz" -C "$OUT" variance && rm -rf "$D"
+cat "$OUT/variance.txt"
+exit $status
