@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The between-process experiment (issue 20): fresh processes of `dynsmem run reduce` at 2^28,
-# the same config every time, under conditions that separate the causes of a spread:
-#   clocks       timed runs waited one by one (the device idles while the host submits the
-#                next, and may clock down) against runs queued back to back; the observer's
-#                SM clock is in every record
+# The between-process experiment (issue 20): fresh processes of `dynsmem run reduce` (2^27
+# floats, past L2), the same config every time, under conditions that separate the causes
+# of a spread between processes:
+#   clocks       timed runs waited one by one (the device idles while the host submits
+#                the next) against runs queued back to back; a CUDA context held in the
+#                WGSL process (DYNSMEM_WGSL_HOLD_CUDA=1), and one held by another, idle,
+#                process; the observer's SM clock and throttle reasons are in every record
 #   compilation  __GL_SHADER_DISK_CACHE=0: the driver compiles the pipeline afresh in each
 #                process instead of taking its disk cache
 #   placement    every process allocates its buffers anew: what is left once clocks and
@@ -14,22 +16,28 @@
 set -uo pipefail
 B=$1
 OUT=$2
-ROUNDS=${VARIANCE_ROUNDS:-5}
+ROUNDS=${VARIANCE_ROUNDS:-4}
 D="$OUT/variance"
 mkdir -p "$D"
 status=0
 one() {  # CONDITION, then the run arguments
   local cond=$1; shift
-  $B run reduce --n 268435456 --energy-ms 0 --json "$D/$cond.jsonl" "$@" > /dev/null 2>> "$D/errors.txt" || status=1
+  $B run reduce --energy-ms 0 --json "$D/$cond.jsonl" "$@" > /dev/null 2>> "$D/errors.txt" || status=1
 }
+N=${VARIANCE_N:-134217728}
 for i in $(seq 1 "$ROUNDS"); do
-  one wgsl-waited --backend wgsl --wait-each-run
-  one wgsl-back-to-back --backend wgsl
-  one cuda-waited --backend cuda --wait-each-run
-  one cuda-back-to-back --backend cuda
-  if [ "$i" -le 3 ]; then
-    __GL_SHADER_DISK_CACHE=0 one wgsl-back-to-back-no-shader-cache --backend wgsl
-    one wgsl-waited-warmup-3s --backend wgsl --wait-each-run --warmup-ms 3000
+  one wgsl-back-to-back --backend wgsl --n "$N"
+  one wgsl-waited --backend wgsl --n "$N" --wait-each-run
+  DYNSMEM_WGSL_HOLD_CUDA=1 one wgsl-cuda-context-held --backend wgsl --n "$N"
+  # Another process holds an idle CUDA context meanwhile.
+  python3 -c "import cupy, time; cupy.zeros(1); time.sleep(60)" & holder=$!
+  sleep 3
+  one wgsl-beside-idle-cuda-process --backend wgsl --n "$N"
+  kill $holder 2>/dev/null; wait $holder 2>/dev/null
+  one cuda-back-to-back --backend cuda --n "$N"
+  one cuda-waited --backend cuda --n "$N" --wait-each-run
+  if [ "$i" -le 2 ]; then
+    __GL_SHADER_DISK_CACHE=0 one wgsl-no-shader-cache --backend wgsl --n "$N"
   fi
 done
 python3 - "$D" > "$OUT/variance.txt" <<'PY' || status=1

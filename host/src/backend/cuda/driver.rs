@@ -47,29 +47,41 @@ pub(crate) fn kernel_driver_version() -> Option<String> {
         .map(str::to_string)
 }
 
-/// The multiprocessor count and shared memory per multiprocessor of the CUDA device at PCI
-/// bus id `bus_id` (`"0000:1b:00.0"`, as Vulkan reports it), read without a context; `None`
-/// where there is no driver or no such device. Vulkan reports neither figure, and the
-/// WGSL twins size their grids by them as the Rust kernels do.
-pub(crate) fn multiprocessors_at_pci(bus_id: &str) -> Option<(u32, u32)> {
+/// The ordinal of the CUDA device at PCI bus id `bus_id` (`"0000:1b:00.0"`, as Vulkan
+/// reports it), found without a context; `None` where there is no driver or no such device.
+pub(crate) fn ordinal_at_pci(bus_id: &str) -> Option<usize> {
     use sys::CUdevice_attribute as A;
     if !library_present() {
         return None;
     }
-    let count = device_count().ok()?;
     let wanted = bus_id.to_ascii_lowercase();
-    (0..count).find_map(|ordinal| {
-        let dev = cudarc::driver::result::device::get(ordinal as i32).ok()?;
+    (0..device_count().ok()?).find(|&ordinal| {
+        let Ok(dev) = cudarc::driver::result::device::get(ordinal as i32) else { return false };
         // SAFETY: `dev` is a valid device handle from cuDeviceGet; each call writes one int.
         let attr = |a| unsafe { cudarc::driver::result::device::get_attribute(dev, a) }.ok();
-        let (domain, bus, device) =
-            (attr(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?, attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?, attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?);
-        let id = format!("{domain:04x}:{bus:02x}:{device:02x}");
-        wanted.starts_with(&id).then(|| {
-            Some((
-                attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-                attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u32,
-            ))
-        })?
+        match (
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+            attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+        ) {
+            (Some(domain), Some(bus), Some(device)) => {
+                wanted.starts_with(&format!("{domain:04x}:{bus:02x}:{device:02x}"))
+            }
+            _ => false,
+        }
     })
+}
+
+/// The multiprocessor count and shared memory per multiprocessor of CUDA device `ordinal`,
+/// read without a context. Vulkan reports neither figure, and the WGSL twins size their
+/// grids by them as the Rust kernels do.
+pub(crate) fn multiprocessors(ordinal: usize) -> Option<(u32, u32)> {
+    use sys::CUdevice_attribute as A;
+    let dev = cudarc::driver::result::device::get(ordinal as i32).ok()?;
+    // SAFETY: `dev` is a valid device handle from cuDeviceGet; each call writes one int.
+    let attr = |a| unsafe { cudarc::driver::result::device::get_attribute(dev, a) }.ok();
+    Some((
+        attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u32,
+    ))
 }

@@ -71,7 +71,8 @@ pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_e
         entry: wgsl_entry,
         constants,
         workgroup_size: cfg.block,
-        static_bytes: ((tile + tile / 32 + 1 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32,
+        // The padded tile and two scratch buffers of `block` elements.
+        static_bytes: ((tile + tile / 32 + 1 + 2 * cfg.block as u64) * 4).min(u32::MAX as u64) as u32,
     }
 }
 

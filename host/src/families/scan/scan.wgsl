@@ -2,14 +2,18 @@
 //
 // WGSL has no 64-bit atomics and no acquire/release ordering, so a tile cannot publish
 // a value with its flag the way the Rust kernel's decoupled look-back does
-// (device-kernels/src/scan.rs): this path makes three passes instead, and its figure is
-// compared as such. `tile_sums` writes the sum of each tile of TILE = BLOCK * IPT
-// elements; the host scans those sums (recursively, with these same kernels); `scan_tiles`
-// scans each tile in workgroup memory and adds its tile's offset. Tiles use the Rust
-// kernel's per-thread mapping (thread t owns elements t*IPT ..) and padded layout.
+// (device-kernels/src/scan.rs): this path makes three passes instead (the input is read
+// twice), and its figure is compared as such. `tile_sums` writes the sum of each tile of
+// TILE = BLOCK * IPT elements; the host scans those sums (recursively, with these same
+// kernels); `scan_tiles` scans each tile in workgroup memory and adds its tile's offset.
+// Device memory is read and written as vec4 (IPT is a multiple of 4, so every tile starts
+// on a vector): thread t moves the tile's vectors t, t + BLOCK, ... (coalesced), while the
+// scan gives thread t the IPT consecutive elements t*IPT .., as in the Rust kernel; the
+// tile between them is scalar with one padding element per 32, so that neither walk
+// meets itself on a bank.
 //
 // Template slots (names in double braces), filled by host/src/families/scan/mod.rs:
-//   SIZING   declarations of BLOCK and IPT (u32)
+//   SIZING   declarations of BLOCK and IPT (u32; IPT a multiple of 4)
 //   T        f32 | u32
 
 {{SIZING}}
@@ -22,32 +26,75 @@ struct Params {
     use_offsets: u32,
 }
 
-@group(0) @binding(0) var<storage, read> input: array<T>;
+@group(0) @binding(0) var<storage, read> input: array<vec4<T>>;
 @group(0) @binding(1) var<storage, read_write> sums: array<T>;
 @group(0) @binding(2) var<uniform> sum_params: Params;
 
-@group(0) @binding(1) var<storage, read_write> output: array<T>;
+@group(0) @binding(1) var<storage, read_write> output: array<vec4<T>>;
 @group(0) @binding(2) var<storage, read> offsets: array<T>;
 @group(0) @binding(3) var<uniform> scan_params: Params;
 
 var<workgroup> tile: array<T, BLOCK * IPT + BLOCK * IPT / 32u + 1u>;
-var<workgroup> scratch: array<T, BLOCK>;
+// Two buffers: each step of the block scan reads one and writes the other (one barrier
+// per step).
+var<workgroup> scratch: array<T, 2u * BLOCK>;
 
 fn padded(i: u32) -> u32 {
     return i + i / 32u;
 }
 
-// Inclusive scan of the workgroup's `scratch` (Hillis-Steele).
-fn scan_scratch(tid: u32) {
-    for (var d = 1u; d < BLOCK; d *= 2u) {
-        var v = scratch[tid];
-        if (tid >= d) {
-            v = scratch[tid - d] + v;
+// Vector v of the input: whole where it lies before n, zeros past n.
+fn load4(v: u32, n: u32) -> vec4<T> {
+    let e = 4u * v;
+    if (e + 4u <= n) {
+        return input[v];
+    }
+    var x = vec4<T>(T(0));
+    for (var c = 0u; c < 4u; c++) {
+        if (e + c < n) {
+            x[c] = input[v][c];
         }
-        workgroupBarrier();
-        scratch[tid] = v;
+    }
+    return x;
+}
+
+// The inclusive scan of every thread's `value` (Hillis-Steele over the two scratch
+// buffers); every thread gets its own prefix and the total.
+fn block_scan(tid: u32, value: T) -> vec2<T> {
+    var v = value;
+    var cur = 0u;
+    scratch[tid] = v;
+    workgroupBarrier();
+    for (var d = 1u; d < BLOCK; d *= 2u) {
+        if (tid >= d) {
+            v = scratch[cur + tid - d] + v;
+        }
+        cur = BLOCK - cur;
+        scratch[cur + tid] = v;
         workgroupBarrier();
     }
+    let total = scratch[cur + BLOCK - 1u];
+    // The next scan writes both buffers.
+    workgroupBarrier();
+    return vec2<T>(v, total);
+}
+
+// The sum of every thread's `value` (a tree over the first scratch buffer).
+fn block_sum(tid: u32, value: T) -> T {
+    scratch[tid] = value;
+    workgroupBarrier();
+    var live = BLOCK;
+    while (live > 1u) {
+        let half = (live + 1u) / 2u;
+        if (tid + half < live) {
+            scratch[tid] = scratch[tid] + scratch[tid + half];
+        }
+        workgroupBarrier();
+        live = half;
+    }
+    let total = scratch[0];
+    workgroupBarrier();
+    return total;
 }
 
 @compute @workgroup_size(BLOCK)
@@ -60,20 +107,23 @@ fn tile_sums(
     let per_tile = BLOCK * IPT;
     let tiles = (n + per_tile - 1u) / per_tile;
     for (var t = wid.x; t < tiles; t += nwg.x) {
-        let start = t * per_tile;
+        let first = t * (per_tile / 4u);
         var local = T(0);
-        for (var i = tid; i < per_tile; i += BLOCK) {
-            if (start + i < n) {
-                local += input[start + i];
+        if (n - t * per_tile >= per_tile) {
+            for (var k = 0u; k < IPT / 4u; k++) {
+                let x = input[first + k * BLOCK + tid];
+                local += (x.x + x.y) + (x.z + x.w);
+            }
+        } else {
+            for (var k = 0u; k < IPT / 4u; k++) {
+                let x = load4(first + k * BLOCK + tid, n);
+                local += (x.x + x.y) + (x.z + x.w);
             }
         }
-        scratch[tid] = local;
-        workgroupBarrier();
-        scan_scratch(tid);
+        let total = block_sum(tid, local);
         if (tid == 0u) {
-            sums[t] = scratch[BLOCK - 1u];
+            sums[t] = total;
         }
-        workgroupBarrier();
     }
 }
 
@@ -87,40 +137,51 @@ fn scan_tiles(
     let per_tile = BLOCK * IPT;
     let tiles = max((n + per_tile - 1u) / per_tile, 1u);
     for (var t = wid.x; t < tiles; t += nwg.x) {
-        let start = t * per_tile;
-        for (var i = tid; i < per_tile; i += BLOCK) {
-            var v = T(0);
-            if (start + i < n) {
-                v = input[start + i];
+        let first = t * (per_tile / 4u);
+        let whole = n - min(t * per_tile, n) >= per_tile;
+        for (var k = 0u; k < IPT / 4u; k++) {
+            let v = k * BLOCK + tid;
+            var x: vec4<T>;
+            if (whole) {
+                x = input[first + v];
+            } else {
+                x = load4(first + v, n);
             }
-            tile[padded(i)] = v;
+            tile[padded(4u * v)] = x.x;
+            tile[padded(4u * v + 1u)] = x.y;
+            tile[padded(4u * v + 2u)] = x.z;
+            tile[padded(4u * v + 3u)] = x.w;
         }
         workgroupBarrier();
-        let first = tid * IPT;
+        let mine = tid * IPT;
         var local = T(0);
         for (var j = 0u; j < IPT; j++) {
-            local += tile[padded(first + j)];
+            local += tile[padded(mine + j)];
         }
-        scratch[tid] = local;
-        workgroupBarrier();
-        scan_scratch(tid);
-        var running = T(0);
+        let scanned = block_scan(tid, local);
+        var running = scanned.x - local;
         if (scan_params.use_offsets == 1u) {
-            running = offsets[t];
-        }
-        if (tid > 0u) {
-            running += scratch[tid - 1u];
+            running += offsets[t];
         }
         for (var j = 0u; j < IPT; j++) {
-            let k = padded(first + j);
+            let k = padded(mine + j);
             let v = tile[k];
             tile[k] = running;
             running += v;
         }
         workgroupBarrier();
-        for (var i = tid; i < per_tile; i += BLOCK) {
-            if (start + i < n) {
-                output[start + i] = tile[padded(i)];
+        for (var k = 0u; k < IPT / 4u; k++) {
+            let v = k * BLOCK + tid;
+            let x = vec4<T>(tile[padded(4u * v)], tile[padded(4u * v + 1u)], tile[padded(4u * v + 2u)], tile[padded(4u * v + 3u)]);
+            let e = 4u * (first + v);
+            if (e + 4u <= n) {
+                output[first + v] = x;
+            } else {
+                for (var c = 0u; c < 4u; c++) {
+                    if (e + c < n) {
+                        output[first + v][c] = x[c];
+                    }
+                }
             }
         }
         workgroupBarrier();
