@@ -3,9 +3,10 @@
 # floats, past L2), the same config every time, under conditions that separate the causes
 # of a spread between processes:
 #   clocks       timed runs waited one by one (the device idles while the host submits
-#                the next) against runs queued back to back; a CUDA context held in the
-#                WGSL process (DYNSMEM_WGSL_HOLD_CUDA=1), and one held by another, idle,
-#                process; the observer's SM clock and throttle reasons are in every record
+#                the next) against runs queued back to back; with no CUDA context
+#                (DYNSMEM_WGSL_HOLD_CUDA=0), one held in the WGSL process (the default on
+#                NVIDIA), and one held by another, idle, process; the observer's SM clock
+#                and throttle reasons are in every record
 #   compilation  __GL_SHADER_DISK_CACHE=0: the driver compiles the pipeline afresh in each
 #                process instead of taking its disk cache
 #   placement    every process allocates its buffers anew: what is left once clocks and
@@ -26,18 +27,18 @@ one() {  # CONDITION, then the run arguments
 }
 N=${VARIANCE_N:-134217728}
 for i in $(seq 1 "$ROUNDS"); do
-  one wgsl-back-to-back --backend wgsl --n "$N"
-  one wgsl-waited --backend wgsl --n "$N" --wait-each-run
-  DYNSMEM_WGSL_HOLD_CUDA=1 one wgsl-cuda-context-held --backend wgsl --n "$N"
+  DYNSMEM_WGSL_HOLD_CUDA=0 one wgsl-back-to-back --backend wgsl --n "$N"
+  DYNSMEM_WGSL_HOLD_CUDA=0 one wgsl-waited --backend wgsl --n "$N" --wait-each-run
+  one wgsl-cuda-context-held --backend wgsl --n "$N"
   # Another process holds an idle CUDA context meanwhile.
   python3 -c "import cupy, time; cupy.zeros(1); time.sleep(60)" & holder=$!
   sleep 3
-  one wgsl-beside-idle-cuda-process --backend wgsl --n "$N"
+  DYNSMEM_WGSL_HOLD_CUDA=0 one wgsl-beside-idle-cuda-process --backend wgsl --n "$N"
   kill $holder 2>/dev/null; wait $holder 2>/dev/null
   one cuda-back-to-back --backend cuda --n "$N"
   one cuda-waited --backend cuda --n "$N" --wait-each-run
   if [ "$i" -le 2 ]; then
-    __GL_SHADER_DISK_CACHE=0 one wgsl-no-shader-cache --backend wgsl --n "$N"
+    DYNSMEM_WGSL_HOLD_CUDA=0 __GL_SHADER_DISK_CACHE=0 one wgsl-no-shader-cache --backend wgsl --n "$N"
   fi
 done
 python3 - "$D" > "$OUT/variance.txt" <<'PY' || status=1
