@@ -3,7 +3,8 @@
 # .device/ here: the steps named on the command line, outputs under $OUT.
 #   tests       every test executable (.device/run.sh), logs packed into test-logs.tgz
 #   devices     nvidia-smi + `dynsmem devices`
-#   bench       `dynsmem bench --markdown --json --plots` -> bench.md, bench.jsonl, plots/*.svg
+#   bench       `dynsmem bench --markdown --json --plots` -> bench.md (the comparison table; `dynsmem bench
+#               --wide` or bench.jsonl for every record), bench.jsonl, plots/*.svg (decomposition.svg too)
 #   rmsnorm     RMSNorm at 8192 x 8192 and rows past 48 KB (32768 and 50000 floats), every
 #               variant, beside the same-run copy -> rmsnorm.jsonl, rmsnorm.txt
 #   sweep       reduce configs at 2^28 on CUDA -> sweep.jsonl
@@ -31,6 +32,9 @@
 #   twins       the shape suites of the families with WGSL twins, every variant (TWINS_FAMILIES,
 #               TWINS_VARIANTS, TWINS_ARGS; DYNSMEM_WGSL_RUNTIME_CHECKS passes through) ->
 #               twins${TWINS_TAG}.md, twins${TWINS_TAG}.jsonl
+#   sgemm-twins the WGSL SGEMM's best tile at 4096^3 (a random sweep of SGEMM_TWIN_SECONDS),
+#               then that tile on WGSL, cuda-static and launch-sized CUDA beside cuBLAS ->
+#               sgemm-twins.tgz (sweep cache, table), sgemm-twins.jsonl
 #   variance    the between-process experiment (ci/variance.sh): fresh processes of WGSL and
 #               CUDA reduce under conditions that separate clocks, placement and compilation
 #               -> variance.jsonl, variance.txt
@@ -115,6 +119,29 @@ for step in "$@"; do
       ;;
     variance)
       bash ci/variance.sh "$B" "$OUT" || status=1
+      ;;
+    sgemm-twins)
+      d="$OUT/sgemm-twins"; mkdir -p "$d"
+      P="--m 4096 --n 4096 --k 4096"
+      # shellcheck disable=SC2086
+      $B tune sgemm $P --backend wgsl --variant wgsl-literal --strategy random \
+        --budget-seconds "${SGEMM_TWIN_SECONDS:-90}" --energy-ms 0 --quiet --cache "$d/wgsl-sweep.jsonl" > "$d/wgsl-sweep.txt" 2>&1 || status=1
+      grep -E "^(space|random|best|confirmed)" "$d/wgsl-sweep.txt"
+      # The fastest verified config of the sweep, as `run` options.
+      best=$(python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in rows if r.get("verified") and r.get("median_ms")]
+c = min(rows, key=lambda r: r["median_ms"])["config"]
+print(" ".join(f"--{k} {v}" for k, v in sorted(c.items())))' "$d/wgsl-sweep.jsonl")
+      echo "WGSL best: $best"
+      for bv in "wgsl wgsl-literal" "cuda cuda-static" "cuda launch-sized"; do
+        read -r backend variant <<< "$bv"
+        # shellcheck disable=SC2086
+        $B run sgemm $P $best --backend "$backend" --variant "$variant" --energy-ms 0 --json "$OUT/sgemm-twins.jsonl" 2>&1 \
+          | grep -E "^(config|kernel|time|anchor|verified|note)" | tee -a "$d/runs.txt" || status=1
+      done
+      tar czf "$OUT/sgemm-twins.tgz" -C "$OUT" sgemm-twins && rm -rf "$d"
       ;;
     tune-shapes)
       # Random-order SGEMM sweeps of TUNE_SECONDS (default 35) each at shapes that stand for

@@ -25,7 +25,8 @@ pub struct Cli {
 pub enum Command {
     /// List every backend found, with its workgroup-memory limits, and why any other cannot be used.
     Devices,
-    /// Run every family on every available backend at default sizes and print a comparison table.
+    /// Run every family on every available backend at default sizes and print a comparison
+    /// table: a row per problem, a column per backend and variant (see `dynsmem compare`).
     Bench {
         /// Append the records (JSON lines) to this file.
         #[arg(long)]
@@ -33,8 +34,12 @@ pub enum Command {
         /// Print the table as Markdown.
         #[arg(long)]
         markdown: bool,
+        /// Print the per-record table (a row per record, every field: config, bytes, times,
+        /// clocks, notes and errors in full) instead of the comparison.
+        #[arg(long)]
+        wide: bool,
         /// Write SVG plots of this run's records into this folder (created if missing): a bar
-        /// chart per family and GEMM TFLOP/s against size (see `dynsmem plot`).
+        /// chart per family, GEMM TFLOP/s against size and the decomposition (see `dynsmem plot`).
         #[arg(long, value_name = "DIR")]
         plots: Option<PathBuf>,
         /// Elements per problem (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
@@ -81,15 +86,45 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// The comparison table of a record file (`bench --json`): a row per problem; per CUDA
+    /// launch-sized, cuda-static, WGSL literal and WGSL override the best verified figure and
+    /// its ratio to the same-run anchor; fallbacks, refusals and wrong results as footnotes.
+    /// Of repeated measurements the file's last counts.
+    Compare {
+        /// The JSON-lines record file.
+        records: PathBuf,
+        /// Print the table as Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// Write `decomposition.svg` into this folder (created if missing): per problem,
+        /// launch-sized over the best WGSL split into launch-sized over cuda-static (static
+        /// sizing) and cuda-static over WGSL (the WGSL toolchain).
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
+    },
     /// SVG plots of a record file (`bench --json`): a bar chart per family (GB/s or TFLOP/s
-    /// per backend and variant, the same-run anchor and ratio marked) and GEMM TFLOP/s
-    /// against size; of repeated measurements the file's last is plotted.
+    /// per backend and variant, the same-run anchor and ratio marked), GEMM TFLOP/s against
+    /// size, and the decomposition (see `compare`); of repeated measurements the file's last
+    /// is plotted.
     Plot {
         /// The JSON-lines record file.
         records: PathBuf,
         /// Folder to write the SVG files into (created if missing).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+    },
+    /// The SPIR-V each family's WGSL pipelines compile to on this machine's Vulkan adapter
+    /// (wgpu's naga options): loads and stores by storage class and width, per-thread arrays
+    /// and their dynamic indices, loops, bounds-check clamps, size. Builds and runs each
+    /// bench case once at the quick sizes (verified).
+    Spirv {
+        /// Families to profile (default: every family).
+        families: Vec<String>,
+        /// Append one JSON line per pipeline to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbArgs,
     },
     /// What the embedded AMD code objects give each kernel (no GPU needed): VGPRs, AGPRs, SGPRs,
     /// spills, scratch, the largest block it was compiled for, and the waves per SIMD that allows
@@ -195,6 +230,10 @@ pub struct TimingArgs {
     /// Timed runs (the median is reported; every time is recorded).
     #[arg(long, default_value_t = 20)]
     pub repeats: u32,
+    /// Wait for each timed run before queueing the next (the device idles between runs
+    /// while the host submits); default: queue them back to back, each still timed alone.
+    #[arg(long)]
+    pub wait_each_run: bool,
     /// Milliseconds of back-to-back runs after timing for the energy of one run, where the
     /// GPU has an energy counter (NVML, AMD SMI); 0: none.
     #[arg(long, default_value_t = 250.0)]
@@ -369,6 +408,10 @@ pub struct TuneCommon {
     /// Timed runs per config (all are kept; the median is the time objective).
     #[arg(long, default_value_t = 10)]
     pub repeats: u32,
+    /// Wait for each timed run before queueing the next (the device idles between runs
+    /// while the host submits); default: queue them back to back, each still timed alone.
+    #[arg(long)]
+    pub wait_each_run: bool,
     /// What the search minimises: the median time, the energy of one run (J), or their
     /// product (energy-delay product, J·s).
     #[arg(long, value_enum, default_value = "time")]

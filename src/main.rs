@@ -13,7 +13,7 @@ use dynsmem::host::bench;
 use dynsmem::host::families::{FamilyBackend, Variant};
 use dynsmem::host::family::{DynFamily, Sizes};
 use dynsmem::host::measure::TimingOptions;
-use dynsmem::host::report::{JsonlWriter, Record, TableStyle, records_table};
+use dynsmem::host::report::{Comparison, JsonlWriter, Record, TableStyle, records_table};
 use dynsmem::{shapes, suite};
 
 /// `println!` without its panic: when the reader went away (`dynsmem ... | head`) the
@@ -36,6 +36,7 @@ fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
 }
 
 mod kt_cmd;
+mod spirv_cmd;
 mod tune_cmd;
 mod workers;
 
@@ -50,8 +51,9 @@ fn main() -> anyhow::Result<()> {
     };
     match parsed {
         Parsed::Fixed(Command::Devices) => devices(),
-        Parsed::Fixed(Command::Bench { json, markdown, plots, n, quick, timing, db }) => {
-            run_bench(json, markdown, plots, n, quick, timing, &db)
+        Parsed::Fixed(Command::Bench { json, markdown, wide, plots, n, quick, timing, db }) => {
+            let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
+            run_bench(json, style, wide, plots, n, quick, timing, &db)
         }
         Parsed::Fixed(Command::ReplayKt { file, objective, strategy, budget_evals, seed, repeats }) => {
             let budget = dynsmem::host::tune::Budget { evaluations: budget_evals, seconds: None };
@@ -64,6 +66,9 @@ fn main() -> anyhow::Result<()> {
             kt_cmd::db_list(&files, family.as_deref())
         }
         Parsed::Fixed(Command::Plot { records, out }) => plot(&records, &out),
+        Parsed::Fixed(Command::Compare { records, markdown, plots }) => {
+            compare(&records, if markdown { TableStyle::Markdown } else { TableStyle::Text }, plots.as_deref())
+        }
         Parsed::Fixed(Command::Shapes { families, backend, variant, small, json, markdown, plots, timing, db }) => {
             let opts = shapes::ShapesOptions {
                 families,
@@ -79,6 +84,9 @@ fn main() -> anyhow::Result<()> {
             run_shapes(opts, json, markdown, plots)
         }
         Parsed::Fixed(Command::CodeObjects { block, lds, markdown }) => code_objects(block, lds, markdown),
+        Parsed::Fixed(Command::Spirv { families, json, db }) => {
+            spirv_cmd::spirv(&families, json.as_deref(), tuning_db(&db)?)
+        }
         Parsed::Fixed(Command::Merge { out, inputs, top }) => tune_cmd::merge(&out, &inputs, top),
         Parsed::Run { family, matches, common } => run(family, &matches, &common),
         Parsed::Tune { family, matches, tune } => tune_cmd::tune(family, &matches, &tune),
@@ -286,7 +294,13 @@ fn run_on<B: FamilyBackend>(
 /// The timing flags, checked: a repeat count or warm-up that could not finish (or whose
 /// times would not fit memory) is refused before anything runs.
 fn timing_options(t: &TimingArgs) -> anyhow::Result<TimingOptions> {
-    let opts = TimingOptions { warmup: t.warmup, warmup_ms: t.warmup_ms, repeats: t.repeats, energy_ms: t.energy_ms };
+    let opts = TimingOptions {
+        warmup: t.warmup,
+        warmup_ms: t.warmup_ms,
+        repeats: t.repeats,
+        energy_ms: t.energy_ms,
+        back_to_back: !t.wait_each_run,
+    };
     opts.validate()?;
     Ok(opts)
 }
@@ -392,9 +406,11 @@ fn print_record(rec: &Record, anchor: Option<&Record>) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_bench(
     json: Option<PathBuf>,
-    markdown: bool,
+    style: TableStyle,
+    wide: bool,
     plots: Option<PathBuf>,
     n: Option<u64>,
     quick: bool,
@@ -433,8 +449,11 @@ fn run_bench(
         say!("{line}");
     }
     say!("");
-    let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
-    let table = records_table(&report.records).render(style);
+    let table = if wide {
+        records_table(&report.records).render(style)
+    } else {
+        Comparison::new(&report.records).render(style)
+    };
     say!("{}", table.strip_suffix('\n').unwrap_or(&table));
     if let Some(e) = write_error {
         return Err(e.context(format!("{written} of {} records appended", report.records.len())));
@@ -447,8 +466,7 @@ fn run_bench(
     }
     // After the records are safe in their file: a plot that cannot be written loses none.
     if let Some(dir) = &plots {
-        let paths = dynsmem::host::report::plot::write(&report.records, dir)
-            .with_context(|| format!("--plots {}", dir.display()))?;
+        let paths = write_plots(&report.records, dir).with_context(|| format!("--plots {}", dir.display()))?;
         say!("\n{} plots written to {}", paths.len(), dir.display());
     }
     // Last, so the table, the records and the plots are all there to read the failure in.
@@ -532,11 +550,44 @@ fn plot(records: &std::path::Path, out: &std::path::Path) -> anyhow::Result<()> 
     if contents.records.is_empty() {
         bail!("{}: no records", records.display());
     }
-    let paths = dynsmem::host::report::plot::write(&contents.records, out)
-        .with_context(|| format!("--out {}", out.display()))?;
+    let paths = write_plots(&contents.records, out).with_context(|| format!("--out {}", out.display()))?;
     for p in &paths {
         say!("{}", p.display());
     }
     say!("{} plots of {} records", paths.len(), contents.records.len());
+    Ok(())
+}
+
+/// The bench's plots of `records` in `dir`: a bar chart per family, GEMM against size, and
+/// `decomposition.svg` where CUDA records have a static twin to split by.
+fn write_plots(records: &[Record], dir: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut paths = dynsmem::host::report::plot::write(records, dir)?;
+    paths.extend(dynsmem::host::report::decompose_plot::write(records, dir)?);
+    Ok(paths)
+}
+
+/// `dynsmem compare`: the comparison table of a record file and, with `plots`, its
+/// decomposition plot (torn lines, left by a killed writer, are skipped and counted on
+/// stderr).
+fn compare(records: &std::path::Path, style: TableStyle, plots: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let contents = dynsmem::host::report::read_jsonl(records)?;
+    if !contents.torn.is_empty() {
+        eprintln!("{}: {} torn line(s) skipped", records.display(), contents.torn.len());
+    }
+    if contents.records.is_empty() {
+        bail!("{}: no records", records.display());
+    }
+    let table = Comparison::new(&contents.records).render(style);
+    say!("{}", table.trim_end());
+    if let Some(dir) = plots {
+        match dynsmem::host::report::decompose_plot::write(&contents.records, dir)
+            .with_context(|| format!("--plots {}", dir.display()))?
+        {
+            Some(path) => say!("\n{}", path.display()),
+            None => {
+                say!("\nno decomposition plot: no problem has two of CUDA launch-sized, cuda-static and WGSL verified")
+            }
+        }
+    }
     Ok(())
 }

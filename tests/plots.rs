@@ -1,7 +1,8 @@
 //! `dynsmem bench --plots DIR` on this machine's backends (the CPU backend and lavapipe in
-//! CI): a plot per family that has a verified figure, and GEMM against size, each naming
-//! the series of its records; and `dynsmem plot` of the records file it wrote makes the
-//! same files, byte for byte.
+//! CI): a plot per family that has a verified figure, GEMM against size, and (with CUDA)
+//! the decomposition, each naming the series of its records; `dynsmem plot` of the records
+//! file it wrote makes the same files, byte for byte; and `dynsmem compare` of it prints
+//! the bench's comparison table.
 
 mod common;
 
@@ -57,8 +58,21 @@ fn bench_plots_every_family_and_the_plot_command_redraws_them() {
     }
     let mut expected: BTreeSet<String> = families.iter().map(|f| format!("{f}.svg")).collect();
     expected.insert("sgemm-tflops.svg".into());
+    // The decomposition splits CUDA launch-sized against its static twins: drawn only where
+    // CUDA ran both launch-sized and a twin (cuda-static or WGSL).
+    let ran = |backend: &str, variant: Option<&str>| {
+        recs.iter().filter(figure).any(|r| r.backend.to_string() == backend && variant.is_none_or(|v| r.variant == v))
+    };
+    let twin = ran("cuda", Some("cuda-static")) || ran("wgsl", None);
+    if ran("cuda", Some("launch-sized")) && twin {
+        expected.insert("decomposition.svg".into());
+    }
     assert_eq!(svgs(&plots), expected);
     assert!(out.contains(&format!("{} plots written to", expected.len())), "{out}");
+    if expected.contains("decomposition.svg") {
+        let svg = std::fs::read_to_string(plots.join("decomposition.svg")).unwrap();
+        assert!(names(&svg, "reduce ") && names(&svg, "static sizing"), "decomposition.svg names its rows");
+    }
     for r in recs.iter().filter(figure) {
         let svg = std::fs::read_to_string(plots.join(format!("{}.svg", r.family))).unwrap();
         assert!(svg.starts_with("<svg"), "{}", r.family);
@@ -75,6 +89,14 @@ fn bench_plots_every_family_and_the_plot_command_redraws_them() {
         let gemm = std::fs::read_to_string(plots.join("sgemm.svg")).unwrap();
         assert!(names(&gemm, "wgsl wgsl-literal") && names(&gemm, "wgsl wgsl-override"), "WGSL GEMM series");
     }
+
+    // The bench printed the comparison table that `compare` makes of its records.
+    let cmp = dir.join("cmp");
+    let table = run_ok(&["compare", records.to_str().unwrap()]);
+    assert!(table.starts_with("family ") && table.contains("\nreduce "), "{table}");
+    assert!(out.contains(table.trim_end()), "the bench's table:\n{out}\ncompare's:\n{table}");
+    run_ok(&["compare", records.to_str().unwrap(), "--plots", cmp.to_str().unwrap()]);
+    assert_eq!(cmp.join("decomposition.svg").exists(), expected.contains("decomposition.svg"));
 
     let out = run_ok(&["plot", records.to_str().unwrap(), "--out", again.to_str().unwrap()]);
     assert!(out.contains(&format!("{} plots of {} records", expected.len(), recs.len())), "{out}");

@@ -113,5 +113,6 @@ fn a_record_that_fails_verification_fails_run_and_bench() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(!out.status.success(), "a bench with a wrong transpose exits 0:\n{stdout}");
     assert!(stdout.contains("reduce") && stdout.contains("sgemm"), "the table is printed whole:\n{stdout}");
+    assert!(stdout.contains("WRONG: "), "the wrong transpose is a footnote of the table:\n{stdout}");
     assert!(stderr.contains("failed verification") && stderr.contains("transpose"), "{stderr}");
 }

@@ -66,3 +66,23 @@ fn more_than_u32_elements_are_refused() {
         matches!(refused, Err(Error::IndexOverflow { requested, limit, .. }) if requested == 1 << 32 && limit == u32::MAX as u64)
     );
 }
+
+#[test]
+fn back_to_back_timing_times_every_run_across_batches() {
+    let Some(wgsl) = wgsl_or_skip("wgsl_reduce::back_to_back_timing_times_every_run_across_batches") else { return };
+    let src = wgsl.htod(&vec![1.0f32; 1 << 16]).unwrap();
+    let mut dst = wgsl.alloc::<f32>(1 << 16).unwrap();
+    // Two passes per run: 300 runs are 600 passes, past one scope's timestamps, so the
+    // runs go in several submissions and every one must still get its own time.
+    let mut calls = 0u32;
+    let times = wgsl
+        .time_runs(300, &mut || {
+            calls += 1;
+            wgsl.copy(&src, &mut dst)?;
+            wgsl.copy(&src, &mut dst)
+        })
+        .unwrap();
+    assert_eq!((calls, times.len()), (300, 300));
+    assert!(times.iter().all(|t| t.is_finite() && *t > 0.0), "{times:?}");
+    assert_eq!(wgsl.dtoh(&dst).unwrap(), vec![1.0f32; 1 << 16]);
+}

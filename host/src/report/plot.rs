@@ -95,7 +95,7 @@ fn compact(v: &serde_json::Value) -> String {
 }
 
 /// The last record of each measurement, in the order the measurements first appear.
-fn latest(records: &[Record]) -> Vec<&Record> {
+pub(super) fn latest(records: &[Record]) -> Vec<&Record> {
     let key = |r: &Record| {
         (
             r.family.clone(),

@@ -162,7 +162,7 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
         let mut rec = Record::new(family, self.variant.name(), family, self.backend.info(), &self.prov);
         rec.problem = serde_json::to_value(self.tunable.problem()).expect("problems serialize");
         rec.config = self.tunable.config_json(point);
-        rec.timer = crate::measure::timer_label(&*self.backend, &self.timing);
+        rec.timer = crate::measure::timer_label(self.backend, &self.timing);
         rec.shared_bytes = if self.variant == Variant::LaunchSized { footprint.launch_bytes } else { 0 };
         rec.static_shared_bytes = if self.variant == Variant::LaunchSized { 0 } else { footprint.static_bytes };
         let mut tune = TuneFields {

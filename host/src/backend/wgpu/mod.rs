@@ -15,6 +15,8 @@
 //! arguments are packed, 4 bytes each (`u64` as lo, hi), into a uniform block bound at
 //! `@binding(k)`.
 
+pub mod spirv;
+
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
@@ -30,6 +32,8 @@ use crate::element::Element;
 use crate::error::{Error, Result};
 
 const COPY_WGSL: &str = include_str!("copy.wgsl");
+/// PCI vendor id of NVIDIA adapters.
+const NVIDIA: u32 = 0x10de;
 /// Buffers are padded to this, so a WGSL kernel may view any buffer as `array<vec4<_>>`.
 const ALLOC_GRANULE: u64 = 16;
 /// Compute passes one [`Backend::time_ms`] scope may hold (two timestamps each).
@@ -46,6 +50,10 @@ pub struct WgpuKernel {
     pub workgroup_size: u32,
     /// Milliseconds it took to create the shader module (if new) and the pipeline.
     pub create_ms: f64,
+    /// What the SPIR-V wgpu hands the driver for this pipeline holds
+    /// ([`spirv::SpirvProfile`]), translated again with wgpu's options; `None` where naga
+    /// could not translate it here.
+    pub spirv: Option<spirv::SpirvProfile>,
 }
 
 impl KernelName for WgpuKernel {
@@ -103,6 +111,8 @@ pub struct WgpuBackend {
     /// NVML for this adapter's GPU, opened at the first measurement (`None` inside: not an
     /// NVIDIA GPU, or no NVML).
     observer: std::cell::OnceCell<Option<Box<crate::observe::nvml::NvmlObserver>>>,
+    /// Held, never used: it keeps the GPU's clocks up (see [`WgpuBackend::new`]).
+    _cuda_context: Option<std::sync::Arc<cudarc::driver::CudaContext>>,
 }
 
 fn source_hash(source: &str) -> u64 {
@@ -198,6 +208,21 @@ impl WgpuBackend {
 
         let is_cpu = ainfo.device_type == wgpu::DeviceType::Cpu;
         let runtime_checks = !std::env::var("DYNSMEM_WGSL_RUNTIME_CHECKS").is_ok_and(|v| v == "off");
+        // Vulkan reports no multiprocessor count; on an NVIDIA GPU the CUDA driver does
+        // (without a context), so grids sized by it match the CUDA kernels'.
+        let cuda_ordinal = (ainfo.vendor == NVIDIA && !is_cpu)
+            .then(|| crate::backend::cuda::driver::ordinal_at_pci(&ainfo.device_pci_bus_id))
+            .flatten();
+        let sm_facts = cuda_ordinal.and_then(crate::backend::cuda::driver::multiprocessors);
+        // A CUDA context held open for the backend's life: while any CUDA context exists
+        // the driver keeps the GPU at full clocks; a process with Vulkan work only gets
+        // the power-saving policy, which reads the gaps between submissions as idle and
+        // runs at a third of the clock (results/README.md, the between-process
+        // experiment). `DYNSMEM_WGSL_HOLD_CUDA=0` leaves it out.
+        let cuda_context = match (cuda_ordinal, std::env::var("DYNSMEM_WGSL_HOLD_CUDA").as_deref()) {
+            (Some(_), Ok("0")) | (None, _) => None,
+            (Some(ordinal), _) => cudarc::driver::CudaContext::new(ordinal).ok(),
+        };
         let info = DeviceInfo {
             backend: BackendKind::Wgsl,
             name: ainfo.name.clone(),
@@ -207,9 +232,10 @@ impl WgpuBackend {
                 format!("{} {}", ainfo.driver, ainfo.driver_info)
             },
             api: format!(
-                "Vulkan via wgpu 30 ({:?}); runtime checks {}",
+                "Vulkan via wgpu 30 ({:?}); runtime checks {}{}",
                 ainfo.device_type,
-                if runtime_checks { "on" } else { "off" }
+                if runtime_checks { "on" } else { "off" },
+                if cuda_context.is_some() { "; CUDA context held" } else { "" }
             ),
             is_cpu,
             limits: Limits {
@@ -220,8 +246,8 @@ impl WgpuBackend {
                 launch_shared_default: 0,
                 launch_shared_max: 0,
                 static_shared_max: alimits.max_compute_workgroup_storage_size,
-                shared_per_multiprocessor: None,
-                multiprocessors: None,
+                shared_per_multiprocessor: sm_facts.map(|f| f.1),
+                multiprocessors: sm_facts.map(|f| f.0),
                 max_buffer_bytes: alimits.max_storage_buffer_binding_size.min(alimits.max_buffer_size),
                 memory_bytes: None,
             },
@@ -239,6 +265,7 @@ impl WgpuBackend {
             pipeline_ms: Cell::new(0.0),
             pci_bus_id: ainfo.device_pci_bus_id.clone(),
             vendor: ainfo.vendor,
+            _cuda_context: cuda_context,
             observer: std::cell::OnceCell::new(),
         })
     }
@@ -315,6 +342,8 @@ impl WgpuBackend {
         let layout = pipeline.get_bind_group_layout(0);
         let create_ms = started.elapsed().as_secs_f64() * 1e3;
         self.pipeline_ms.set(self.pipeline_ms.get() + create_ms);
+        // After the clock: the profile is ours, not part of what the pipeline costs.
+        let spirv = spirv::profile(desc.source, desc.entry, desc.constants, self.runtime_checks).ok();
         let kernel = Rc::new(WgpuKernel {
             name: desc.name,
             pipeline,
@@ -322,9 +351,19 @@ impl WgpuBackend {
             static_shared_bytes: desc.static_shared_bytes,
             workgroup_size: desc.workgroup_size,
             create_ms,
+            spirv,
         });
         self.pipelines.borrow_mut().insert(key, kernel.clone());
         Ok(kernel)
+    }
+
+    /// The SPIR-V profile of every pipeline created so far that has one, by kernel name,
+    /// sorted by name.
+    pub fn pipeline_profiles(&self) -> Vec<(String, spirv::SpirvProfile)> {
+        let mut out: Vec<(String, spirv::SpirvProfile)> =
+            self.pipelines.borrow().values().filter_map(|k| Some((k.name.clone(), k.spirv.clone()?))).collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 
     /// Milliseconds this backend has spent creating shader modules and pipelines, over
@@ -429,7 +468,6 @@ impl Backend for WgpuBackend {
     }
 
     fn observer(&self) -> Option<&dyn crate::observe::Observer> {
-        const NVIDIA: u32 = 0x10de;
         let nvml = self.observer.get_or_init(|| {
             (self.vendor == NVIDIA)
                 .then(|| crate::observe::nvml::NvmlObserver::for_pci_bus_id(&self.pci_bus_id).ok().map(Box::new))
@@ -621,6 +659,55 @@ impl Backend for WgpuBackend {
         let first = ticks[0];
         let last = ticks[2 * passes as usize - 1];
         Ok(last.saturating_sub(first) as f64 * ts.period_ns / 1e6)
+    }
+
+    fn time_runs(&self, runs: u32, work: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
+        let Some(ts) = &self.timestamps else {
+            return (0..runs).map(|_| self.time_ms(work)).collect();
+        };
+        let mut times = Vec::with_capacity(runs as usize);
+        // Runs go into one encoder (one submission) while the scope's timestamps last; the
+        // pass range of each run gives its time, from its first pass's start to its last
+        // pass's end.
+        while (times.len() as u32) < runs {
+            *self.scope.borrow_mut() =
+                Some(Scope { encoder: self.device.create_command_encoder(&Default::default()), passes: 0 });
+            let passes = || self.scope.borrow().as_ref().map_or(0, |s| s.passes);
+            let mut bounds = Vec::new();
+            let mut result = Ok(());
+            while ((times.len() + bounds.len()) as u32) < runs {
+                let before = passes();
+                if let Err(e) = work() {
+                    result = Err(e);
+                    break;
+                }
+                let after = passes();
+                bounds.push((before, after));
+                // Stop where another run as long as this one would not fit.
+                if after + (after - before) > MAX_TIMED_PASSES {
+                    break;
+                }
+            }
+            let Scope { mut encoder, passes } = self.scope.borrow_mut().take().expect("scope set above");
+            result?;
+            if passes == 0 {
+                times.extend(bounds.iter().map(|_| 0.0));
+                continue;
+            }
+            let bytes = 2 * passes as u64 * 8;
+            encoder.resolve_query_set(&ts.set, 0..2 * passes, &ts.resolve, 0);
+            encoder.copy_buffer_to_buffer(&ts.resolve, 0, &ts.readback, 0, bytes);
+            self.queue.submit([encoder.finish()]);
+            let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&self.read_mapped(&ts.readback, bytes)?);
+            times.extend(bounds.iter().map(|&(a, b)| {
+                if b == a {
+                    0.0
+                } else {
+                    ticks[2 * b as usize - 1].saturating_sub(ticks[2 * a as usize]) as f64 * ts.period_ns / 1e6
+                }
+            }));
+        }
+        Ok(times)
     }
 
     fn timer_name(&self) -> &'static str {

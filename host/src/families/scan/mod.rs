@@ -37,12 +37,18 @@ pub struct ScanProblem {
 
 /// 512 threads x 48 elements per tile (98 KB of launch-sized memory, tuned on the H100:
 /// provenance in `NOTES.md`) where the device's limit allows, else 512 x 32, else 512 x 16
-/// (33 KB); 256 x 16 on WGSL (18 KB of static arrays: within every adapter's 32 KB
-/// minimum); 16 x 4 on the CPU backend.
+/// (33 KB); on WGSL 256 x 32 where the adapter's static limit holds its 36 KB, else 256 x
+/// 16 (18 KB: within every adapter's 32 KB minimum); 16 x 4 on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> ScanConfig {
     match backend.kind() {
         BackendKind::Cpu if backend.small_configs() => ScanConfig { block: 16, items_per_thread: 4 },
-        BackendKind::Wgsl => ScanConfig { block: 256, items_per_thread: 16 },
+        // Larger tiles where the adapter's static limit holds them: fewer tiles, so fewer
+        // block scans and tile sums to scan.
+        BackendKind::Wgsl => [32, 16]
+            .map(|items_per_thread| ScanConfig { block: 256, items_per_thread })
+            .into_iter()
+            .find(|c| wgsl_static_bytes(c) <= backend.info().limits.static_shared_max)
+            .unwrap_or(ScanConfig { block: 256, items_per_thread: 16 }),
         _ => {
             let limit = backend.info().limits.launch_shared_max;
             [48, 32, 16]
@@ -64,16 +70,21 @@ fn entry(dtype: Dtype) -> &'static str {
 pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_entry: &'static str) -> WgslSpec {
     let (sizing, constants) =
         wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("IPT", "u32", cfg.items_per_thread as f64)]);
-    let tile = cfg.block as u64 * cfg.items_per_thread as u64;
     WgslSpec {
         name: format!("scan_{wgsl_entry}_{}[{variant},block={},ipt={}]", dtype.name(), cfg.block, cfg.items_per_thread),
         source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("T", dtype.name())]),
         entry: wgsl_entry,
         constants,
         workgroup_size: cfg.block,
-        // The padded tile and two scratch buffers of `block` elements.
-        static_bytes: ((tile + tile / 32 + 1 + 2 * cfg.block as u64) * 4).min(u32::MAX as u64) as u32,
+        static_bytes: wgsl_static_bytes(cfg),
     }
+}
+
+/// Bytes of the WGSL form's static arrays: the padded tile and two scratch buffers of
+/// `block` elements.
+fn wgsl_static_bytes(cfg: &ScanConfig) -> u32 {
+    let tile = cfg.block as u64 * cfg.items_per_thread as u64;
+    ((tile + tile / 32 + 1 + 2 * cfg.block as u64) * 4).min(u32::MAX as u64) as u32
 }
 
 /// The cuda-static kernel: `scan.cu` with the element type, block and items per thread as

@@ -40,7 +40,8 @@ fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) ->
     let cols = problem.cols.max(1);
     // The shared row is vectors: COLS rounded up to whole ones.
     let cols4 = cols.next_multiple_of(4);
-    let (sizing, constants) = wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols4 as f64)]);
+    let (sizing, constants) =
+        wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols4 as f64)]);
     WgslSpec {
         name: format!("{KERNEL}[{variant},cols={cols},block={}]", cfg.block),
         source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),

@@ -107,7 +107,22 @@ fn stencil2d(
         if (inside) {
             let origin = ((y0 - RADIUS) * width + x0 - HALO) >> 2u;
             let row_vecs = width >> 2u;
-            for (var i = tid; i < PITCH * ROWS; i += BLOCK) {
+            // Four loads in flight before their stores, as the Rust kernel has its copies.
+            var i = tid;
+            for (; i + 3u * BLOCK < PITCH * ROWS; i += 4u * BLOCK) {
+                let i1 = i + BLOCK;
+                let i2 = i + 2u * BLOCK;
+                let i3 = i + 3u * BLOCK;
+                let a = input[origin + (i / PITCH) * row_vecs + i % PITCH];
+                let b = input[origin + (i1 / PITCH) * row_vecs + i1 % PITCH];
+                let c = input[origin + (i2 / PITCH) * row_vecs + i2 % PITCH];
+                let d = input[origin + (i3 / PITCH) * row_vecs + i3 % PITCH];
+                tile[i] = a;
+                tile[i1] = b;
+                tile[i2] = c;
+                tile[i3] = d;
+            }
+            for (; i < PITCH * ROWS; i += BLOCK) {
                 tile[i] = input[origin + (i / PITCH) * row_vecs + i % PITCH];
             }
         } else {
