@@ -37,18 +37,12 @@ pub struct ScanProblem {
 
 /// 512 threads x 48 elements per tile (98 KB of launch-sized memory, tuned on the H100:
 /// provenance in `NOTES.md`) where the device's limit allows, else 512 x 32, else 512 x 16
-/// (33 KB); on WGSL 256 x 32 where the adapter's static limit holds its 36 KB, else 256 x
-/// 16 (18 KB: within every adapter's 32 KB minimum); 16 x 4 on the CPU backend.
+/// (33 KB); 256 x 16 on WGSL (18 KB of static arrays: within every adapter's 32 KB
+/// minimum; 256 x 32 ran slower on the H100, `NOTES.md`); 16 x 4 on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> ScanConfig {
     match backend.kind() {
         BackendKind::Cpu if backend.small_configs() => ScanConfig { block: 16, items_per_thread: 4 },
-        // Larger tiles where the adapter's static limit holds them: fewer tiles, so fewer
-        // block scans and tile sums to scan.
-        BackendKind::Wgsl => [32, 16]
-            .map(|items_per_thread| ScanConfig { block: 256, items_per_thread })
-            .into_iter()
-            .find(|c| wgsl_static_bytes(c) <= backend.info().limits.static_shared_max)
-            .unwrap_or(ScanConfig { block: 256, items_per_thread: 16 }),
+        BackendKind::Wgsl => ScanConfig { block: 256, items_per_thread: 16 },
         _ => {
             let limit = backend.info().limits.launch_shared_max;
             [48, 32, 16]
