@@ -54,20 +54,8 @@ fn load(r: u32, c: u32, x0: u32, y0: u32, width: u32, height: u32, in_vec: bool)
     let gy = min(max(y0 + r, RADIUS) - RADIUS, height - 1u);
     let row = gy * width;
     let x = x0 + 4u * c;
-    if (x >= HALO && x - HALO + 4u <= width) {
-        let i = row + x - HALO;
-        if (in_vec) {
-            return input[i >> 2u];
-        }
-        // Four pixels inside the row that straddle two vectors: both vectors, then the
-        // lanes, rather than four single-element reads of the vec4 view.
-        let a = input[i >> 2u];
-        switch (i & 3u) {
-            case 0u: { return a; }
-            case 1u: { let b = input[(i >> 2u) + 1u]; return vec4<f32>(a.y, a.z, a.w, b.x); }
-            case 2u: { let b = input[(i >> 2u) + 1u]; return vec4<f32>(a.z, a.w, b.x, b.y); }
-            default: { let b = input[(i >> 2u) + 1u]; return vec4<f32>(a.w, b.x, b.y, b.z); }
-        }
+    if (in_vec && x >= HALO && x - HALO + 4u <= width) {
+        return input[(row + x - HALO) >> 2u];
     }
     var v: vec4<f32>;
     v.x = pixel(row + min(max(x, HALO) - HALO, width - 1u));
