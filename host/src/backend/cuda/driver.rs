@@ -47,6 +47,14 @@ pub(crate) fn kernel_driver_version() -> Option<String> {
         .map(str::to_string)
 }
 
+/// Attribute `attr` of CUDA device `ordinal`, read without a context (the driver must be
+/// initialised: [`device_count`] does it).
+fn device_attribute(ordinal: usize, attr: sys::CUdevice_attribute) -> Option<i32> {
+    let dev = cudarc::driver::result::device::get(ordinal as i32).ok()?;
+    // SAFETY: `dev` is a valid device handle from cuDeviceGet; the call writes one int.
+    unsafe { cudarc::driver::result::device::get_attribute(dev, attr) }.ok()
+}
+
 /// The ordinal of the CUDA device at PCI bus id `bus_id` (`"0000:1b:00.0"`, as Vulkan
 /// reports it), found without a context; `None` where there is no driver or no such device.
 pub(crate) fn ordinal_at_pci(bus_id: &str) -> Option<usize> {
@@ -56,9 +64,7 @@ pub(crate) fn ordinal_at_pci(bus_id: &str) -> Option<usize> {
     }
     let wanted = bus_id.to_ascii_lowercase();
     (0..device_count().ok()?).find(|&ordinal| {
-        let Ok(dev) = cudarc::driver::result::device::get(ordinal as i32) else { return false };
-        // SAFETY: `dev` is a valid device handle from cuDeviceGet; each call writes one int.
-        let attr = |a| unsafe { cudarc::driver::result::device::get_attribute(dev, a) }.ok();
+        let attr = |a| device_attribute(ordinal, a);
         match (
             attr(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
             attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
@@ -72,16 +78,13 @@ pub(crate) fn ordinal_at_pci(bus_id: &str) -> Option<usize> {
     })
 }
 
-/// The multiprocessor count and shared memory per multiprocessor of CUDA device `ordinal`,
-/// read without a context. Vulkan reports neither figure, and the WGSL twins size their
-/// grids by them as the Rust kernels do.
+/// The multiprocessor count and shared memory per multiprocessor of CUDA device `ordinal`
+/// (found by [`ordinal_at_pci`]), read without a context. Vulkan reports neither figure,
+/// and the WGSL twins size their grids by them as the Rust kernels do.
 pub(crate) fn multiprocessors(ordinal: usize) -> Option<(u32, u32)> {
     use sys::CUdevice_attribute as A;
-    let dev = cudarc::driver::result::device::get(ordinal as i32).ok()?;
-    // SAFETY: `dev` is a valid device handle from cuDeviceGet; each call writes one int.
-    let attr = |a| unsafe { cudarc::driver::result::device::get_attribute(dev, a) }.ok();
     Some((
-        attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-        attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u32,
+        device_attribute(ordinal, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        device_attribute(ordinal, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u32,
     ))
 }

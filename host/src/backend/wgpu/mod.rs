@@ -217,8 +217,8 @@ impl WgpuBackend {
         // A CUDA context held open for the backend's life: while any CUDA context exists
         // the driver keeps the GPU at full clocks; a process with Vulkan work only gets
         // the power-saving policy, which reads the gaps between submissions as idle and
-        // runs at a third of the clock (results/README.md, the between-process
-        // experiment). `DYNSMEM_WGSL_HOLD_CUDA=0` leaves it out.
+        // may clock down. `DYNSMEM_WGSL_HOLD_CUDA=0` leaves it out (ci/variance.sh measures
+        // both ways).
         let cuda_context = match (cuda_ordinal, std::env::var("DYNSMEM_WGSL_HOLD_CUDA").as_deref()) {
             (Some(_), Ok("0")) | (None, _) => None,
             (Some(ordinal), _) => cudarc::driver::CudaContext::new(ordinal).ok(),
@@ -634,31 +634,16 @@ impl Backend for WgpuBackend {
     }
 
     fn time_ms(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
-        let Some(ts) = &self.timestamps else {
+        if self.timestamps.is_none() {
             // No timestamp queries on this adapter: host wall clock around submit + wait.
             self.wait()?;
             let started = Instant::now();
             work()?;
             self.wait()?;
             return Ok(started.elapsed().as_secs_f64() * 1e3);
-        };
-        *self.scope.borrow_mut() =
-            Some(Scope { encoder: self.device.create_command_encoder(&Default::default()), passes: 0 });
-        let result = work();
-        let Scope { mut encoder, passes } = self.scope.borrow_mut().take().expect("scope set above");
-        result?;
-        if passes == 0 {
-            return Ok(0.0);
         }
-        let bytes = 2 * passes as u64 * 8;
-        encoder.resolve_query_set(&ts.set, 0..2 * passes, &ts.resolve, 0);
-        encoder.copy_buffer_to_buffer(&ts.resolve, 0, &ts.readback, 0, bytes);
-        self.queue.submit([encoder.finish()]);
-        let raw = self.read_mapped(&ts.readback, bytes)?;
-        let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
-        let first = ticks[0];
-        let last = ticks[2 * passes as usize - 1];
-        Ok(last.saturating_sub(first) as f64 * ts.period_ns / 1e6)
+        // One run's passes, from the first's start to the last's end.
+        Ok(self.time_runs(1, work)?[0])
     }
 
     fn time_runs(&self, runs: u32, work: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
