@@ -51,6 +51,15 @@ pub fn fill_template(template: &str, slots: &[(&str, &str)]) -> String {
     out
 }
 
+const BLOCK_FOLD_WGSL: &str = include_str!("block_fold.wgsl");
+
+/// The WGSL text of `fn name(tid: u32, value: t) -> t`, a block-wide fold of every
+/// thread's value with `combine` (an expression of `a` and `b`) through the workgroup
+/// array `scratch` (`block_fold.wgsl`), for a kernel's template slot.
+pub(crate) fn wgsl_block_fold(name: &str, t: &str, scratch: &str, combine: &str) -> String {
+    fill_template(BLOCK_FOLD_WGSL, &[("NAME", name), ("T", t), ("SCRATCH", scratch), ("COMBINE", combine)])
+}
+
 pub use crate::backend::Variant;
 pub use crate::backend::cuda::nvrtc::CudaSource;
 use crate::backend::wgpu::{PipelineDesc, WgpuBackend};

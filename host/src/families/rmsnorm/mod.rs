@@ -52,7 +52,10 @@ fn wgsl_spec(problem: &RmsnormProblem, cfg: &RmsnormConfig, variant: Variant) ->
     let (sizing, constants) = wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols as f64)]);
     WgslSpec {
         name: format!("{KERNEL}[{variant},cols={cols},block={}]", cfg.block),
-        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        source: fill_template(
+            WGSL_TEMPLATE,
+            &[("SIZING", &sizing), ("FOLD_SUM", &super::wgsl_block_fold("fold_sum", "f32", "scratch", "a + b"))],
+        ),
         entry: "rmsnorm",
         constants,
         workgroup_size: cfg.block,

@@ -3,8 +3,9 @@
 // array of COLS floats fixed when the pipeline is created (rows longer than COLS need
 // another pipeline; past the workgroup-storage limit, none can hold them).
 //
-// Template slot (the name in double braces), filled by host/src/families/rmsnorm/mod.rs:
-//   SIZING   declarations of BLOCK and COLS (u32)
+// Template slots (names in double braces), filled by host/src/families/rmsnorm/mod.rs:
+//   SIZING     declarations of BLOCK and COLS (u32)
+//   FOLD_SUM   fold_sum over `scratch` (host/src/families/block_fold.wgsl)
 
 {{SIZING}}
 
@@ -21,6 +22,8 @@ struct Params {
 
 var<workgroup> row: array<f32, COLS>;
 var<workgroup> scratch: array<f32, BLOCK>;
+
+{{FOLD_SUM}}
 
 @compute @workgroup_size(BLOCK)
 fn rmsnorm(
@@ -39,19 +42,7 @@ fn rmsnorm(
             s += v * v;
             row[i] = v;
         }
-        scratch[tid] = s;
-        workgroupBarrier();
-        var live = BLOCK;
-        while (live > 1u) {
-            let half = (live + 1u) / 2u;
-            if (tid + half < live) {
-                scratch[tid] = scratch[tid] + scratch[tid + half];
-            }
-            workgroupBarrier();
-            live = half;
-        }
-        let inv = 1.0 / sqrt(scratch[0] * inv_cols + params.eps);
-        workgroupBarrier();
+        let inv = 1.0 / sqrt(fold_sum(tid, s) * inv_cols + params.eps);
 
         // Each thread revisits the elements it stored: no barrier needed before this.
         for (var i = tid; i < cols; i += BLOCK) {

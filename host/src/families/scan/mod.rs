@@ -38,7 +38,7 @@ pub struct ScanProblem {
 /// 512 threads x 48 elements per tile (98 KB of launch-sized memory, tuned on the H100:
 /// provenance in `NOTES.md`) where the device's limit allows, else 512 x 32, else 512 x 16
 /// (33 KB); 256 x 16 on WGSL (18 KB of static arrays: within every adapter's 32 KB
-/// minimum; 256 x 32 ran slower on the H100, `NOTES.md`); 16 x 4 on the CPU backend.
+/// minimum; why not 256 x 32 is in `NOTES.md`); 16 x 4 on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> ScanConfig {
     match backend.kind() {
         BackendKind::Cpu if backend.small_configs() => ScanConfig { block: 16, items_per_thread: 4 },
@@ -66,7 +66,14 @@ pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_e
         wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("IPT", "u32", cfg.items_per_thread as f64)]);
     WgslSpec {
         name: format!("scan_{wgsl_entry}_{}[{variant},block={},ipt={}]", dtype.name(), cfg.block, cfg.items_per_thread),
-        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing), ("T", dtype.name())]),
+        source: fill_template(
+            WGSL_TEMPLATE,
+            &[
+                ("SIZING", &sizing),
+                ("T", dtype.name()),
+                ("BLOCK_SUM", &super::wgsl_block_fold("block_sum", dtype.name(), "scratch", "a + b")),
+            ],
+        ),
         entry: wgsl_entry,
         constants,
         workgroup_size: cfg.block,

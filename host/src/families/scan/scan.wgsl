@@ -15,6 +15,7 @@
 // Template slots (names in double braces), filled by host/src/families/scan/mod.rs:
 //   SIZING   declarations of BLOCK and IPT (u32; IPT a multiple of 4)
 //   T        f32 | u32
+//   BLOCK_SUM  block_sum over `scratch` (host/src/families/block_fold.wgsl)
 
 {{SIZING}}
 alias T = {{T}};
@@ -80,22 +81,7 @@ fn block_scan(tid: u32, value: T) -> vec2<T> {
 }
 
 // The sum of every thread's `value` (a tree over the first scratch buffer).
-fn block_sum(tid: u32, value: T) -> T {
-    scratch[tid] = value;
-    workgroupBarrier();
-    var live = BLOCK;
-    while (live > 1u) {
-        let half = (live + 1u) / 2u;
-        if (tid + half < live) {
-            scratch[tid] = scratch[tid] + scratch[tid + half];
-        }
-        workgroupBarrier();
-        live = half;
-    }
-    let total = scratch[0];
-    workgroupBarrier();
-    return total;
-}
+{{BLOCK_SUM}}
 
 @compute @workgroup_size(BLOCK)
 fn tile_sums(

@@ -44,7 +44,20 @@ fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) ->
         wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols4 as f64)]);
     WgslSpec {
         name: format!("{KERNEL}[{variant},cols={cols},block={}]", cfg.block),
-        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        source: fill_template(
+            WGSL_TEMPLATE,
+            &[
+                ("SIZING", &sizing),
+                (
+                    "FOLDS",
+                    &[
+                        super::wgsl_block_fold("fold_max", "f32", "scratch", "max(a, b)"),
+                        super::wgsl_block_fold("fold_sum", "f32", "scratch", "a + b"),
+                    ]
+                    .join("\n"),
+                ),
+            ],
+        ),
         entry: "softmax",
         constants,
         workgroup_size: cfg.block,

@@ -6,8 +6,9 @@
 // aligned), thread t reads, keeps and writes the vectors t, t + BLOCK, ...; otherwise the
 // elements t, t + BLOCK, ..., as the Rust kernel does.
 //
-// Template slot (the name in double braces), filled by host/src/families/softmax/mod.rs:
+// Template slots (names in double braces), filled by host/src/families/softmax/mod.rs:
 //   SIZING   declarations of BLOCK and COLS (u32; COLS a multiple of 4)
+//   FOLDS    fold_max and fold_sum over `scratch` (host/src/families/block_fold.wgsl)
 
 {{SIZING}}
 
@@ -25,40 +26,7 @@ var<workgroup> scratch: array<f32, BLOCK>;
 
 const LOG2_E: f32 = 1.4426950408889634;
 
-fn fold_max(tid: u32, value: f32) -> f32 {
-    scratch[tid] = value;
-    workgroupBarrier();
-    var live = BLOCK;
-    while (live > 1u) {
-        let half = (live + 1u) / 2u;
-        if (tid + half < live) {
-            scratch[tid] = max(scratch[tid], scratch[tid + half]);
-        }
-        workgroupBarrier();
-        live = half;
-    }
-    let result = scratch[0];
-    // Slot 0 is overwritten by the next fold.
-    workgroupBarrier();
-    return result;
-}
-
-fn fold_sum(tid: u32, value: f32) -> f32 {
-    scratch[tid] = value;
-    workgroupBarrier();
-    var live = BLOCK;
-    while (live > 1u) {
-        let half = (live + 1u) / 2u;
-        if (tid + half < live) {
-            scratch[tid] = scratch[tid] + scratch[tid + half];
-        }
-        workgroupBarrier();
-        live = half;
-    }
-    let result = scratch[0];
-    workgroupBarrier();
-    return result;
-}
+{{FOLDS}}
 
 fn ex(v: f32, m: f32) -> f32 {
     return exp2((v - m) * LOG2_E);
