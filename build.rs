@@ -4,8 +4,11 @@
 //! images that `src/lib.rs` includes.
 //!
 //! Settings (environment):
-//! - `DYNSMEM_CUDA_ARCH` (default `sm_90`) and `DYNSMEM_CUDA_PTX` (default `ptx80`): the
-//!   PTX target, e.g. `sm_80` + `ptx75` for an image that also loads on an A100.
+//! - `DYNSMEM_CUDA_ARCH` (default `sm_90a`) and `DYNSMEM_CUDA_PTX` (default `ptx80`): the
+//!   PTX target. `sm_90a` (not the helper's `sm_90`) because the tensor-core GEMM's `wgmma`
+//!   and `setmaxnreg` exist only there; such PTX loads on compute capability 9.0 alone. Use
+//!   `sm_80` + `ptx75` for an image that also loads on an A100, `sm_90` for one that later
+//!   GPUs can JIT (the `wgmma` entries then trap and the host refuses them).
 //! - `DYNSMEM_AMDGPU_ARCH` (default `gfx90a,gfx942`): one or more comma-separated `gfx`
 //!   names (gfx1100 and other RDNA targets build too; each arch compiles `core` once).
 //! - `DYNSMEM_KERNELS_CHECKED=1`: bounds-check every shared-memory access on the device.
@@ -19,7 +22,10 @@ fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     println!("cargo:rerun-if-changed=rust-toolchain.toml");
 
+    let arch = env::var("DYNSMEM_CUDA_ARCH").unwrap_or_else(|_| "sm_90a".into());
+    let ptx = env::var("DYNSMEM_CUDA_PTX").unwrap_or_else(|_| "ptx80".into());
     let images = dynsmem_build::Builder::new("device-kernels")
+        .cuda(&arch, &ptx)
         .max_registers(MAX_REGISTERS)
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -41,6 +47,16 @@ const MAX_REGISTERS: &[(&str, u32)] = &[
     ("sgemm_f32_unroll4", 128),
     ("sgemm_f32_128x128x16s2", 128),
     ("hgemm_f16_f32", 128),
+    // Warp-specialised wgmma: blocks of up to 384 threads (65536 / 384 rounded down to 8);
+    // the warpgroups then trade registers with `setmaxnreg` (40 copying, 232 multiplying).
+    ("hgemm_wgmma_f16_n256", 168),
+    ("hgemm_wgmma_bf16_n256", 168),
+    ("hgemm_wgmma_f16_n128", 168),
+    ("hgemm_wgmma_bf16_n128", 168),
+    ("hgemm_wgmma_f16_n256_fixed", 168),
+    // mma.sync: 64 accumulators; two 256-thread blocks per SM at 128.
+    ("hgemm_mma_f16", 128),
+    ("hgemm_mma_bf16", 128),
     // 16 x 8 thread tiles: 128 accumulators; one 256-thread block per SM at up to 255.
     ("sgemm_f32_tm16", 255),
     ("sgemm_f32_tm16_bk8", 255),

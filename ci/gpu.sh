@@ -16,6 +16,10 @@
 #               (ci/sanitize.sh) -> sanitize-*.log, sanitize-summary.txt
 #   gemm        SGEMM configs at 1024^3, 4096^3 and 8192^3 beside cuBLAS (same inputs, same
 #               process), the compiled-in tile against the same tile at launch, f16 inputs -> gemm.jsonl
+#   hgemm       tensor-core GEMM beside cuBLAS (same inputs, same process) at 2048, 4096 and 8192
+#               cubed, f16 and bf16: the default, HGEMM_CONFIGS (kind:bm x bn x stages), the
+#               compiled-in tile against the same tile at launch, the mma.sync kernel; each
+#               case HGEMM_PASSES (3) times in fresh processes -> hgemm.jsonl, hgemm.txt
 #   profile     Nsight Compute on one launch each of scan, conv1d K=33, stencil2d -> profile.txt
 #   profile-gemm Nsight Compute on the SGEMM at 4096^3 (and 1024^3): stall reasons per issued
 #               instruction, instruction mix, and cuBLAS's own kernels (name, block, registers,
@@ -221,6 +225,28 @@ print(" ".join(f"--{k} {v}" for k, v in sorted(c.items())))' "$d/wgsl-sweep.json
       ;;
     crosscheck)
       python3 ci/gpu_crosscheck.py 2>&1 | tee "$OUT/crosscheck.txt"
+      ;;
+    hgemm)
+      h() {
+        $B run hgemm "$@" --backend cuda --repeats 20 --json "$OUT/hgemm.jsonl" 2>&1 |
+          grep -E "^(time|error|anchor|Error|registers|kernel|throughput)" | tr '\n' ' ' | sed "s|^|$* : |"; echo
+      }
+      {
+        for pass in $(seq "${HGEMM_PASSES:-3}"); do
+          for s in ${HGEMM_SIZES:-2048 4096 8192}; do
+            for t in f16 bf16; do
+              h --m $s --dtype $t
+              for c in ${HGEMM_CONFIGS:-wgmma:128x256x3 wgmma:128x256x5 wgmma:128x128x5 wgmma:64x256x4 mma:128x128x4 mma:128x128x3}; do
+                IFS=x read -r bm bn st <<< "${c#*:}"
+                h --m $s --dtype $t $([ "${c%%:*}" = mma ] && echo --mma) --bm $bm --bn $bn --stages $st
+              done
+            done
+            h --m $s --fixed
+            h --m $s --bm 128 --bn 256 --stages 4
+            h --m $s --out input
+          done
+        done
+      } | tee "$OUT/hgemm.txt"
       ;;
     gemm)
       # GEMM_SIZES / GEMM_CONFIGS narrow it (e.g. GEMM_SIZES=4096 for a quick look); a

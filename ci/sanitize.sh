@@ -9,6 +9,8 @@
 #
 #   bash ci/sanitize.sh [DYNSMEM_BINARY]      (default: .device/bin/dynsmem, else target/release/dynsmem)
 #
+# SANITIZE_FAMILIES (space-separated family names) keeps only those families' cases.
+#
 # Logs go to $OUT (default /tmp/dynsmem-sanitize): one per tool with every case's output, and
 # summary.txt. Exits 0 only if every case of every tool reports zero errors and hazards and
 # verifies; exits 2 where compute-sanitizer or a CUDA device is missing.
@@ -60,7 +62,24 @@ cases=(
   "sgemm --m 200 --n 131 --k 999 --bm 256 --bn 128 --bk 32 --stages 3 --tm 16"
   "sgemm --m 97 --n 61 --k 2000 --bm 64 --bn 64 --bk 32 --stages 3 --splits 8"
   "sgemm --m 300 --n 260 --k 1000 --tma --bm 128 --bk 32 --stages 3 --splits 4"
+  # Tensor cores: every entry (wgmma n128 / n256, one and two math warpgroups, the fixed
+  # tile, mma.sync), edges in m, n and k, rings longer than the k-tiles, 16-bit output,
+  # persistent blocks over more tiles than SMs (m 1000 x n 2000 in 128 x 256: 32 tiles on
+  # fewer blocks when --group-m walks them).
+  "hgemm --m 200 --n 300 --k 1000"
+  "hgemm --m 131 --n 67 --k 72 --bm 64 --bn 128 --stages 3 --dtype bf16"
+  "hgemm --m 1000 --n 2000 --k 200 --bm 128 --bn 256 --stages 4 --out input"
+  "hgemm --m 256 --n 512 --k 512 --fixed"
+  "hgemm --m 200 --n 300 --k 1000 --mma --bm 128 --stages 3"
+  "hgemm --m 67 --n 131 --k 72 --mma --bm 64 --stages 6 --dtype bf16 --out input"
 )
+if [ -n "${SANITIZE_FAMILIES:-}" ]; then
+  kept=()
+  for c in "${cases[@]}"; do
+    for f in $SANITIZE_FAMILIES; do [ "${c%% *}" = "$f" ] && kept+=("$c"); done
+  done
+  cases=("${kept[@]}")
+fi
 
 {
   echo "compute-sanitizer: $("$CS" --version | tail -1)"

@@ -27,6 +27,7 @@
 pub mod conv1d;
 pub mod entry;
 pub mod gpu;
+pub mod hgemm;
 pub mod histogram;
 pub mod layout;
 pub mod nbody;
@@ -54,6 +55,7 @@ pub const KERNELS: &[&[KernelEntry]] = &[
     scan::KERNELS,
     nbody::KERNELS,
     sgemm::KERNELS,
+    hgemm::KERNELS,
 ];
 
 /// Element types the kernels are instantiated for.

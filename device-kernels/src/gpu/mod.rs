@@ -13,11 +13,15 @@ use crate::layout::Slice;
 
 #[cfg(not(gpu))]
 pub mod host;
+mod tensor_core;
+pub use tensor_core::*;
 
 /// The alignment the launch-sized region is requested with. `gpu_launch_sized_workgroup_mem`
-/// aligns the base only to the alignment of the type it is asked with, so asking with a
-/// 16-byte-aligned type makes 16-byte vector access to any 16-aligned sub-array legal.
-pub const REGION_ALIGN: u32 = 16;
+/// aligns the base only to the alignment of the type it is asked with: 16 would do for
+/// 16-byte vector access, but sm_90's tensor-map copies with the 128-byte swizzle (and the
+/// `wgmma` descriptors that read their tiles) need 1024-byte aligned tiles, and one request
+/// type serves every kernel (nvptx emits one symbol, at the largest alignment asked).
+pub const REGION_ALIGN: u32 = 1024;
 
 // ---------------------------------------------------------------------------------------
 // NVIDIA (nvptx64)
@@ -173,8 +177,8 @@ mod math {
 use host as math;
 
 #[cfg(gpu)]
-#[repr(C, align(16))]
-struct RegionAlign([u8; 16]);
+#[repr(C, align(1024))]
+struct RegionAlign([u8; 1024]);
 
 #[cfg(gpu)]
 #[inline(always)]

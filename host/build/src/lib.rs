@@ -494,7 +494,10 @@ pub fn check_toolchain(dir: &Path) -> Result<PathBuf, Error> {
 fn build_target(sysroot: &Path, target: &Target, spec: &Nested<'_>) -> Result<PathBuf, Error> {
     // One target dir per GPU arch: `core` is built once per arch and flags never flip-flop.
     let target_dir = spec.target_dir.join(&target.cpu);
-    let mut flags = vec![format!("-Ctarget-cpu={}", target.cpu)];
+    // No merging of identical functions: LLVM makes a merged kernel an alias, which has no
+    // kernel descriptor on amdgpu (the link then fails on its `.kd` symbol). Entries whose
+    // every path traps on an architecture (sm_90a-only ones on amdgpu) are identical there.
+    let mut flags = vec![format!("-Ctarget-cpu={}", target.cpu), "-Zmerge-functions=disabled".to_string()];
     if let Some(f) = &target.features {
         flags.push(format!("-Ctarget-feature={f}"));
     }

@@ -224,6 +224,16 @@ impl<K: KernelName> KernelName for std::rc::Rc<K> {
     }
 }
 
+/// How a tensor-map copy lays a box out in shared memory: as it is (rows back to back), or
+/// with the 128-byte swizzle (16-byte chunk `c` of row `r` at chunk `c ^ (r % 8)`, rows
+/// of at most 128 bytes, the layout `wgmma` reads without bank conflicts; the destination
+/// must be 1024-byte aligned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TensorSwizzle {
+    None,
+    B128,
+}
+
 /// The operations every backend provides.
 pub trait Backend {
     /// The untyped device allocation.
@@ -253,17 +263,20 @@ pub trait Backend {
     fn fill_zero<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<()>;
 
     /// A tensor map (a TMA descriptor, CUDA's `CUtensorMap`, 32 words) in device memory for the
-    /// row-major matrix of 4-byte elements in `buf`: `dims` = (columns, rows), rows
-    /// `row_bytes` apart (a multiple of 16), copied in boxes of `box_dims` = (columns,
-    /// rows), elements past the matrix read as zeros. Only CUDA (sm_90) has them.
+    /// row-major matrix of `elem_bytes`-byte elements (4 or 2) in `buf`: `dims` = (columns,
+    /// rows), rows `row_bytes` apart (a multiple of 16), copied in boxes of `box_dims` =
+    /// (columns, rows) laid out as `swizzle` says, elements past the matrix read as zeros.
+    /// Only CUDA (sm_90) has them.
     fn tensor_map_2d<T: Element>(
         &self,
         buf: &Buffer<Self::Raw, T>,
+        elem_bytes: u32,
         dims: [u64; 2],
         row_bytes: u64,
         box_dims: [u32; 2],
+        swizzle: TensorSwizzle,
     ) -> Result<Buffer<Self::Raw, u32>> {
-        let _ = (buf, dims, row_bytes, box_dims);
+        let _ = (buf, elem_bytes, dims, row_bytes, box_dims, swizzle);
         Err(Error::Unsupported { backend: self.kind(), what: "tensor maps (TMA copies)".into() })
     }
 

@@ -4,6 +4,7 @@
 //! variant, validation helpers, [`Workload`]).
 
 pub mod conv1d;
+pub mod hgemm;
 pub mod histogram;
 pub mod nbody;
 pub mod reduce;
@@ -30,6 +31,7 @@ pub static FAMILIES: &[&dyn DynFamily] = &[
     &Entry::<rmsnorm::Rmsnorm>::NEW,
     &Entry::<nbody::Nbody>::NEW,
     &Entry::<sgemm::Sgemm>::NEW,
+    &Entry::<hgemm::Hgemm>::NEW,
 ];
 
 /// The hash of the WGSL "image": every family's WGSL template. A config's WGSL pipeline is

@@ -64,7 +64,8 @@ impl CpuMem {
             }
         };
         let size = bytes.max(1).checked_next_multiple_of(16).ok_or_else(|| oom(bytes as u64))?;
-        let layout = Layout::from_size_align(size, 16).map_err(|_| oom(bytes as u64))?;
+        let layout = Layout::from_size_align(size, dynsmem_kernels::gpu::REGION_ALIGN as usize)
+            .map_err(|_| oom(bytes as u64))?;
         // SAFETY: non-zero size.
         let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(|| oom(size as u64))?;
         Ok(CpuMem { ptr, layout })

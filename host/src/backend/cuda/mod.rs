@@ -16,7 +16,9 @@ use cudarc::nvrtc::Ptx;
 
 use self::driver::{attribute, driver_err};
 use self::nvrtc::CudaSource;
-use super::{Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, Probe, RustKernels};
+use super::{
+    Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, Probe, RustKernels, TensorSwizzle,
+};
 use crate::element::Element;
 use crate::error::{Error, Result};
 
@@ -60,9 +62,20 @@ pub struct CudaBackend {
     static_kernels: RefCell<HashMap<StaticKey, Rc<CudaKernel>>>,
     /// Compute capability (major, minor): NVRTC compiles for exactly this device.
     capability: (i32, i32),
+    /// The loaded image's PTX target (its `.target` line, e.g. `sm_90a`).
+    ptx_target: String,
     timer: (CudaEvent, CudaEvent),
     /// NVML for this GPU, opened at the first measurement (`None` inside: no NVML).
     observer: std::cell::OnceCell<Option<Box<crate::observe::nvml::NvmlObserver>>>,
+}
+
+/// The first word of a PTX module's `.target` directive (`sm_90a` of `.target sm_90a`).
+fn ptx_target(ptx: &str) -> String {
+    ptx.lines()
+        .find_map(|l| l.trim().strip_prefix(".target"))
+        .and_then(|t| t.split([',', ' ']).find(|w| !w.is_empty()))
+        .unwrap_or("unknown")
+        .to_string()
 }
 
 type StaticKey = (&'static str, &'static str, Vec<(&'static str, String)>);
@@ -154,9 +167,21 @@ impl CudaBackend {
             kernels: RefCell::new(HashMap::new()),
             static_kernels: RefCell::new(HashMap::new()),
             capability: (major, minor),
+            ptx_target: ptx_target(ptx),
             timer,
             observer: std::cell::OnceCell::new(),
         })
+    }
+
+    /// Compute capability (major, minor) of the device.
+    pub fn capability(&self) -> (i32, i32) {
+        self.capability
+    }
+
+    /// The PTX target of the loaded image (`sm_90a`, `sm_80`, ...): which instructions its
+    /// entries were compiled with (`wgmma` only under `sm_90a`).
+    pub fn ptx_target(&self) -> &str {
+        &self.ptx_target
     }
 
     pub fn context(&self) -> &Arc<CudaContext> {
@@ -324,16 +349,28 @@ impl Backend for CudaBackend {
     fn tensor_map_2d<T: Element>(
         &self,
         buf: &Buffer<Self::Raw, T>,
+        elem_bytes: u32,
         dims: [u64; 2],
         row_bytes: u64,
         box_dims: [u32; 2],
+        swizzle: TensorSwizzle,
     ) -> Result<Buffer<Self::Raw, u32>> {
-        if size_of::<T>() != 4 {
-            return Err(Error::Unsupported {
-                backend: BackendKind::Cuda,
-                what: format!("tensor maps of {}-byte elements", size_of::<T>()),
-            });
-        }
+        use sys::CUtensorMapDataType as D;
+        // The copy engine moves bytes; only the element size matters (zeros past the edges).
+        let data_type = match elem_bytes {
+            4 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            2 => D::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            _ => {
+                return Err(Error::Unsupported {
+                    backend: BackendKind::Cuda,
+                    what: format!("tensor maps of {elem_bytes}-byte elements"),
+                });
+            }
+        };
+        let swizzle_mode = match swizzle {
+            TensorSwizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            TensorSwizzle::B128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        };
         let (ptr, _sync) = buf.raw().device_ptr(&self.stream);
         let mut map = sys::CUtensorMap { opaque: [0; 16] };
         let (strides, element_strides) = ([row_bytes], [1u32, 1]);
@@ -342,7 +379,7 @@ impl Backend for CudaBackend {
         let status = unsafe {
             sys::cuTensorMapEncodeTiled(
                 &mut map,
-                sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                data_type,
                 2,
                 ptr as *mut std::ffi::c_void,
                 dims.as_ptr(),
@@ -350,7 +387,7 @@ impl Backend for CudaBackend {
                 box_dims.as_ptr(),
                 element_strides.as_ptr(),
                 sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+                swizzle_mode,
                 sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                 sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )
@@ -359,7 +396,10 @@ impl Backend for CudaBackend {
             return Err(Error::Driver {
                 backend: BackendKind::Cuda,
                 call: "cuTensorMapEncodeTiled",
-                message: format!("{status:?} (dims {dims:?}, row bytes {row_bytes}, box {box_dims:?})"),
+                message: format!(
+                    "{status:?} ({elem_bytes}-byte elements, dims {dims:?}, row bytes {row_bytes}, box {box_dims:?}, \
+                     {swizzle:?})"
+                ),
             });
         }
         let words: &[u32] = bytemuck::cast_slice(&map.opaque);

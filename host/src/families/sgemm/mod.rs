@@ -16,7 +16,7 @@ use super::{
     invalid_problem, wgsl_sizing,
 };
 use crate::backend::cuda::CudaBackend;
-use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::backend::{Arg, Backend, BackendKind, Buffer, TensorSwizzle};
 use crate::error::{Error, Result};
 use crate::measure::TimingOptions;
 use crate::rng::SplitMix64;
@@ -587,8 +587,10 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
     let c = backend.htod(&host.c)?;
     let maps = if config.tma {
         let (mk, nk) = (m as u64, n as u64);
-        let a_map = backend.tensor_map_2d(&a, [k as u64, mk], k as u64 * 4, [config.bk, config.bm])?;
-        let b_map = backend.tensor_map_2d(&b, [nk, k as u64], nk * 4, [config.bn, config.bk])?;
+        let a_map =
+            backend.tensor_map_2d(&a, 4, [k as u64, mk], k as u64 * 4, [config.bk, config.bm], TensorSwizzle::None)?;
+        let b_map =
+            backend.tensor_map_2d(&b, 4, [nk, k as u64], nk * 4, [config.bn, config.bk], TensorSwizzle::None)?;
         Some((a_map, b_map))
     } else {
         None

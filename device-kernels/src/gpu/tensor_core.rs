@@ -1,0 +1,340 @@
+//! Tensor-core instructions for the half-precision GEMM (`crate::hgemm`): sm_90a's
+//! warpgroup MMA (`wgmma.mma_async`) with its shared-memory descriptors, fences and register
+//! reallocation (`setmaxnreg`), and sm_80's warp MMA (`mma.sync`) with `ldmatrix`.
+//!
+//! Each is one `asm!` block, `#[inline(always)]`, so that every fence / MMA / commit / wait
+//! sequence of a kernel lands in one function where ptxas sees it whole (ptxas serialises a
+//! `wgmma` whose accumulators it cannot follow). The accumulators are `[f32; N]` arrays that
+//! every `wgmma` block, fence and wait names as in-out operands: the instructions complete
+//! asynchronously, so LLVM must not move a read of an accumulator above the wait that makes
+//! it valid. Indices into them must be constants after inlining (they live in registers).
+//!
+//! Elsewhere (another architecture, or the host build the CPU backend runs) every
+//! instruction here traps: the host refuses these kernels before launching.
+
+use super::SharedPtr;
+
+/// Threads of a warpgroup, the unit a `wgmma` runs on (four warps).
+pub const WARPGROUP: u32 = 128;
+
+/// Makes a `{ p0, p1, ... }` register list for `asm!` from operand indices.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+macro_rules! reg_list {
+    ($first:literal $($i:literal)*) => {
+        concat!("{{{", stringify!($first), "}" $(, ", {", stringify!($i), "}")* , "}}")
+    };
+}
+
+/// `wgmma.mma_async` `$shape` with f32 accumulators `$d[$i]` for each index, A and B from
+/// shared-memory descriptors, element type `$ty`; `$scale` 0 overwrites `$d`, 1 adds.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+macro_rules! wgmma_asm {
+    ($shape:literal, $ty:literal, $d:ident, $da:expr, $db:expr, $scale:expr, [$($i:literal)*]) => {
+        core::arch::asm!(
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {sc}, 0; wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty, " ",
+                reg_list!($($i)*),
+                ", {da}, {db}, p, 1, 1, 0, 0; }}"
+            ),
+            $(inout(reg32) $d[$i],)*
+            da = in(reg64) $da,
+            db = in(reg64) $db,
+            sc = in(reg32) $scale,
+            options(nostack)
+        )
+    };
+}
+
+/// `$insn` (a `wgmma` fence or wait, which name no register) with the accumulators as
+/// in-out operands (in a PTX comment), so that LLVM orders their accesses around it.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+macro_rules! wgmma_sync_asm {
+    ($insn:literal, $d:ident, [$($i:literal)*]) => {
+        core::arch::asm!(
+            concat!($insn, " //", $(" {", stringify!($i), "}",)*),
+            $(inout(reg32) $d[$i],)*
+            options(nostack)
+        )
+    };
+}
+
+/// Calls `$m!(args.., [0 1 .. 63])` or with `[0 .. 127]`: the accumulator indices of an
+/// m64n128 or m64n256 tile (one f32 per thread per 64 entries).
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+macro_rules! with_indices {
+    (64, $m:ident!($($args:tt)*)) => {
+        $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63])
+    };
+    (128, $m:ident!($($args:tt)*)) => {
+        $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+            64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+            96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127])
+    };
+}
+
+impl<T: Copy> SharedPtr<T> {
+    /// The `wgmma` shared-memory matrix descriptor of a K-major operand tile starting here,
+    /// laid out as a TMA copy with the 128-byte swizzle leaves it: rows of 128 bytes (64
+    /// 16-bit elements), groups of 8 rows 1024 bytes apart. The tile's 8-row groups must
+    /// start 1024-byte aligned (the swizzle is a function of the address); this pointer may
+    /// be a multiple of 32 bytes into a row (the k-steps of 16 elements).
+    #[inline(always)]
+    pub fn wgmma_desc_sw128(self) -> u64 {
+        let addr = self.shared_addr() as u64;
+        // start address >> 4 (bits 0-13); leading-dimension offset 16 B >> 4 (unused for
+        // swizzled K-major); stride 1024 B >> 4 (bits 32-45); swizzle mode 1 = 128 B (62-63).
+        ((addr & 0x3_FFFF) >> 4) | (1 << 16) | ((1024u64 >> 4) << 32) | (1 << 62)
+    }
+}
+
+/// `D = A B (+ D)` for a 64 x `N` tile of a warpgroup, one k-step of 16 (`wgmma.mma_async`
+/// m64nNk16, f32 accumulators, A and B K-major in shared memory by descriptor). `ACC` is
+/// `N / 2` (64 or 128: `N` = 128 or 256); `BF16` picks bf16 inputs over f16. Thread `t`
+/// of the warpgroup holds, for each 8-column chunk `j` of `N`, rows `16 (t / 32) + (t % 32)
+/// / 4` (entries `4j`, `4j + 1`) and that row + 8 (`4j + 2`, `4j + 3`), columns `8j + 2 (t %
+/// 4)` and the next. Asynchronous: see [`wgmma_commit`] and [`wgmma_wait`].
+///
+/// # Safety
+/// Every thread of the warpgroup calls it with the same descriptors, after a
+/// [`wgmma_fence`]; the tiles stay unchanged until the wait.
+#[inline(always)]
+pub unsafe fn wgmma<const BF16: bool, const ACC: usize>(d: &mut [f32; ACC], a: u64, b: u64, accumulate: bool) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        let sc = accumulate as u32;
+        if ACC == 128 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
+            if BF16 {
+                with_indices!(128, wgmma_asm!("m64n256k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(128, wgmma_asm!("m64n256k16", "f16", d, a, b, sc,))
+            }
+        } else if ACC == 64 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
+            if BF16 {
+                with_indices!(64, wgmma_asm!("m64n128k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(64, wgmma_asm!("m64n128k16", "f16", d, a, b, sc,))
+            }
+        } else {
+            super::trap()
+        }
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+    {
+        let _ = (d, a, b, accumulate);
+        super::trap()
+    }
+}
+
+/// `wgmma.fence`: orders this thread's earlier accesses to `d` (and to the operand tiles)
+/// before the `wgmma`s that follow.
+#[inline(always)]
+pub fn wgmma_fence<const ACC: usize>(d: &mut [f32; ACC]) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        if ACC == 128 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
+            with_indices!(128, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
+        } else if ACC == 64 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
+            with_indices!(64, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
+        } else {
+            super::trap()
+        }
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+    {
+        let _ = d;
+        super::trap()
+    }
+}
+
+/// `wgmma.commit_group`: closes the group of `wgmma`s issued since the last commit.
+#[inline(always)]
+pub fn wgmma_commit() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        core::arch::asm!("wgmma.commit_group.sync.aligned;", options(nostack))
+    };
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+    super::trap()
+}
+
+/// `wgmma.wait_group PENDING` (0 or 1): waits until at most `PENDING` committed groups are
+/// in flight; the accumulators of the finished ones are then valid in `d`.
+#[inline(always)]
+pub fn wgmma_wait<const PENDING: u32, const ACC: usize>(d: &mut [f32; ACC]) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        match (ACC, PENDING) {
+            (128, 0) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
+                with_indices!(128, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
+            }
+            (128, 1) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
+                with_indices!(128, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
+            }
+            (64, 0) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
+                with_indices!(64, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
+            }
+            (64, 1) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
+                with_indices!(64, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
+            }
+            _ => super::trap(),
+        }
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+    {
+        let _ = d;
+        super::trap()
+    }
+}
+
+/// `setmaxnreg.dec 40`: a warpgroup that only issues copies gives registers back to the
+/// pool, so that [`registers_for_math`] can take them. Every thread of the warpgroup calls it.
+#[inline(always)]
+pub fn registers_for_copies() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 40;", options(nostack))
+    };
+}
+
+/// `setmaxnreg.inc 232`: a math warpgroup takes 232 registers per thread (128 accumulators
+/// and the operands' addresses). With one copy warpgroup at 40, two math warpgroups fit the
+/// 64K-register file: `128 * (40 + 2 * 232) = 64512`. Every thread of the warpgroup calls it.
+#[inline(always)]
+pub fn registers_for_math() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 232;", options(nostack))
+    };
+}
+
+impl SharedPtr<u64> {
+    /// Arrives on the barrier (`mbarrier.arrive`), one of the arrivals its phase counts.
+    ///
+    /// # Safety
+    /// An initialised barrier.
+    #[inline(always)]
+    pub unsafe fn mbar_arrive(self) {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b64 s; mbarrier.arrive.shared::cta.b64 s, [{b}]; }}",
+                b = in(reg32) self.addr,
+                options(nostack)
+            );
+        }
+    }
+}
+
+impl<T: Copy> SharedPtr<T> {
+    /// `ldmatrix.x4`: four 8 x 8 matrices of 16-bit elements from shared memory; lane `l`
+    /// gives the address of row `l % 8` of matrix `l / 8` (16 bytes), and receives, of each
+    /// matrix `i`, row `l / 4`, elements `2 (l % 4)` and the next, in word `i`. sm_80.
+    ///
+    /// # Safety
+    /// Every lane of the warp calls it; each address is 16-byte aligned shared memory.
+    #[inline(always)]
+    pub unsafe fn ldmatrix_x4(self) -> [u32; 4] {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+        unsafe {
+            let r: [u32; 4];
+            let (r0, r1, r2, r3): (u32, u32, u32, u32);
+            core::arch::asm!(
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [{a}];",
+                r0 = out(reg32) r0,
+                r1 = out(reg32) r1,
+                r2 = out(reg32) r2,
+                r3 = out(reg32) r3,
+                a = in(reg32) self.addr,
+                options(nostack, readonly)
+            );
+            r = [r0, r1, r2, r3];
+            r
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+        super::trap()
+    }
+}
+
+/// `D += A B` for a 16 x 8 tile of a warp, one k-step of 16 (`mma.sync` m16n8k16, row-major
+/// A, column-major B, f32 accumulators; `BF16` picks bf16 over f16). Lane `l`: `a` as
+/// [`SharedPtr::ldmatrix_x4`] gives the 16 x 16 A tile (matrices: rows 0-7 / 8-15 by k 0-7,
+/// then k 8-15), `b` the 16 x 8 B tile (k 0-7, k 8-15 of column `l / 4`); `d` holds row `l / 4`
+/// (entries 0, 1) and row `l / 4 + 8` (2, 3), columns `2 (l % 4)` and the next. sm_80.
+///
+/// # Safety
+/// Every lane of the warp calls it.
+#[inline(always)]
+pub unsafe fn mma_16x8x16<const BF16: bool>(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    unsafe {
+        macro_rules! mma {
+            ($ty:literal) => {
+                core::arch::asm!(
+                    concat!(
+                        "mma.sync.aligned.m16n8k16.row.col.f32.", $ty, ".", $ty,
+                        ".f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};"
+                    ),
+                    d0 = inout(reg32) d[0],
+                    d1 = inout(reg32) d[1],
+                    d2 = inout(reg32) d[2],
+                    d3 = inout(reg32) d[3],
+                    a0 = in(reg32) a[0],
+                    a1 = in(reg32) a[1],
+                    a2 = in(reg32) a[2],
+                    a3 = in(reg32) a[3],
+                    b0 = in(reg32) b[0],
+                    b1 = in(reg32) b[1],
+                    options(pure, nomem, nostack)
+                )
+            };
+        }
+        if BF16 { mma!("bf16") } else { mma!("f16") }
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+    {
+        let _ = (d, a, b);
+        super::trap()
+    }
+}
+
+/// Two f32 rounded to the 16-bit type (`BF16`: bf16, else f16), `lo` in the low half: the
+/// word a pair of adjacent output entries is stored as.
+#[inline(always)]
+pub fn pack_half2<const BF16: bool>(lo: f32, hi: f32) -> u32 {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    {
+        let r: u32;
+        // SAFETY: pure arithmetic. The first source goes to the upper half.
+        unsafe {
+            if BF16 {
+                core::arch::asm!("cvt.rn.bf16x2.f32 {r}, {h}, {l};", r = out(reg32) r, h = in(reg32) hi, l = in(reg32) lo, options(pure, nomem, nostack));
+            } else {
+                core::arch::asm!("cvt.rn.f16x2.f32 {r}, {h}, {l};", r = out(reg32) r, h = in(reg32) hi, l = in(reg32) lo, options(pure, nomem, nostack));
+            }
+        }
+        r
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+    {
+        let half = |v: f32| -> u32 {
+            if BF16 {
+                // Round to nearest even on the upper 16 bits (NaN kept quiet).
+                let b = v.to_bits();
+                if v.is_nan() { (b >> 16) | 0x40 } else { (b + 0x7FFF + ((b >> 16) & 1)) >> 16 }
+            } else {
+                (v as f16).to_bits() as u32
+            }
+        };
+        half(lo) | (half(hi) << 16)
+    }
+}

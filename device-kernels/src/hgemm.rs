@@ -1,0 +1,588 @@
+//! Tensor-core GEMM, `C (m x n) = A (m x k) B^T`, with `A` row-major `m x k` and `B` given
+//! as its transpose, row-major `n x k` (both K-major: a linear layer's `X W^T`; cuBLAS's
+//! "TN"); f16 or bf16 inputs, f32 accumulation, `C` row-major in f32 or the input type.
+//! Measurements, history: `host/src/families/hgemm/NOTES.md`.
+//!
+//! # Kernels
+//! - `hgemm_wgmma_*` (sm_90a): warp-specialised. Warpgroup 0 is the producer: one thread
+//!   starts two tensor-map copies (TMA, 128-byte swizzle) per k-tile of 64 into a ring of
+//!   `stages` slots and completes the slot's `full` barrier; its warpgroup then gives its
+//!   registers back (`setmaxnreg`). Warpgroups 1..=`consumers` each own 64 rows of the
+//!   `BM x BN` block tile (`BM = 64 * consumers`) and run four `wgmma` m64nBNk16 per k-tile
+//!   on the slot, keep one k-tile's group in flight, and release the slot before (`empty`
+//!   barrier, one arrival per consumer). Blocks are persistent: block `b` takes tiles `b`,
+//!   `b + grid`, ... in grouped order ([`tile_coords`]), so the producer copies the next
+//!   tile's k-tiles while the consumers store the last.
+//! - `hgemm_mma_*` (sm_80): `mma.sync` m16n8k16 from `ldmatrix`, one block per tile, a
+//!   `cp.async` ring of `stages` k-tiles of 32 (rows XOR-swizzled by 16-byte chunk so that
+//!   `ldmatrix` reads eight rows without a bank conflict). Warps `4 * wm + wn` own 64 x 32
+//!   of the `BM x 128` tile.
+//!
+//! # Compiled in, launch-time
+//! Compiled in: the instruction shapes (wgmma N = `BN` 128 or 256 by entry, k-tile 64;
+//! mma warp tile 64 x 32, k-tile 32) and the element type. Launch-time: `BM` (the math
+//! warpgroups or warp rows, so the block size), the stages (the ring's bytes), the output
+//! type and the tile order; `_fixed` entries compile `BM`, `BN` and the stages in, to measure
+//! what the launch-time forms cost.
+//!
+//! # Launch-sized memory ([`HgemmConfig::layout`])
+//! `stages` slots of A (`BM` rows) then `stages` of B (`BN` rows), each row `2 * BK` bytes,
+//! slots 1024-byte aligned; then (wgmma) `stages` `full` and `stages` `empty` barriers.
+//!
+//! # Entry points ([`entry_name`])
+//! `hgemm_wgmma_{f16,bf16}_n{128,256}(a_map, b_map, c, m, n, k, out16, bm, stages,
+//! group_m)` (`a_map`, `b_map`: `CUtensorMap`s in device memory, box `64 x BM` and `64 x BN`,
+//! 128-byte swizzle); `hgemm_mma_{f16,bf16}(a, b, c, ...)` (the same scalars; `a`, `b` the
+//! matrices); `hgemm_wgmma_f16_n256_fixed` (`BM` 128, 4 stages). `out16` = 1 writes `C` in
+//! the input type, else f32. Grid: wgmma at most one block per tile; mma one per tile.
+
+use crate::gpu::{self, WARPGROUP};
+use crate::layout::{Carve, LayoutError, Slice};
+use crate::vector::Vec4;
+
+/// `$body` once per value, `$i` bound to it (a `usize`): loops over register arrays written
+/// out, so every index is a constant and the arrays stay in registers (a loop LLVM leaves
+/// rolled moves them to local memory).
+macro_rules! unroll {
+    ($i:ident in [$($v:literal)*] $body:block) => {
+        $( { let $i: usize = $v; $body } )*
+    };
+}
+
+/// Depth of a wgmma k-tile: one 128-byte row of 16-bit elements (the swizzle's width).
+pub const WGMMA_BK: u32 = 64;
+/// Depth of an mma k-tile: 64-byte rows, four 16-byte chunks.
+pub const MMA_BK: u32 = 32;
+/// Block tile columns of the mma kernel (four warps of 32).
+pub const MMA_BN: u32 = 128;
+/// Block tile columns the wgmma entries have (one entry each).
+pub const WGMMA_BN: [u32; 2] = [128, 256];
+/// Rows of `C` per math warpgroup (wgmma) or per row of four warps (mma).
+pub const ROWS_PER_UNIT: u32 = 64;
+/// Most math units: two warpgroups of 128 accumulators fit the register file beside the
+/// producer ([`gpu::registers_for_math`]).
+pub const MAX_UNITS: u32 = 2;
+/// Most ring slots.
+pub const MAX_STAGES: u32 = 8;
+/// Slots are 1024-byte aligned (the 128-byte swizzle's period).
+pub const SLOT_ALIGN: u32 = 1024;
+
+/// Which instruction the kernel multiplies with.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MmaKind {
+    /// sm_90a `wgmma.mma_async` fed by tensor-map copies.
+    Wgmma,
+    /// sm_80 `mma.sync` fed by `cp.async`.
+    Mma,
+}
+
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HgemmConfig {
+    pub kind: MmaKind,
+    /// Block tile rows: 64 per math unit, 64 or 128.
+    pub bm: u32,
+    /// Block tile columns: one of [`WGMMA_BN`] (wgmma), [`MMA_BN`] (mma).
+    pub bn: u32,
+    /// Ring slots: k-tiles in flight (wgmma 1.., mma 2..; up to [`MAX_STAGES`]).
+    pub stages: u32,
+    /// Tile rows per group of the tile order ([`tile_coords`]): consecutive tiles walk a
+    /// group's rows first, so the tiles in flight share their B tiles in L2.
+    pub group_m: u32,
+}
+
+/// Where a config's arrays sit in the launch-sized region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HgemmLayout {
+    /// `stages` slots of `bm x bk` 16-bit elements.
+    pub a: Slice<u16>,
+    /// `stages` slots of `bn x bk`.
+    pub b: Slice<u16>,
+    /// wgmma: `stages` barriers the copies complete, then `stages` the consumers release.
+    pub full: Slice<u64>,
+    pub empty: Slice<u64>,
+}
+
+impl HgemmConfig {
+    pub const fn wgmma(bm: u32, bn: u32, stages: u32) -> Self {
+        HgemmConfig { kind: MmaKind::Wgmma, bm, bn, stages, group_m: 8 }
+    }
+    pub const fn mma(bm: u32, stages: u32) -> Self {
+        HgemmConfig { kind: MmaKind::Mma, bm, bn: MMA_BN, stages, group_m: 8 }
+    }
+    /// Depth of a k-tile.
+    pub const fn bk(&self) -> u32 {
+        match self.kind {
+            MmaKind::Wgmma => WGMMA_BK,
+            MmaKind::Mma => MMA_BK,
+        }
+    }
+    /// Math units: warpgroups (wgmma) or rows of four warps (mma).
+    pub const fn units(&self) -> u32 {
+        self.bm / ROWS_PER_UNIT
+    }
+    /// Threads per block: the producer warpgroup and the math warpgroups (wgmma), four warps
+    /// per unit (mma).
+    pub const fn threads(&self) -> u32 {
+        match self.kind {
+            MmaKind::Wgmma => WARPGROUP * (1 + self.units()),
+            MmaKind::Mma => WARPGROUP * self.units(),
+        }
+    }
+    /// Whether the kernel can run this config (see the fields' rules); the host says which
+    /// rule a refused config breaks.
+    pub const fn fits(&self) -> bool {
+        let bn_ok = match self.kind {
+            MmaKind::Wgmma => self.bn == WGMMA_BN[0] || self.bn == WGMMA_BN[1],
+            MmaKind::Mma => self.bn == MMA_BN,
+        };
+        let min_stages = match self.kind {
+            MmaKind::Wgmma => 1,
+            MmaKind::Mma => 2,
+        };
+        bn_ok
+            && self.bm % ROWS_PER_UNIT == 0
+            && self.units() >= 1
+            && self.units() <= MAX_UNITS
+            && self.stages >= min_stages
+            && self.stages <= MAX_STAGES
+            && self.group_m >= 1
+    }
+    /// The carve of the launch-sized region (see the module documentation).
+    pub fn layout(&self) -> Result<HgemmLayout, LayoutError> {
+        let mut carve = Carve::new();
+        let a = carve.array_aligned::<u16>(self.stages * self.bm * self.bk(), SLOT_ALIGN)?;
+        let b = carve.array_aligned::<u16>(self.stages * self.bn * self.bk(), SLOT_ALIGN)?;
+        let bars = if self.kind == MmaKind::Wgmma { self.stages } else { 0 };
+        let full = carve.array::<u64>(bars)?;
+        let empty = carve.array::<u64>(bars)?;
+        Ok(HgemmLayout { a, b, full, empty })
+    }
+    /// Launch-sized bytes of the layout.
+    pub fn shared_bytes(&self) -> Result<u32, LayoutError> {
+        let l = self.layout()?;
+        Ok(if self.kind == MmaKind::Wgmma { l.empty.end() } else { l.b.end() })
+    }
+    /// Output tiles of an `m x n` result.
+    pub const fn tiles(&self, m: u32, n: u32) -> u64 {
+        m.div_ceil(self.bm) as u64 * n.div_ceil(self.bn) as u64
+    }
+}
+
+/// Tile `tile`'s block-tile coordinates (row, column) in grouped order: tiles go down the
+/// `group_m` tile rows of a group, then across, so tiles running at once share B's tiles
+/// (and A's, within a group) in L2.
+#[inline(always)]
+pub fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32, group_m: u32) -> (u32, u32) {
+    let per_group = group_m * tiles_n;
+    let first = tile / per_group * group_m;
+    let rows = if tiles_m - first < group_m { tiles_m - first } else { group_m };
+    let inner = tile % per_group;
+    (first + inner % rows, inner / rows)
+}
+
+/// Stores a pair of adjacent entries `(row, col)`, `(row, col + 1)` of `C` (`ldc` = `n`), the
+/// ones inside `m x n`: one 8-byte (f32) or 4-byte (16-bit) store where `n` is even (the
+/// pair is then aligned), else entry by entry.
+#[inline(always)]
+unsafe fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, row: u32, col: u32, v0: f32, v1: f32) {
+    if row >= m || col >= n {
+        return;
+    }
+    let at = row as usize * n as usize + col as usize;
+    let both = col + 1 < n;
+    unsafe {
+        if out16 {
+            let w = gpu::pack_half2::<BF16>(v0, v1);
+            let p = c.cast::<u16>().add(at);
+            if both && n % 2 == 0 {
+                p.cast::<u32>().write(w);
+            } else {
+                p.write(w as u16);
+                if both {
+                    p.add(1).write((w >> 16) as u16);
+                }
+            }
+        } else {
+            let p = c.cast::<f32>().add(at);
+            if both && n % 2 == 0 {
+                p.cast::<[f32; 2]>().write([v0, v1]);
+            } else {
+                p.write(v0);
+                if both {
+                    p.add(1).write(v1);
+                }
+            }
+        }
+    }
+}
+
+/// The warp-specialised wgmma kernel (module documentation). `ACC` = `BN / 2` accumulators
+/// per math thread.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize>(
+    a_map: *const u8,
+    b_map: *const u8,
+    c: *mut u8,
+    m: u32,
+    n: u32,
+    k: u32,
+    out16: u32,
+    cfg: HgemmConfig,
+) {
+    let t = gpu::thread_idx_x();
+    if cfg.kind != MmaKind::Wgmma || cfg.bn != BN || !cfg.fits() || gpu::block_dim_x() != cfg.threads() {
+        gpu::trap();
+    }
+    let Ok(layout) = cfg.layout() else { gpu::trap() };
+    let Ok(bytes) = cfg.shared_bytes() else { gpu::trap() };
+    let region = gpu::launch_region(bytes);
+    let (a_s, b_s) = (region.array(layout.a), region.array(layout.b));
+    let (full, empty) = (region.array(layout.full), region.array(layout.empty));
+    let stages = cfg.stages;
+    let (a_slot, b_slot) = (cfg.bm * WGMMA_BK, BN * WGMMA_BK);
+    // SAFETY (all the pointers below): slot `s < stages` of each array, in bounds by the layout.
+    let a_at = |s: u32| unsafe { a_s.shared_ptr(s * a_slot, a_slot) };
+    let b_at = |s: u32| unsafe { b_s.shared_ptr(s * b_slot, b_slot) };
+    let full_at = |s: u32| unsafe { full.shared_ptr(s, 1) };
+    let empty_at = |s: u32| unsafe { empty.shared_ptr(s, 1) };
+    if t == 0 {
+        if a_at(0).shared_addr() % SLOT_ALIGN != 0 {
+            gpu::trap();
+        }
+        for s in 0..stages {
+            unsafe {
+                full_at(s).mbar_init(1);
+                empty_at(s).mbar_init(cfg.units());
+            }
+        }
+        gpu::mbar_init_fence();
+    }
+    gpu::barrier();
+
+    let (tiles_m, tiles_n) = (m.div_ceil(cfg.bm), n.div_ceil(BN));
+    let tiles = tiles_m * tiles_n;
+    let k_tiles = k.div_ceil(WGMMA_BK);
+    let warpgroup = t / WARPGROUP;
+    if warpgroup == 0 {
+        gpu::registers_for_copies();
+        if t != 0 {
+            return;
+        }
+        let tile_bytes = (cfg.bm + BN) * WGMMA_BK * 2;
+        let (mut s, mut phase) = (0, 0);
+        let mut tile = gpu::block_idx_x();
+        while tile < tiles {
+            let (tm, tn) = tile_coords(tile, tiles_m, tiles_n, cfg.group_m);
+            for kt in 0..k_tiles {
+                // The slot's previous k-tile has been released (a fresh barrier's phase
+                // "before the first" counts as complete: parity 1 passes at once).
+                unsafe {
+                    empty_at(s).mbar_wait(phase ^ 1);
+                    full_at(s).mbar_arrive_expect_tx(tile_bytes);
+                    let k0 = (kt * WGMMA_BK) as i32;
+                    a_at(s).copy_tile_2d(a_map, k0, (tm * cfg.bm) as i32, full_at(s));
+                    b_at(s).copy_tile_2d(b_map, k0, (tn * BN) as i32, full_at(s));
+                }
+                s += 1;
+                if s == stages {
+                    s = 0;
+                    phase ^= 1;
+                }
+            }
+            tile += gpu::grid_dim_x();
+        }
+        return;
+    }
+
+    gpu::registers_for_math();
+    let unit = warpgroup - 1;
+    let lead = t % WARPGROUP == 0;
+    // Fragment coordinates of this thread (see `gpu::wgmma`).
+    let (lane, warp) = (t % 32, (t % WARPGROUP) / 32);
+    let row_in = unit * ROWS_PER_UNIT + warp * 16 + lane / 4;
+    let col_in = 2 * (lane % 4);
+    let mut acc = [0f32; ACC];
+    let (mut s, mut phase) = (0, 0);
+    let mut tile = gpu::block_idx_x();
+    while tile < tiles {
+        let (tm, tn) = tile_coords(tile, tiles_m, tiles_n, cfg.group_m);
+        let mut prev = 0;
+        for kt in 0..k_tiles {
+            unsafe { full_at(s).mbar_wait(phase) };
+            let a_desc = a_at(s).wrapping_add(unit * ROWS_PER_UNIT * WGMMA_BK).wgmma_desc_sw128();
+            let b_desc = b_at(s).wgmma_desc_sw128();
+            gpu::wgmma_fence(&mut acc);
+            // Four k-steps of 16: 32 bytes further along the (swizzled) rows each, 2 in the
+            // descriptor's address field (bytes / 16).
+            for kk in 0..(WGMMA_BK / 16) as u64 {
+                unsafe { gpu::wgmma::<BF16, ACC>(&mut acc, a_desc + 2 * kk, b_desc + 2 * kk, kt > 0 || kk > 0) };
+            }
+            gpu::wgmma_commit();
+            // The previous k-tile's group is done: its slot can be refilled.
+            gpu::wgmma_wait::<1, ACC>(&mut acc);
+            if kt > 0 && lead {
+                unsafe { empty_at(prev).mbar_arrive() };
+            }
+            prev = s;
+            s += 1;
+            if s == stages {
+                s = 0;
+                phase ^= 1;
+            }
+        }
+        gpu::wgmma_wait::<0, ACC>(&mut acc);
+        if k_tiles > 0 && lead {
+            unsafe { empty_at(prev).mbar_arrive() };
+        }
+        if k_tiles == 0 {
+            acc = [0f32; ACC];
+        }
+        let (row0, col0) = (tm * cfg.bm + row_in, tn * BN + col_in);
+        // Per 8-column chunk `j` of the fragment (written out: see `unroll!`).
+        unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31] {
+            if 4 * j < ACC {
+                let col = col0 + 8 * j as u32;
+                unsafe {
+                    store_pair::<BF16>(c, out16 != 0, m, n, row0, col, acc[4 * j], acc[4 * j + 1]);
+                    store_pair::<BF16>(c, out16 != 0, m, n, row0 + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+                }
+            }
+        });
+        tile += gpu::grid_dim_x();
+    }
+}
+
+/// Byte offset of 16-byte chunk `chunk` (0..4) of row `row` in an mma slot: rows of 64
+/// bytes, the chunk XOR-ed with `(row / 2) % 4` so that the 8 rows an `ldmatrix` reads at
+/// one chunk fall in 8 different 16-byte bank groups.
+#[inline(always)]
+pub const fn mma_swizzle(row: u32, chunk: u32) -> u32 {
+    row * 64 + ((chunk ^ ((row >> 1) & 3)) * 16)
+}
+
+/// The mma kernel (module documentation).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn hgemm_mma<const BF16: bool>(
+    a: *const u16,
+    b: *const u16,
+    c: *mut u8,
+    m: u32,
+    n: u32,
+    k: u32,
+    out16: u32,
+    cfg: HgemmConfig,
+) {
+    let t = gpu::thread_idx_x();
+    if cfg.kind != MmaKind::Mma || !cfg.fits() || gpu::block_dim_x() != cfg.threads() {
+        gpu::trap();
+    }
+    let Ok(layout) = cfg.layout() else { gpu::trap() };
+    let Ok(bytes) = cfg.shared_bytes() else { gpu::trap() };
+    let region = gpu::launch_region(bytes);
+    // Slots as 16-byte chunks for the copies; as bytes for `ldmatrix` addresses.
+    let (a_s, b_s) =
+        unsafe { (region.array(layout.a).cast::<Vec4<u32>>(), region.array(layout.b).cast::<Vec4<u32>>()) };
+    let (a_chunks, b_chunks) = (cfg.bm * MMA_BK / 8, MMA_BN * MMA_BK / 8);
+    let stages = cfg.stages;
+    let (tiles_m, tiles_n) = (m.div_ceil(cfg.bm), n.div_ceil(MMA_BN));
+    if gpu::block_idx_x() >= tiles_m * tiles_n {
+        return;
+    }
+    let (tm, tn) = tile_coords(gpu::block_idx_x(), tiles_m, tiles_n, cfg.group_m);
+    let (m0, n0) = (tm * cfg.bm, tn * MMA_BN);
+    let k_tiles = k.div_ceil(MMA_BK);
+    let threads = cfg.threads();
+
+    // Copies k-tile `kt` into slot `s`: chunk `q` of a tile is row `q / 4`, chunk `q % 4`;
+    // chunks past the matrix's edge (rows past m or n, k past k) are zeros.
+    let load = |kt: u32, s: u32| {
+        let k0 = kt * MMA_BK;
+        let mut q = t;
+        while q < a_chunks {
+            let (r, ch) = (q / 4, q % 4);
+            let (row, kc) = (m0 + r, k0 + 8 * ch);
+            let valid = row < m && kc < k;
+            let src = if valid { unsafe { a.add(row as usize * k as usize + kc as usize) } } else { a };
+            unsafe {
+                a_s.shared_ptr(s * a_chunks + mma_swizzle(r, ch) / 16, 1).copy_async_if(src.cast(), valid);
+            }
+            q += threads;
+        }
+        let mut q = t;
+        while q < b_chunks {
+            let (r, ch) = (q / 4, q % 4);
+            let (row, kc) = (n0 + r, k0 + 8 * ch);
+            let valid = row < n && kc < k;
+            let src = if valid { unsafe { b.add(row as usize * k as usize + kc as usize) } } else { b };
+            unsafe {
+                b_s.shared_ptr(s * b_chunks + mma_swizzle(r, ch) / 16, 1).copy_async_if(src.cast(), valid);
+            }
+            q += threads;
+        }
+        gpu::copy_async_commit();
+    };
+
+    let (lane, warp) = (t % 32, t / 32);
+    let (wm, wn) = (warp / 4, warp % 4);
+    let mut acc = [[[0f32; 4]; 4]; 4];
+    for kt in 0..stages - 1 {
+        if kt < k_tiles {
+            load(kt, kt);
+        } else {
+            gpu::copy_async_commit();
+        }
+    }
+    for kt in 0..k_tiles {
+        // k-tile `kt` has landed (at most `stages - 2` later groups still in flight), and
+        // every warp is done with the slot the next copy overwrites.
+        gpu::copy_async_wait_pending(stages - 2);
+        gpu::barrier();
+        let next = kt + stages - 1;
+        if next < k_tiles {
+            load(next, next % stages);
+        } else {
+            gpu::copy_async_commit();
+        }
+        let s = kt % stages;
+        unroll!(ks in [0 1] {
+            // A: matrix `lane / 8` = (rows +8 if odd, k +8 if >= 2); B: (k +8 if odd,
+            // columns +8 if >= 2).
+            let mut af = [[0u32; 4]; 4];
+            unroll!(mi in [0 1 2 3] {
+                let r = wm * 64 + mi as u32 * 16 + lane % 16;
+                let ch = 2 * ks as u32 + lane / 16;
+                af[mi] = unsafe { a_s.shared_ptr(s * a_chunks + mma_swizzle(r, ch) / 16, 1).ldmatrix_x4() };
+            });
+            let mut bf = [[0u32; 2]; 4];
+            unroll!(pair in [0 1] {
+                let r = wn * 32 + pair as u32 * 16 + lane % 8 + 8 * (lane / 16);
+                let ch = 2 * ks as u32 + (lane / 8) % 2;
+                let w = unsafe { b_s.shared_ptr(s * b_chunks + mma_swizzle(r, ch) / 16, 1).ldmatrix_x4() };
+                bf[2 * pair] = [w[0], w[1]];
+                bf[2 * pair + 1] = [w[2], w[3]];
+            });
+            unroll!(mi in [0 1 2 3] {
+                unroll!(ni in [0 1 2 3] {
+                    unsafe { gpu::mma_16x8x16::<BF16>(&mut acc[mi][ni], af[mi], bf[ni]) };
+                });
+            });
+        });
+    }
+    gpu::copy_async_wait();
+    unroll!(mi in [0 1 2 3] {
+        unroll!(ni in [0 1 2 3] {
+            let d = acc[mi][ni];
+            let r = m0 + wm * 64 + mi as u32 * 16 + lane / 4;
+            let col = n0 + wn * 32 + ni as u32 * 8 + 2 * (lane % 4);
+            unsafe {
+                store_pair::<BF16>(c, out16 != 0, m, n, r, col, d[0], d[1]);
+                store_pair::<BF16>(c, out16 != 0, m, n, r + 8, col, d[2], d[3]);
+            }
+        });
+    });
+}
+
+/// The compiled-in tile of `hgemm_wgmma_f16_n256_fixed`.
+pub const FIXED: HgemmConfig = HgemmConfig::wgmma(128, 256, 4);
+
+crate::kernels! { KERNELS;
+    /// wgmma, f16 inputs, `BN` = 256.
+    pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) };
+        unsafe { hgemm_wgmma::<false, 256, 128>(a_map, b_map, c, m, n, k, out16, cfg) }
+    }
+    /// wgmma, bf16 inputs, `BN` = 256.
+    pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) };
+        unsafe { hgemm_wgmma::<true, 256, 128>(a_map, b_map, c, m, n, k, out16, cfg) }
+    }
+    /// wgmma, f16 inputs, `BN` = 128.
+    pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) };
+        unsafe { hgemm_wgmma::<false, 128, 64>(a_map, b_map, c, m, n, k, out16, cfg) }
+    }
+    /// wgmma, bf16 inputs, `BN` = 128.
+    pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) };
+        unsafe { hgemm_wgmma::<true, 128, 64>(a_map, b_map, c, m, n, k, out16, cfg) }
+    }
+    /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match).
+    pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        if bm != FIXED.bm || stages != FIXED.stages {
+            gpu::trap();
+        }
+        let cfg = HgemmConfig { group_m, ..FIXED };
+        unsafe { hgemm_wgmma::<false, 256, 128>(a_map, b_map, c, m, n, k, out16, cfg) }
+    }
+    /// mma.sync, f16 inputs.
+    pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) };
+        unsafe { hgemm_mma::<false>(a, b, c, m, n, k, out16, cfg) }
+    }
+    /// mma.sync, bf16 inputs.
+    pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) };
+        unsafe { hgemm_mma::<true>(a, b, c, m, n, k, out16, cfg) }
+    }
+}
+
+/// The entry that runs `cfg` with `bf16` (else f16) inputs; `fixed` asks for the
+/// compiled-in tile. `None` where no entry has that shape.
+pub fn entry_name(cfg: &HgemmConfig, bf16: bool, fixed: bool) -> Option<&'static str> {
+    Some(match (cfg.kind, cfg.bn, bf16, fixed) {
+        (MmaKind::Wgmma, 256, false, true) if *cfg == HgemmConfig { group_m: cfg.group_m, ..FIXED } => {
+            "hgemm_wgmma_f16_n256_fixed"
+        }
+        (_, _, _, true) => return None,
+        (MmaKind::Wgmma, 256, false, _) => "hgemm_wgmma_f16_n256",
+        (MmaKind::Wgmma, 256, true, _) => "hgemm_wgmma_bf16_n256",
+        (MmaKind::Wgmma, 128, false, _) => "hgemm_wgmma_f16_n128",
+        (MmaKind::Wgmma, 128, true, _) => "hgemm_wgmma_bf16_n128",
+        (MmaKind::Mma, MMA_BN, false, _) => "hgemm_mma_f16",
+        (MmaKind::Mma, MMA_BN, true, _) => "hgemm_mma_bf16",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_order_visits_every_tile_once() {
+        for (tiles_m, tiles_n, g) in [(5, 3, 2), (16, 16, 8), (7, 1, 8), (1, 9, 4), (33, 17, 8)] {
+            let mut seen = [false; 1024];
+            for t in 0..tiles_m * tiles_n {
+                let (i, j) = tile_coords(t, tiles_m, tiles_n, g);
+                assert!(i < tiles_m && j < tiles_n, "{t} -> ({i}, {j})");
+                let at = (i * tiles_n + j) as usize;
+                assert!(!seen[at], "({i}, {j}) twice");
+                seen[at] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn wgmma_slots_are_swizzle_aligned_and_bars_follow() {
+        let cfg = HgemmConfig::wgmma(128, 256, 4);
+        let l = cfg.layout().unwrap();
+        assert_eq!((l.a.offset(), l.b.offset()), (0, 4 * 128 * 128));
+        assert_eq!(l.full.offset(), 4 * (128 + 256) * 128);
+        assert_eq!(cfg.shared_bytes().unwrap(), 4 * (128 + 256) * 128 + 64);
+        let odd = HgemmConfig::wgmma(64, 128, 3);
+        assert_eq!(odd.layout().unwrap().b.offset() % SLOT_ALIGN, 0);
+    }
+
+    #[test]
+    fn mma_swizzle_spreads_eight_rows_over_eight_bank_groups() {
+        for chunk in 0..4 {
+            let mut groups: [u32; 8] = core::array::from_fn(|r| (mma_swizzle(r as u32, chunk) / 16) % 8);
+            groups.sort();
+            assert_eq!(groups, [0, 1, 2, 3, 4, 5, 6, 7]);
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! HGEMM's face to the registry: its command-line options, defaults and bench cases. On
+//! CUDA its workloads carry cuBLAS on the same inputs as their anchor.
+
+use std::sync::Arc;
+
+use dynsmem_kernels::hgemm::{HgemmConfig, MmaKind};
+use serde::{Deserialize, Serialize};
+
+use super::{Half, HgemmProblem, HgemmTunable, HostInputs, OutType};
+use crate::backend::{Backend, BackendKind, Variant};
+use crate::error::Result;
+use crate::families::{FamilyBackend, Workload};
+use crate::family::{AnyBackend, BenchCase, Family, Sizes};
+
+pub struct Hgemm;
+
+/// What `run hgemm` runs: a config, on the entry with [`dynsmem_kernels::hgemm::FIXED`]
+/// compiled in when `fixed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HgemmRun {
+    #[serde(flatten)]
+    pub config: HgemmConfig,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fixed: bool,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// Rows of A and C (default: 4096 on a GPU).
+    #[arg(long)]
+    pub m: Option<u32>,
+    /// Columns of C, rows of B (B is given n x k, row-major; default: as m).
+    #[arg(long)]
+    pub n: Option<u32>,
+    /// Columns of A and B (a multiple of 8; default: as m).
+    #[arg(long)]
+    pub k: Option<u32>,
+    /// Input type.
+    #[arg(long, value_enum, default_value = "f16")]
+    pub dtype: Half,
+    /// Type of C: f32, or the input type.
+    #[arg(long, value_enum, default_value = "f32")]
+    pub out: OutType,
+}
+
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ConfigArgs {
+    /// The sm_80 kernel (mma.sync from a cp.async ring) instead of sm_90a's wgmma.
+    #[arg(long)]
+    pub mma: bool,
+    /// The entry with the wgmma 128 x 256, 4-stage tile compiled in (f16).
+    #[arg(long)]
+    pub fixed: bool,
+    /// Block tile rows: 64 or 128 (64 per math warpgroup / row of warps).
+    #[arg(long)]
+    pub bm: Option<u32>,
+    /// Block tile columns: wgmma 128 or 256; mma 128.
+    #[arg(long)]
+    pub bn: Option<u32>,
+    /// Ring slots (k-tiles in flight): wgmma 1-8, mma 2-8, within the shared-memory limit.
+    #[arg(long)]
+    pub stages: Option<u32>,
+    /// Tile rows per group of the tile order (L2 reuse).
+    #[arg(long)]
+    pub group_m: Option<u32>,
+}
+
+/// The default config: wgmma 128 x 256 with 4 stages (196672 B) on sm_90; the mma kernel,
+/// 128 x 128 with 4 stages, elsewhere. Smaller problems than two tiles per SM take 64-row
+/// tiles (more blocks).
+pub fn default_config(backend: AnyBackend<'_>, p: &HgemmProblem) -> HgemmConfig {
+    let wgmma = match backend {
+        AnyBackend::Cuda(c) => c.capability() == (9, 0) && c.ptx_target() == "sm_90a",
+        _ => false,
+    };
+    let sms = match backend {
+        AnyBackend::Cuda(c) => c.info().limits.multiprocessors.unwrap_or(132) as u64,
+        _ => 132,
+    };
+    let big = if wgmma { HgemmConfig::wgmma(128, 256, 4) } else { HgemmConfig::mma(128, 4) };
+    if big.tiles(p.m, p.n) < 2 * sms {
+        return if wgmma { HgemmConfig::wgmma(64, 256, 4) } else { HgemmConfig::mma(64, 4) };
+    }
+    big
+}
+
+impl Family for Hgemm {
+    const NAME: &'static str = "hgemm";
+    const ABOUT: &'static str = "C = A B^T on tensor cores (f16/bf16 in, f32 accumulate): sm_90a wgmma + TMA ring or \
+                                 sm_80 mma.sync + cp.async ring, sized at launch; on CUDA beside cuBLAS.";
+    const WGSL_TEMPLATE: &'static str = "";
+    const SHAPES: &'static str = include_str!("shapes.txt");
+    type Problem = HgemmProblem;
+    type Config = HgemmRun;
+    type ProblemArgs = ProblemArgs;
+    type ConfigArgs = ConfigArgs;
+    type Tunable = HgemmTunable;
+
+    fn problem(a: &ProblemArgs, sizes: &Sizes) -> HgemmProblem {
+        let m = a.m.unwrap_or(sizes.gemm);
+        HgemmProblem { m, n: a.n.unwrap_or(m), k: a.k.unwrap_or(m), dtype: a.dtype, out: a.out }
+    }
+    fn config(a: &ConfigArgs, d: &HgemmRun) -> HgemmRun {
+        let mut base = d.config;
+        if a.mma && base.kind != MmaKind::Mma {
+            base = HgemmConfig { group_m: base.group_m, ..HgemmConfig::mma(base.bm, base.stages.max(2)) };
+        }
+        if a.fixed {
+            base = dynsmem_kernels::hgemm::FIXED;
+        }
+        let config = HgemmConfig {
+            bm: a.bm.unwrap_or(base.bm),
+            bn: a.bn.unwrap_or(base.bn),
+            stages: a.stages.unwrap_or(base.stages),
+            group_m: a.group_m.unwrap_or(base.group_m),
+            ..base
+        };
+        HgemmRun { config, fixed: a.fixed }
+    }
+    fn default_config<B: FamilyBackend>(backend: &B, p: &HgemmProblem) -> HgemmRun {
+        HgemmRun { config: default_config(backend.erase(), p), fixed: false }
+    }
+    /// One form: the launch-sized Rust kernel (prepare refuses the others).
+    fn fit_config<B: FamilyBackend>(_: &B, _: Variant, _: &HgemmProblem, run: HgemmRun) -> (HgemmRun, Option<String>) {
+        (run, None)
+    }
+    fn prepare<'b, B: FamilyBackend>(
+        backend: &'b B,
+        p: &HgemmProblem,
+        run: &HgemmRun,
+        variant: Variant,
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        let inputs = || Arc::new(HostInputs::new(p, seed));
+        Ok(Box::new(super::prepare(backend, *p, run.config, run.fixed, variant, inputs)?))
+    }
+    /// Compute-bound: cuBLAS instead of a copy.
+    fn anchor_bytes(_: &HgemmProblem) -> Option<u64> {
+        None
+    }
+    /// On CUDA: f16 and bf16 at 2048, 4096 and 8192 cubed (f32 out), f16 4096 with f16 out, and
+    /// the mma kernel at 4096; at small sizes (the registry's odd ones) `m x (m + 2) x k`, k
+    /// rounded up to 8, in both kernels, types and outputs. None elsewhere (no other
+    /// backend has the kernels).
+    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
+        if backend.kind() != BackendKind::Cuda {
+            return Vec::new();
+        }
+        let mut cases = Vec::new();
+        if sizes.gemm < 1024 {
+            let (m, k) = (sizes.gemm, sizes.gemm.next_multiple_of(8));
+            for (dtype, out) in [(Half::F16, OutType::F32), (Half::Bf16, OutType::Input)] {
+                let problem = HgemmProblem { m, n: m + 2, k, dtype, out };
+                cases.push(BenchCase { problem, config: Self::default_config(backend, &problem) });
+                let mma = HgemmRun { config: HgemmConfig::mma(64, 3), fixed: false };
+                cases.push(BenchCase { problem, config: mma });
+            }
+            return cases;
+        }
+        for side in [2048, 4096, 8192] {
+            for dtype in [Half::F16, Half::Bf16] {
+                let problem = HgemmProblem { m: side, n: side, k: side, dtype, out: OutType::F32 };
+                cases.push(BenchCase { problem, config: Self::default_config(backend, &problem) });
+            }
+        }
+        let f16_out = HgemmProblem { m: 4096, n: 4096, k: 4096, dtype: Half::F16, out: OutType::Input };
+        cases.push(BenchCase { problem: f16_out, config: Self::default_config(backend, &f16_out) });
+        let mma = HgemmProblem { out: OutType::F32, ..f16_out };
+        cases.push(BenchCase { problem: mma, config: HgemmRun { config: HgemmConfig::mma(128, 4), fixed: false } });
+        cases
+    }
+    fn bench_variant(_: &HgemmProblem, variant: Variant) -> bool {
+        variant == Variant::LaunchSized
+    }
+    fn tunable(problem: HgemmProblem) -> Option<HgemmTunable> {
+        Some(HgemmTunable::new(problem))
+    }
+}

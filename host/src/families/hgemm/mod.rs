@@ -1,0 +1,486 @@
+//! Tensor-core GEMM, host side: problem, validation, inputs, the CPU reference (whole for
+//! small shapes, sampled for large ones), the [`Workload`], and cuBLAS on the same inputs
+//! as anchor and second reference ([`cublas`]). The device algorithms, and which of their
+//! parameters are launch-time and which compiled in: `dynsmem_kernels::hgemm`.
+//!
+//! `C (m x n) = A (m x k) B^T`, `A` row-major `m x k`, `B` row-major `n x k`; f16 or bf16
+//! inputs, f32 accumulation, `C` in f32 or the input type. Only CUDA runs it: the wgmma
+//! entries on compute capability 9.0 with an `sm_90a` image, the mma entries on 8.0 and
+//! later. There is no cuda-static or WGSL form yet (`NOTES.md` says what each would need).
+
+pub mod cublas;
+mod family;
+mod tune;
+
+use std::sync::Arc;
+
+use dynsmem_kernels::hgemm::{FIXED, HgemmConfig, MmaKind, entry_name};
+use serde::{Deserialize, Serialize};
+
+pub use family::{Hgemm, HgemmRun, default_config};
+pub use tune::HgemmTunable;
+
+use super::{FamilyBackend, KernelInfo, Prepared, Variant, VendorAnchor, Workload, invalid};
+use crate::backend::cuda::CudaBackend;
+use crate::backend::{Arg, Buffer, TensorSwizzle};
+use crate::error::{Error, Result};
+use crate::family::AnyBackend;
+use crate::measure::TimingOptions;
+use crate::rng::SplitMix64;
+use crate::verify::{Mismatch, Tolerance};
+
+/// The 16-bit input type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Half {
+    F16,
+    Bf16,
+}
+
+impl Half {
+    /// Bits of `v` (exactly representable: the inputs are made so).
+    pub fn bits(self, v: f32) -> u16 {
+        match self {
+            Half::F16 => half::f16::from_f32(v).to_bits(),
+            Half::Bf16 => half::bf16::from_f32(v).to_bits(),
+        }
+    }
+    pub fn value(self, bits: u16) -> f32 {
+        match self {
+            Half::F16 => half::f16::from_bits(bits).to_f32(),
+            Half::Bf16 => half::bf16::from_bits(bits).to_f32(),
+        }
+    }
+    /// Unit roundoff (half an ulp at 1): 2^-11 (f16), 2^-8 (bf16).
+    pub fn unit_roundoff(self) -> f64 {
+        match self {
+            Half::F16 => 2f64.powi(-11),
+            Half::Bf16 => 2f64.powi(-8),
+        }
+    }
+}
+
+/// The type `C` is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum OutType {
+    F32,
+    /// The input type.
+    Input,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HgemmProblem {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub dtype: Half,
+    pub out: OutType,
+}
+
+impl HgemmProblem {
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+    fn out_bytes(&self) -> u64 {
+        if self.out == OutType::F32 { 4 } else { 2 }
+    }
+}
+
+/// Above this many multiply-adds the CPU reference checks [`SAMPLES`] entries of `C`.
+pub const FULL_REFERENCE_MACS: u64 = 1 << 30;
+/// Entries of `C` a sampled check compares (besides the four corners).
+pub const SAMPLES: usize = 4096;
+
+/// Input magnitude bound `r` (inputs are integers in `[-r, r]`) where every product and
+/// partial sum is exact in f32 (`k r^2 < 2^24`), at most 4; `None` where even `r = 1` is
+/// not, and the inputs are uniform in [-1, 1) instead.
+pub fn exact_magnitude(k: u32) -> Option<u32> {
+    let r = ((1u64 << 24) / (k.max(1) as u64 + 1)).isqrt().min(4) as u32;
+    (r >= 1).then_some(r)
+}
+
+/// What a correct `C` entry may differ from the reference by, relative to the entry's
+/// scale (see [`HostInputs`]): exact inputs leave only the rounding of `C` to its type
+/// (half an ulp, relative to the entry itself); otherwise the f32 summation bound
+/// `2 (k + 2) eps` relative to `sum |a b|`, plus that rounding. A single wrong product of
+/// integer inputs moves an entry by at least 1, past the first bound wherever the entry is
+/// below `1 / unit roundoff` (every f32 entry).
+pub fn tolerance(p: &HgemmProblem) -> Tolerance {
+    let out = if p.out == OutType::F32 { 0.0 } else { p.dtype.unit_roundoff() };
+    match exact_magnitude(p.k) {
+        Some(_) => Tolerance { rtol: out, atol: 0.0 },
+        None => Tolerance { rtol: 2.0 * (p.k as f64 + 2.0) * f32::EPSILON as f64 + out, atol: 0.0 },
+    }
+}
+
+/// The inputs of `(problem, seed)` as values (exact in the input type).
+fn inputs(p: &HgemmProblem, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let make = |len: usize, stream: u64| -> Vec<f32> {
+        let mut rng = SplitMix64::new(seed ^ stream);
+        (0..len)
+            .map(|_| match exact_magnitude(p.k) {
+                Some(r) => (rng.below(2 * r as u64 + 1) as i64 - r as i64) as f32,
+                None => p.dtype.value(p.dtype.bits(2.0 * rng.next_f32() - 1.0)),
+            })
+            .collect()
+    };
+    (make(p.m as usize * p.k as usize, 0xA), make(p.n as usize * p.k as usize, 0xB))
+}
+
+/// `(sum a b, sum |a b|)` of entry `(i, j)`, in f64.
+fn reference_entry(a: &[f32], b: &[f32], k: usize, i: usize, j: usize) -> (f64, f64) {
+    let (row, col) = (&a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k]);
+    row.iter().zip(col).fold((0.0, 0.0), |(s, t), (&x, &y)| {
+        let p = x as f64 * y as f64;
+        (s + p, t + p.abs())
+    })
+}
+
+/// The entries a check compares: all of them for small problems, else the corners and
+/// [`SAMPLES`] others from the seed.
+fn checked_entries(p: &HgemmProblem, seed: u64) -> Vec<(usize, usize)> {
+    let (m, n) = (p.m as usize, p.n as usize);
+    if m as u64 * n as u64 * p.k as u64 <= FULL_REFERENCE_MACS {
+        return (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+    }
+    let mut rng = SplitMix64::new(seed ^ 0xC);
+    let mut picks = vec![(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
+    picks.extend((0..SAMPLES).map(|_| (rng.below(m as u64) as usize, rng.below(n as u64) as usize)));
+    picks
+}
+
+/// A problem's inputs as the device gets them and the reference entries.
+pub struct HostInputs {
+    a: Vec<u16>,
+    b: Vec<u16>,
+    /// `((i, j), reference, error scale)` of each checked entry of `C`.
+    expected: Vec<((usize, usize), f64, f64)>,
+}
+
+impl HostInputs {
+    pub fn new(p: &HgemmProblem, seed: u64) -> HostInputs {
+        let (a, b) = inputs(p, seed);
+        let picks = checked_entries(p, seed);
+        let k = p.k as usize;
+        let exact = exact_magnitude(p.k).is_some();
+        let expected = crate::par::map(picks.len(), |s| {
+            let (i, j) = picks[s];
+            let (v, abs) = reference_entry(&a, &b, k, i, j);
+            // Exact inputs: the only error is rounding C, relative to C itself.
+            ((i, j), v, if exact { v.abs() } else { abs + v.abs() })
+        });
+        let bits = |v: &[f32]| v.iter().map(|&x| p.dtype.bits(x)).collect();
+        HostInputs { a: bits(&a), b: bits(&b), expected }
+    }
+}
+
+/// Two 16-bit values per word (the backends move 4-byte words).
+fn words(h: &[u16]) -> Vec<u32> {
+    h.chunks(2).map(|p| p[0] as u32 | (p.get(1).copied().unwrap_or(0) as u32) << 16).collect()
+}
+
+/// The rules a config and problem must meet before anything is built, as one message
+/// naming the kernel: what the tuner's filter, `run` and `bench` all apply. `Ok` is the
+/// entry point that runs them.
+pub fn validate(
+    p: &HgemmProblem,
+    cfg: &HgemmConfig,
+    fixed: bool,
+) -> std::result::Result<&'static str, (String, String)> {
+    let bf16 = p.dtype == Half::Bf16;
+    let kernel = match cfg.kind {
+        MmaKind::Wgmma => "hgemm_wgmma",
+        MmaKind::Mma => "hgemm_mma",
+    };
+    let fail = |reason: String| Err((kernel.to_string(), reason));
+    if !cfg.fits() {
+        return fail(format!(
+            "bm 64 or 128 (64 per math unit), bn {} ({:?}), stages {} to {}, group_m at least 1 (got {cfg:?})",
+            match cfg.kind {
+                MmaKind::Wgmma => "128 or 256",
+                MmaKind::Mma => "128",
+            },
+            cfg.kind,
+            if cfg.kind == MmaKind::Wgmma { 1 } else { 2 },
+            dynsmem_kernels::hgemm::MAX_STAGES
+        ));
+    }
+    let Some(entry) = entry_name(cfg, bf16, fixed) else {
+        return fail(format!(
+            "no entry has this shape{} (got {cfg:?}, {:?})",
+            if fixed { format!(": the compiled-in tile is {FIXED:?} with f16 inputs") } else { String::new() },
+            p.dtype
+        ));
+    };
+    if p.m == 0 || p.n == 0 || p.k == 0 {
+        return Err((entry.into(), format!("m, n and k at least 1 (got {} x {} x {})", p.m, p.n, p.k)));
+    }
+    if p.k % 8 != 0 {
+        return Err((
+            entry.into(),
+            format!("k a multiple of 8 (rows of A and B in 16-byte chunks: tensor-map strides, cp.async), got {}", p.k),
+        ));
+    }
+    if p.m > i32::MAX as u32 || p.n > i32::MAX as u32 || p.k > i32::MAX as u32 {
+        return Err((entry.into(), "m, n, k below 2^31 (tensor-map coordinates are i32)".into()));
+    }
+    if cfg.tiles(p.m, p.n) > u32::MAX as u64 {
+        return Err((entry.into(), format!("{} tiles: at most 2^32 - 1", cfg.tiles(p.m, p.n))));
+    }
+    Ok(entry)
+}
+
+/// The device and image facts an entry needs, checked before building: wgmma needs
+/// compute capability 9.0 and an `sm_90a` image; mma 8.0 or later.
+fn check_device(backend: AnyBackend<'_>, cfg: &HgemmConfig, entry: &str, variant: Variant) -> Result<()> {
+    let unsupported = |what: String| Err(Error::Unsupported { backend: backend.kind(), what });
+    let AnyBackend::Cuda(cuda) = backend else {
+        return unsupported(format!("{entry}: tensor-core MMA from Rust runs on CUDA only"));
+    };
+    if variant != Variant::LaunchSized {
+        return unsupported(format!("{entry} in the {variant} form (NOTES.md: no cuda-static or WGSL twin yet)"));
+    }
+    let (major, minor) = cuda.capability();
+    match cfg.kind {
+        MmaKind::Wgmma if (major, minor) != (9, 0) || cuda.ptx_target() != "sm_90a" => unsupported(format!(
+            "{entry}: wgmma needs compute capability 9.0 and an sm_90a image (device sm_{major}{minor}, image {}; \
+             build with DYNSMEM_CUDA_ARCH=sm_90a)",
+            cuda.ptx_target()
+        )),
+        MmaKind::Mma if major < 8 => unsupported(format!(
+            "{entry}: mma.sync m16n8k16 and cp.async need sm_80 or later (device sm_{major}{minor})"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The tensor maps (`CUtensorMap`s) of A and of B.
+type TensorMaps<R> = (Buffer<R, u32>, Buffer<R, u32>);
+
+pub struct HgemmWorkload<'b, B: FamilyBackend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    problem: HgemmProblem,
+    config: HgemmConfig,
+    grid: u32,
+    /// Two 16-bit values per word.
+    a: Buffer<B::Raw, u32>,
+    b: Buffer<B::Raw, u32>,
+    /// `C` as words: f32 bits, or two 16-bit values per word.
+    c: Buffer<B::Raw, u32>,
+    maps: Option<TensorMaps<B::Raw>>,
+    host: Arc<HostInputs>,
+}
+
+/// Validates `config` for `problem`, uploads the inputs, computes the reference entries and
+/// builds the kernel; nothing is launched. `fixed` runs the compiled-in-tile entry.
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: HgemmProblem,
+    config: HgemmConfig,
+    fixed: bool,
+    variant: Variant,
+    inputs: impl FnOnce() -> Arc<HostInputs>,
+) -> Result<HgemmWorkload<'b, B>> {
+    let entry = validate(&problem, &config, fixed).map_err(|(kernel, reason)| invalid(&kernel, reason))?;
+    check_device(backend.erase(), &config, entry, variant)?;
+    let HgemmProblem { m, n, k, .. } = problem;
+    let tiles = config.tiles(m, n);
+    let grid = match config.kind {
+        // Persistent: one block per multiprocessor (one fits: its ring and 384 threads).
+        MmaKind::Wgmma => tiles.min(backend.info().limits.multiprocessors.unwrap_or(1) as u64),
+        MmaKind::Mma => tiles,
+    } as u32;
+    let (mk, nk, mn) = (m as u64 * k as u64, n as u64 * k as u64, m as u64 * n as u64);
+    let device = (mk + nk) * 2 + mn * problem.out_bytes();
+    super::check_footprint(backend, entry, device, device + mn * 4)?;
+    let none = |_: Variant| unreachable!("checked: the launch-sized form only");
+    let kernel = Prepared::new(
+        backend,
+        entry,
+        config.shared_bytes(),
+        grid,
+        config.threads(),
+        variant,
+        &none,
+        &super::no_cuda_source,
+    )?;
+    let host = inputs();
+    let a = backend.htod(&words(&host.a))?;
+    let b = backend.htod(&words(&host.b))?;
+    let c = backend.alloc::<u32>((mn * problem.out_bytes()).div_ceil(4) as usize)?;
+    let maps = if config.kind == MmaKind::Wgmma {
+        let bk = config.bk();
+        let a_map =
+            backend.tensor_map_2d(&a, 2, [k as u64, m as u64], k as u64 * 2, [bk, config.bm], TensorSwizzle::B128)?;
+        let b_map =
+            backend.tensor_map_2d(&b, 2, [k as u64, n as u64], k as u64 * 2, [bk, config.bn], TensorSwizzle::B128)?;
+        Some((a_map, b_map))
+    } else {
+        None
+    };
+    Ok(HgemmWorkload { backend, kernel, problem, config, grid, a, b, c, maps, host })
+}
+
+impl<B: FamilyBackend> HgemmWorkload<'_, B> {
+    fn launch(&self) -> Result<()> {
+        let HgemmProblem { m, n, k, out, .. } = self.problem;
+        let (a, b) = match &self.maps {
+            Some((a_map, b_map)) => (a_map.arg(), b_map.arg()),
+            None => (self.a.arg(), self.b.arg()),
+        };
+        let cfg = &self.config;
+        self.backend.launch(
+            &self.kernel.built.kernel,
+            self.kernel.dims(self.grid, cfg.threads()),
+            &[
+                a,
+                b,
+                self.c.arg(),
+                Arg::U32(m),
+                Arg::U32(n),
+                Arg::U32(k),
+                Arg::U32((out == OutType::Input) as u32),
+                Arg::U32(cfg.bm),
+                Arg::U32(cfg.stages),
+                Arg::U32(cfg.group_m),
+            ],
+        )
+    }
+
+    /// `C` as f32 values, read back.
+    pub fn result(&self) -> Result<Vec<f32>> {
+        let w = self.backend.dtoh(&self.c)?;
+        let mn = self.problem.m as usize * self.problem.n as usize;
+        Ok(match self.problem.out {
+            OutType::F32 => w.into_iter().take(mn).map(f32::from_bits).collect(),
+            OutType::Input => (0..mn).map(|i| self.problem.dtype.value((w[i / 2] >> (16 * (i % 2))) as u16)).collect(),
+        })
+    }
+
+    /// Compares `got` (all of `C`) with the reference entries.
+    pub fn compare(&self, got: &[f32]) -> Result<()> {
+        let tol = tolerance(&self.problem);
+        let n = self.problem.n as usize;
+        let mut first: Option<Mismatch> = None;
+        let mut count = 0;
+        for &((i, j), want, scale) in &self.host.expected {
+            let actual = got[i * n + j];
+            if !tol.allows(want, actual as f64, scale) {
+                count += 1;
+                first.get_or_insert(Mismatch {
+                    kernel: self.kernel.name.clone(),
+                    index: i * n + j,
+                    expected: format!("{want} (C[{i}][{j}])"),
+                    actual: actual.to_string(),
+                    allowed: tol.bound(scale),
+                    count: 0,
+                    len: self.host.expected.len(),
+                });
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some(mut m) => {
+                m.count = count;
+                Err(m.into())
+            }
+        }
+    }
+
+    pub fn problem(&self) -> HgemmProblem {
+        self.problem
+    }
+    pub fn kernel_name(&self) -> &str {
+        &self.kernel.name
+    }
+    /// The device buffers of A and B (two 16-bit values per word).
+    pub fn inputs(&self) -> (&Buffer<B::Raw, u32>, &Buffer<B::Raw, u32>) {
+        (&self.a, &self.b)
+    }
+}
+
+impl<B: FamilyBackend> Workload for HgemmWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        0
+    }
+    fn flops(&self) -> f64 {
+        self.problem.flops()
+    }
+    fn run(&self) -> Result<()> {
+        self.launch()
+    }
+    /// Zeros `C`, runs once, and compares (so a kernel that skips an entry fails).
+    fn check(&self) -> Result<()> {
+        self.backend.fill_zero(&self.c)?;
+        self.launch()?;
+        self.compare(&self.result()?)
+    }
+    /// cuBLAS (`cublasGemmEx`, f32 compute) on the same inputs: its `C` compared with ours
+    /// entry by entry, then timed.
+    fn vendor_anchor(&self, timing: TimingOptions, _seed: u64) -> Option<VendorAnchor> {
+        if std::any::TypeId::of::<B>() != std::any::TypeId::of::<CudaBackend>() {
+            return None;
+        }
+        // SAFETY: `B` is `CudaBackend` (checked above), so this is the same type.
+        let w = unsafe { &*(self as *const Self as *const HgemmWorkload<'_, CudaBackend>) };
+        let result = self.check().and_then(|()| self.result()).and_then(|ours| cublas::anchor(w, &ours, timing));
+        Some(VendorAnchor { name: "cublasGemmEx", result: result.map(|r| (r.timing, r.warmup)) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(k: u32) -> HgemmProblem {
+        HgemmProblem { m: 3, n: 5, k, dtype: Half::F16, out: OutType::F32 }
+    }
+
+    #[test]
+    fn integer_inputs_while_f32_sums_are_exact_then_uniform() {
+        assert_eq!(exact_magnitude(4096), Some(4));
+        assert_eq!(exact_magnitude(1 << 22), Some(1));
+        assert_eq!(exact_magnitude(1 << 24), None);
+        assert_eq!(tolerance(&problem(4096)).rtol, 0.0);
+        let out16 = HgemmProblem { out: OutType::Input, dtype: Half::Bf16, ..problem(64) };
+        assert_eq!(tolerance(&out16).rtol, 2f64.powi(-8));
+        let deep = tolerance(&problem(1 << 24));
+        assert!(deep.rtol > 2.0 * (1u64 << 24) as f64 * f32::EPSILON as f64);
+    }
+
+    #[test]
+    fn one_wrong_product_fails_the_check_of_exact_inputs() {
+        let p = HgemmProblem { m: 4, n: 4, k: 64, ..problem(64) };
+        let h = HostInputs::new(&p, 7);
+        let tol = tolerance(&p);
+        let ((i, j), want, scale) = h.expected[5];
+        let (a, b) = inputs(&p, 7);
+        let term = (0..64).map(|t| a[i * 64 + t] * b[j * 64 + t]).find(|v| *v != 0.0).unwrap();
+        assert!(tol.allows(want, want, scale));
+        assert!(!tol.allows(want, want - term as f64, scale), "dropping {term} must fail");
+    }
+
+    #[test]
+    fn validate_names_the_rule_a_config_breaks() {
+        let p = HgemmProblem { m: 4096, n: 4096, k: 4096, dtype: Half::F16, out: OutType::F32 };
+        assert_eq!(validate(&p, &HgemmConfig::wgmma(128, 256, 4), false), Ok("hgemm_wgmma_f16_n256"));
+        assert_eq!(validate(&p, &HgemmConfig::wgmma(128, 256, 4), true), Ok("hgemm_wgmma_f16_n256_fixed"));
+        let (kernel, why) = validate(&p, &HgemmConfig::wgmma(192, 256, 4), false).unwrap_err();
+        assert!(kernel == "hgemm_wgmma" && why.contains("bm 64 or 128"), "{why}");
+        let (_, why) = validate(&HgemmProblem { k: 4100, ..p }, &HgemmConfig::mma(128, 3), false).unwrap_err();
+        assert!(why.contains("multiple of 8"), "{why}");
+        let bf = HgemmProblem { dtype: Half::Bf16, ..p };
+        assert!(validate(&bf, &HgemmConfig::wgmma(128, 256, 4), true).is_err(), "the fixed entry is f16");
+        assert_eq!(validate(&bf, &HgemmConfig::mma(64, 2), false), Ok("hgemm_mma_bf16"));
+    }
+
+    #[test]
+    fn words_pack_two_halves_low_first() {
+        assert_eq!(words(&[1, 2, 3]), vec![1 | 2 << 16, 3]);
+    }
+}

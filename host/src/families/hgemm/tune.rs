@@ -1,0 +1,118 @@
+//! HGEMM's search space: the kernel (`mma` 0 = wgmma, 1 = mma.sync), the block tile rows
+//! `bm` and columns `bn`, the ring's stages and the tile order's `group_m`, every one a
+//! launch-time value of one compiled image except `bn` of wgmma (one entry per value) and
+//! the instruction. Points past the 48 KB default are ordinary points: the shared-memory
+//! limit filtered is the opt-in one. CUDA only: elsewhere the space is empty of runnable
+//! points (prepare refuses them).
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use dynsmem_kernels::hgemm::{HgemmConfig, MmaKind};
+
+use super::{HgemmProblem, HostInputs, prepare, validate};
+use crate::error::Result;
+use crate::families::{FamilyBackend, Variant, Workload, layout_reason};
+use crate::tune::{Footprint, Param, Target, Tunable};
+
+pub struct HgemmTunable {
+    problem: HgemmProblem,
+    /// The inputs of the last seed, made once for every config.
+    inputs: RefCell<Option<(u64, Arc<HostInputs>)>>,
+}
+
+impl HgemmTunable {
+    pub fn new(problem: HgemmProblem) -> HgemmTunable {
+        HgemmTunable { problem, inputs: RefCell::new(None) }
+    }
+
+    fn inputs(&self, seed: u64) -> Arc<HostInputs> {
+        let mut slot = self.inputs.borrow_mut();
+        if let Some((s, i)) = slot.as_ref()
+            && *s == seed
+        {
+            return i.clone();
+        }
+        *slot = None;
+        let inputs = Arc::new(HostInputs::new(&self.problem, seed));
+        *slot = Some((seed, inputs.clone()));
+        inputs
+    }
+}
+
+impl Tunable for HgemmTunable {
+    type Problem = HgemmProblem;
+    type Config = HgemmConfig;
+
+    fn family(&self) -> &'static str {
+        "hgemm"
+    }
+
+    fn problem(&self) -> &HgemmProblem {
+        &self.problem
+    }
+
+    fn params(&self, _target: &Target) -> Vec<Param> {
+        vec![
+            Param::new("mma", &[0, 1]),
+            Param::new("bm", &[64, 128]),
+            Param::new("bn", &[128, 256]),
+            Param::new("stages", &[2, 3, 4, 5, 6]),
+            Param::new("group_m", &[1, 4, 8, 16]),
+        ]
+    }
+
+    fn config(&self, point: &[u32]) -> HgemmConfig {
+        let kind = if point[0] == 1 { MmaKind::Mma } else { MmaKind::Wgmma };
+        HgemmConfig { kind, bm: point[1], bn: point[2], stages: point[3], group_m: point[4] }
+    }
+
+    fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
+        if target.variant != Variant::LaunchSized {
+            return Err("the launch-sized Rust kernel is the only form".into());
+        }
+        let cfg = self.config(point);
+        validate(&self.problem, &cfg, false).map_err(|(kernel, reason)| format!("{kernel}: {reason}"))?;
+        let launch_bytes = cfg.shared_bytes().map_err(layout_reason)?;
+        let sms = target.limits.multiprocessors.unwrap_or(1) as u64;
+        let tiles = cfg.tiles(self.problem.m, self.problem.n);
+        let grid = if cfg.kind == MmaKind::Wgmma { tiles.min(sms) } else { tiles };
+        Ok(Footprint { threads: cfg.threads(), grid: grid as u32, launch_bytes, static_bytes: 0 })
+    }
+
+    fn prepare<'b, B: FamilyBackend>(
+        &self,
+        backend: &'b B,
+        variant: Variant,
+        point: &[u32],
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        let inputs = || self.inputs(seed);
+        Ok(Box::new(prepare(backend, self.problem, self.config(point), false, variant, inputs)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::BackendKind;
+    use crate::families::hgemm::{Half, OutType};
+
+    #[test]
+    fn the_space_keeps_configs_past_48_kb_and_filters_the_mma_kernels_other_columns() {
+        let t = HgemmTunable::new(HgemmProblem { m: 4096, n: 4096, k: 4096, dtype: Half::F16, out: OutType::F32 });
+        let target = Target {
+            backend: BackendKind::Cuda,
+            variant: Variant::LaunchSized,
+            limits: crate::tune::cache::tests::limits(),
+            is_cpu: false,
+        };
+        let fp = t.check(&[0, 128, 256, 4, 8], &target).expect("the wgmma default fits");
+        assert_eq!((fp.threads, fp.launch_bytes), (384, 4 * 384 * 128 + 64));
+        assert!(fp.launch_bytes > 48 * 1024);
+        let refused = t.check(&[1, 128, 256, 4, 8], &target).unwrap_err();
+        assert!(refused.contains("hgemm_mma") && refused.contains("bn"), "{refused}");
+        let mma = t.check(&[1, 128, 128, 4, 8], &target).expect("mma 128 x 128 fits");
+        assert_eq!((mma.threads, mma.launch_bytes), (256, 4 * (128 + 128) * 64));
+    }
+}

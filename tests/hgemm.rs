@@ -1,0 +1,99 @@
+//! Tensor-core GEMM conformance on CUDA where a device is (prints `SKIPPED: no CUDA device`
+//! and passes elsewhere): every entry (wgmma n128 / n256 with one and two math warpgroups,
+//! the compiled-in tile, mma.sync with one and two warp rows) at awkward shapes (m and n
+//! not multiples of any tile, k not a multiple of the k-tile, fewer k-tiles than stages),
+//! one to six stages, past 48 KB of launch-sized memory, f16 and bf16 inputs, f32 and
+//! 16-bit outputs, each against the CPU reference (exact integer inputs: one wrong product
+//! fails) and, for some, against cuBLAS in the same process. Without a device: the
+//! refusals before anything launches.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{cuda_or_skip, note};
+use dynsmem::host::backend::Backend;
+use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::device::hgemm::{FIXED, HgemmConfig};
+use dynsmem::host::families::Variant;
+use dynsmem::host::families::Workload;
+use dynsmem::host::families::hgemm::{Half, HgemmProblem, HostInputs, OutType, prepare};
+use dynsmem::host::measure::TimingOptions;
+
+fn problem(m: u32, n: u32, k: u32, dtype: Half, out: OutType) -> HgemmProblem {
+    HgemmProblem { m, n, k, dtype, out }
+}
+
+#[test]
+fn cuda_every_entry_at_awkward_shapes() {
+    let Some(cuda) = cuda_or_skip("hgemm::cuda_every_entry_at_awkward_shapes") else { return };
+    let wgmma = cuda.capability() == (9, 0) && cuda.ptx_target() == "sm_90a";
+    let shapes = [(1, 1, 8), (67, 131, 72), (200, 300, 1000), (129, 257, 64), (513, 250, 4104)];
+    let mut configs = vec![HgemmConfig::mma(64, 2), HgemmConfig::mma(128, 3), HgemmConfig::mma(64, 6)];
+    if wgmma {
+        configs.extend([
+            HgemmConfig::wgmma(64, 128, 1),
+            HgemmConfig::wgmma(128, 128, 3),
+            HgemmConfig::wgmma(64, 256, 2),
+            HgemmConfig::wgmma(128, 256, 4),
+            HgemmConfig { group_m: 3, ..HgemmConfig::wgmma(128, 256, 2) },
+        ]);
+    } else {
+        note("hgemm: no sm_90a image on a 9.0 device: wgmma entries not run");
+    }
+    let mut ran = 0;
+    for (m, n, k) in shapes {
+        for (dtype, out) in [(Half::F16, OutType::F32), (Half::Bf16, OutType::F32), (Half::F16, OutType::Input)] {
+            let p = problem(m, n, k, dtype, out);
+            let inputs = Arc::new(HostInputs::new(&p, 11));
+            for cfg in &configs {
+                let what = format!("{p:?} {cfg:?}");
+                let w = prepare(&cuda, p, *cfg, false, Variant::LaunchSized, || inputs.clone())
+                    .unwrap_or_else(|e| panic!("{what}: prepare: {e}"));
+                w.check().unwrap_or_else(|e| panic!("{what}: {e}"));
+                ran += 1;
+            }
+            if wgmma && dtype == Half::F16 {
+                let w = prepare(&cuda, p, FIXED, true, Variant::LaunchSized, || inputs.clone()).expect("fixed");
+                w.check().unwrap_or_else(|e| panic!("{p:?} fixed: {e}"));
+                ran += 1;
+            }
+        }
+    }
+    note(&format!("hgemm: {ran} cases verified on {}", cuda.info().name));
+}
+
+/// Beside cuBLAS in the same process: its `C` entry by entry against ours, at a shape
+/// past several waves of tiles and with a 16-bit output.
+#[test]
+fn cuda_against_cublas() {
+    let Some(cuda) = cuda_or_skip("hgemm::cuda_against_cublas") else { return };
+    let timing = TimingOptions { warmup: 1, warmup_ms: 0.0, repeats: 2, energy_ms: 0.0, back_to_back: true };
+    for p in [problem(1000, 2056, 520, Half::F16, OutType::F32), problem(777, 1200, 4096, Half::Bf16, OutType::Input)] {
+        let inputs = Arc::new(HostInputs::new(&p, 3));
+        let cfg = dynsmem::host::families::hgemm::default_config(dynsmem::host::family::AnyBackend::Cuda(&cuda), &p);
+        let w = prepare(&cuda, p, cfg, false, Variant::LaunchSized, || inputs.clone()).expect("prepare");
+        let anchor = w.vendor_anchor(timing, 3).expect("cuBLAS on CUDA");
+        anchor.result.unwrap_or_else(|e| panic!("{p:?} against cuBLAS: {e}"));
+    }
+}
+
+/// Refusals name the kernel and the rule before anything is built, on any machine.
+#[test]
+fn bad_configs_and_problems_are_refused_before_launch() {
+    let cpu = CpuBackend::new();
+    let p = problem(64, 64, 60, Half::F16, OutType::F32);
+    let inputs = || Arc::new(HostInputs::new(&p, 1));
+    let err = prepare(&cpu, p, HgemmConfig::mma(64, 2), false, Variant::LaunchSized, inputs).err().unwrap().to_string();
+    assert!(err.contains("hgemm_mma_f16") && err.contains("multiple of 8"), "{err}");
+    let p = problem(64, 64, 64, Half::F16, OutType::F32);
+    let inputs = || Arc::new(HostInputs::new(&p, 1));
+    let err = prepare(&cpu, p, HgemmConfig::wgmma(96, 256, 2), false, Variant::LaunchSized, inputs)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("hgemm_wgmma") && err.contains("bm 64 or 128"), "{err}");
+    let inputs = || Arc::new(HostInputs::new(&p, 1));
+    let err = prepare(&cpu, p, HgemmConfig::mma(64, 2), false, Variant::LaunchSized, inputs).err().unwrap().to_string();
+    assert!(err.contains("CUDA only"), "{err}");
+}
