@@ -27,6 +27,7 @@ fn main() {
     let images = dynsmem_build::Builder::new("device-kernels")
         .cuda(&arch, &ptx)
         .max_registers(MAX_REGISTERS)
+        .clusters(CLUSTERS)
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     images.write_module(&out_dir.join("kernels.rs")).expect("writing kernels.rs");
@@ -54,6 +55,9 @@ const MAX_REGISTERS: &[(&str, u32)] = &[
     ("hgemm_wgmma_f16_n128", 168),
     ("hgemm_wgmma_bf16_n128", 168),
     ("hgemm_wgmma_f16_n256_fixed", 168),
+    ("hgemm_wgmma_f16_n256_c2", 168),
+    ("hgemm_wgmma_bf16_n256_c2", 168),
+    ("hgemm_wgmma_f16_n256_c2_fixed", 168),
     // mma.sync: 64 accumulators; two 256-thread blocks per SM at 128.
     ("hgemm_mma_f16", 128),
     ("hgemm_mma_bf16", 128),
@@ -66,3 +70,9 @@ const MAX_REGISTERS: &[(&str, u32)] = &[
     ("sgemm_f32_tm16_bk32_u8", 255),
     ("sgemm_f32_tm16_bk32_u16", 255),
 ];
+
+/// PTX entries launched as thread-block clusters (`.reqnctapercluster`): the tensor-core
+/// GEMM's `_c2` entries, whose two blocks share their B tiles by multicast copies
+/// (`dynsmem_kernels::hgemm::CLUSTER`).
+const CLUSTERS: &[(&str, u32)] =
+    &[("hgemm_wgmma_f16_n256_c2", 2), ("hgemm_wgmma_bf16_n256_c2", 2), ("hgemm_wgmma_f16_n256_c2_fixed", 2)];

@@ -17,7 +17,7 @@
 #   gemm        SGEMM configs at 1024^3, 4096^3 and 8192^3 beside cuBLAS (same inputs, same
 #               process), the compiled-in tile against the same tile at launch, f16 inputs -> gemm.jsonl
 #   hgemm       tensor-core GEMM beside cuBLAS (same inputs, same process) at 2048, 4096 and 8192
-#               cubed, f16 and bf16: the default, HGEMM_CONFIGS (kind:bm x bn x stages), the
+#               cubed, f16 and bf16: the default, HGEMM_CONFIGS (kind:bm x bn x stages x cluster), the
 #               compiled-in tile against the same tile at launch, the mma.sync kernel; each
 #               case HGEMM_PASSES (3) times in fresh processes -> hgemm.jsonl, hgemm.txt
 #   profile     Nsight Compute on one launch each of scan, conv1d K=33, stencil2d -> profile.txt
@@ -236,13 +236,16 @@ print(" ".join(f"--{k} {v}" for k, v in sorted(c.items())))' "$d/wgsl-sweep.json
           for s in ${HGEMM_SIZES:-2048 4096 8192}; do
             for t in f16 bf16; do
               h --m $s --dtype $t
-              for c in ${HGEMM_CONFIGS:-wgmma:128x256x3 wgmma:128x256x5 wgmma:128x128x5 wgmma:64x256x4 mma:128x128x4 mma:128x128x3}; do
-                IFS=x read -r bm bn st <<< "${c#*:}"
-                h --m $s --dtype $t $([ "${c%%:*}" = mma ] && echo --mma) --bm $bm --bn $bn --stages $st
+              for c in ${HGEMM_CONFIGS:-wgmma:128x256x4x1 wgmma:128x256x3x2 wgmma:128x128x6x1 mma:128x128x4x1}; do
+                IFS=x read -r bm bn st cl <<< "${c#*:}"
+                h --m $s --dtype $t $([ "${c%%:*}" = mma ] && echo --mma) --bm $bm --bn $bn --stages $st --cluster $cl
               done
             done
+            # The compiled-in tiles against the same tiles at launch.
             h --m $s --fixed
-            h --m $s --bm 128 --bn 256 --stages 4
+            h --m $s --bm 128 --bn 256 --stages 4 --cluster 2
+            h --m $s --fixed --cluster 1
+            h --m $s --bm 128 --bn 256 --stages 4 --cluster 1
             h --m $s --out input
           done
         done

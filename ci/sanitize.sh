@@ -68,8 +68,10 @@ cases=(
   # fewer blocks when --group-m walks them).
   "hgemm --m 200 --n 300 --k 1000"
   "hgemm --m 131 --n 67 --k 72 --bm 64 --bn 128 --stages 3 --dtype bf16"
-  "hgemm --m 1000 --n 2000 --k 200 --bm 128 --bn 256 --stages 4 --out input"
+  "hgemm --m 1000 --n 2000 --k 200 --bm 128 --bn 256 --stages 4 --cluster 1 --out input"
+  "hgemm --m 1000 --n 2000 --k 200 --bm 128 --bn 256 --stages 2 --cluster 2 --dtype bf16"
   "hgemm --m 256 --n 512 --k 512 --fixed"
+  "hgemm --m 256 --n 512 --k 512 --fixed --cluster 1"
   "hgemm --m 200 --n 300 --k 1000 --mma --bm 128 --stages 3"
   "hgemm --m 67 --n 131 --k 72 --mma --bm 64 --stages 6 --dtype bf16 --out input"
 )

@@ -1,8 +1,8 @@
 //! Tensor-core GEMM conformance on CUDA where a device is (prints `SKIPPED: no CUDA device`
 //! and passes elsewhere): every entry (wgmma n128 / n256 with one and two math warpgroups,
-//! the compiled-in tile, mma.sync with one and two warp rows) at awkward shapes (m and n
+//! alone and in clusters of two, the compiled-in tiles, mma.sync with one and two warp rows) at awkward shapes (m and n
 //! not multiples of any tile, k not a multiple of the k-tile, fewer k-tiles than stages),
-//! one to six stages, past 48 KB of launch-sized memory, f16 and bf16 inputs, f32 and
+//! two to six stages, past 48 KB of launch-sized memory, f16 and bf16 inputs, f32 and
 //! 16-bit outputs, each against the CPU reference (exact integer inputs: one wrong product
 //! fails) and, for some, against cuBLAS in the same process. Without a device: the
 //! refusals before anything launches.
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use common::{cuda_or_skip, note};
 use dynsmem::host::backend::Backend;
 use dynsmem::host::backend::cpu::CpuBackend;
-use dynsmem::host::device::hgemm::{FIXED, HgemmConfig};
+use dynsmem::host::device::hgemm::{FIXED, FIXED_C2, HgemmConfig};
 use dynsmem::host::families::Variant;
 use dynsmem::host::families::Workload;
 use dynsmem::host::families::hgemm::{Half, HgemmProblem, HostInputs, OutType, prepare};
@@ -32,11 +32,15 @@ fn cuda_every_entry_at_awkward_shapes() {
     let mut configs = vec![HgemmConfig::mma(64, 2), HgemmConfig::mma(128, 3), HgemmConfig::mma(64, 6)];
     if wgmma {
         configs.extend([
-            HgemmConfig::wgmma(64, 128, 1),
+            HgemmConfig::wgmma(64, 128, 2),
             HgemmConfig::wgmma(128, 128, 3),
             HgemmConfig::wgmma(64, 256, 2),
             HgemmConfig::wgmma(128, 256, 4),
             HgemmConfig { group_m: 3, ..HgemmConfig::wgmma(128, 256, 2) },
+            // Clusters of 2 sharing B: an odd number of row tiles leaves a block of a
+            // cluster with rows past m (zeros in, nothing stored).
+            HgemmConfig::wgmma(128, 256, 4).with_cluster(2),
+            HgemmConfig { group_m: 1, ..HgemmConfig::wgmma(64, 256, 3).with_cluster(2) },
         ]);
     } else {
         note("hgemm: no sm_90a image on a 9.0 device: wgmma entries not run");
@@ -54,9 +58,11 @@ fn cuda_every_entry_at_awkward_shapes() {
                 ran += 1;
             }
             if wgmma && dtype == Half::F16 {
-                let w = prepare(&cuda, p, FIXED, true, Variant::LaunchSized, || inputs.clone()).expect("fixed");
-                w.check().unwrap_or_else(|e| panic!("{p:?} fixed: {e}"));
-                ran += 1;
+                for fixed in [FIXED, FIXED_C2] {
+                    let w = prepare(&cuda, p, fixed, true, Variant::LaunchSized, || inputs.clone()).expect("fixed");
+                    w.check().unwrap_or_else(|e| panic!("{p:?} {fixed:?} compiled in: {e}"));
+                    ran += 1;
+                }
             }
         }
     }

@@ -85,12 +85,29 @@ pub struct HgemmConfig {
     pub bm: u32,
     /// Block tile columns: one of [`WGMMA_BN`] (wgmma), [`MMA_BN`] (mma).
     pub bn: u32,
-    /// Ring slots: k-tiles in flight (wgmma 1.., mma 2..; up to [`MAX_STAGES`]).
+    /// Ring slots: k-tiles in flight (2 to [`MAX_STAGES`]).
     pub stages: u32,
     /// Tile rows per group of the tile order ([`tile_coords`]): consecutive tiles walk a
     /// group's rows first, so the tiles in flight share their B tiles in L2.
     pub group_m: u32,
+    /// Blocks per cluster sharing B tiles (wgmma, `bn` 256): 1 or [`CLUSTER`]. Compiled in
+    /// (its own entries): a cluster's size is fixed in the PTX. 1 in records written
+    /// before it existed.
+    #[cfg_attr(feature = "serde", serde(default = "one", skip_serializing_if = "is_one"))]
+    pub cluster: u32,
 }
+
+#[cfg(feature = "serde")]
+fn one() -> u32 {
+    1
+}
+#[cfg(feature = "serde")]
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
+/// Blocks of the clustered wgmma entries (`_c2`).
+pub const CLUSTER: u32 = 2;
 
 /// Where a config's arrays sit in the launch-sized region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,12 +123,16 @@ pub struct HgemmLayout {
 
 impl HgemmConfig {
     pub const fn wgmma(bm: u32, bn: u32, stages: u32) -> Self {
-        HgemmConfig { kind: MmaKind::Wgmma, bm, bn, stages, group_m: 8 }
+        HgemmConfig { kind: MmaKind::Wgmma, bm, bn, stages, group_m: 8, cluster: 1 }
     }
     pub const fn mma(bm: u32, stages: u32) -> Self {
-        HgemmConfig { kind: MmaKind::Mma, bm, bn: MMA_BN, stages, group_m: 8 }
+        HgemmConfig { kind: MmaKind::Mma, bm, bn: MMA_BN, stages, group_m: 8, cluster: 1 }
     }
     /// Depth of a k-tile.
+    /// This config in clusters of `cluster` blocks.
+    pub const fn with_cluster(self, cluster: u32) -> Self {
+        HgemmConfig { cluster, ..self }
+    }
     pub const fn bk(&self) -> u32 {
         match self.kind {
             MmaKind::Wgmma => WGMMA_BK,
@@ -137,10 +158,12 @@ impl HgemmConfig {
             MmaKind::Wgmma => self.bn == WGMMA_BN[0] || self.bn == WGMMA_BN[1],
             MmaKind::Mma => self.bn == MMA_BN,
         };
-        let min_stages = match self.kind {
-            MmaKind::Wgmma => 1,
-            MmaKind::Mma => 2,
-        };
+        // Two slots at least: each keeps one k-tile's MMAs in flight while the next is
+        // copied (with one slot the wgmma kernel's producer would wait for a release that
+        // comes only after the next copy).
+        let min_stages = 2;
+        let cluster_ok = self.cluster == 1
+            || (self.cluster == CLUSTER && matches!(self.kind, MmaKind::Wgmma) && self.bn == WGMMA_BN[1]);
         bn_ok
             && self.bm % ROWS_PER_UNIT == 0
             && self.units() >= 1
@@ -148,6 +171,7 @@ impl HgemmConfig {
             && self.stages >= min_stages
             && self.stages <= MAX_STAGES
             && self.group_m >= 1
+            && cluster_ok
     }
     /// The carve of the launch-sized region (see the module documentation).
     pub fn layout(&self) -> Result<HgemmLayout, LayoutError> {
@@ -219,10 +243,15 @@ unsafe fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, 
 }
 
 /// The warp-specialised wgmma kernel (module documentation). `ACC` = `BN / 2` accumulators
-/// per math thread.
+/// per math thread. `CLUSTER` (1 or 2) blocks form a cluster that computes vertically
+/// adjacent tiles (rows `CLUSTER * i + rank`, the same columns): each block's producer
+/// copies its own A tile and `1 / CLUSTER` of the shared B tile into every block of the
+/// cluster (multicast), so L2 serves B once per cluster; a slot is then free only when
+/// the math warpgroups of every block have released it (each arrives on every block's
+/// `empty` barrier).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize>(
+unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER: u32>(
     a_map: *const u8,
     b_map: *const u8,
     c: *mut u8,
@@ -233,7 +262,9 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize>(
     cfg: HgemmConfig,
 ) {
     let t = gpu::thread_idx_x();
-    if cfg.kind != MmaKind::Wgmma || cfg.bn != BN || !cfg.fits() || gpu::block_dim_x() != cfg.threads() {
+    // k > 0: every tile has a k-tile, whose first wgmma overwrites the accumulators.
+    let bad_launch = gpu::grid_dim_x() % CLUSTER != 0 || k == 0;
+    if cfg.kind != MmaKind::Wgmma || cfg.bn != BN || !cfg.fits() || gpu::block_dim_x() != cfg.threads() || bad_launch {
         gpu::trap();
     }
     let Ok(layout) = cfg.layout() else { gpu::trap() };
@@ -248,6 +279,7 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize>(
     let b_at = |s: u32| unsafe { b_s.shared_ptr(s * b_slot, b_slot) };
     let full_at = |s: u32| unsafe { full.shared_ptr(s, 1) };
     let empty_at = |s: u32| unsafe { empty.shared_ptr(s, 1) };
+    let rank = if CLUSTER > 1 { gpu::cluster_rank() } else { 0 };
     if t == 0 {
         if a_at(0).shared_addr() % SLOT_ALIGN != 0 {
             gpu::trap();
@@ -255,103 +287,137 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize>(
         for s in 0..stages {
             unsafe {
                 full_at(s).mbar_init(1);
-                empty_at(s).mbar_init(cfg.units());
+                empty_at(s).mbar_init(cfg.units() * CLUSTER);
             }
         }
         gpu::mbar_init_fence();
     }
-    gpu::barrier();
+    // Every block's barriers are initialised before any block arrives on them.
+    if CLUSTER > 1 {
+        gpu::cluster_barrier();
+    } else {
+        gpu::barrier();
+    }
 
     let (tiles_m, tiles_n) = (m.div_ceil(cfg.bm), n.div_ceil(BN));
-    let tiles = tiles_m * tiles_n;
+    // Work items are column tiles of `CLUSTER` row tiles, one per block of a cluster.
+    let items_m = tiles_m.div_ceil(CLUSTER);
+    let items = items_m * tiles_n;
+    let (first, step) = (gpu::block_idx_x() / CLUSTER, gpu::grid_dim_x() / CLUSTER);
+    let coords = |item: u32| {
+        let (im, tn) = tile_coords(item, items_m, tiles_n, cfg.group_m);
+        (im * CLUSTER + rank, tn)
+    };
     let k_tiles = k.div_ceil(WGMMA_BK);
     let warpgroup = t / WARPGROUP;
     if warpgroup == 0 {
         gpu::registers_for_copies();
-        if t != 0 {
-            return;
-        }
-        let tile_bytes = (cfg.bm + BN) * WGMMA_BK * 2;
-        let (mut s, mut phase) = (0, 0);
-        let mut tile = gpu::block_idx_x();
-        while tile < tiles {
-            let (tm, tn) = tile_coords(tile, tiles_m, tiles_n, cfg.group_m);
-            for kt in 0..k_tiles {
-                // The slot's previous k-tile has been released (a fresh barrier's phase
-                // "before the first" counts as complete: parity 1 passes at once).
-                unsafe {
-                    empty_at(s).mbar_wait(phase ^ 1);
-                    full_at(s).mbar_arrive_expect_tx(tile_bytes);
-                    let k0 = (kt * WGMMA_BK) as i32;
-                    a_at(s).copy_tile_2d(a_map, k0, (tm * cfg.bm) as i32, full_at(s));
-                    b_at(s).copy_tile_2d(b_map, k0, (tn * BN) as i32, full_at(s));
+        if t == 0 {
+            let tile_bytes = (cfg.bm + BN) * WGMMA_BK * 2;
+            // This block's share of B: `BN / CLUSTER` rows, into every block's slot.
+            let b_rows = BN / CLUSTER;
+            let (mut s, mut phase) = (0, 0);
+            let mut item = first;
+            while item < items {
+                let (tm, tn) = coords(item);
+                for kt in 0..k_tiles {
+                    // The slot's previous k-tile has been released (a fresh barrier's phase
+                    // "before the first" counts as complete: parity 1 passes at once).
+                    unsafe {
+                        empty_at(s).mbar_wait(phase ^ 1);
+                        full_at(s).mbar_arrive_expect_tx(tile_bytes);
+                        let k0 = (kt * WGMMA_BK) as i32;
+                        a_at(s).copy_tile_2d(a_map, k0, (tm * cfg.bm) as i32, full_at(s));
+                        if CLUSTER > 1 {
+                            let dst = b_at(s).wrapping_add(rank * b_rows * WGMMA_BK);
+                            let y = (tn * BN + rank * b_rows) as i32;
+                            dst.copy_tile_2d_multicast(b_map, k0, y, full_at(s), ((1u32 << CLUSTER) - 1) as u16);
+                        } else {
+                            b_at(s).copy_tile_2d(b_map, k0, (tn * BN) as i32, full_at(s));
+                        }
+                    }
+                    s += 1;
+                    if s == stages {
+                        s = 0;
+                        phase ^= 1;
+                    }
                 }
+                item += step;
+            }
+        }
+        if CLUSTER > 1 {
+            gpu::cluster_barrier();
+        }
+        return;
+    }
+    {
+        gpu::registers_for_math();
+        let unit = warpgroup - 1;
+        let lead = t % WARPGROUP == 0;
+        let release = |s: u32| {
+            if lead {
+                if CLUSTER > 1 {
+                    for r in 0..CLUSTER {
+                        unsafe { empty_at(s).mbar_arrive_cluster(r) };
+                    }
+                } else {
+                    unsafe { empty_at(s).mbar_arrive() };
+                }
+            }
+        };
+        // Fragment coordinates of this thread (see `gpu::wgmma`).
+        let (lane, warp) = (t % 32, (t % WARPGROUP) / 32);
+        let row_in = unit * ROWS_PER_UNIT + warp * 16 + lane / 4;
+        let col_in = 2 * (lane % 4);
+        let mut acc = [0f32; ACC];
+        let (mut s, mut phase) = (0, 0);
+        let mut item = first;
+        while item < items {
+            let (tm, tn) = coords(item);
+            let mut prev = 0;
+            for kt in 0..k_tiles {
+                unsafe { full_at(s).mbar_wait(phase) };
+                let a_desc = a_at(s).wrapping_add(unit * ROWS_PER_UNIT * WGMMA_BK).wgmma_desc_sw128();
+                let b_desc = b_at(s).wgmma_desc_sw128();
+                gpu::wgmma_fence(&mut acc);
+                // Four k-steps of 16: 32 bytes further along the (swizzled) rows each, 2 in
+                // the descriptor's address field (bytes / 16).
+                for kk in 0..(WGMMA_BK / 16) as u64 {
+                    unsafe { gpu::wgmma::<BF16, ACC>(&mut acc, a_desc + 2 * kk, b_desc + 2 * kk, kt > 0 || kk > 0) };
+                }
+                gpu::wgmma_commit();
+                // The previous k-tile's group is done: its slot can be refilled.
+                gpu::wgmma_wait::<1, ACC>(&mut acc);
+                if kt > 0 {
+                    release(prev);
+                }
+                prev = s;
                 s += 1;
                 if s == stages {
                     s = 0;
                     phase ^= 1;
                 }
             }
-            tile += gpu::grid_dim_x();
-        }
-        return;
-    }
-
-    gpu::registers_for_math();
-    let unit = warpgroup - 1;
-    let lead = t % WARPGROUP == 0;
-    // Fragment coordinates of this thread (see `gpu::wgmma`).
-    let (lane, warp) = (t % 32, (t % WARPGROUP) / 32);
-    let row_in = unit * ROWS_PER_UNIT + warp * 16 + lane / 4;
-    let col_in = 2 * (lane % 4);
-    let mut acc = [0f32; ACC];
-    let (mut s, mut phase) = (0, 0);
-    let mut tile = gpu::block_idx_x();
-    while tile < tiles {
-        let (tm, tn) = tile_coords(tile, tiles_m, tiles_n, cfg.group_m);
-        let mut prev = 0;
-        for kt in 0..k_tiles {
-            unsafe { full_at(s).mbar_wait(phase) };
-            let a_desc = a_at(s).wrapping_add(unit * ROWS_PER_UNIT * WGMMA_BK).wgmma_desc_sw128();
-            let b_desc = b_at(s).wgmma_desc_sw128();
-            gpu::wgmma_fence(&mut acc);
-            // Four k-steps of 16: 32 bytes further along the (swizzled) rows each, 2 in the
-            // descriptor's address field (bytes / 16).
-            for kk in 0..(WGMMA_BK / 16) as u64 {
-                unsafe { gpu::wgmma::<BF16, ACC>(&mut acc, a_desc + 2 * kk, b_desc + 2 * kk, kt > 0 || kk > 0) };
-            }
-            gpu::wgmma_commit();
-            // The previous k-tile's group is done: its slot can be refilled.
-            gpu::wgmma_wait::<1, ACC>(&mut acc);
-            if kt > 0 && lead {
-                unsafe { empty_at(prev).mbar_arrive() };
-            }
-            prev = s;
-            s += 1;
-            if s == stages {
-                s = 0;
-                phase ^= 1;
-            }
-        }
-        gpu::wgmma_wait::<0, ACC>(&mut acc);
-        if k_tiles > 0 && lead {
-            unsafe { empty_at(prev).mbar_arrive() };
-        }
-        if k_tiles == 0 {
-            acc = [0f32; ACC];
-        }
-        let (row0, col0) = (tm * cfg.bm + row_in, tn * BN + col_in);
-        // Per 8-column chunk `j` of the fragment (written out: see `unroll!`).
-        unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31] {
-            if 4 * j < ACC {
-                let col = col0 + 8 * j as u32;
-                unsafe {
-                    store_pair::<BF16>(c, out16 != 0, m, n, row0, col, acc[4 * j], acc[4 * j + 1]);
-                    store_pair::<BF16>(c, out16 != 0, m, n, row0 + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+            gpu::wgmma_wait::<0, ACC>(&mut acc);
+            release(prev);
+            let (row0, col0) = (tm * cfg.bm + row_in, tn * BN + col_in);
+            // Per 8-column chunk `j` of the fragment (written out: see `unroll!`).
+            unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31] {
+                if 4 * j < ACC {
+                    let col = col0 + 8 * j as u32;
+                    unsafe {
+                        store_pair::<BF16>(c, out16 != 0, m, n, row0, col, acc[4 * j], acc[4 * j + 1]);
+                        store_pair::<BF16>(c, out16 != 0, m, n, row0 + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+                    }
                 }
-            }
-        });
-        tile += gpu::grid_dim_x();
+            });
+            item += step;
+        }
+    }
+    // No block exits while another may still copy into its slots or arrive on its barriers
+    // (the producer warpgroup waits at its own call above).
+    if CLUSTER > 1 {
+        gpu::cluster_barrier();
     }
 }
 
@@ -488,27 +554,29 @@ unsafe fn hgemm_mma<const BF16: bool>(
 
 /// The compiled-in tile of `hgemm_wgmma_f16_n256_fixed`.
 pub const FIXED: HgemmConfig = HgemmConfig::wgmma(128, 256, 4);
+/// The compiled-in tile of `hgemm_wgmma_f16_n256_c2_fixed`: [`FIXED`] in clusters of 2.
+pub const FIXED_C2: HgemmConfig = FIXED.with_cluster(CLUSTER);
 
 crate::kernels! { KERNELS;
     /// wgmma, f16 inputs, `BN` = 256.
     pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) };
-        unsafe { hgemm_wgmma::<false, 256, 128>(a_map, b_map, c, m, n, k, out16, cfg) }
+        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 256.
     pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) };
-        unsafe { hgemm_wgmma::<true, 256, 128>(a_map, b_map, c, m, n, k, out16, cfg) }
+        unsafe { hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// wgmma, f16 inputs, `BN` = 128.
     pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) };
-        unsafe { hgemm_wgmma::<false, 128, 64>(a_map, b_map, c, m, n, k, out16, cfg) }
+        unsafe { hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 128.
     pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) };
-        unsafe { hgemm_wgmma::<true, 128, 64>(a_map, b_map, c, m, n, k, out16, cfg) }
+        unsafe { hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match).
     pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
@@ -516,7 +584,26 @@ crate::kernels! { KERNELS;
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED };
-        unsafe { hgemm_wgmma::<false, 256, 128>(a_map, b_map, c, m, n, k, out16, cfg) }
+        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
+    }
+    /// wgmma, f16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
+    /// cluster size).
+    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        let cfg = HgemmConfig { group_m, cluster: 2, ..HgemmConfig::wgmma(bm, 256, stages) };
+        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
+    }
+    /// wgmma, bf16 inputs, `BN` = 256, clusters of 2.
+    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        let cfg = HgemmConfig { group_m, cluster: 2, ..HgemmConfig::wgmma(bm, 256, stages) };
+        unsafe { hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
+    }
+    /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in.
+    pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+        if bm != FIXED_C2.bm || stages != FIXED_C2.stages {
+            gpu::trap();
+        }
+        let cfg = HgemmConfig { group_m, ..FIXED_C2 };
+        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// mma.sync, f16 inputs.
     pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
@@ -533,17 +620,23 @@ crate::kernels! { KERNELS;
 /// The entry that runs `cfg` with `bf16` (else f16) inputs; `fixed` asks for the
 /// compiled-in tile. `None` where no entry has that shape.
 pub fn entry_name(cfg: &HgemmConfig, bf16: bool, fixed: bool) -> Option<&'static str> {
-    Some(match (cfg.kind, cfg.bn, bf16, fixed) {
-        (MmaKind::Wgmma, 256, false, true) if *cfg == HgemmConfig { group_m: cfg.group_m, ..FIXED } => {
+    let this = HgemmConfig { group_m: cfg.group_m, ..*cfg };
+    Some(match (cfg.kind, cfg.bn, bf16, cfg.cluster, fixed) {
+        (MmaKind::Wgmma, 256, false, 1, true) if this == HgemmConfig { group_m: cfg.group_m, ..FIXED } => {
             "hgemm_wgmma_f16_n256_fixed"
         }
-        (_, _, _, true) => return None,
-        (MmaKind::Wgmma, 256, false, _) => "hgemm_wgmma_f16_n256",
-        (MmaKind::Wgmma, 256, true, _) => "hgemm_wgmma_bf16_n256",
-        (MmaKind::Wgmma, 128, false, _) => "hgemm_wgmma_f16_n128",
-        (MmaKind::Wgmma, 128, true, _) => "hgemm_wgmma_bf16_n128",
-        (MmaKind::Mma, MMA_BN, false, _) => "hgemm_mma_f16",
-        (MmaKind::Mma, MMA_BN, true, _) => "hgemm_mma_bf16",
+        (MmaKind::Wgmma, 256, false, CLUSTER, true) if this == HgemmConfig { group_m: cfg.group_m, ..FIXED_C2 } => {
+            "hgemm_wgmma_f16_n256_c2_fixed"
+        }
+        (.., true) => return None,
+        (MmaKind::Wgmma, 256, false, 1, _) => "hgemm_wgmma_f16_n256",
+        (MmaKind::Wgmma, 256, true, 1, _) => "hgemm_wgmma_bf16_n256",
+        (MmaKind::Wgmma, 256, false, CLUSTER, _) => "hgemm_wgmma_f16_n256_c2",
+        (MmaKind::Wgmma, 256, true, CLUSTER, _) => "hgemm_wgmma_bf16_n256_c2",
+        (MmaKind::Wgmma, 128, false, 1, _) => "hgemm_wgmma_f16_n128",
+        (MmaKind::Wgmma, 128, true, 1, _) => "hgemm_wgmma_bf16_n128",
+        (MmaKind::Mma, MMA_BN, false, 1, _) => "hgemm_mma_f16",
+        (MmaKind::Mma, MMA_BN, true, 1, _) => "hgemm_mma_bf16",
         _ => return None,
     })
 }

@@ -338,3 +338,88 @@ pub fn pack_half2<const BF16: bool>(lo: f32, hi: f32) -> u32 {
         half(lo) | (half(hi) << 16)
     }
 }
+
+/// This block's rank in its cluster (`%cluster_ctarank`; 0 outside clusters). sm_90.
+#[inline(always)]
+pub fn cluster_rank() -> u32 {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    {
+        let r: u32;
+        // SAFETY: reads a special register.
+        unsafe { core::arch::asm!("mov.u32 {}, %cluster_ctarank;", out(reg32) r, options(pure, nomem, nostack)) };
+        r
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+    0
+}
+
+/// Waits until every thread of every block of the cluster arrives (`barrier.cluster`,
+/// release / acquire): after it, barriers another block initialised may be used, and
+/// before a block exits, no other block still writes to its shared memory. Every thread
+/// of the cluster calls it, not necessarily at the same instruction as the rest of its
+/// warp (no `.aligned`: a producer warp reaches it from two places). sm_90.
+#[inline(always)]
+pub fn cluster_barrier() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    unsafe {
+        core::arch::asm!("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;", options(nostack))
+    };
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+    super::trap()
+}
+
+impl SharedPtr<u64> {
+    /// Arrives on the barrier at this offset in block `rank` of the cluster (`mapa` +
+    /// `mbarrier.arrive.release.cluster`): how a block tells another that a slot both fill
+    /// is free.
+    ///
+    /// # Safety
+    /// An initialised barrier in that block, which has not exited.
+    #[inline(always)]
+    pub unsafe fn mbar_arrive_cluster(self, rank: u32) {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {b}, {r}; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }}",
+                b = in(reg32) self.addr,
+                r = in(reg32) rank,
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+        {
+            let _ = rank;
+            super::trap()
+        }
+    }
+}
+
+impl<T: Copy> SharedPtr<T> {
+    /// [`SharedPtr::copy_tile_2d`] into this offset of every block of the cluster in `mask`
+    /// (bit `r`: rank `r`), each block's barrier at `bar`'s offset completing its bytes
+    /// (`.multicast::cluster`): one copy from L2 feeds blocks that share a tile. sm_90.
+    ///
+    /// # Safety
+    /// As for [`SharedPtr::copy_tile_2d`], in every block of `mask`.
+    #[inline(always)]
+    pub unsafe fn copy_tile_2d_multicast(self, map: *const u8, x: i32, y: i32, bar: SharedPtr<u64>, mask: u16) {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{dst}], [{map}, {{{x}, {y}}}], [{bar}], {mask};",
+                dst = in(reg32) self.addr,
+                map = in(reg64) map,
+                x = in(reg32) x,
+                y = in(reg32) y,
+                bar = in(reg32) bar.addr,
+                mask = in(reg16) mask,
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+        {
+            let _ = (map, x, y, bar, mask);
+            super::trap()
+        }
+    }
+}

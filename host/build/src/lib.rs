@@ -117,7 +117,10 @@ impl fmt::Display for Error {
             Error::ImageMissing { triple, path } => {
                 write!(f, "dynsmem: the {triple} build succeeded but {} is missing", path.display())
             }
-            Error::EntryMissing { entry } => write!(f, "dynsmem: PTX entry {entry} (in MAX_REGISTERS) not found"),
+            Error::EntryMissing { entry } => write!(
+                f,
+                "dynsmem: PTX entry {entry} (named by an entry directive: a register cap or a cluster size) not found"
+            ),
             Error::Copy { from, to, source } => write!(f, "copying {} to {}: {source}", from.display(), to.display()),
         }
     }
@@ -142,6 +145,7 @@ pub struct Builder {
     features: Vec<String>,
     checked: bool,
     max_registers: Vec<(String, u32)>,
+    clusters: Vec<(String, u32)>,
     target_dir: Option<PathBuf>,
 }
 
@@ -164,6 +168,7 @@ impl Builder {
             features: Vec::new(),
             checked: env::var("DYNSMEM_KERNELS_CHECKED").is_ok_and(|v| v == "1"),
             max_registers: Vec::new(),
+            clusters: Vec::new(),
             target_dir: None,
         }
     }
@@ -199,6 +204,15 @@ impl Builder {
     /// drop its cap.
     pub fn max_registers(mut self, caps: &[(&str, u32)]) -> Self {
         self.max_registers.extend(caps.iter().map(|&(e, r)| (e.to_string(), r)));
+        self
+    }
+
+    /// PTX entries launched as clusters of `n` blocks (`.reqnctapercluster n, 1, 1` after
+    /// each one's parameter list: sm_90 thread-block clusters, whose blocks share shared
+    /// memory and barriers; a plain launch then forms the clusters, and its grid must be a
+    /// multiple of `n`). A listed entry missing from the PTX fails the build.
+    pub fn clusters(mut self, dims: &[(&str, u32)]) -> Self {
+        self.clusters.extend(dims.iter().map(|&(e, n)| (e.to_string(), n)));
         self
     }
 
@@ -259,6 +273,8 @@ impl Builder {
             features.push("checked".into());
         }
         let caps: Vec<(&str, u32)> = self.max_registers.iter().map(|(e, r)| (e.as_str(), *r)).collect();
+        let clusters: Vec<(&str, String)> =
+            self.clusters.iter().map(|(e, n)| (e.as_str(), format!(".reqnctapercluster {n}, 1, 1"))).collect();
 
         let mut images = Vec::new();
         for target in &targets {
@@ -274,7 +290,7 @@ impl Builder {
             let copy_err = |source| Error::Copy { from: image.clone(), to: dest.clone(), source };
             if target.ext == "ptx" {
                 let ptx = fs::read_to_string(&image).map_err(copy_err)?;
-                let capped = cap_registers(&ptx, &caps)?;
+                let capped = entry_directives(&cap_registers(&ptx, &caps)?, &clusters)?;
                 replace_with(&dest, |tmp| fs::write(tmp, &capped)).map_err(copy_err)?;
             } else {
                 replace_with(&dest, |tmp| fs::copy(&image, tmp).map(drop)).map_err(copy_err)?;
@@ -412,13 +428,22 @@ fn workspace_root(dir: &Path) -> PathBuf {
 /// `ptx` with a `.maxnreg` directive after the parameter list of each `caps` entry. A
 /// listed entry missing from the PTX is an error, so a rename cannot silently drop its cap.
 pub fn cap_registers(ptx: &str, caps: &[(&str, u32)]) -> Result<String, Error> {
+    let directives: Vec<(&str, String)> = caps.iter().map(|&(e, r)| (e, format!(".maxnreg {r}"))).collect();
+    entry_directives(ptx, &directives)
+}
+
+/// `ptx` with each `(entry, directive)`'s directive (`.maxnreg 128`, `.reqnctapercluster 2,
+/// 1, 1`) after that entry's parameter list. A missing entry is an error.
+pub fn entry_directives(ptx: &str, directives: &[(&str, String)]) -> Result<String, Error> {
     let mut out = ptx.to_string();
-    for &(entry, regs) in caps {
+    for (entry, directive) in directives {
         let head = format!(".entry {entry}(");
-        let start = out.find(&head).ok_or_else(|| Error::EntryMissing { entry: entry.into() })?;
-        let body =
-            out[start..].find("\n{").map(|i| start + i).ok_or_else(|| Error::EntryMissing { entry: entry.into() })?;
-        out.insert_str(body, &format!("\n.maxnreg {regs}"));
+        let start = out.find(&head).ok_or_else(|| Error::EntryMissing { entry: entry.to_string() })?;
+        let body = out[start..]
+            .find("\n{")
+            .map(|i| start + i)
+            .ok_or_else(|| Error::EntryMissing { entry: entry.to_string() })?;
+        out.insert_str(body, &format!("\n{directive}"));
     }
     Ok(out)
 }

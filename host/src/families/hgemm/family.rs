@@ -48,7 +48,8 @@ pub struct ConfigArgs {
     /// The sm_80 kernel (mma.sync from a cp.async ring) instead of sm_90a's wgmma.
     #[arg(long)]
     pub mma: bool,
-    /// The entry with the wgmma 128 x 256, 4-stage tile compiled in (f16).
+    /// The entry with the wgmma 128 x 256, 4-stage tile compiled in (f16; in clusters of 2
+    /// unless --cluster 1).
     #[arg(long)]
     pub fixed: bool,
     /// Block tile rows: 64 or 128 (64 per math warpgroup / row of warps).
@@ -63,11 +64,14 @@ pub struct ConfigArgs {
     /// Tile rows per group of the tile order (L2 reuse).
     #[arg(long)]
     pub group_m: Option<u32>,
+    /// Blocks per cluster sharing B tiles by multicast copies: 1 or 2 (wgmma, bn 256).
+    #[arg(long)]
+    pub cluster: Option<u32>,
 }
 
-/// The default config: wgmma 128 x 256 with 4 stages (196672 B) on sm_90; the mma kernel,
-/// 128 x 128 with 4 stages, elsewhere. Smaller problems than two tiles per SM take 64-row
-/// tiles (more blocks).
+/// The default config: wgmma 128 x 256 with 4 stages (196672 B) in clusters of 2 on sm_90;
+/// the mma kernel, 128 x 128 with 4 stages, elsewhere. Smaller problems than two tiles per
+/// SM take 64-row tiles (more blocks).
 pub fn default_config(backend: AnyBackend<'_>, p: &HgemmProblem) -> HgemmConfig {
     let wgmma = match backend {
         AnyBackend::Cuda(c) => c.capability() == (9, 0) && c.ptx_target() == "sm_90a",
@@ -77,9 +81,9 @@ pub fn default_config(backend: AnyBackend<'_>, p: &HgemmProblem) -> HgemmConfig 
         AnyBackend::Cuda(c) => c.info().limits.multiprocessors.unwrap_or(132) as u64,
         _ => 132,
     };
-    let big = if wgmma { HgemmConfig::wgmma(128, 256, 4) } else { HgemmConfig::mma(128, 4) };
+    let big = if wgmma { HgemmConfig::wgmma(128, 256, 4).with_cluster(2) } else { HgemmConfig::mma(128, 4) };
     if big.tiles(p.m, p.n) < 2 * sms {
-        return if wgmma { HgemmConfig::wgmma(64, 256, 4) } else { HgemmConfig::mma(64, 4) };
+        return if wgmma { HgemmConfig::wgmma(64, 256, 4).with_cluster(2) } else { HgemmConfig::mma(64, 4) };
     }
     big
 }
@@ -106,13 +110,14 @@ impl Family for Hgemm {
             base = HgemmConfig { group_m: base.group_m, ..HgemmConfig::mma(base.bm, base.stages.max(2)) };
         }
         if a.fixed {
-            base = dynsmem_kernels::hgemm::FIXED;
+            base = if a.cluster == Some(1) { dynsmem_kernels::hgemm::FIXED } else { dynsmem_kernels::hgemm::FIXED_C2 };
         }
         let config = HgemmConfig {
             bm: a.bm.unwrap_or(base.bm),
             bn: a.bn.unwrap_or(base.bn),
             stages: a.stages.unwrap_or(base.stages),
             group_m: a.group_m.unwrap_or(base.group_m),
+            cluster: a.cluster.unwrap_or(if a.mma || a.bn.is_some_and(|bn| bn != 256) { 1 } else { base.cluster }),
             ..base
         };
         HgemmRun { config, fixed: a.fixed }

@@ -231,6 +231,19 @@ pub fn validate(
     Ok(entry)
 }
 
+/// Blocks of a launch: wgmma blocks are persistent, one per multiprocessor (a block's ring
+/// and 384 threads fill one), at most one per tile, in whole clusters; mma one per tile.
+pub fn launch_grid(cfg: &HgemmConfig, m: u32, n: u32, multiprocessors: u32) -> u64 {
+    match cfg.kind {
+        MmaKind::Wgmma => {
+            let c = cfg.cluster.max(1) as u64;
+            let items = (m.div_ceil(cfg.bm) as u64).div_ceil(c) * n.div_ceil(cfg.bn) as u64;
+            items.min((multiprocessors as u64 / c).max(1)) * c
+        }
+        MmaKind::Mma => cfg.tiles(m, n),
+    }
+}
+
 /// The device and image facts an entry needs, checked before building: wgmma needs
 /// compute capability 9.0 and an `sm_90a` image; mma 8.0 or later.
 fn check_device(backend: AnyBackend<'_>, cfg: &HgemmConfig, entry: &str, variant: Variant) -> Result<()> {
@@ -286,12 +299,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     let entry = validate(&problem, &config, fixed).map_err(|(kernel, reason)| invalid(&kernel, reason))?;
     check_device(backend.erase(), &config, entry, variant)?;
     let HgemmProblem { m, n, k, .. } = problem;
-    let tiles = config.tiles(m, n);
-    let grid = match config.kind {
-        // Persistent: one block per multiprocessor (one fits: its ring and 384 threads).
-        MmaKind::Wgmma => tiles.min(backend.info().limits.multiprocessors.unwrap_or(1) as u64),
-        MmaKind::Mma => tiles,
-    } as u32;
+    let grid = launch_grid(&config, m, n, backend.info().limits.multiprocessors.unwrap_or(1)) as u32;
     let (mk, nk, mn) = (m as u64 * k as u64, n as u64 * k as u64, m as u64 * n as u64);
     let device = (mk + nk) * 2 + mn * problem.out_bytes();
     super::check_footprint(backend, entry, device, device + mn * 4)?;
@@ -477,6 +485,21 @@ mod tests {
         let bf = HgemmProblem { dtype: Half::Bf16, ..p };
         assert!(validate(&bf, &HgemmConfig::wgmma(128, 256, 4), true).is_err(), "the fixed entry is f16");
         assert_eq!(validate(&bf, &HgemmConfig::mma(64, 2), false), Ok("hgemm_mma_bf16"));
+        let c2 = HgemmConfig::wgmma(128, 256, 4).with_cluster(2);
+        assert_eq!(validate(&bf, &c2, false), Ok("hgemm_wgmma_bf16_n256_c2"));
+        assert!(validate(&p, &HgemmConfig::wgmma(128, 128, 4).with_cluster(2), false).is_err(), "c2 is bn 256");
+        assert!(validate(&p, &HgemmConfig::wgmma(128, 256, 1), false).is_err(), "one slot deadlocks");
+    }
+
+    #[test]
+    fn persistent_grids_come_in_whole_clusters_and_never_exceed_the_work() {
+        let c2 = HgemmConfig::wgmma(128, 256, 4).with_cluster(2);
+        assert_eq!(launch_grid(&c2, 4096, 4096, 132), 132);
+        assert_eq!(launch_grid(&c2, 4096, 4096, 131), 130);
+        // 3 row tiles -> 2 cluster items per column tile, 1 column: 2 clusters.
+        assert_eq!(launch_grid(&c2, 300, 256, 132), 4);
+        assert_eq!(launch_grid(&HgemmConfig::wgmma(128, 256, 4), 300, 256, 132), 3);
+        assert_eq!(launch_grid(&HgemmConfig::mma(64, 3), 300, 256, 132), 10);
     }
 
     #[test]

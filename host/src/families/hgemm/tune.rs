@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use dynsmem_kernels::hgemm::{HgemmConfig, MmaKind};
 
-use super::{HgemmProblem, HostInputs, prepare, validate};
+use super::{HgemmProblem, HostInputs, launch_grid, prepare, validate};
 use crate::error::Result;
 use crate::families::{FamilyBackend, Variant, Workload, layout_reason};
 use crate::tune::{Footprint, Param, Target, Tunable};
@@ -59,12 +59,14 @@ impl Tunable for HgemmTunable {
             Param::new("bn", &[128, 256]),
             Param::new("stages", &[2, 3, 4, 5, 6]),
             Param::new("group_m", &[1, 4, 8, 16]),
+            Param::new("cluster", &[1, 2]).absent_as(1),
         ]
     }
 
     fn config(&self, point: &[u32]) -> HgemmConfig {
         let kind = if point[0] == 1 { MmaKind::Mma } else { MmaKind::Wgmma };
-        HgemmConfig { kind, bm: point[1], bn: point[2], stages: point[3], group_m: point[4] }
+        let cluster = point.get(5).copied().unwrap_or(1);
+        HgemmConfig { kind, bm: point[1], bn: point[2], stages: point[3], group_m: point[4], cluster }
     }
 
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
@@ -74,9 +76,8 @@ impl Tunable for HgemmTunable {
         let cfg = self.config(point);
         validate(&self.problem, &cfg, false).map_err(|(kernel, reason)| format!("{kernel}: {reason}"))?;
         let launch_bytes = cfg.shared_bytes().map_err(layout_reason)?;
-        let sms = target.limits.multiprocessors.unwrap_or(1) as u64;
-        let tiles = cfg.tiles(self.problem.m, self.problem.n);
-        let grid = if cfg.kind == MmaKind::Wgmma { tiles.min(sms) } else { tiles };
+        let sms = target.limits.multiprocessors.unwrap_or(1);
+        let grid = launch_grid(&cfg, self.problem.m, self.problem.n, sms);
         Ok(Footprint { threads: cfg.threads(), grid: grid as u32, launch_bytes, static_bytes: 0 })
     }
 
@@ -107,12 +108,13 @@ mod tests {
             limits: crate::tune::cache::tests::limits(),
             is_cpu: false,
         };
-        let fp = t.check(&[0, 128, 256, 4, 8], &target).expect("the wgmma default fits");
+        let fp = t.check(&[0, 128, 256, 4, 8, 2], &target).expect("the wgmma default fits");
         assert_eq!((fp.threads, fp.launch_bytes), (384, 4 * 384 * 128 + 64));
         assert!(fp.launch_bytes > 48 * 1024);
-        let refused = t.check(&[1, 128, 256, 4, 8], &target).unwrap_err();
+        let refused = t.check(&[1, 128, 256, 4, 8, 1], &target).unwrap_err();
         assert!(refused.contains("hgemm_mma") && refused.contains("bn"), "{refused}");
-        let mma = t.check(&[1, 128, 128, 4, 8], &target).expect("mma 128 x 128 fits");
+        let mma = t.check(&[1, 128, 128, 4, 8, 1], &target).expect("mma 128 x 128 fits");
+        assert!(t.check(&[1, 128, 128, 4, 8, 2], &target).is_err(), "mma has no clusters");
         assert_eq!((mma.threads, mma.launch_bytes), (256, 4 * (128 + 128) * 64));
     }
 }
