@@ -103,12 +103,15 @@ fn tma_entries_copy_by_tensor_map_and_wait_on_transaction_barriers() {
     }
 }
 
+/// The region is aligned to `gpu::REGION_ALIGN` (1024 bytes: the 128-byte TMA swizzle repeats
+/// every 1024 bytes, and wgmma descriptors assume a swizzle atom starts there).
 #[test]
-fn launch_sized_memory_is_extern_shared_and_16_aligned() {
+fn launch_sized_memory_is_extern_shared_and_region_aligned() {
     let externs: Vec<&str> = images::PTX.lines().filter(|l| l.starts_with(".extern .shared")).collect();
     assert!(!externs.is_empty(), "no .extern .shared symbol: the kernels would have no launch-sized memory");
+    let align = format!(".align {} ", dynsmem_kernels::gpu::REGION_ALIGN);
     for l in &externs {
-        assert!(l.contains(".align 16") && l.trim_end().ends_with("[];"), "{l}");
+        assert!(l.contains(&align) && l.trim_end().ends_with("[];"), "{l}");
     }
     // No kernel declares static shared memory: every byte is sized at launch.
     assert!(!images::PTX.lines().any(|l| l.trim_start().starts_with(".shared") || l.contains(".global .shared")));

@@ -34,7 +34,7 @@ pub struct ThreadContext<'a> {
     pub thread: u32,
     pub block_dim: u32,
     pub grid_dim: u32,
-    /// The workgroup's launch-sized region (16-byte aligned) and its size.
+    /// The workgroup's launch-sized region (aligned to `REGION_ALIGN`) and its size.
     pub region: *mut u8,
     pub region_bytes: u32,
     pub sync: &'a dyn Workgroup,
