@@ -139,6 +139,13 @@ impl HgemmConfig {
             MmaKind::Mma => MMA_BK,
         }
     }
+    /// Rows of B (of the `bn` a slot holds) that one block's TMA copy brings: the whole tile
+    /// alone, its `1 / cluster` share in a cluster (multicast to every block). The host's B
+    /// tensor map has this box height.
+    pub const fn b_box_rows(&self) -> u32 {
+        let cluster = if self.cluster == 0 { 1 } else { self.cluster };
+        self.bn / cluster
+    }
     /// Math units: warpgroups (wgmma) or rows of four warps (mma).
     pub const fn units(&self) -> u32 {
         self.bm / ROWS_PER_UNIT
@@ -315,7 +322,7 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
         if t == 0 {
             let tile_bytes = (cfg.bm + BN) * WGMMA_BK * 2;
             // This block's share of B: `BN / CLUSTER` rows, into every block's slot.
-            let b_rows = BN / CLUSTER;
+            let b_rows = cfg.b_box_rows();
             let (mut s, mut phase) = (0, 0);
             let mut item = first;
             while item < items {
@@ -668,6 +675,16 @@ mod tests {
         assert_eq!(cfg.shared_bytes().unwrap(), 4 * (128 + 256) * 128 + 64);
         let odd = HgemmConfig::wgmma(64, 128, 3);
         assert_eq!(odd.layout().unwrap().b.offset() % SLOT_ALIGN, 0);
+    }
+
+    #[test]
+    fn cluster_blocks_copy_disjoint_shares_that_fill_b_s_slot() {
+        assert_eq!(HgemmConfig::wgmma(128, 256, 4).b_box_rows(), 256);
+        let c2 = HgemmConfig::wgmma(128, 256, 4).with_cluster(CLUSTER);
+        // Rank r's box starts at row r * box: the shares tile the slot's `bn` rows exactly, and
+        // each starts on a swizzle atom (8 rows of 128 bytes) as TMA's 128-byte swizzle needs.
+        assert_eq!(c2.b_box_rows() * CLUSTER, c2.bn);
+        assert_eq!((c2.b_box_rows() * WGMMA_BK * 2) % SLOT_ALIGN, 0);
     }
 
     #[test]

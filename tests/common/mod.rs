@@ -17,10 +17,15 @@ pub fn note(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
-/// The CUDA backend, or `None` after printing `SKIPPED: no CUDA device`.
+/// The CUDA backend, or `None` after printing `SKIPPED: no CUDA device`. Where the driver
+/// reports a device but the backend cannot be made (a context left broken by an earlier
+/// fault in this process, say), the test fails instead of skipping.
 pub fn cuda_or_skip(test: &str) -> Option<CudaBackend> {
     match dynsmem::cuda(0) {
         Probe::Ready(b) => Some(b),
+        Probe::Unavailable(_, why) if CudaBackend::device_present() => {
+            panic!("{test}: a CUDA device is present but the backend failed: {why}")
+        }
         Probe::Unavailable(_, why) => {
             note(&format!("SKIPPED: no CUDA device ({test}: {why})"));
             None

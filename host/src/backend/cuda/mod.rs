@@ -83,6 +83,13 @@ type StaticKey = (&'static str, &'static str, Vec<(&'static str, String)>);
 impl CudaBackend {
     /// Finds device `ordinal` and loads `ptx` on it; a missing driver or device is
     /// [`Probe::Unavailable`] with the reason, never a panic.
+    /// Whether the driver is installed and reports at least one device: where it does, a
+    /// backend that cannot be created is a failure, not an absence (tests skip only without).
+    pub fn device_present() -> bool {
+        driver::library_present()
+            && std::panic::catch_unwind(driver::device_count).is_ok_and(|count| count.is_ok_and(|n| n > 0))
+    }
+
     pub fn probe(ordinal: usize, ptx: &str) -> Probe<CudaBackend> {
         if !driver::library_present() {
             return Probe::Unavailable(

@@ -322,8 +322,14 @@ pub fn prepare<'b, B: FamilyBackend>(
         let bk = config.bk();
         let a_map =
             backend.tensor_map_2d(&a, 2, [k as u64, m as u64], k as u64 * 2, [bk, config.bm], TensorSwizzle::B128)?;
-        let b_map =
-            backend.tensor_map_2d(&b, 2, [k as u64, n as u64], k as u64 * 2, [bk, config.bn], TensorSwizzle::B128)?;
+        let b_map = backend.tensor_map_2d(
+            &b,
+            2,
+            [k as u64, n as u64],
+            k as u64 * 2,
+            [bk, config.b_box_rows()],
+            TensorSwizzle::B128,
+        )?;
         Some((a_map, b_map))
     } else {
         None
