@@ -238,7 +238,9 @@ unsafe fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, 
         } else {
             let p = c.cast::<f32>().add(at);
             if both && n % 2 == 0 {
-                p.cast::<[f32; 2]>().write([v0, v1]);
+                // One 8-byte store (`at` is even, so 8-byte aligned): an `[f32; 2]` is only
+                // 4-byte aligned and would be stored as two words.
+                p.cast::<u64>().write(u64::from(v0.to_bits()) | (u64::from(v1.to_bits()) << 32));
             } else {
                 p.write(v0);
                 if both {

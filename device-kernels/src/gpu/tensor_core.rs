@@ -380,7 +380,7 @@ impl SharedPtr<u64> {
         #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
         unsafe {
             core::arch::asm!(
-                "{{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {b}, {r}; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }}",
+                "{{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {b}, {r}; mbarrier.arrive.shared::cluster.b64 _, [ra]; }}",
                 b = in(reg32) self.addr,
                 r = in(reg32) rank,
                 options(nostack)
