@@ -82,8 +82,10 @@ pub fn default_config(backend: AnyBackend<'_>, p: &HgemmProblem) -> HgemmConfig 
         _ => 132,
     };
     let big = if wgmma { HgemmConfig::wgmma(128, 256, 4).with_cluster(2) } else { HgemmConfig::mma(128, 4) };
+    // Under two tiles per SM: 64-row tiles, and no cluster (a cluster's blocks wait on each
+    // other's releases, which costs more than sharing B saves on a short run; NOTES.md).
     if big.tiles(p.m, p.n) < 2 * sms {
-        return if wgmma { HgemmConfig::wgmma(64, 256, 4).with_cluster(2) } else { HgemmConfig::mma(64, 4) };
+        return if wgmma { HgemmConfig::wgmma(64, 256, 4) } else { HgemmConfig::mma(64, 4) };
     }
     big
 }
