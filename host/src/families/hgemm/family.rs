@@ -69,9 +69,9 @@ pub struct ConfigArgs {
     pub cluster: Option<u32>,
 }
 
-/// The default config: wgmma 128 x 256 with 4 stages (196672 B) in clusters of 2 on sm_90;
-/// the mma kernel, 128 x 128 with 4 stages, elsewhere. Smaller problems than two tiles per
-/// SM take 64-row tiles (more blocks).
+/// The default config: wgmma 128 x 256 with 4 stages (196672 B) on sm_90a, in clusters of 2
+/// from two tiles per SM up; the mma kernel, 128 x 128 with 4 stages, elsewhere. Problems
+/// with fewer 128-row tiles than half the SMs take 64-row tiles.
 pub fn default_config(backend: AnyBackend<'_>, p: &HgemmProblem) -> HgemmConfig {
     let wgmma = match backend {
         AnyBackend::Cuda(c) => c.capability() == (9, 0) && c.ptx_target() == "sm_90a",
@@ -81,11 +81,16 @@ pub fn default_config(backend: AnyBackend<'_>, p: &HgemmProblem) -> HgemmConfig 
         AnyBackend::Cuda(c) => c.info().limits.multiprocessors.unwrap_or(132) as u64,
         _ => 132,
     };
-    let big = if wgmma { HgemmConfig::wgmma(128, 256, 4).with_cluster(2) } else { HgemmConfig::mma(128, 4) };
-    // Under two tiles per SM: 64-row tiles, and no cluster (a cluster's blocks wait on each
-    // other's releases, which costs more than sharing B saves on a short run; NOTES.md).
-    if big.tiles(p.m, p.n) < 2 * sms {
+    let big = if wgmma { HgemmConfig::wgmma(128, 256, 4) } else { HgemmConfig::mma(128, 4) };
+    let tiles = big.tiles(p.m, p.n);
+    // Under half a wave of 128-row tiles: 64-row tiles, twice as many blocks busy.
+    if tiles * 2 < sms {
         return if wgmma { HgemmConfig::wgmma(64, 256, 4) } else { HgemmConfig::mma(64, 4) };
+    }
+    // Clusters sharing B from two tiles per SM up; below that a cluster's blocks waiting on
+    // each other's releases costs more than sharing B saves (NOTES.md).
+    if wgmma && tiles >= 2 * sms {
+        return big.with_cluster(2);
     }
     big
 }
