@@ -172,7 +172,7 @@ impl HgemmConfig {
         let cluster_ok = self.cluster == 1
             || (self.cluster == CLUSTER && matches!(self.kind, MmaKind::Wgmma) && self.bn == WGMMA_BN[1]);
         bn_ok
-            && self.bm % ROWS_PER_UNIT == 0
+            && self.bm.is_multiple_of(ROWS_PER_UNIT)
             && self.units() >= 1
             && self.units() <= MAX_UNITS
             && self.stages >= min_stages
@@ -217,6 +217,7 @@ pub fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32, group_m: u32) -> (u32,
 /// ones inside `m x n`: one 8-byte (f32) or 4-byte (16-bit) store where `n` is even (the
 /// pair is then aligned), else entry by entry.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, row: u32, col: u32, v0: f32, v1: f32) {
     if row >= m || col >= n {
         return;
@@ -272,7 +273,7 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
 ) {
     let t = gpu::thread_idx_x();
     // k > 0: every tile has a k-tile, whose first wgmma overwrites the accumulators.
-    let bad_launch = gpu::grid_dim_x() % CLUSTER != 0 || k == 0;
+    let bad_launch = !gpu::grid_dim_x().is_multiple_of(CLUSTER) || k == 0;
     if cfg.kind != MmaKind::Wgmma || cfg.bn != BN || !cfg.fits() || gpu::block_dim_x() != cfg.threads() || bad_launch {
         gpu::trap();
     }
@@ -362,7 +363,7 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
     {
         gpu::registers_for_math();
         let unit = warpgroup - 1;
-        let lead = t % WARPGROUP == 0;
+        let lead = t.is_multiple_of(WARPGROUP);
         let release = |s: u32| {
             if lead {
                 if CLUSTER > 1 {

@@ -147,6 +147,42 @@ pub fn check_slice<T: Element>(
     }
 }
 
+/// One reference entry of a row-major matrix: `((row, col), expected, scale)`.
+pub type MatrixEntry = ((usize, usize), f64, f64);
+
+/// Compares the listed entries of a row-major matrix `got` with `cols` columns (a GEMM's
+/// sampled or whole `C`). The mismatch names the first wrong entry as `C[row][col]`, counts
+/// every wrong one, and has the number of entries checked as its `len`.
+pub fn check_matrix_entries(
+    kernel: &str,
+    entries: &[MatrixEntry],
+    got: &[f32],
+    cols: usize,
+    tol: Tolerance,
+) -> Result<(), Mismatch> {
+    let mut first: Option<Mismatch> = None;
+    let mut count = 0;
+    for &((i, j), want, scale) in entries {
+        let actual = got[i * cols + j];
+        if !tol.allows(want, actual as f64, scale) {
+            count += 1;
+            first.get_or_insert(Mismatch {
+                kernel: kernel.to_string(),
+                index: i * cols + j,
+                expected: format!("{want} (C[{i}][{j}])"),
+                actual: actual.to_string(),
+                allowed: tol.bound(scale),
+                count: 0,
+                len: entries.len(),
+            });
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some(m) => Err(Mismatch { count, ..m }),
+    }
+}
+
 fn format_expected<T: Element>(v: f64) -> String {
     if T::EPSILON == 0.0 { format!("{}", v as u64) } else { format!("{v}") }
 }
@@ -154,6 +190,24 @@ fn format_expected<T: Element>(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matrix_entries_name_the_first_wrong_entry_and_count_all() {
+        // A 2 x 3 matrix; the checked entries are (0, 1), (1, 0) and (1, 2).
+        let entries: [MatrixEntry; 3] = [((0, 1), 4.0, 4.0), ((1, 0), 8.0, 8.0), ((1, 2), 2.0, 2.0)];
+        let tol = Tolerance { rtol: 1e-3, atol: 0.0 };
+        let good = [0.0, 4.0, 0.0, 8.0, 0.0, 2.0];
+        assert!(check_matrix_entries("k", &entries, &good, 3, tol).is_ok());
+        // One entry past its bound (0.002 at scale 2) fails.
+        let mut bad = good;
+        bad[5] = 2.01;
+        let m = check_matrix_entries("k", &entries, &bad, 3, tol).unwrap_err();
+        assert_eq!((m.index, m.count, m.len), (5, 1, 3));
+        assert!(m.expected.contains("C[1][2]"), "{}", m.expected);
+        bad[1] = 4.1;
+        let m = check_matrix_entries("k", &entries, &bad, 3, tol).unwrap_err();
+        assert_eq!((m.index, m.count), (1, 2), "the first in entry order, both counted");
+    }
 
     #[test]
     fn integers_compare_exactly() {

@@ -91,8 +91,8 @@ pub fn anchor(w: &HgemmWorkload<'_, CudaBackend>, ours: &[f32], opts: TimingOpti
     gemm(&blas, backend, &p, a.raw(), b.raw(), &mut c)?;
     let bytes: Vec<u8> = stream.clone_dtoh(&c).map_err(driver_err("cuMemcpyDtoH"))?;
     let theirs: Vec<f32> = match p.out {
-        OutType::F32 => bytes.chunks_exact(4).map(|q| f32::from_le_bytes([q[0], q[1], q[2], q[3]])).collect(),
-        OutType::Input => bytes.chunks_exact(2).map(|q| p.dtype.value(u16::from_le_bytes([q[0], q[1]]))).collect(),
+        OutType::F32 => bytes.as_chunks::<4>().0.iter().map(|q| f32::from_le_bytes(*q)).collect(),
+        OutType::Input => bytes.as_chunks::<2>().0.iter().map(|q| p.dtype.value(u16::from_le_bytes(*q))).collect(),
     };
     // Both are within the tolerance of the exact result (relative to its magnitude, which
     // cuBLAS's entry stands for); twice that covers their difference.

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::family::AnyBackend;
 use crate::measure::TimingOptions;
 use crate::rng::SplitMix64;
-use crate::verify::{Mismatch, Tolerance};
+use crate::verify::{MatrixEntry, Tolerance, check_matrix_entries};
 
 /// The 16-bit input type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -155,7 +155,7 @@ pub struct HostInputs {
     a: Vec<u16>,
     b: Vec<u16>,
     /// `((i, j), reference, error scale)` of each checked entry of `C`.
-    expected: Vec<((usize, usize), f64, f64)>,
+    expected: Vec<MatrixEntry>,
 }
 
 impl HostInputs {
@@ -271,6 +271,9 @@ fn check_device(backend: AnyBackend<'_>, cfg: &HgemmConfig, entry: &str, variant
 /// The tensor maps (`CUtensorMap`s) of A and of B.
 type TensorMaps<R> = (Buffer<R, u32>, Buffer<R, u32>);
 
+/// A and B on the device, borrowed (two 16-bit values per word).
+pub type Operands<'a, R> = (&'a Buffer<R, u32>, &'a Buffer<R, u32>);
+
 pub struct HgemmWorkload<'b, B: FamilyBackend> {
     backend: &'b B,
     kernel: Prepared<B::Kernel>,
@@ -376,31 +379,8 @@ impl<B: FamilyBackend> HgemmWorkload<'_, B> {
     /// Compares `got` (all of `C`) with the reference entries.
     pub fn compare(&self, got: &[f32]) -> Result<()> {
         let tol = tolerance(&self.problem);
-        let n = self.problem.n as usize;
-        let mut first: Option<Mismatch> = None;
-        let mut count = 0;
-        for &((i, j), want, scale) in &self.host.expected {
-            let actual = got[i * n + j];
-            if !tol.allows(want, actual as f64, scale) {
-                count += 1;
-                first.get_or_insert(Mismatch {
-                    kernel: self.kernel.name.clone(),
-                    index: i * n + j,
-                    expected: format!("{want} (C[{i}][{j}])"),
-                    actual: actual.to_string(),
-                    allowed: tol.bound(scale),
-                    count: 0,
-                    len: self.host.expected.len(),
-                });
-            }
-        }
-        match first {
-            None => Ok(()),
-            Some(mut m) => {
-                m.count = count;
-                Err(m.into())
-            }
-        }
+        check_matrix_entries(&self.kernel.name, &self.host.expected, got, self.problem.n as usize, tol)
+            .map_err(Into::into)
     }
 
     pub fn problem(&self) -> HgemmProblem {
@@ -410,7 +390,7 @@ impl<B: FamilyBackend> HgemmWorkload<'_, B> {
         &self.kernel.name
     }
     /// The device buffers of A and B (two 16-bit values per word).
-    pub fn inputs(&self) -> (&Buffer<B::Raw, u32>, &Buffer<B::Raw, u32>) {
+    pub fn inputs(&self) -> Operands<'_, B::Raw> {
         (&self.a, &self.b)
     }
 }

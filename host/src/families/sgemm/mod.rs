@@ -20,7 +20,7 @@ use crate::backend::{Arg, Backend, BackendKind, Buffer, TensorSwizzle};
 use crate::error::{Error, Result};
 use crate::measure::TimingOptions;
 use crate::rng::SplitMix64;
-use crate::verify::{Mismatch, Tolerance};
+use crate::verify::{MatrixEntry, Tolerance, check_matrix_entries};
 
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
 mod family;
@@ -617,7 +617,7 @@ pub struct HostInputs {
     b_words: Vec<u32>,
     c: Vec<f32>,
     /// `((i, j), reference, error scale)` of each checked entry of `C`.
-    expected: Vec<((usize, usize), f64, f64)>,
+    expected: Vec<MatrixEntry>,
 }
 
 impl HostInputs {
@@ -693,31 +693,8 @@ impl<B: FamilyBackend> SgemmWorkload<'_, B> {
     /// Compares `got` (all of `C`) with the reference entries.
     pub fn compare(&self, got: &[f32]) -> Result<()> {
         let tol = tolerance(self.problem.k);
-        let n = self.problem.n as usize;
-        let mut first: Option<Mismatch> = None;
-        let mut count = 0;
-        for &((i, j), want, scale) in &self.host.expected {
-            let actual = got[i * n + j];
-            if !tol.allows(want, actual as f64, scale) {
-                count += 1;
-                first.get_or_insert(Mismatch {
-                    kernel: self.kernel.name.clone(),
-                    index: i * n + j,
-                    expected: format!("{want} (C[{i}][{j}])"),
-                    actual: actual.to_string(),
-                    allowed: tol.bound(scale),
-                    count: 0,
-                    len: self.host.expected.len(),
-                });
-            }
-        }
-        match first {
-            None => Ok(()),
-            Some(mut m) => {
-                m.count = count;
-                Err(m.into())
-            }
-        }
+        check_matrix_entries(&self.kernel.name, &self.host.expected, got, self.problem.n as usize, tol)
+            .map_err(Into::into)
     }
 
     pub fn problem(&self) -> SgemmProblem {
