@@ -64,6 +64,10 @@ pub const ROWS_PER_UNIT: u32 = 64;
 pub const MAX_UNITS: u32 = 2;
 /// Most ring slots.
 pub const MAX_STAGES: u32 = 8;
+/// Fewest ring slots: each keeps one k-tile's MMAs in flight while the next is copied (with
+/// one slot the wgmma kernel's producer would wait for a release that comes only after the
+/// next copy).
+pub const MIN_STAGES: u32 = 2;
 /// Slots are 1024-byte aligned (the 128-byte swizzle's period).
 pub const SLOT_ALIGN: u32 = 1024;
 
@@ -85,7 +89,7 @@ pub struct HgemmConfig {
     pub bm: u32,
     /// Block tile columns: one of [`WGMMA_BN`] (wgmma), [`MMA_BN`] (mma).
     pub bn: u32,
-    /// Ring slots: k-tiles in flight (2 to [`MAX_STAGES`]).
+    /// Ring slots: k-tiles in flight ([`MIN_STAGES`] to [`MAX_STAGES`]).
     pub stages: u32,
     /// Tile rows per group of the tile order ([`tile_coords`]): consecutive tiles walk a
     /// group's rows first, so the tiles in flight share their B tiles in L2.
@@ -165,17 +169,13 @@ impl HgemmConfig {
             MmaKind::Wgmma => self.bn == WGMMA_BN[0] || self.bn == WGMMA_BN[1],
             MmaKind::Mma => self.bn == MMA_BN,
         };
-        // Two slots at least: each keeps one k-tile's MMAs in flight while the next is
-        // copied (with one slot the wgmma kernel's producer would wait for a release that
-        // comes only after the next copy).
-        let min_stages = 2;
         let cluster_ok = self.cluster == 1
             || (self.cluster == CLUSTER && matches!(self.kind, MmaKind::Wgmma) && self.bn == WGMMA_BN[1]);
         bn_ok
             && self.bm.is_multiple_of(ROWS_PER_UNIT)
             && self.units() >= 1
             && self.units() <= MAX_UNITS
-            && self.stages >= min_stages
+            && self.stages >= MIN_STAGES
             && self.stages <= MAX_STAGES
             && self.group_m >= 1
             && cluster_ok
@@ -599,12 +599,12 @@ crate::kernels! { KERNELS;
     /// wgmma, f16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
-        let cfg = HgemmConfig { group_m, cluster: 2, ..HgemmConfig::wgmma(bm, 256, stages) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) };
         unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 256, clusters of 2.
     pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
-        let cfg = HgemmConfig { group_m, cluster: 2, ..HgemmConfig::wgmma(bm, 256, stages) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) };
         unsafe { hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in.

@@ -58,7 +58,7 @@ pub struct ConfigArgs {
     /// Block tile columns: wgmma 128 or 256; mma 128.
     #[arg(long)]
     pub bn: Option<u32>,
-    /// Ring slots (k-tiles in flight): wgmma 1-8, mma 2-8, within the shared-memory limit.
+    /// Ring slots (k-tiles in flight): 2-8, within the shared-memory limit.
     #[arg(long)]
     pub stages: Option<u32>,
     /// Tile rows per group of the tile order (L2 reuse).

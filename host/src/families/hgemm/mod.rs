@@ -196,13 +196,14 @@ pub fn validate(
     let fail = |reason: String| Err((kernel.to_string(), reason));
     if !cfg.fits() {
         return fail(format!(
-            "bm 64 or 128 (64 per math unit), bn {} ({:?}), stages {} to {}, group_m at least 1 (got {cfg:?})",
+            "bm 64 or 128 (64 per math unit), bn {} ({:?}), stages {} to {}, group_m at least 1, cluster 1 \
+             or 2 (wgmma, bn 256) (got {cfg:?})",
             match cfg.kind {
                 MmaKind::Wgmma => "128 or 256",
                 MmaKind::Mma => "128",
             },
             cfg.kind,
-            if cfg.kind == MmaKind::Wgmma { 1 } else { 2 },
+            dynsmem_kernels::hgemm::MIN_STAGES,
             dynsmem_kernels::hgemm::MAX_STAGES
         ));
     }
