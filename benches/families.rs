@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dynsmem::host::backend::{Backend, Probe};
+use dynsmem::host::contract::{FamilyBackend, Workload};
 use dynsmem::host::families::FAMILIES;
-use dynsmem::host::families::{FamilyBackend, Workload};
 use dynsmem::host::family::Sizes;
 
 /// The bench sizes of `backend`: the suite's, except that a GPU gets 1/16 of the elements

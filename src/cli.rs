@@ -268,9 +268,9 @@ pub enum VariantArg {
     CudaStatic,
 }
 
-impl From<VariantArg> for dynsmem_host::families::Variant {
+impl From<VariantArg> for dynsmem_host::backend::Variant {
     fn from(v: VariantArg) -> Self {
-        use dynsmem_host::families::Variant;
+        use dynsmem_host::backend::Variant;
         match v {
             VariantArg::LaunchSized => Variant::LaunchSized,
             VariantArg::WgslLiteral => Variant::WgslLiteral,

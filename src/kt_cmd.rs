@@ -14,18 +14,7 @@ use dynsmem::host::tune::kt::{self, Imported, ImportedRunner};
 use dynsmem::host::tune::{Budget, Objective, SearchSpace, Strategy, Target, TuneCache, t4};
 
 use super::emit;
-use crate::tune_cmd::write_file;
-
-/// `prefix` with `suffix` appended to its file name (`a/tune-x` -> `a/tune-x.t4.json`).
-pub fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
-    let mut s = prefix.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
-pub fn write_json(path: &Path, v: &serde_json::Value) -> anyhow::Result<()> {
-    write_file(path, &serde_json::to_string_pretty(v)?)
-}
+use crate::files::{with_suffix, write_file, write_json};
 
 /// Writes the sweep's Kernel Tuner cache, T4 metadata and best config beside the T4
 /// results (which the report wrote): `PREFIX.kt-cache.json`, `PREFIX.t4-metadata.json`,

@@ -3,7 +3,8 @@
 //!
 //! ```no_run
 //! use dynsmem::host::backend::Probe;
-//! use dynsmem::host::families::{Variant, reduce::*};
+//! use dynsmem::host::families::reduce::*;
+//! use dynsmem::host::backend::Variant;
 //! use dynsmem::host::device::{Dtype, reduce::ReduceOp};
 //!
 //! let Probe::Ready(cuda) = dynsmem::cuda(0) else { return };

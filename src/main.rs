@@ -4,13 +4,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use dynsmem::cli::*;
+use dynsmem::host::backend::Variant;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::backend::cuda::CudaBackend;
 use dynsmem::host::backend::hip::HipBackend;
 use dynsmem::host::backend::wgpu::WgpuBackend;
 use dynsmem::host::backend::{Backend, BackendKind, Probe};
 use dynsmem::host::bench;
-use dynsmem::host::families::{FamilyBackend, Variant};
+use dynsmem::host::contract::FamilyBackend;
 use dynsmem::host::family::{DynFamily, Sizes};
 use dynsmem::host::measure::TimingOptions;
 use dynsmem::host::report::{Comparison, JsonlWriter, Record, TableStyle, records_table};
@@ -35,6 +36,7 @@ fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
     }
 }
 
+mod files;
 mod kt_cmd;
 mod spirv_cmd;
 mod tune_cmd;

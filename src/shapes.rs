@@ -4,10 +4,12 @@
 //! inputs for SGEMM), and per family, backend and variant the geometric mean and the
 //! minimum of the ratios.
 
+use dynsmem_host::backend::Variant;
 use dynsmem_host::backend::cpu::CpuBackend;
 use dynsmem_host::backend::{Backend, BackendKind, Probe};
 use dynsmem_host::bench;
-use dynsmem_host::families::{FAMILIES, FamilyBackend, Variant};
+use dynsmem_host::contract::FamilyBackend;
+use dynsmem_host::families::FAMILIES;
 use dynsmem_host::family::Sizes;
 use dynsmem_host::family::shapes::{self, Section};
 use dynsmem_host::measure::{TimingOptions, geometric_mean};

@@ -15,7 +15,8 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use dynsmem::host::backend::{Backend, Probe};
-use dynsmem::host::families::{FAMILIES, FamilyBackend};
+use dynsmem::host::contract::FamilyBackend;
+use dynsmem::host::families::FAMILIES;
 use dynsmem::host::family::{Erase, Sizes};
 use dynsmem::host::tune::db::TuningDb;
 

@@ -4,8 +4,8 @@
 use dynsmem_host::backend::cpu::CpuBackend;
 use dynsmem_host::backend::{Backend, Probe};
 use dynsmem_host::bench;
+use dynsmem_host::contract::FamilyBackend;
 use dynsmem_host::families::FAMILIES;
-use dynsmem_host::families::FamilyBackend;
 pub use dynsmem_host::family::Sizes;
 use dynsmem_host::measure::TimingOptions;
 use dynsmem_host::report::Record;
@@ -18,7 +18,7 @@ pub const HOST_BYTES_PER_ELEMENT: u64 = 32;
 /// Refuses a `--n` whose inputs and references cannot fit the host's memory, before any
 /// backend is opened: generating them would abort the process.
 pub fn check_n(n: u64) -> dynsmem_host::Result<()> {
-    let need = dynsmem_host::families::bytes_of(n, HOST_BYTES_PER_ELEMENT);
+    let need = dynsmem_host::contract::bytes_of(n, HOST_BYTES_PER_ELEMENT);
     match dynsmem_host::backend::host_memory() {
         Some(m) if need > m.total => Err(dynsmem_host::Error::ProblemTooLarge {
             kernel: format!("bench n={n}"),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use dynsmem::cli::*;
 use dynsmem::host::backend::BackendKind;
-use dynsmem::host::families::Variant;
+use dynsmem::host::backend::Variant;
 use dynsmem::host::family::DynFamily;
 use dynsmem::host::family::Sizes;
 use dynsmem::host::measure::TimingOptions;
@@ -25,11 +25,7 @@ use dynsmem::suite;
 use serde_json::Value;
 
 use super::{Picked, command_line, emit, pick, variant_of};
-
-/// A file whose lock every config's launches hold (see [`RealRunner::timing_lock`]):
-/// `--devices` sets it for the workers that share a GPU; set it by hand for shards started
-/// by hand on one GPU.
-pub const TIMING_LOCK: &str = "DYNSMEM_TIMING_LOCK";
+use crate::files::{TIMING_LOCK, with_suffix, write_file, write_json};
 
 /// The tuner's options, checked.
 struct Options<'a> {
@@ -326,10 +322,7 @@ fn sweep<B: TuneBackend>(
             )?;
             crate::kt_cmd::report_confirmation(&space, &c)?;
             if let Some(prefix) = opts.outputs.kt {
-                crate::kt_cmd::write_json(
-                    &crate::kt_cmd::with_suffix(prefix, ".confirm.json"),
-                    &serde_json::to_value(&c)?,
-                )?;
+                write_json(&with_suffix(prefix, ".confirm.json"), &serde_json::to_value(&c)?)?;
             }
         }
     }
@@ -667,7 +660,7 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Outputs<'_>, meta: 
             median(&kernels)
         );
     }
-    let kt_t4 = opts.kt.map(|prefix| crate::kt_cmd::with_suffix(prefix, ".t4.json"));
+    let kt_t4 = opts.kt.map(|prefix| with_suffix(prefix, ".t4.json"));
     for path in opts.t4.into_iter().chain(kt_t4.as_deref()) {
         let doc = t4::export(space, &result.evaluations, meta);
         write_file(path, &serde_json::to_string_pretty(&doc)?)?;
@@ -717,11 +710,4 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Outputs<'_>, meta: 
 fn heatmap_path(plot: &Path) -> PathBuf {
     let stem = plot.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tune".into());
     plot.with_file_name(format!("{stem}-heatmap.svg"))
-}
-
-pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }

@@ -8,7 +8,7 @@
 //! machine lines ([`dynsmem::host::tune::progress::WORKER_PREFIX`]) that this process
 //! draws as one bar per worker (one line per evaluation when stderr is not a terminal).
 //! Workers listed on the same GPU take turns to launch (a lock file beside the cache,
-//! [`super::tune_cmd::TIMING_LOCK`], held from a config's verification run to its last
+//! [`crate::files::TIMING_LOCK`], held from a config's verification run to its last
 //! timed run): two processes timing at once on one GPU time each other's kernels too.
 //! Their inputs, uploads and CPU references are still made at the same time.
 //! A worker that dies (killed, out of memory, a driver fault) loses none of the configs it
@@ -30,6 +30,7 @@ use dynsmem::host::tune::progress::{bar_style, parse_worker_line};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 
 use super::emit;
+use crate::files::TIMING_LOCK;
 
 /// The variable a worker finds its device in, for its records.
 const WORKER_DEVICE: &str = "DYNSMEM_WORKER_DEVICE";
@@ -101,7 +102,7 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finish
             // Workers sharing a GPU would time each other's kernels: they take turns.
             if devices.iter().filter(|&&d| d == device).count() > 1 {
                 let lock = common.cache.with_extension(format!("device-{device}.lock"));
-                cmd.env(super::tune_cmd::TIMING_LOCK, lock);
+                cmd.env(TIMING_LOCK, lock);
             }
         }
         let mut child = cmd

@@ -7,7 +7,7 @@ use common::conformance::{self, ReduceMatrix};
 use common::cuda_or_skip;
 use dynsmem::host::Error;
 use dynsmem::host::backend::Backend;
-use dynsmem::host::families::Variant;
+use dynsmem::host::backend::Variant;
 use dynsmem::host::families::reduce::{ReduceConfig, ReduceOp, ReducePlan, ReduceProblem, run_and_verify};
 use dynsmem_kernels::Dtype;
 
@@ -115,7 +115,7 @@ fn a_measurement_carries_the_gpus_clocks_power_temperature_and_energy() {
         energy_ms: 300.0,
         back_to_back: true,
     };
-    let (t, _) = dynsmem::host::measure::time(&cuda, opts, &mut || cuda.copy(&src, &mut dst)).unwrap();
+    let (t, _) = dynsmem::host::backend::time(&cuda, opts, &mut || cuda.copy(&src, &mut dst)).unwrap();
     let o = t.observation.expect("an observation");
     let sm = o.sm_clock_mhz.expect("SM clock");
     assert!(sm.min > 100.0 && sm.max < 5000.0, "{sm:?}");

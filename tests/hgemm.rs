@@ -13,10 +13,10 @@ use std::sync::Arc;
 
 use common::{cuda_or_skip, note};
 use dynsmem::host::backend::Backend;
+use dynsmem::host::backend::Variant;
 use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::contract::Workload;
 use dynsmem::host::device::hgemm::{FIXED, FIXED_C2, HgemmConfig};
-use dynsmem::host::families::Variant;
-use dynsmem::host::families::Workload;
 use dynsmem::host::families::hgemm::{Half, HgemmProblem, HostInputs, OutType, prepare};
 use dynsmem::host::measure::TimingOptions;
 
@@ -77,7 +77,7 @@ fn cuda_against_cublas() {
     let timing = TimingOptions { warmup: 1, warmup_ms: 0.0, repeats: 2, energy_ms: 0.0, back_to_back: true };
     for p in [problem(1000, 2056, 520, Half::F16, OutType::F32), problem(777, 1200, 4096, Half::Bf16, OutType::Input)] {
         let inputs = Arc::new(HostInputs::new(&p, 3));
-        let cfg = dynsmem::host::families::hgemm::default_config(dynsmem::host::family::AnyBackend::Cuda(&cuda), &p);
+        let cfg = dynsmem::host::families::hgemm::default_config(dynsmem::host::backend::AnyBackend::Cuda(&cuda), &p);
         let w = prepare(&cuda, p, cfg, false, Variant::LaunchSized, || inputs.clone()).expect("prepare");
         let anchor = w.vendor_anchor(timing, 3).expect("cuBLAS on CUDA");
         anchor.result.unwrap_or_else(|e| panic!("{p:?} against cuBLAS: {e}"));

@@ -6,9 +6,9 @@ mod common;
 use common::{conformance, cuda_or_skip, wgsl_or_skip};
 use dynsmem::host::Error;
 use dynsmem::host::backend::Backend;
+use dynsmem::host::backend::Variant;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::device::histogram::HistogramConfig;
-use dynsmem::host::families::Variant;
 use dynsmem::host::families::histogram::{HistogramProblem, prepare};
 
 const SIZES: [u64; 4] = [0, 1, 1003, 100_003];
@@ -35,11 +35,11 @@ fn cuda() {
 
 /// 49152 bins of u32 counters (192 KB per block) run where launch-sized memory can hold
 /// them: the CPU backend (H100 limits) here, the H100 itself in `cuda`.
-fn bins_past_48k<B: dynsmem::host::families::FamilyBackend>(backend: &B, n: u64) {
+fn bins_past_48k<B: dynsmem::host::contract::FamilyBackend>(backend: &B, n: u64) {
     let problem = HistogramProblem { n, bins: 49_152, out_of_range_pct: 5 };
     let config = HistogramConfig { block: 256, grid: 2, copies: 1 };
     let w = prepare(backend, problem, config, Variant::LaunchSized, 9).unwrap();
-    use dynsmem::host::families::Workload;
+    use dynsmem::host::contract::Workload;
     assert_eq!(w.kernel().shared_bytes, 196_608);
     w.run().unwrap();
     w.check().unwrap();

@@ -6,13 +6,11 @@
 mod common;
 
 use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::contract::{FamilyBackend, Workload};
 use dynsmem::host::device::Dtype;
 use dynsmem::host::device::softmax::SoftmaxConfig;
-use dynsmem::host::families::reduce::{
-    ReduceConfig, ReduceElement, ReduceKernels, ReduceOp, ReducePlan, ReduceProblem, reference,
-};
+use dynsmem::host::families::reduce::{ReduceConfig, ReduceElement, ReduceOp, ReducePlan, ReduceProblem, reference};
 use dynsmem::host::families::softmax::{self, SoftmaxProblem, prepare_with};
-use dynsmem::host::families::{FamilyBackend, Workload};
 
 const N: usize = 1000;
 const NAN: f32 = f32::NAN;
@@ -106,9 +104,9 @@ fn same(a: f32, b: f32) -> bool {
     a == b || (a.is_nan() && b.is_nan())
 }
 
-fn reduce_nonfinite<B: ReduceKernels>(backend: &B) -> usize {
+fn reduce_nonfinite<B: FamilyBackend>(backend: &B) -> usize {
     let configs = [
-        backend.reduce_default_config(),
+        dynsmem::host::families::reduce::default_config(backend),
         ReduceConfig { block: 32, items_per_thread: 4, staged: true },
         ReduceConfig { block: 7, items_per_thread: 3, staged: false },
     ];
@@ -126,7 +124,7 @@ fn reduce_nonfinite<B: ReduceKernels>(backend: &B) -> usize {
                 );
             }
             for config in configs {
-                for &variant in backend.reduce_variants() {
+                for &variant in backend.variants() {
                     let what = format!("{} {variant} {config:?} {op:?} over {}", backend.kind(), case.name);
                     let problem = ReduceProblem { n: N as u64, op, dtype: Dtype::F32 };
                     let plan =
@@ -256,7 +254,7 @@ fn sum_check_accepts_overflow_only_where_it_can_happen() {
             &cpu,
             problem,
             ReduceConfig { block: 4, items_per_thread: 2, staged: false },
-            dynsmem::host::families::Variant::LaunchSized,
+            dynsmem::host::backend::Variant::LaunchSized,
         )
         .unwrap()
     };
@@ -284,7 +282,7 @@ fn sum_check_accepts_overflow_only_where_it_can_happen() {
         &cpu,
         problem,
         ReduceConfig { block: 4, items_per_thread: 2, staged: false },
-        dynsmem::host::families::Variant::LaunchSized,
+        dynsmem::host::backend::Variant::LaunchSized,
     )
     .unwrap();
     let r = reference(ReduceOp::Min, &[NAN, 2.0, -1.0]);

@@ -21,7 +21,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use common::{cuda_or_skip, note};
 use dynsmem::host::Error;
+use dynsmem::host::backend::Variant;
 use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::contract::CudaSource;
 use dynsmem::host::device::Dtype;
 use dynsmem::host::device::conv1d::Conv1dConfig;
 use dynsmem::host::device::histogram::HistogramConfig;
@@ -32,7 +34,7 @@ use dynsmem::host::device::sgemm::SgemmConfig;
 use dynsmem::host::device::softmax::SoftmaxConfig;
 use dynsmem::host::device::stencil2d::Stencil2dConfig;
 use dynsmem::host::device::transpose::TransposeConfig;
-use dynsmem::host::families::{self as k, CudaSource, Variant};
+use dynsmem::host::families as k;
 
 // ---------------------------------------------------------------------------------------
 // A preprocessor for the subset the sources use: object-like #define, #if/#ifdef/#ifndef/
@@ -436,7 +438,7 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
 
 #[test]
 fn the_cpu_and_wgsl_backends_have_no_cuda_static_variant() {
-    use dynsmem::host::families::FamilyBackend;
+    use dynsmem::host::contract::FamilyBackend;
     let cpu = CpuBackend::new();
     assert!(!cpu.variants().contains(&Variant::CudaStatic));
     let p = k::nbody::NbodyProblem::new(10);

@@ -7,8 +7,8 @@ mod common;
 
 use common::{cuda_or_skip, note, wgsl_or_skip};
 use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::contract::FamilyBackend;
 use dynsmem::host::families::FAMILIES;
-use dynsmem::host::families::FamilyBackend;
 use dynsmem::host::family::Sizes;
 
 /// Odd sizes, small enough for the CPU backend (one OS thread per kernel thread).

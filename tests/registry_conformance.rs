@@ -17,7 +17,8 @@ mod common;
 use common::wgsl_or_skip;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::backend::{Backend, Variant};
-use dynsmem::host::families::{FAMILIES, FamilyBackend};
+use dynsmem::host::contract::FamilyBackend;
+use dynsmem::host::families::FAMILIES;
 use dynsmem::host::family::{DynFamily, Erase, Resolved, Sizes};
 
 const SEED: u64 = 25;

@@ -8,11 +8,11 @@ mod common;
 
 use common::{conformance, cuda_or_skip, wgsl_or_skip};
 use dynsmem::host::backend::Backend;
+use dynsmem::host::backend::Variant;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::device::sgemm::SgemmConfig;
-use dynsmem::host::families::Variant;
 use dynsmem::host::families::sgemm::{SgemmProblem, prepare};
-use dynsmem::host::{Error, families::Workload};
+use dynsmem::host::{Error, contract::Workload};
 
 const fn cfg(bm: u32, bn: u32, bk: u32, stages: u32) -> SgemmConfig {
     SgemmConfig::new(bm, bn, bk, stages)

@@ -72,8 +72,9 @@ fn run_takes_its_default_from_the_database_for_the_tuned_problem_and_its_neighbo
 #[test]
 fn the_bench_takes_the_database_config_only_for_its_default_cases() {
     use dynsmem::host::backend::Backend;
+    use dynsmem::host::backend::Variant;
     use dynsmem::host::backend::cpu::CpuBackend;
-    use dynsmem::host::families::{FAMILIES, Variant};
+    use dynsmem::host::families::FAMILIES;
     use dynsmem::host::family::{Erase, Sizes, find};
     use dynsmem::host::tune::db::{DbEntry, Fingerprint, TuningDb};
 

@@ -7,7 +7,7 @@ use common::conformance::{self, ReduceMatrix};
 use common::wgsl_or_skip;
 use dynsmem::host::Error;
 use dynsmem::host::backend::Backend;
-use dynsmem::host::families::Variant;
+use dynsmem::host::backend::Variant;
 use dynsmem::host::families::reduce::{ReduceConfig, ReduceOp, ReducePlan, ReduceProblem};
 use dynsmem_kernels::Dtype;
 

@@ -30,6 +30,28 @@ pub struct TransposeConfig {
     pub pad: u32,
 }
 
+/// Why a [`TransposeConfig`] cannot run ([`TransposeConfig::fits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransposeRefusal {
+    /// `block` is not a positive multiple of `tile`.
+    Block {
+        block: u32,
+        tile: u32,
+    },
+    Layout(LayoutError),
+}
+
+impl core::fmt::Display for TransposeRefusal {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TransposeRefusal::Block { block, tile } => {
+                write!(f, "block ({block}) must be a positive multiple of tile ({tile})")
+            }
+            TransposeRefusal::Layout(e) => write!(f, "shared-memory layout: {e}"),
+        }
+    }
+}
+
 /// Most blocks a launch uses; blocks loop over the tiles past it.
 pub const MAX_GRID: u32 = 65_535;
 
@@ -45,6 +67,17 @@ impl TransposeConfig {
 
     pub fn shared_bytes(&self) -> Result<u32, LayoutError> {
         Ok(self.layout()?.bytes())
+    }
+
+    /// Every rule of the entry point for a config, in one place (the kernel, the host's
+    /// validation and the tuner all ask it): the block's threads cover whole tile rows
+    /// (`block` a positive multiple of `tile`), and the layout can be carved. The
+    /// launch-sized bytes, or why not.
+    pub fn fits(&self) -> Result<u32, TransposeRefusal> {
+        if self.tile == 0 || self.block < self.tile || !self.block.is_multiple_of(self.tile) {
+            return Err(TransposeRefusal::Block { block: self.block, tile: self.tile });
+        }
+        self.shared_bytes().map_err(TransposeRefusal::Layout)
     }
 
     /// Tiles of a `rows x cols` matrix.
@@ -66,10 +99,10 @@ unsafe fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, t
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
     let cfg = TransposeConfig { block, tile, pad };
-    let Ok(slice) = cfg.layout() else { gpu::trap() };
-    if tile == 0 || block < tile || !block.is_multiple_of(tile) {
+    if cfg.fits().is_err() {
         gpu::trap();
     }
+    let Ok(slice) = cfg.layout() else { gpu::trap() };
     let shared: SharedArray<f32> = gpu::launch_region(slice.bytes()).array(slice);
     let (tx, ty, step) = (tid % tile, tid / tile, block / tile);
     let stride = tile + pad;

@@ -5,8 +5,9 @@
 use serde_json::json;
 
 use crate::backend::Backend;
+use crate::backend::Variant;
+use crate::contract::{FamilyBackend, Workload};
 use crate::error::Result;
-use crate::families::{FamilyBackend, Variant, Workload};
 use crate::family::{DynFamily, Resolved};
 use crate::measure::{self, TimingOptions};
 use crate::report::{Provenance, Record};
@@ -16,11 +17,11 @@ use crate::report::{Provenance, Record};
 pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, prov: &Provenance) -> Record {
     let mut rec = Record::new("copy", "anchor", "device-to-device copy", backend.info(), prov);
     rec.problem = json!({ "bytes": bytes });
-    rec.timer = measure::timer_label(backend, &timing);
+    rec.timer = crate::backend::timer_label(backend, &timing);
     rec.warmup = timing.warmup;
     let result = (|| -> Result<_> {
         // Source and destination on the device; the source and the read-back on the host.
-        crate::families::check_footprint(
+        crate::contract::check_footprint(
             backend,
             "device-to-device copy",
             bytes.saturating_mul(2),
@@ -29,7 +30,7 @@ pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, p
         let words = (bytes / 4) as usize;
         let src = backend.htod(&(0..words as u32).collect::<Vec<u32>>())?;
         let mut dst = backend.alloc::<u32>(words)?;
-        let t = measure::time(backend, timing, &mut || backend.copy(&src, &mut dst))?;
+        let t = crate::backend::time(backend, timing, &mut || backend.copy(&src, &mut dst))?;
         // Spot-check the copy, so the anchor is a real copy and not an empty launch.
         let back = backend.dtoh(&dst)?;
         let ok = back.iter().enumerate().step_by((words / 4096).max(1)).all(|(i, &v)| v == i as u32);
@@ -40,14 +41,14 @@ pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, p
             rec.warmup = warmups;
             rec.bytes = Some(2 * bytes);
             rec.gbps = (bytes > 0).then(|| measure::gbps(2 * bytes, t.median_ms));
-            set_timing(&mut rec, t);
+            rec.set_timing(t);
             rec.verified = ok;
             if !ok {
                 rec.error = Some("copied data differs from the source".into());
                 rec.wrong_result = true;
             }
         }
-        Err(e) => set_error(&mut rec, &e),
+        Err(e) => rec.set_error(&e),
     }
     rec
 }
@@ -70,7 +71,7 @@ pub fn workload<B: Backend, W: Workload>(
     let mut rec = Record::new(family, variant.name(), family, backend.info(), prov);
     rec.problem = problem;
     rec.config = config;
-    rec.timer = measure::timer_label(backend, &timing);
+    rec.timer = crate::backend::timer_label(backend, &timing);
     let result = prepared.and_then(|w| {
         let k = w.kernel();
         rec.kernel = k.name;
@@ -78,68 +79,14 @@ pub fn workload<B: Backend, W: Workload>(
         rec.static_shared_bytes = k.static_shared_bytes;
         w.run()?;
         w.check()?;
-        let (t, warmups) = measure::time(backend, timing, &mut || w.run())?;
+        let (t, warmups) = crate::backend::time(backend, timing, &mut || w.run())?;
         Ok((t, warmups, w.bytes(), w.flops()))
     });
     match result {
-        Ok((t, warmups, bytes, flops)) => set_measured(&mut rec, t, warmups, bytes, flops, anchor),
-        Err(e) => set_error(&mut rec, &e),
+        Ok((t, warmups, bytes, flops)) => rec.set_measured(t, warmups, bytes, flops, anchor),
+        Err(e) => rec.set_error(&e),
     }
     rec
-}
-
-/// Fills a verified record's measurement: its timing, GB/s where it moves `bytes`, TFLOP/s
-/// where it does `flops`, and the ratio to `anchor` (by GB/s, or by TFLOP/s when the anchor
-/// has those).
-pub(crate) fn set_measured(
-    rec: &mut Record,
-    t: measure::Timing,
-    warmups: u32,
-    bytes: u64,
-    flops: f64,
-    anchor: Option<&Record>,
-) {
-    rec.verified = true;
-    rec.warmup = warmups;
-    if bytes > 0 {
-        rec.bytes = Some(bytes);
-        rec.gbps = Some(measure::gbps(bytes, t.median_ms));
-        if let Some(a) = anchor {
-            set_anchor(rec, a);
-            rec.ratio = rec.gbps.zip(a.gbps).map(|(g, a)| g / a);
-        }
-    }
-    if flops > 0.0 {
-        rec.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
-        if let Some(a) = anchor.filter(|a| a.tflops.is_some()) {
-            set_anchor(rec, a);
-            rec.ratio = rec.tflops.zip(a.tflops).map(|(t, a)| t / a);
-        }
-    }
-    set_timing(rec, t);
-}
-
-/// A record's error, and whether it says the kernel was wrong.
-fn set_error(rec: &mut Record, e: &crate::Error) {
-    rec.error = Some(e.to_string());
-    rec.wrong_result = e.is_wrong_result();
-}
-
-/// The median, spread and raw times of a measured record.
-fn set_timing(rec: &mut Record, t: measure::Timing) {
-    rec.median_ms = Some(t.median_ms);
-    rec.min_ms = Some(t.min_ms);
-    rec.max_ms = Some(t.max_ms);
-    rec.median_ci95_ms = t.median_ci95_ms;
-    rec.observed = t.observation;
-    rec.times_ms = t.times_ms;
-}
-
-/// Names the anchor a record is compared with and carries its figure.
-fn set_anchor(rec: &mut Record, anchor: &Record) {
-    rec.anchor = Some(format!("{} {}", anchor.backend, anchor.kernel));
-    rec.anchor_gbps = anchor.gbps;
-    rec.anchor_tflops = anchor.tflops;
 }
 
 /// One config of a registry family measured into a record: `prepared` (by
@@ -172,10 +119,10 @@ pub fn family<'b, B: FamilyBackend>(
         let a = w.vendor_anchor(timing, seed)?;
         let mut rec = Record::new(name, "anchor", a.name, backend.info(), prov);
         rec.problem = case.problem.clone();
-        rec.timer = measure::timer_label(backend, &timing);
+        rec.timer = crate::backend::timer_label(backend, &timing);
         match a.result {
-            Ok((t, warmups)) => set_measured(&mut rec, t, warmups, 0, w.flops(), None),
-            Err(e) => set_error(&mut rec, &e),
+            Ok((t, warmups)) => rec.set_measured(t, warmups, 0, w.flops(), None),
+            Err(e) => rec.set_error(&e),
         }
         Some(rec)
     });

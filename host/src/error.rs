@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use dynsmem_kernels::layout::LayoutError;
 
-use crate::backend::BackendKind;
+use crate::backend_kind::BackendKind;
 use crate::verify::Mismatch;
 
 /// Everything that can go wrong between asking for a launch and reading its result.

@@ -7,7 +7,9 @@
 //! (e.g. [`backend::cuda::CudaBackend::new`] takes the PTX text), so tests can inject any.
 
 pub mod backend;
+pub mod backend_kind;
 pub mod bench;
+pub mod contract;
 pub mod element;
 pub mod error;
 pub mod families;
@@ -17,6 +19,7 @@ pub mod observe;
 pub mod par;
 pub mod report;
 pub mod rng;
+pub mod stats;
 pub mod tune;
 pub mod verify;
 

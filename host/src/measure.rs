@@ -4,9 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::observe::{self, Observation};
+use crate::observe::Observation;
 
 /// How many runs to throw away and how many to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -22,7 +21,7 @@ pub struct TimingOptions {
     /// has an observer with a counter (NVML, AMD SMI).
     #[serde(default)]
     pub energy_ms: f64,
-    /// Queue the timed runs back to back and wait once ([`Backend::time_runs`]), each run
+    /// Queue the timed runs back to back and wait once (`Backend::time_runs`), each run
     /// still timed by its own device timestamps; `false`: wait after every run, so the
     /// device idles between runs for as long as the host takes to submit the next. Options
     /// recorded before the field existed were waited per run.
@@ -125,73 +124,7 @@ pub fn median_ci95(times: &[f64]) -> Option<[f64; 2]> {
     Some([at(0.025), at(0.975)])
 }
 
-/// The median of sorted values (mean of the middle two for an even count; NaN if empty).
-pub fn median_sorted(sorted: &[f64]) -> f64 {
-    match sorted.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
-}
-
-/// Times `work` (the launches of one run) on the device: at least `warmup` untimed runs
-/// and `warmup_ms` of warm-up, then `repeats` runs each timed on its own with the
-/// backend's device timer. Where the backend has an observer, it is sampled through the
-/// timed runs and, with `energy_ms`, a window of back-to-back runs for the energy of one
-/// run ([`observe::energy`]). Returns the timing and the number of warm-up runs made.
-pub fn time<B: Backend>(
-    backend: &B,
-    opts: TimingOptions,
-    work: &mut dyn FnMut() -> Result<()>,
-) -> Result<(Timing, u32)> {
-    opts.validate()?;
-    let started = std::time::Instant::now();
-    let mut warmups = 0u32;
-    while warmups < opts.warmup || started.elapsed().as_secs_f64() * 1e3 < opts.warmup_ms {
-        work()?;
-        warmups += 1;
-        // Waiting each time keeps the queue short, so the elapsed time is device time.
-        backend.synchronize()?;
-        if warmups >= MAX_WARMUP_RUNS {
-            break;
-        }
-    }
-    let timed_runs = |work: &mut dyn FnMut() -> Result<()>| -> Result<Timing> {
-        let times = if opts.back_to_back {
-            backend.time_runs(opts.repeats, work)?
-        } else {
-            (0..opts.repeats).map(|_| backend.time_ms(work)).collect::<Result<Vec<_>>>()?
-        };
-        Ok(Timing::from_times(times))
-    };
-    let Some(observer) = backend.observer() else { return Ok((timed_runs(work)?, warmups)) };
-    let (measured, observation) = observe::sampled(observer, || -> Result<_> {
-        let timing = timed_runs(work)?;
-        if opts.energy_ms <= 0.0 {
-            return Ok((timing, None));
-        }
-        // Batches of about a millisecond of runs, so the waits between them idle the
-        // device for a small part of the window.
-        let per_batch = (1.0 / timing.median_ms).ceil().clamp(1.0, 256.0) as u64;
-        let window = std::time::Duration::from_secs_f64(opts.energy_ms / 1e3);
-        let energy = observe::energy(observer, window, per_batch, &mut || {
-            for _ in 0..per_batch {
-                work()?;
-            }
-            backend.synchronize()
-        })?;
-        Ok((timing, energy))
-    });
-    let (mut timing, energy) = measured?;
-    timing.observation = Some(Observation { energy, ..observation });
-    Ok((timing, warmups))
-}
-
-/// The record's `timer`: the backend's device timer and how the timed runs were queued.
-pub fn timer_label<B: Backend>(backend: &B, opts: &TimingOptions) -> String {
-    let mode = if opts.back_to_back { "back-to-back" } else { "waited per run" };
-    format!("{}, {mode}", backend.timer_name())
-}
+pub use crate::stats::median_sorted;
 
 /// The geometric mean of positive `values` (ratios to an anchor), `None` for none.
 pub fn geometric_mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {

@@ -22,9 +22,9 @@ use dynsmem_host::families::reduce::Reduce;
 use dynsmem_host::families::reduce::ReduceProblem;
 use dynsmem_host::families::sgemm::SgemmProblem;
 use dynsmem_host::families::sgemm::SgemmTunable;
+use dynsmem_host::family::space::Tuner;
 use dynsmem_host::report::parse_jsonl_as;
 use dynsmem_host::rng::SplitMix64;
-use dynsmem_host::tune::Tuner;
 use dynsmem_host::tune::cache::GroupKey;
 use dynsmem_host::tune::{Budget, CacheEntry, ReplayRunner, SearchSpace, Strategy, Target, Tunable, TuneCache};
 

@@ -9,9 +9,9 @@ use std::path::Path;
 
 use dynsmem_host::families::reduce::Reduce;
 use dynsmem_host::families::reduce::ReduceProblem;
+use dynsmem_host::family::space::Tuner;
 use dynsmem_host::report::parse_jsonl_as;
 use dynsmem_host::rng::SplitMix64;
-use dynsmem_host::tune::Tuner;
 use dynsmem_host::tune::{Budget, CacheEntry, ReplayRunner, SearchSpace, Strategy, TuneCache, t4};
 use serde_json::{Value, json};
 

@@ -1,8 +1,6 @@
-//! The conformance suite, written once over [`ReduceKernels`] and run per backend.
+//! The conformance suite, written once over [`FamilyBackend`] and run per backend.
 
-use dynsmem::host::families::reduce::{
-    ReduceConfig, ReduceElement, ReduceKernels, ReduceOp, ReducePlan, ReduceProblem, reference,
-};
+use dynsmem::host::families::reduce::{ReduceConfig, ReduceElement, ReduceOp, ReducePlan, ReduceProblem, reference};
 
 use super::note;
 
@@ -19,12 +17,12 @@ pub struct ReduceMatrix {
 /// Runs every (size, config, op, dtype, variant) of the matrix; panics on the first
 /// failure with the backend, problem, config and the error (index, expected, actual).
 /// Returns the number of checked launches.
-pub fn reduce<B: ReduceKernels>(backend: &B, m: &ReduceMatrix) -> usize {
+pub fn reduce<B: FamilyBackend>(backend: &B, m: &ReduceMatrix) -> usize {
     reduce_dtype::<B, f32>(backend, m) + reduce_dtype::<B, u32>(backend, m)
 }
 
-fn reduce_dtype<B: ReduceKernels, T: ReduceElement>(backend: &B, m: &ReduceMatrix) -> usize {
-    let default = backend.reduce_default_config();
+fn reduce_dtype<B: FamilyBackend, T: ReduceElement>(backend: &B, m: &ReduceMatrix) -> usize {
+    let default = dynsmem::host::families::reduce::default_config(backend);
     let mut configs: Vec<ReduceConfig> = m
         .blocks
         .iter()
@@ -40,7 +38,7 @@ fn reduce_dtype<B: ReduceKernels, T: ReduceElement>(backend: &B, m: &ReduceMatri
             let r = reference(op, &data);
             let problem = ReduceProblem { n, op, dtype: T::DTYPE };
             for config in &configs {
-                for &variant in backend.reduce_variants() {
+                for &variant in backend.variants() {
                     let what = format!("{} {variant} n={n} {op:?} {:?} {config:?}", backend.kind(), T::DTYPE);
                     let plan =
                         ReducePlan::new(backend, problem, *config, variant).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -57,12 +55,12 @@ fn reduce_dtype<B: ReduceKernels, T: ReduceElement>(backend: &B, m: &ReduceMatri
         T::DTYPE,
         m.sizes.len(),
         configs.len(),
-        backend.reduce_variants().len()
+        backend.variants().len()
     ));
     checked
 }
 
-use dynsmem::host::families::{FamilyBackend, Workload};
+use dynsmem::host::contract::{FamilyBackend, Workload};
 
 /// Prepares, runs and checks one case; panics with `what` and the error on failure.
 /// Returns whether it ran: `false` for a case refused because its static arrays are over
@@ -259,8 +257,8 @@ pub fn sgemm<B: FamilyBackend>(
     shapes: &[(u32, u32, u32)],
     configs: &[dynsmem::host::device::sgemm::SgemmConfig],
 ) -> usize {
+    use dynsmem::host::backend::Variant;
     use dynsmem::host::device::sgemm::FIXED_128X128X16S2;
-    use dynsmem::host::families::Variant;
     use dynsmem::host::families::sgemm::{SgemmProblem, prepare};
     let mut checked = 0;
     for &(m, n, k) in shapes {

@@ -2,10 +2,13 @@
 // kernels/src/lib.rs (read that first), with the tile in a `var<workgroup>` array of TILE
 // floats fixed when the pipeline is created.
 //
-// Template slot (the name in double braces), filled by src/family.rs:
-//   SIZING   declarations of BLOCK, PER_THREAD, WINDOW and TILE = BLOCK * PER_THREAD + WINDOW - 1 (u32)
+// Template slot (the name in double braces), filled by dynsmem's kernel contract:
+//   SIZING   the parameters BLOCK and PER_THREAD and the define WINDOW (u32): `const` lines
+//            (wgsl-literal) or `override` lines set at pipeline creation (wgsl-override)
 
 {{SIZING}}
+// The tile: the launch-sized layout of kernels/src/lib.rs, fixed per pipeline.
+override TILE: u32 = BLOCK * PER_THREAD + WINDOW - 1u;
 
 // The scalar arguments of the Rust entry point, in order (the backend packs them here).
 struct Params {

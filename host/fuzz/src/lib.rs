@@ -332,7 +332,7 @@ thread_local! {
 /// in exactly `pass_count` passes, each within the backend's limits.
 pub fn reduce_plan(block: u32, ipt: u32, staged: bool, n: u64) {
     use dynsmem_host::backend::Backend;
-    use dynsmem_host::families::Variant;
+    use dynsmem_host::backend::Variant;
     use dynsmem_host::families::reduce::{ReduceConfig, ReduceOp, ReducePlan, ReduceProblem};
     let cfg = ReduceConfig { block, items_per_thread: ipt, staged };
     CPU.with(|cpu| {

@@ -14,41 +14,17 @@ use serde::{Deserialize, Serialize};
 use crate::element::Element;
 use crate::error::{Error, Result};
 
+pub mod any;
 pub mod cpu;
 pub mod cuda;
 pub mod hip;
+pub mod timed;
 pub mod wgpu;
 
-/// Which backend a device, record or error belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    /// Rust kernels (PTX) through the CUDA driver, launch-sized shared memory.
-    Cuda,
-    /// WGSL kernels with static `var<workgroup>` arrays through wgpu (Vulkan).
-    Wgsl,
-    /// Rust kernels (HSA code objects) through HIP.
-    Hip,
-    /// Rust kernels run on the host, one OS thread per kernel thread.
-    Cpu,
-}
+pub use any::{AnyBackend, Erase};
+pub use timed::{time, timer_label};
 
-impl BackendKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Cuda => "cuda",
-            BackendKind::Wgsl => "wgsl",
-            BackendKind::Hip => "hip",
-            BackendKind::Cpu => "cpu",
-        }
-    }
-}
-
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::backend_kind::BackendKind;
 
 /// What a device is and what it allows, as the backend reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -309,7 +285,7 @@ pub trait Backend {
     }
 
     /// The management library's readings of this device (clocks, power, temperature,
-    /// energy), where one loads: [`crate::measure::time`] samples it into every record.
+    /// energy), where one loads: [`crate::backend::time`] samples it into every record.
     fn observer(&self) -> Option<&dyn crate::observe::Observer> {
         None
     }

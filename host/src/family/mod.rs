@@ -19,22 +19,20 @@ use std::fmt::Debug;
 use std::marker::PhantomData;
 
 use clap::FromArgMatches;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::backend::cpu::CpuBackend;
-use crate::backend::cuda::CudaBackend;
-use crate::backend::hip::HipBackend;
-use crate::backend::wgpu::WgpuBackend;
-use crate::backend::{Backend, BackendKind, Limits, Variant};
-use crate::error::{Error, Result};
-use crate::families::{FamilyBackend, Workload};
 pub mod shapes;
 pub mod space;
 
+pub use crate::backend::{AnyBackend, Erase};
+use crate::backend::{Backend, BackendKind, Variant};
+use crate::contract::{FamilyBackend, Workload};
+pub use crate::contract::{Footprint, Target};
+use crate::error::{Error, Result};
 use crate::tune::db::TuningDb;
-use space::{DynTunable, Tunable};
+use crate::tune::{DynTunable, Tunable};
 
 /// Default problem sizes on one backend: GPU sizes move at least 1 GiB (far past an
 /// H100's 50 MB L2); CPU sizes (lavapipe, the CPU backend) only show that the path runs
@@ -85,47 +83,6 @@ impl Sizes {
     }
 }
 
-/// What a config is checked against without a device: the backend, the variant it builds,
-/// and the device's limits. Stored in every tuning-cache entry, so a replay rebuilds the
-/// same space with no device.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Target {
-    pub backend: BackendKind,
-    pub variant: Variant,
-    pub limits: Limits,
-    /// A CPU device (the CPU backend, lavapipe): smaller default candidate lists, since
-    /// every kernel thread of the CPU backend is an OS thread.
-    pub is_cpu: bool,
-}
-
-impl Target {
-    pub fn of<B: Backend>(backend: &B, variant: Variant) -> Target {
-        let info = backend.info();
-        Target { backend: info.backend, variant, limits: info.limits, is_cpu: info.is_cpu }
-    }
-}
-
-/// The resources one config asks for, computed without a device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Footprint {
-    /// Threads per block (workgroup).
-    pub threads: u32,
-    /// Blocks of the largest launch.
-    pub grid: u32,
-    /// Launch-sized workgroup bytes per block of the Rust kernel (its layout's bytes).
-    pub launch_bytes: u32,
-    /// Static workgroup bytes of the WGSL form (`var<workgroup>` arrays).
-    pub static_bytes: u32,
-}
-
-impl Footprint {
-    /// The workgroup bytes the target's variant uses: launch-sized for the Rust kernels,
-    /// static for WGSL. What the plots put on their x axis.
-    pub fn shared_bytes(&self, variant: Variant) -> u32 {
-        if variant == Variant::LaunchSized { self.launch_bytes } else { self.static_bytes }
-    }
-}
-
 /// One problem the bench runs, with the config it asks for on a backend.
 #[derive(Debug, Clone)]
 pub struct BenchCase<F: Family> {
@@ -171,7 +128,7 @@ pub trait Family: 'static {
     fn default_config<B: FamilyBackend>(backend: &B, problem: &Self::Problem) -> Self::Config;
     /// The config `variant` runs for `config`, and why when it is another (cuda-static's
     /// arrays cannot hold what launch-sized memory can: see
-    /// [`crate::families::fit_static`]).
+    /// [`crate::contract::fit_static`]).
     fn fit_config<B: FamilyBackend>(
         backend: &B,
         variant: Variant,
@@ -217,34 +174,6 @@ pub trait Family: 'static {
 
     /// The tuner's view of `problem`, or `None` where the family has no search space.
     fn tunable(problem: Self::Problem) -> Option<Self::Tunable>;
-}
-
-/// A backend as the erased registry takes it: one of the four, by reference.
-#[derive(Clone, Copy)]
-pub enum AnyBackend<'a> {
-    Cuda(&'a CudaBackend),
-    Hip(&'a HipBackend),
-    Wgsl(&'a WgpuBackend),
-    Cpu(&'a CpuBackend),
-}
-
-/// Calls `$body` with `$b` bound to the concrete backend of an [`AnyBackend`].
-#[macro_export]
-macro_rules! with_backend {
-    ($any:expr, $b:ident => $body:expr) => {
-        match $any {
-            $crate::family::AnyBackend::Cuda($b) => $body,
-            $crate::family::AnyBackend::Hip($b) => $body,
-            $crate::family::AnyBackend::Wgsl($b) => $body,
-            $crate::family::AnyBackend::Cpu($b) => $body,
-        }
-    };
-}
-
-impl AnyBackend<'_> {
-    pub fn kind(&self) -> BackendKind {
-        with_backend!(*self, b => b.kind())
-    }
 }
 
 /// A config request resolved against a backend: the problem, the config to run, and the
@@ -371,7 +300,7 @@ impl<F: Family> DynFamily for Entry<F> {
         let pargs = F::ProblemArgs::from_arg_matches(m).map_err(|e| clap_error(F::NAME, e))?;
         let cargs = F::ConfigArgs::from_arg_matches(m).map_err(|e| clap_error(F::NAME, e))?;
         let problem = F::problem(&pargs, sizes);
-        let (fitted, note, origin) = with_backend!(backend, b => {
+        let (fitted, note, origin) = crate::with_backend!(backend, b => {
             let (d, origin) = match db.and_then(|db| from_db::<F, _>(db, b, variant, &problem)) {
                 Some((c, why)) => (c, why),
                 None => (F::default_config(b, &problem), heuristic::<F, _>(db, b)),
@@ -394,7 +323,7 @@ impl<F: Family> DynFamily for Entry<F> {
         sizes: &Sizes,
         db: Option<&TuningDb>,
     ) -> Vec<Resolved> {
-        with_backend!(backend, b => {
+        crate::with_backend!(backend, b => {
             // Only a case that runs the family's default config takes the database's: the
             // others choose their kernel on purpose (reduce's staged case shows memory past
             // 48 KB, transpose's unpadded case the bank conflicts).
@@ -410,7 +339,7 @@ impl<F: Family> DynFamily for Entry<F> {
         })
     }
     fn edge_cases(&self, backend: AnyBackend<'_>, variant: Variant) -> Vec<Resolved> {
-        with_backend!(backend, b => fitted(b, variant, F::edge_cases().into_iter().map(|c| (c, "edge case".to_string()))))
+        crate::with_backend!(backend, b => fitted(b, variant, F::edge_cases().into_iter().map(|c| (c, "edge case".to_string()))))
     }
     fn prepare<'b>(
         &self,
@@ -422,7 +351,7 @@ impl<F: Family> DynFamily for Entry<F> {
     ) -> Result<Box<dyn Workload + 'b>> {
         let p: F::Problem = from_json(F::NAME, "problem", problem)?;
         let c: F::Config = from_json(F::NAME, "config", config)?;
-        with_backend!(backend, b => F::prepare(b, &p, &c, variant, seed))
+        crate::with_backend!(backend, b => F::prepare(b, &p, &c, variant, seed))
     }
     fn anchor_bytes(&self, problem: &Value) -> Result<Option<u64>> {
         Ok(F::anchor_bytes(&from_json(F::NAME, "problem", problem)?))
@@ -491,28 +420,18 @@ pub fn find<'a>(families: &[&'a dyn DynFamily], name: &str) -> Option<&'a dyn Dy
     families.iter().copied().find(|f| f.name() == name)
 }
 
-/// A backend's [`AnyBackend`]: how generic code hands its backend to the erased registry.
-pub trait Erase {
-    fn erase(&self) -> AnyBackend<'_>;
+/// The element type option of the families instantiated for several (`--dtype`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DtypeArg {
+    F32,
+    U32,
 }
 
-impl Erase for CudaBackend {
-    fn erase(&self) -> AnyBackend<'_> {
-        AnyBackend::Cuda(self)
-    }
-}
-impl Erase for HipBackend {
-    fn erase(&self) -> AnyBackend<'_> {
-        AnyBackend::Hip(self)
-    }
-}
-impl Erase for WgpuBackend {
-    fn erase(&self) -> AnyBackend<'_> {
-        AnyBackend::Wgsl(self)
-    }
-}
-impl Erase for CpuBackend {
-    fn erase(&self) -> AnyBackend<'_> {
-        AnyBackend::Cpu(self)
+impl DtypeArg {
+    pub fn dtype(self) -> dynsmem_kernels::Dtype {
+        match self {
+            DtypeArg::F32 => dynsmem_kernels::Dtype::F32,
+            DtypeArg::U32 => dynsmem_kernels::Dtype::U32,
+        }
     }
 }

@@ -145,9 +145,9 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::Erase;
     use crate::backend::cpu::CpuBackend;
     use crate::families::FAMILIES;
-    use crate::family::Erase;
 
     #[test]
     fn every_family_has_a_suite_whose_every_line_resolves() {

@@ -1,13 +1,13 @@
 //! Observers: what the GPU was doing while a config was timed (clocks, power, temperature,
 //! throttle reasons) and the energy one run costs, read from the vendor's management
-//! library while [`crate::measure::time`] runs, and stored in every record.
+//! library while [`crate::backend::time`] runs, and stored in every record.
 //!
 //! - [`Observer`]: one device's readings (NVML for NVIDIA in [`nvml`], AMD SMI in
 //!   [`amdsmi`]); a backend offers one through [`crate::backend::Backend::observer`].
 //! - [`Sampler`]: a thread that reads an observer every [`SAMPLE_PERIOD`] while the
 //!   timed and energy runs go on, summarised into an [`Observation`].
 //! - Energy: the device's cumulative energy counter read from one counter update to
-//!   another around a window of back-to-back runs ([`crate::measure::time`] runs it):
+//!   another around a window of back-to-back runs ([`crate::backend::time`] runs it):
 //!   joules per run = counter delta / runs. It includes the idle power of the device
 //!   during the window (as Kernel Tuner's NVML observer does).
 
@@ -67,7 +67,7 @@ impl Spread {
         values.retain(|v| v.is_finite());
         values.sort_by(f64::total_cmp);
         let (&min, &max) = (values.first()?, values.last()?);
-        Some(Spread { min, median: crate::measure::median_sorted(&values), max })
+        Some(Spread { min, median: crate::stats::median_sorted(&values), max })
     }
 }
 

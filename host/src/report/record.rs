@@ -265,6 +265,63 @@ pub fn parse_jsonl_as<T: serde::de::DeserializeOwned>(bytes: &[u8], path: &Path)
     Ok(out)
 }
 
+/// Filling a record from a measurement: what the bench, the tuner and a user's sweep share.
+impl Record {
+    /// Fills a verified record's measurement: its timing, GB/s where it moves `bytes`, TFLOP/s
+    /// where it does `flops`, and the ratio to `anchor` (by GB/s, or by TFLOP/s when the anchor
+    /// has those).
+    pub fn set_measured(
+        &mut self,
+        t: crate::measure::Timing,
+        warmups: u32,
+        bytes: u64,
+        flops: f64,
+        anchor: Option<&Record>,
+    ) {
+        self.verified = true;
+        self.warmup = warmups;
+        if bytes > 0 {
+            self.bytes = Some(bytes);
+            self.gbps = Some(crate::measure::gbps(bytes, t.median_ms));
+            if let Some(a) = anchor {
+                self.set_anchor(a);
+                self.ratio = self.gbps.zip(a.gbps).map(|(g, a)| g / a);
+            }
+        }
+        if flops > 0.0 {
+            self.tflops = Some(flops / (t.median_ms * 1e-3) / 1e12);
+            if let Some(a) = anchor.filter(|a| a.tflops.is_some()) {
+                self.set_anchor(a);
+                self.ratio = self.tflops.zip(a.tflops).map(|(t, a)| t / a);
+            }
+        }
+        self.set_timing(t);
+    }
+
+    /// A record's error, and whether it says the kernel was wrong.
+    pub fn set_error(&mut self, e: &crate::Error) {
+        self.error = Some(e.to_string());
+        self.wrong_result = e.is_wrong_result();
+    }
+
+    /// The median, spread and raw times of a measured record.
+    pub fn set_timing(&mut self, t: crate::measure::Timing) {
+        self.median_ms = Some(t.median_ms);
+        self.min_ms = Some(t.min_ms);
+        self.max_ms = Some(t.max_ms);
+        self.median_ci95_ms = t.median_ci95_ms;
+        self.observed = t.observation;
+        self.times_ms = t.times_ms;
+    }
+
+    /// Names the anchor a record is compared with and carries its figure.
+    pub fn set_anchor(&mut self, anchor: &Record) {
+        self.anchor = Some(format!("{} {}", anchor.backend, anchor.kernel));
+        self.anchor_gbps = anchor.gbps;
+        self.anchor_tflops = anchor.tflops;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

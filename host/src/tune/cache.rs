@@ -252,8 +252,8 @@ impl TuneCache {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::backend::Variant;
     use crate::backend::{DeviceInfo, Limits};
-    use crate::families::Variant;
     use crate::report::Provenance;
 
     pub(crate) fn limits() -> Limits {

@@ -8,8 +8,8 @@
 use super::objective::Objective;
 use super::space::SearchSpace;
 use super::{Tunable, TuneBackend};
+use crate::backend::Variant;
 use crate::error::Result;
-use crate::families::Variant;
 use crate::measure::{self, TimingOptions};
 use serde::Serialize;
 
@@ -93,7 +93,7 @@ pub fn confirm<B: TuneBackend, T: Tunable>(
         for j in 0..k {
             let c = (j + r) % k;
             let Some(w) = &workloads[c] else { continue };
-            match measure::time(backend, opts, &mut || w.run()) {
+            match crate::backend::time(backend, opts, &mut || w.run()) {
                 Ok((t, _)) => {
                     let energy = t.observation.as_ref().and_then(|o| o.energy).map(|e| e.joules_per_run);
                     row[c] = objective.of(t.median_ms, energy).unwrap_or(f64::NAN);

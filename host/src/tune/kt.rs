@@ -29,9 +29,9 @@ use super::runner::{Evaluation, Runner};
 use super::space::{Param, SearchSpace};
 use super::t4::{KT_INVALID, framework_ms, iso8601, kt_error, mean};
 use super::{Footprint, Target, Tunable};
+use crate::backend::Variant;
 use crate::backend::{BackendKind, Limits};
 use crate::error::{Error, Result};
-use crate::families::Variant;
 
 /// A Kernel Tuner cache file. Field order matters: Kernel Tuner appends closing braces to
 /// a file that does not end in the `cache` object, so `cache` is written last (a struct,
@@ -347,13 +347,13 @@ impl Tunable for Imported {
     fn config(&self, point: &[u32]) -> BTreeMap<String, u32> {
         self.params.iter().zip(point).map(|((n, _), v)| (n.clone(), *v)).collect()
     }
-    fn prepare<'b, B: crate::families::FamilyBackend>(
+    fn prepare<'b, B: crate::contract::FamilyBackend>(
         &self,
         _backend: &'b B,
         _variant: Variant,
         _point: &[u32],
         _seed: u64,
-    ) -> Result<Box<dyn crate::families::Workload + 'b>> {
+    ) -> Result<Box<dyn crate::contract::Workload + 'b>> {
         Err(Error::InvalidConfig {
             kernel: self.kernel.clone(),
             reason: "an imported sweep has no kernel to run".into(),

@@ -21,11 +21,13 @@
 //! - [`t4`]: export in Kernel Tuner's T4 results format; [`plot`]: SVG plots;
 //!   [`progress`]: the terminal progress bar.
 //!
-//! A family joins the tuner with one impl of [`Tunable`] (see [`families`]).
+//! A kernel joins the tuner with one impl of [`Tunable`] ([`tunable`]): a built-in family
+//! through `family::space::Tuner`, a user's [`crate::contract::Kernel`] directly.
 
 pub mod cache;
 pub mod confirm;
 pub mod db;
+pub mod kernel;
 pub mod kt;
 pub mod objective;
 pub mod plot;
@@ -35,22 +37,24 @@ pub mod shard;
 pub mod space;
 pub mod strategies;
 pub mod t4;
+pub mod tunable;
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::hip::HipBackend;
 use crate::backend::wgpu::WgpuBackend;
-use crate::families::FamilyBackend;
+use crate::contract::FamilyBackend;
 
 pub use cache::{CacheEntry, CacheKey, TuneCache, TuneFields};
+pub use kernel::{Sweep, TuneOptions, tune_kernel, tune_kernel_with};
 pub use objective::Objective;
 pub use runner::{Evaluation, RealRunner, ReplayRunner, Runner};
 pub use shard::{Shard, Worker};
-pub use space::{Param, Point, SearchSpace};
+pub use space::{Point, SearchSpace};
 pub use strategies::{Budget, SearchResult, Strategy};
 
-pub use crate::family::space::{DynTunable, ErasedTunable, Space, Tunable, Tuner};
-pub use crate::family::{Footprint, Target};
+pub use crate::contract::{Footprint, Target};
+pub use tunable::{DynTunable, ErasedTunable, Param, Tunable};
 
 /// A backend the tuner can measure on: every family's kernels, and the time it spends
 /// building kernels (WGSL pipelines), which the tuner reports apart from kernel time.

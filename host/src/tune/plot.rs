@@ -64,7 +64,7 @@ pub fn time_vs_shared_bytes(
             .y_label_area_size(70)
             .build_cartesian_2d((xlo..xhi).log_scale(), (ylo..yhi).log_scale())
             .map_err(|e| err(e.to_string()))?;
-        let bytes_kind = if variant == crate::families::Variant::LaunchSized { "launch-sized" } else { "static" };
+        let bytes_kind = if variant == crate::backend::Variant::LaunchSized { "launch-sized" } else { "static" };
         chart
             .configure_mesh()
             .x_desc(format!("{bytes_kind} workgroup bytes per block"))

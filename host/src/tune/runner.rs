@@ -9,9 +9,9 @@ use super::objective::Objective;
 use super::space::SearchSpace;
 use super::{Tunable, TuneBackend, canonical_json};
 use crate::backend::Backend;
+use crate::backend::Variant;
 use crate::error::{Error, Result};
-use crate::families::Variant;
-use crate::measure::{self, TimingOptions};
+use crate::measure::TimingOptions;
 use crate::report::{Provenance, Record};
 
 /// The outcome of evaluating one config.
@@ -87,7 +87,7 @@ fn invalidity(stage: Stage, e: &Error) -> &'static str {
 }
 
 /// Measures configs on a device: every config is built, run once and checked against
-/// the CPU reference, and only then timed ([`measure::time`]: warm-up, repeats, every
+/// the CPU reference, and only then timed ([`crate::backend::time`]: warm-up, repeats, every
 /// time kept); the entry (or the failure with its error) is appended to the cache before
 /// the next config starts. Configs the cache already has are answered from it.
 pub struct RealRunner<'a, B: TuneBackend, T: Tunable> {
@@ -162,7 +162,7 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
         let mut rec = Record::new(family, self.variant.name(), family, self.backend.info(), &self.prov);
         rec.problem = serde_json::to_value(self.tunable.problem()).expect("problems serialize");
         rec.config = self.tunable.config_json(point);
-        rec.timer = crate::measure::timer_label(self.backend, &self.timing);
+        rec.timer = crate::backend::timer_label(self.backend, &self.timing);
         rec.shared_bytes = if self.variant == Variant::LaunchSized { footprint.launch_bytes } else { 0 };
         rec.static_shared_bytes = if self.variant == Variant::LaunchSized { 0 } else { footprint.static_bytes };
         let mut tune = TuneFields {
@@ -195,13 +195,13 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             let verified = w.run().and_then(|()| w.check());
             tune.verify_ms = verify_started.elapsed().as_secs_f64() * 1e3;
             verified.map_err(|e| (Stage::Verify, e))?;
-            let timed = measure::time(self.backend, self.timing, &mut || w.run()).map_err(|e| (Stage::Time, e));
+            let timed = crate::backend::time(self.backend, self.timing, &mut || w.run()).map_err(|e| (Stage::Time, e));
             drop(lock);
             let (t, warmups) = timed?;
             Ok((t, warmups, w.bytes(), w.flops()))
         });
         match outcome {
-            Ok((t, warmups, bytes, flops)) => crate::bench::set_measured(&mut rec, t, warmups, bytes, flops, None),
+            Ok((t, warmups, bytes, flops)) => rec.set_measured(t, warmups, bytes, flops, None),
             Err((stage, e)) => {
                 tune.invalidity = invalidity(stage, &e).into();
                 rec.error = Some(e.to_string());

@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::{Footprint, Target, Tunable};
 use crate::backend::BackendKind;
+use crate::backend::Variant;
 use crate::error::{Error, Result};
-use crate::families::Variant;
 use crate::rng::SplitMix64;
 
-pub use crate::family::space::Param;
+pub use crate::tune::Param;
 
 /// One config: a value per parameter, in the order of [`SearchSpace::params`].
 pub type Point = Vec<u32>;

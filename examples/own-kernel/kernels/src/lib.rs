@@ -122,9 +122,49 @@ unsafe fn window_mean(x: *const f32, y: *mut f32, n: u32, window: u32, per_threa
     }
 }
 
+/// Chunk sums of `u32` (the second example: no static twins). Block `b` sums the
+/// `span = block * chunk` inputs `x[b * span ..]` (clipped at `n`) with wrapping adds:
+/// thread `t` adds `x[start + t], x[start + t + block], ...` into `scratch[t]` of the
+/// launch-sized region (`block` u32), a barrier, then thread 0 adds the `block` partials
+/// in order and writes `sums[b]`. Grid `ceil(n / span)`, so every block has one chunk.
+///
+/// # Safety
+/// `x` holds `n` values and `sums` one per block; the launch gave `block * 4` bytes.
+#[inline(always)]
+unsafe fn chunk_sums(x: *const u32, sums: *mut u32, n: u32, chunk: u32) {
+    let tid = gpu::thread_idx_x();
+    let block = gpu::block_dim_x();
+    let mut carve = Carve::new();
+    let Ok(slice) = carve.array::<u32>(block) else { gpu::trap() };
+    let scratch = gpu::launch_region(carve.bytes()).array(slice);
+    let start = gpu::block_idx_x() * block * chunk;
+    let end = start.saturating_add(block * chunk).min(n);
+    let mut acc = 0u32;
+    let mut i = start + tid;
+    while i < end {
+        acc = acc.wrapping_add(unsafe { x.add(i as usize).read() });
+        i += block;
+    }
+    unsafe { scratch.write(tid, acc) };
+    gpu::barrier();
+    if tid == 0 {
+        let mut total = 0u32;
+        let mut t = 0;
+        while t < block {
+            total = total.wrapping_add(unsafe { scratch.read(t) });
+            t += 1;
+        }
+        unsafe { sums.add(gpu::block_idx_x() as usize).write(total) };
+    }
+}
+
 dynsmem_kernels::kernels! { KERNELS;
     /// `y[i] = mean(x[i..i + window])` for `i < n - window + 1`; see the crate docs.
     pub fn window_mean_f32(x: *const f32, y: *mut f32, n: u32, window: u32, per_thread: u32) {
         unsafe { window_mean(x, y, n, window, per_thread) }
+    }
+    /// Wrapping sums of `block * chunk` consecutive inputs per block; see [`chunk_sums`].
+    pub fn chunk_sums_u32(x: *const u32, sums: *mut u32, n: u32, chunk: u32) {
+        unsafe { chunk_sums(x, sums, n, chunk) }
     }
 }

@@ -4,8 +4,8 @@ use dynsmem_kernels::conv1d::Conv1dConfig;
 
 use super::Conv1dProblem;
 use crate::backend::Variant;
+use crate::contract::{FamilyBackend, Workload, bytes_of, check_footprint};
 use crate::error::Result;
-use crate::families::{FamilyBackend, Workload, bytes_of, check_footprint};
 use crate::family::space::Tuner;
 use crate::family::{BenchCase, Family, Sizes};
 

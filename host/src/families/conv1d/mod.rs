@@ -5,11 +5,12 @@
 use dynsmem_kernels::conv1d::{Conv1dConfig, MAX_TAPS, OUTPUTS_PER_THREAD, entry_name};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
-    invalid_problem, wgsl_sizing,
-};
+use crate::backend::Variant;
 use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::contract::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
+};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -135,7 +136,7 @@ pub fn cuda_source(problem: &Conv1dProblem, cfg: &Conv1dConfig) -> CudaSource {
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller blocks (every
+/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller blocks (every
 /// default fits: 128 x 8 outputs and 129 taps are 4.7 KB).
 pub fn fit_config<B: Backend>(
     backend: &B,
@@ -143,9 +144,9 @@ pub fn fit_config<B: Backend>(
     problem: &Conv1dProblem,
     cfg: Conv1dConfig,
 ) -> (Conv1dConfig, Option<String>) {
-    let fallbacks = super::halvings(cfg.block, 32).map(|block| Conv1dConfig { block, ..cfg });
+    let fallbacks = crate::contract::halvings(cfg.block, 32).map(|block| Conv1dConfig { block, ..cfg });
     let limit = backend.info().limits.static_shared_max;
-    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.taps).ok())
+    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.taps).ok())
 }
 
 /// The CPU reference in f64 and, per output, the sum of `|w_k x_j|` its rounding error
@@ -207,8 +208,16 @@ pub fn prepare<'b, B: FamilyBackend>(
     }
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
-    let kernel =
-        Prepared::new(backend, entry, config.shared_bytes(taps), config.grid(n), config.block, variant, &wgsl, &cuda)?;
+    let kernel = Prepared::new(
+        backend,
+        entry,
+        config.shared_bytes(taps),
+        config.grid(n),
+        config.block,
+        variant,
+        Some(&wgsl),
+        Some(&cuda),
+    )?;
     let mut rng = SplitMix64::new(seed);
     let xs: Vec<f32> = (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let ws: Vec<f32> = (0..taps).map(|_| (rng.next_f32() * 2.0 - 1.0) / taps as f32).collect();

@@ -5,10 +5,11 @@ use dynsmem_kernels::conv1d::{Conv1dConfig, OUTPUTS_PER_THREAD};
 
 use super::Conv1d;
 use crate::backend::BackendKind;
-use crate::families::Variant;
+use crate::backend::Variant;
+use crate::contract::layout_reason;
 use crate::families::conv1d::{Conv1dProblem, wgsl_spec};
-use crate::families::layout_reason;
-use crate::tune::{Footprint, Param, Space, Target};
+use crate::family::space::Space;
+use crate::tune::{Footprint, Param, Target};
 
 impl Space for Conv1d {
     fn params(target: &Target, _: &Conv1dProblem) -> Vec<Param> {

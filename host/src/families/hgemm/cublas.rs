@@ -15,8 +15,9 @@ use super::{Half, HgemmProblem, HgemmWorkload, OutType, tolerance};
 use crate::backend::BackendKind;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::cuda::driver::driver_err;
+use crate::backend::time;
 use crate::error::{Error, Result};
-use crate::measure::{Timing, TimingOptions, time};
+use crate::measure::{Timing, TimingOptions};
 use crate::verify::Mismatch;
 
 fn blas_err(call: &'static str) -> impl FnOnce(cudarc::cublas::result::CublasError) -> Error {

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{Half, HgemmProblem, HgemmTunable, HostInputs, OutType};
 use crate::backend::{Backend, BackendKind, Variant};
+use crate::contract::{FamilyBackend, Workload};
 use crate::error::Result;
-use crate::families::{FamilyBackend, Workload};
 use crate::family::{AnyBackend, BenchCase, Family, Sizes};
 
 pub struct Hgemm;

@@ -20,11 +20,12 @@ use serde::{Deserialize, Serialize};
 pub use family::{Hgemm, HgemmRun, default_config};
 pub use tune::HgemmTunable;
 
-use super::{FamilyBackend, KernelInfo, Prepared, Variant, VendorAnchor, Workload, invalid};
+use crate::backend::AnyBackend;
+use crate::backend::Variant;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::{Arg, Buffer, TensorSwizzle};
+use crate::contract::{FamilyBackend, KernelInfo, Prepared, VendorAnchor, Workload, invalid};
 use crate::error::{Error, Result};
-use crate::family::AnyBackend;
 use crate::measure::TimingOptions;
 use crate::rng::SplitMix64;
 use crate::verify::{MatrixEntry, Tolerance, check_matrix_entries};
@@ -306,18 +307,8 @@ pub fn prepare<'b, B: FamilyBackend>(
     let grid = launch_grid(&config, m, n, backend.info().limits.multiprocessors.unwrap_or(1)) as u32;
     let (mk, nk, mn) = (m as u64 * k as u64, n as u64 * k as u64, m as u64 * n as u64);
     let device = (mk + nk) * 2 + mn * problem.out_bytes();
-    super::check_footprint(backend, entry, device, device + mn * 4)?;
-    let none = |_: Variant| unreachable!("checked: the launch-sized form only");
-    let kernel = Prepared::new(
-        backend,
-        entry,
-        config.shared_bytes(),
-        grid,
-        config.threads(),
-        variant,
-        &none,
-        &super::no_cuda_source,
-    )?;
+    crate::contract::check_footprint(backend, entry, device, device + mn * 4)?;
+    let kernel = Prepared::new(backend, entry, config.shared_bytes(), grid, config.threads(), variant, None, None)?;
     let host = inputs();
     let a = backend.htod(&words(&host.a))?;
     let b = backend.htod(&words(&host.b))?;

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use dynsmem_kernels::hgemm::{HgemmConfig, MmaKind};
 
 use super::{HgemmProblem, HostInputs, launch_grid, prepare, validate};
+use crate::backend::Variant;
+use crate::contract::{FamilyBackend, Workload, layout_reason};
 use crate::error::Result;
-use crate::families::{FamilyBackend, Variant, Workload, layout_reason};
 use crate::tune::{Footprint, Param, Target, Tunable};
 
 pub struct HgemmTunable {

@@ -5,11 +5,12 @@
 use dynsmem_kernels::histogram::HistogramConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
-    invalid_problem, wgsl_sizing,
-};
+use crate::backend::Variant;
 use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::contract::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
+};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -106,7 +107,7 @@ pub fn cuda_source(problem: &HistogramProblem, cfg: &HistogramConfig) -> CudaSou
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`super::fit_static`]): fewer private copies
+/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): fewer private copies
 /// of the bins, down to one; none fits when one copy is over the static limit (49152 bins
 /// of 4 bytes are 192 KB, four times the 48 KB a static array may hold).
 pub fn fit_config<B: Backend>(
@@ -117,7 +118,7 @@ pub fn fit_config<B: Backend>(
 ) -> (HistogramConfig, Option<String>) {
     let fallbacks = (1..cfg.copies).rev().map(|copies| HistogramConfig { copies, ..cfg });
     let limit = backend.info().limits.static_shared_max;
-    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.bins).ok())
+    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.bins).ok())
 }
 
 /// Keys from `seed`: uniform in `[0, bins)`, with `out_of_range_pct` percent drawn from
@@ -180,11 +181,11 @@ pub fn prepare<'b, B: FamilyBackend>(
         ));
     }
     if backend.kind() == BackendKind::Wgsl {
-        super::check_index(KERNEL, "n", problem.n, WGSL_MAX_KEYS, "WGSL u32 (grid-stride)")?;
+        crate::contract::check_index(KERNEL, "n", problem.n, WGSL_MAX_KEYS, "WGSL u32 (grid-stride)")?;
     }
     // Keys and bins on the device; keys, the reference and its f64 copy on the host.
-    let (keys_bytes, bins_bytes) = (super::bytes_of(problem.n, 4), problem.bins as u64 * 4);
-    super::check_footprint(
+    let (keys_bytes, bins_bytes) = (crate::contract::bytes_of(problem.n, 4), problem.bins as u64 * 4);
+    crate::contract::check_footprint(
         backend,
         KERNEL,
         keys_bytes.saturating_add(bins_bytes),
@@ -199,8 +200,8 @@ pub fn prepare<'b, B: FamilyBackend>(
         config.grid,
         config.block,
         variant,
-        &wgsl,
-        &cuda,
+        Some(&wgsl),
+        Some(&cuda),
     )?;
     let data = inputs(&problem, seed);
     let expected = reference(&data, problem.bins);

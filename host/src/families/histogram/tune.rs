@@ -5,10 +5,11 @@ use dynsmem_kernels::histogram::HistogramConfig;
 
 use super::Histogram;
 use crate::backend::BackendKind;
-use crate::families::Variant;
+use crate::backend::Variant;
+use crate::contract::layout_reason;
 use crate::families::histogram::{HistogramProblem, wgsl_spec};
-use crate::families::layout_reason;
-use crate::tune::{Footprint, Param, Space, Target};
+use crate::family::space::Space;
+use crate::tune::{Footprint, Param, Target};
 
 impl Space for Histogram {
     fn params(target: &Target, _: &HistogramProblem) -> Vec<Param> {

@@ -4,8 +4,8 @@ use dynsmem_kernels::nbody::NbodyConfig;
 
 use super::NbodyProblem;
 use crate::backend::Variant;
+use crate::contract::{FamilyBackend, Workload};
 use crate::error::Result;
-use crate::families::{FamilyBackend, Workload};
 use crate::family::space::Tuner;
 use crate::family::{BenchCase, Family, Sizes};
 

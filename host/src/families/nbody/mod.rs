@@ -5,11 +5,12 @@
 use dynsmem_kernels::nbody::{FLOPS_PER_INTERACTION, NbodyConfig};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
-    invalid_problem, wgsl_sizing,
-};
+use crate::backend::Variant;
 use crate::backend::{Arg, Backend, Buffer};
+use crate::contract::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
+};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -77,12 +78,12 @@ pub fn cuda_source(cfg: &NbodyConfig) -> CudaSource {
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller tiles (the
+/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller tiles (the
 /// default 256 bodies fit: 4 KB).
 pub fn fit_config<B: Backend>(backend: &B, variant: Variant, cfg: NbodyConfig) -> (NbodyConfig, Option<String>) {
-    let fallbacks = super::halvings(cfg.tile, 1).map(|tile| NbodyConfig { tile, ..cfg });
+    let fallbacks = crate::contract::halvings(cfg.tile, 1).map(|tile| NbodyConfig { tile, ..cfg });
     let limit = backend.info().limits.static_shared_max;
-    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
+    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
 }
 
 /// The f64 reference for body `i`: new position and velocity (`[x, y, z, m]`,
@@ -139,11 +140,16 @@ pub fn prepare<'b, B: FamilyBackend>(
     // `j0`, which steps by `tile` past the last body (a wrap there would never end).
     let n = problem.n as u64;
     let threads = config.grid(problem.n) as u64 * config.block as u64;
-    super::check_index(KERNEL, "grid * block", threads, u32::MAX as u64 + 1, "u32 (body index)")?;
-    super::check_index(KERNEL, "n + tile", n + config.tile as u64, u32::MAX as u64, "u32 (tile start)")?;
+    crate::contract::check_index(KERNEL, "grid * block", threads, u32::MAX as u64 + 1, "u32 (body index)")?;
+    crate::contract::check_index(KERNEL, "n + tile", n + config.tile as u64, u32::MAX as u64, "u32 (tile start)")?;
     // Four 16-byte-per-body buffers on the device; positions and velocities (twice: as
     // generated and flattened), the NaN fill and the read-back on the host.
-    super::check_footprint(backend, KERNEL, super::bytes_of(n, 64), super::bytes_of(n, 112))?;
+    crate::contract::check_footprint(
+        backend,
+        KERNEL,
+        crate::contract::bytes_of(n, 64),
+        crate::contract::bytes_of(n, 112),
+    )?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let cuda = || cuda_source(&config);
     let kernel = Prepared::new(
@@ -153,8 +159,8 @@ pub fn prepare<'b, B: FamilyBackend>(
         config.grid(problem.n),
         config.block,
         variant,
-        &wgsl,
-        &cuda,
+        Some(&wgsl),
+        Some(&cuda),
     )?;
     let n = problem.n as usize;
     let mut rng = SplitMix64::new(seed);

@@ -3,9 +3,10 @@
 use dynsmem_kernels::nbody::NbodyConfig;
 
 use super::Nbody;
-use crate::families::layout_reason;
+use crate::contract::layout_reason;
 use crate::families::nbody::{NbodyProblem, wgsl_static_bytes};
-use crate::tune::{Footprint, Param, Space, Target};
+use crate::family::space::Space;
+use crate::tune::{Footprint, Param, Target};
 
 impl Space for Nbody {
     fn params(target: &Target, _: &NbodyProblem) -> Vec<Param> {

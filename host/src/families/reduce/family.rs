@@ -4,8 +4,9 @@ use dynsmem_kernels::Dtype;
 
 use super::{ReduceConfig, ReduceOp, ReduceProblem};
 use crate::backend::Variant;
+use crate::contract::{FamilyBackend, Workload, bytes_of};
 use crate::error::Result;
-use crate::families::{DtypeArg, FamilyBackend, Workload, bytes_of};
+use crate::family::DtypeArg;
 use crate::family::space::Tuner;
 use crate::family::{BenchCase, Family, Sizes};
 
@@ -76,7 +77,7 @@ impl Family for Reduce {
         }
     }
     fn default_config<B: FamilyBackend>(backend: &B, _: &ReduceProblem) -> ReduceConfig {
-        backend.reduce_default_config()
+        super::default_config(backend)
     }
     fn fit_config<B: FamilyBackend>(
         backend: &B,
@@ -106,7 +107,7 @@ impl Family for Reduce {
     }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         let problem = ReduceProblem { n: sizes.n, op: ReduceOp::Sum, dtype: Dtype::F32 };
-        [backend.reduce_default_config(), STAGED_200K].into_iter().map(|config| BenchCase { problem, config }).collect()
+        [super::default_config(backend), STAGED_200K].into_iter().map(|config| BenchCase { problem, config }).collect()
     }
     fn tunable(problem: ReduceProblem) -> Option<Tuner<Self>> {
         Some(Tuner::new(problem))

@@ -10,9 +10,8 @@ use dynsmem_kernels::Dtype;
 pub use dynsmem_kernels::reduce::{MAX_GRID, ReduceConfig, ReduceOp, entry_name};
 use serde::{Deserialize, Serialize};
 
-use super::{CudaSource, Variant, fill_template};
-use crate::backend::wgpu::{PipelineDesc, WgpuBackend};
-use crate::backend::{Arg, Backend, BackendKind, Buffer, KernelName, LaunchDims, RustKernels};
+use crate::backend::{Arg, Backend, BackendKind, Buffer, KernelName, LaunchDims, Variant};
+use crate::contract::{CudaSource, FamilyBackend, KernelSpec, WgslSpec, fill_template};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
@@ -35,67 +34,19 @@ pub struct ReduceProblem {
     pub dtype: Dtype,
 }
 
-/// What a backend must provide to run reduce: the kernel for one pass and the
-/// workgroup memory it uses. Validation, passes, timing and verification are shared.
-pub trait ReduceKernels: Backend {
-    /// The variants this backend runs.
-    fn reduce_variants(&self) -> &'static [Variant];
-    /// The default config for a problem of `n` elements on this device.
-    fn reduce_default_config(&self) -> ReduceConfig;
-    /// The kernel for one pass of `op` over `dtype` with `cfg`, built as `variant`.
-    fn reduce_kernel(&self, op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<Self::Kernel>;
-    /// Launch-sized bytes per launch of that kernel (0 where arrays are static).
-    fn reduce_launch_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<u32>;
-    /// Static workgroup bytes the kernel declares (0 for launch-sized kernels).
-    fn reduce_static_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<u32>;
-}
-
-fn unsupported_variant(backend: BackendKind, variant: Variant) -> Error {
-    Error::Unsupported { backend, what: format!("the {variant} variant of reduce") }
-}
-
-/// Every backend that runs the Rust kernels (CUDA, HIP, the CPU) launches them the same
-/// way: by entry name, with the launch-sized bytes of the shared layout.
-impl<B: RustKernels> ReduceKernels for B {
-    fn reduce_variants(&self) -> &'static [Variant] {
-        self.rust_variants()
-    }
-
-    fn reduce_default_config(&self) -> ReduceConfig {
-        if self.small_configs() {
-            // Few kernel threads per workgroup, many items each: every kernel thread is an
-            // OS thread on the CPU backend, and every barrier a round of context switches.
-            ReduceConfig { block: 32, items_per_thread: 128, staged: false }
-        } else {
-            // Tuned at 2^28 on the H100 (provenance in NOTES.md).
-            ReduceConfig { block: 512, items_per_thread: 32, staged: false }
-        }
-    }
-
-    fn reduce_kernel(&self, op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<Self::Kernel> {
-        match variant {
-            Variant::LaunchSized => self.rust_kernel(entry_name(op, dtype, cfg.staged)),
-            Variant::CudaStatic if self.rust_variants().contains(&variant) => {
-                Ok(self.static_kernel(&cuda_source(op, dtype, cfg))?.0)
-            }
-            _ => Err(unsupported_variant(self.kind(), variant)),
-        }
-    }
-
-    fn reduce_launch_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<u32> {
-        if variant == Variant::CudaStatic {
-            return Ok(0);
-        }
-        let kernel = entry_name(ReduceOp::Sum, dtype, cfg.staged);
-        cfg.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: kernel.into(), source })
-    }
-
-    fn reduce_static_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<u32> {
-        if variant != Variant::CudaStatic {
-            return Ok(0);
-        }
-        let kernel = entry_name(ReduceOp::Sum, dtype, cfg.staged);
-        cfg.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: kernel.into(), source })
+/// The config a backend runs when none is given.
+pub fn default_config<B: Backend>(backend: &B) -> ReduceConfig {
+    if backend.kind() == BackendKind::Wgsl {
+        // Tuned on the H100 through NVIDIA's Vulkan driver (see NOTES.md: the WGSL timings
+        // there vary between processes, so this is one of several near-equal configs).
+        ReduceConfig { block: 256, items_per_thread: 32, staged: false }
+    } else if backend.small_configs() {
+        // Few kernel threads per workgroup, many items each: every kernel thread is an
+        // OS thread on the CPU backend, and every barrier a round of context switches.
+        ReduceConfig { block: 32, items_per_thread: 128, staged: false }
+    } else {
+        // Tuned at 2^28 on the H100 (provenance in NOTES.md).
+        ReduceConfig { block: 512, items_per_thread: 32, staged: false }
     }
 }
 
@@ -134,7 +85,7 @@ pub fn cuda_source(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig) -> CudaSource
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`super::fit_static`]): a staged config whose
+/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): a staged config whose
 /// tile is over the static limit keeps its block and stages fewer items per thread (the
 /// most that fit, multiples of 4 first for the 16-byte loads); an unstaged one halves its
 /// block.
@@ -152,10 +103,10 @@ pub fn fit_config<B: Backend>(
             .map(|items_per_thread| ReduceConfig { items_per_thread, ..cfg })
             .collect()
     } else {
-        super::halvings(cfg.block, 32).map(|block| ReduceConfig { block, ..cfg }).collect()
+        crate::contract::halvings(cfg.block, 32).map(|block| ReduceConfig { block, ..cfg }).collect()
     };
     let limit = backend.info().limits.static_shared_max;
-    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(dtype).ok())
+    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(dtype).ok())
 }
 
 /// f32 `min` on WGSL with the Rust kernels' NaN rule (a NaN operand is ignored, like
@@ -206,49 +157,23 @@ fn wgsl_kernel_name(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Var
     format!("{}[{variant},block={},ipt={}]", entry_name(op, dtype, cfg.staged), cfg.block, cfg.items_per_thread)
 }
 
-impl ReduceKernels for WgpuBackend {
-    fn reduce_variants(&self) -> &'static [Variant] {
-        &[Variant::WgslLiteral, Variant::WgslOverride]
-    }
-
-    fn reduce_default_config(&self) -> ReduceConfig {
-        // Tuned on the H100 through NVIDIA's Vulkan driver (see NOTES.md: the WGSL timings
-        // there vary between processes, so this is one of several near-equal configs).
-        ReduceConfig { block: 256, items_per_thread: 32, staged: false }
-    }
-
-    fn reduce_kernel(&self, op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<Self::Kernel> {
-        if !matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) {
-            return Err(unsupported_variant(BackendKind::Wgsl, variant));
-        }
-        let source = wgsl_source(op, dtype, cfg, variant);
-        let constants: Vec<(&str, f64)> = match variant {
-            Variant::WgslOverride => vec![
-                ("BLOCK", cfg.block as f64),
-                ("TILE", wgsl_tile_len(cfg) as f64),
-                ("STAGED", if cfg.staged { 1.0 } else { 0.0 }),
-            ],
-            _ => vec![],
-        };
-        self.pipeline(PipelineDesc {
-            name: wgsl_kernel_name(op, dtype, cfg, variant),
-            source: &source,
-            entry: "reduce",
-            constants: &constants,
-            workgroup_size: cfg.block,
-            static_shared_bytes: self.reduce_static_bytes(dtype, cfg, variant)?,
-        })
-    }
-
-    fn reduce_launch_bytes(&self, _: Dtype, _: &ReduceConfig, _: Variant) -> Result<u32> {
-        Ok(0)
-    }
-
-    fn reduce_static_bytes(&self, dtype: Dtype, cfg: &ReduceConfig, variant: Variant) -> Result<u32> {
-        wgsl_static_bytes(dtype, cfg).ok_or_else(|| Error::InvalidConfig {
-            kernel: wgsl_kernel_name(ReduceOp::Sum, dtype, cfg, variant),
-            reason: "static workgroup arrays over 4 GiB".into(),
-        })
+/// The WGSL pipeline of one pass of `op` over `dtype` with `cfg`, in `variant`'s sizing.
+fn wgsl_spec(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant, static_bytes: u32) -> WgslSpec {
+    let constants = match variant {
+        Variant::WgslOverride => vec![
+            ("BLOCK", cfg.block as f64),
+            ("TILE", wgsl_tile_len(cfg) as f64),
+            ("STAGED", if cfg.staged { 1.0 } else { 0.0 }),
+        ],
+        _ => vec![],
+    };
+    WgslSpec {
+        name: wgsl_kernel_name(op, dtype, cfg, variant),
+        source: wgsl_source(op, dtype, cfg, variant),
+        entry: "reduce",
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes,
     }
 }
 
@@ -261,7 +186,7 @@ pub struct Pass {
 
 /// A validated reduce: kernel, passes and workgroup memory, checked against the
 /// backend's limits before anything is launched.
-pub struct ReducePlan<'b, B: ReduceKernels> {
+pub struct ReducePlan<'b, B: FamilyBackend> {
     backend: &'b B,
     kernel: B::Kernel,
     pub problem: ReduceProblem,
@@ -274,7 +199,7 @@ pub struct ReducePlan<'b, B: ReduceKernels> {
     pub static_shared_bytes: u32,
 }
 
-impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
+impl<'b, B: FamilyBackend> ReducePlan<'b, B> {
     pub fn new(backend: &'b B, problem: ReduceProblem, config: ReduceConfig, variant: Variant) -> Result<Self> {
         let ReduceProblem { n, op, dtype } = problem;
         let name = entry_name(op, dtype, config.staged);
@@ -295,10 +220,10 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
             // The WGSL kernel indexes with u32 (the Rust kernels walk chunks with u64, so n
             // past 2^32 runs there): n itself, and the chunk counter, which steps by the
             // grid past the last chunk before the loop ends, must not wrap.
-            super::check_index(name, "n", n, u32::MAX as u64, "WGSL u32")?;
+            crate::contract::check_index(name, "n", n, u32::MAX as u64, "WGSL u32")?;
             let chunk = config.chunk().unwrap_or(1).max(1);
             let last_chunk_plus_grid = n.div_ceil(chunk).saturating_sub(1) + config.grid(n) as u64;
-            super::check_index(name, "chunks + grid", last_chunk_plus_grid, u32::MAX as u64, "WGSL u32")?;
+            crate::contract::check_index(name, "chunks + grid", last_chunk_plus_grid, u32::MAX as u64, "WGSL u32")?;
             let bytes = n * dtype.bytes() as u64;
             let limit = backend.info().limits.max_buffer_bytes;
             if bytes > limit {
@@ -310,17 +235,30 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
                 });
             }
         }
-        if !backend.reduce_variants().contains(&variant) {
-            return Err(unsupported_variant(backend.kind(), variant));
+        if !backend.variants().contains(&variant) {
+            return Err(Error::Unsupported {
+                backend: backend.kind(),
+                what: format!("the {variant} variant of reduce"),
+            });
         }
         // The input and two partial buffers on the device; the input once more on the host
         // (the CPU reference folds it without copies).
         let elem = dtype.bytes() as u64;
-        let input_bytes = super::bytes_of(n, elem);
-        let partials_bytes = super::bytes_of(2 * config.grid(n) as u64, elem);
-        super::check_footprint(backend, name, input_bytes.saturating_add(partials_bytes), input_bytes)?;
-        let shared_bytes = backend.reduce_launch_bytes(dtype, &config, variant)?;
-        let static_shared_bytes = backend.reduce_static_bytes(dtype, &config, variant)?;
+        let input_bytes = crate::contract::bytes_of(n, elem);
+        let partials_bytes = crate::contract::bytes_of(2 * config.grid(n) as u64, elem);
+        crate::contract::check_footprint(backend, name, input_bytes.saturating_add(partials_bytes), input_bytes)?;
+        let shared_bytes = match variant {
+            Variant::LaunchSized => {
+                config.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: name.into(), source })?
+            }
+            _ => 0,
+        };
+        let wgsl_bytes = match variant {
+            Variant::WgslLiteral | Variant::WgslOverride => {
+                wgsl_static_bytes(dtype, &config).ok_or_else(|| invalid("static workgroup arrays over 4 GiB".into()))?
+            }
+            _ => 0,
+        };
 
         let mut passes = Vec::new();
         let mut len = n;
@@ -345,7 +283,12 @@ impl<'b, B: ReduceKernels> ReducePlan<'b, B> {
         }
         // Building the kernel last: on WGSL it creates a pipeline, which is only worth
         // doing for a plan that passed every other check.
-        let kernel = backend.reduce_kernel(op, dtype, &config, variant)?;
+        let wgsl = |v: Variant| wgsl_spec(op, dtype, &config, v, wgsl_bytes);
+        let cuda = || cuda_source(op, dtype, &config);
+        let spec = KernelSpec { entry: name, launch_bytes: shared_bytes, wgsl: Some(&wgsl), cuda: Some(&cuda) };
+        let built = backend.build(&spec, variant)?;
+        let static_shared_bytes = built.static_bytes;
+        let kernel = built.kernel;
         Ok(ReducePlan { backend, kernel, problem, config, variant, passes, shared_bytes, static_shared_bytes })
     }
 
@@ -555,7 +498,7 @@ impl ReduceElement for u32 {
 
 /// Builds the plan, uploads fresh inputs, runs once and verifies: the conformance check
 /// of one (backend, problem, config, variant).
-pub fn run_and_verify<B: ReduceKernels, T: ReduceElement>(
+pub fn run_and_verify<B: FamilyBackend, T: ReduceElement>(
     backend: &B,
     problem: ReduceProblem,
     config: ReduceConfig,

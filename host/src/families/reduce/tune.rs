@@ -7,13 +7,15 @@ use dynsmem_kernels::Dtype;
 
 use super::Reduce;
 use crate::backend::Buffer;
+use crate::backend::Variant;
+use crate::contract::layout_reason;
+use crate::contract::{FamilyBackend, KernelInfo, Workload};
 use crate::error::Result;
-use crate::families::layout_reason;
 use crate::families::reduce::{
-    ReduceConfig, ReduceElement, ReduceKernels, ReducePlan, ReduceProblem, Reference, reference, wgsl_static_bytes,
+    ReduceConfig, ReduceElement, ReducePlan, ReduceProblem, Reference, reference, wgsl_static_bytes,
 };
-use crate::families::{KernelInfo, Variant, Workload};
-use crate::tune::{Footprint, Param, Space, Target};
+use crate::family::space::Space;
+use crate::tune::{Footprint, Param, Target};
 
 /// Inputs and reference of one seed, generated once and shared by every config.
 enum Inputs {
@@ -56,7 +58,7 @@ fn shared_inputs(problem: &ReduceProblem, seed: u64) -> Rc<Inputs> {
 }
 
 /// One reduce config, validated, with its inputs (shared, see [`shared_inputs`]) uploaded.
-pub fn prepare<'b, B: ReduceKernels>(
+pub fn prepare<'b, B: FamilyBackend>(
     backend: &'b B,
     problem: ReduceProblem,
     config: ReduceConfig,
@@ -110,7 +112,7 @@ impl Space for Reduce {
 
 /// A reduce plan with its input uploaded and its partial buffers allocated: one run is
 /// every pass; the check reads the final partial and holds it to the reference.
-struct ReduceWork<'b, B: ReduceKernels, T: ReduceElement> {
+struct ReduceWork<'b, B: FamilyBackend, T: ReduceElement> {
     backend: &'b B,
     plan: ReducePlan<'b, B>,
     input: Buffer<B::Raw, T>,
@@ -118,7 +120,7 @@ struct ReduceWork<'b, B: ReduceKernels, T: ReduceElement> {
     reference: Reference,
 }
 
-impl<'b, B: ReduceKernels, T: ReduceElement> ReduceWork<'b, B, T> {
+impl<'b, B: FamilyBackend, T: ReduceElement> ReduceWork<'b, B, T> {
     fn new(backend: &'b B, plan: ReducePlan<'b, B>, data: &[T], reference: Reference) -> Result<Self> {
         let input = backend.htod(data)?;
         let partials = plan.alloc_partials::<T>()?;
@@ -126,7 +128,7 @@ impl<'b, B: ReduceKernels, T: ReduceElement> ReduceWork<'b, B, T> {
     }
 }
 
-impl<B: ReduceKernels, T: ReduceElement> Workload for ReduceWork<'_, B, T> {
+impl<B: FamilyBackend, T: ReduceElement> Workload for ReduceWork<'_, B, T> {
     fn kernel(&self) -> KernelInfo {
         KernelInfo {
             name: self.plan.kernel_name().to_string(),

@@ -4,8 +4,8 @@ use dynsmem_kernels::rmsnorm::RmsnormConfig;
 
 use super::RmsnormProblem;
 use crate::backend::Variant;
+use crate::contract::{FamilyBackend, Workload, bytes_of};
 use crate::error::Result;
-use crate::families::{FamilyBackend, Workload, bytes_of};
 use crate::family::space::Tuner;
 use crate::family::{BenchCase, Family, Sizes};
 

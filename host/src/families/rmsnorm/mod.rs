@@ -5,11 +5,12 @@
 use dynsmem_kernels::rmsnorm::RmsnormConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
-    invalid_problem, wgsl_sizing,
-};
+use crate::backend::Variant;
 use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::contract::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
+};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -54,7 +55,10 @@ fn wgsl_spec(problem: &RmsnormProblem, cfg: &RmsnormConfig, variant: Variant) ->
         name: format!("{KERNEL}[{variant},cols={cols},block={}]", cfg.block),
         source: fill_template(
             WGSL_TEMPLATE,
-            &[("SIZING", &sizing), ("FOLD_SUM", &super::wgsl_block_fold("fold_sum", "f32", "scratch", "a + b"))],
+            &[
+                ("SIZING", &sizing),
+                ("FOLD_SUM", &crate::contract::wgsl_block_fold("fold_sum", "f32", "scratch", "a + b")),
+            ],
         ),
         entry: "rmsnorm",
         constants,
@@ -82,7 +86,7 @@ pub fn cuda_source(problem: &RmsnormProblem, cfg: &RmsnormConfig) -> CudaSource 
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller blocks. The
+/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller blocks. The
 /// row itself must fit beside the scratch (12032 floats with 256 threads); rows of 32768
 /// floats (128 KB) have no static config, and their cuda-static row is refused with the
 /// bytes and the limit.
@@ -92,9 +96,9 @@ pub fn fit_config<B: Backend>(
     problem: &RmsnormProblem,
     cfg: RmsnormConfig,
 ) -> (RmsnormConfig, Option<String>) {
-    let fallbacks = super::halvings(cfg.block, 32).map(|block| RmsnormConfig { block });
+    let fallbacks = crate::contract::halvings(cfg.block, 32).map(|block| RmsnormConfig { block });
     let limit = backend.info().limits.static_shared_max;
-    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.cols).ok())
+    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.cols).ok())
 }
 
 /// The CPU reference, in f64: `x / sqrt(mean(x^2) + eps) * g` per row.
@@ -150,18 +154,27 @@ fn validate<B: FamilyBackend>(
     let elems = rows as u64 * cols as u64;
     // Both forms step their u32 row counter by the grid past the last row.
     let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
-    super::check_index(KERNEL, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
+    crate::contract::check_index(KERNEL, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
     if backend.kind() == BackendKind::Wgsl {
-        super::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+        crate::contract::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
     }
     // x, y and g on the device; x, g, the f64 reference, the NaN fill and the read-back
     // on the host.
-    let device = super::bytes_of(elems, 8).saturating_add(super::bytes_of(cols as u64, 4));
-    let host = super::bytes_of(elems, 20).saturating_add(super::bytes_of(cols as u64, 4));
-    super::check_footprint(backend, KERNEL, device, host)?;
+    let device = crate::contract::bytes_of(elems, 8).saturating_add(crate::contract::bytes_of(cols as u64, 4));
+    let host = crate::contract::bytes_of(elems, 20).saturating_add(crate::contract::bytes_of(cols as u64, 4));
+    crate::contract::check_footprint(backend, KERNEL, device, host)?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
-    Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl, &cuda)
+    Prepared::new(
+        backend,
+        KERNEL,
+        config.shared_bytes(cols),
+        config.grid(rows),
+        config.block,
+        variant,
+        Some(&wgsl),
+        Some(&cuda),
+    )
 }
 
 /// RMSNorm of `rows x cols` inputs drawn from `seed`, uniform in [-4, 4), with weights

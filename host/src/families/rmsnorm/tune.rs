@@ -3,9 +3,10 @@
 use dynsmem_kernels::rmsnorm::RmsnormConfig;
 
 use super::Rmsnorm;
-use crate::families::layout_reason;
+use crate::contract::layout_reason;
 use crate::families::rmsnorm::{RmsnormProblem, wgsl_static_bytes};
-use crate::tune::{Footprint, Param, Space, Target};
+use crate::family::space::Space;
+use crate::tune::{Footprint, Param, Target};
 
 impl Space for Rmsnorm {
     fn params(target: &Target, _: &RmsnormProblem) -> Vec<Param> {

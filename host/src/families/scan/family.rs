@@ -5,8 +5,9 @@ use dynsmem_kernels::scan::ScanConfig;
 
 use super::ScanProblem;
 use crate::backend::Variant;
+use crate::contract::{FamilyBackend, Workload, bytes_of, check_footprint};
 use crate::error::{Error, Result};
-use crate::families::{DtypeArg, FamilyBackend, Workload, bytes_of, check_footprint};
+use crate::family::DtypeArg;
 use crate::family::space::Tuner;
 use crate::family::{BenchCase, Family, Sizes};
 

@@ -6,11 +6,12 @@ use dynsmem_kernels::Dtype;
 use dynsmem_kernels::scan::ScanConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    Built, CudaSource, FamilyBackend, KernelInfo, KernelSpec, Variant, WgslSpec, Workload, fill_template, invalid,
-    invalid_problem, no_cuda_source, wgsl_sizing,
-};
+use crate::backend::Variant;
 use crate::backend::{Arg, Backend, BackendKind, Buffer, LaunchDims};
+use crate::contract::{
+    Built, CudaSource, FamilyBackend, KernelInfo, KernelSpec, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
+};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::families::reduce::ReduceElement;
@@ -71,7 +72,7 @@ pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_e
             &[
                 ("SIZING", &sizing),
                 ("T", dtype.name()),
-                ("BLOCK_SUM", &super::wgsl_block_fold("block_sum", dtype.name(), "scratch", "a + b")),
+                ("BLOCK_SUM", &crate::contract::wgsl_block_fold("block_sum", dtype.name(), "scratch", "a + b")),
             ],
         ),
         entry: wgsl_entry,
@@ -110,14 +111,14 @@ pub fn cuda_source(dtype: Dtype, cfg: &ScanConfig) -> CudaSource {
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`super::fit_static`]): the same block with
+/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): the same block with
 /// fewer items per thread (multiples of 4, the most that fit: 512 x 20 for the launch-sized
 /// default 512 x 48, whose 100752 B are twice the static limit), then smaller blocks.
 pub fn fit_config<B: Backend>(backend: &B, variant: Variant, cfg: ScanConfig) -> (ScanConfig, Option<String>) {
     let fewer_items = (1..cfg.items_per_thread / 4).rev().map(|v| ScanConfig { items_per_thread: 4 * v, ..cfg });
-    let smaller_blocks = super::halvings(cfg.block, 32).map(|block| ScanConfig { block, ..cfg });
+    let smaller_blocks = crate::contract::halvings(cfg.block, 32).map(|block| ScanConfig { block, ..cfg });
     let limit = backend.info().limits.static_shared_max;
-    super::fit_static(variant, limit, cfg, fewer_items.chain(smaller_blocks), |c| c.shared_bytes().ok())
+    crate::contract::fit_static(variant, limit, cfg, fewer_items.chain(smaller_blocks), |c| c.shared_bytes().ok())
 }
 
 /// The CPU reference: exclusive prefix sums (f64 for f32, wrapping for u32) and, per
@@ -214,9 +215,8 @@ pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
             .map_err(|_| invalid_problem(kernel, format!("{tiles} tiles: more blocks than a grid holds")))?;
         let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
         backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes })?;
-        let none = |_: Variant| -> WgslSpec { unreachable!("the look-back variants have no WGSL form") };
         let cuda = || cuda_source(problem.dtype, &config);
-        let spec = KernelSpec { entry: kernel, launch_bytes, wgsl: &none, cuda: &cuda };
+        let spec = KernelSpec { entry: kernel, launch_bytes, wgsl: None, cuda: Some(&cuda) };
         let name = if variant == Variant::CudaStatic { cuda().name } else { kernel.to_string() };
         (Plan::LookBack(backend.build(&spec, variant)?), name)
     } else {
@@ -224,8 +224,8 @@ pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
         backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes: 0 })?;
         let sums_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "tile_sums");
         let tiles_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "scan_tiles");
-        let sums_kernel = KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &sums_spec, cuda: &no_cuda_source };
-        let tiles_kernel = KernelSpec { entry: kernel, launch_bytes: 0, wgsl: &tiles_spec, cuda: &no_cuda_source };
+        let sums_kernel = KernelSpec { entry: kernel, launch_bytes: 0, wgsl: Some(&sums_spec), cuda: None };
+        let tiles_kernel = KernelSpec { entry: kernel, launch_bytes: 0, wgsl: Some(&tiles_spec), cuda: None };
         let sums = backend.build(&sums_kernel, variant)?;
         let scan_tiles = backend.build(&tiles_kernel, variant)?;
         let mut len = problem.n;

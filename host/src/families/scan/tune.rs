@@ -4,10 +4,11 @@ use dynsmem_kernels::scan::ScanConfig;
 
 use super::Scan;
 use crate::backend::BackendKind;
-use crate::families::Variant;
-use crate::families::layout_reason;
+use crate::backend::Variant;
+use crate::contract::layout_reason;
 use crate::families::scan::{ScanProblem, wgsl_spec};
-use crate::tune::{Footprint, Param, Space, Target};
+use crate::family::space::Space;
+use crate::tune::{Footprint, Param, Target};
 
 /// Most workgroups the WGSL form dispatches (it loops over the tiles past it).
 const WGSL_MAX_GRID: u64 = 65_535;

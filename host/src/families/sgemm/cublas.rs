@@ -11,8 +11,9 @@ use super::{ALPHA, BETA, SgemmProblem, SgemmWorkload, inputs};
 use crate::backend::BackendKind;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::cuda::driver::driver_err;
+use crate::backend::time;
 use crate::error::{Error, Result};
-use crate::measure::{Timing, TimingOptions, time};
+use crate::measure::{Timing, TimingOptions};
 use crate::verify::Mismatch;
 
 fn blas_err(call: &'static str) -> impl FnOnce(cudarc::cublas::result::CublasError) -> Error {

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{SgemmProblem, SgemmTunable};
 use crate::backend::{BackendKind, Variant};
+use crate::contract::{FamilyBackend, Workload};
 use crate::error::Result;
-use crate::families::{FamilyBackend, Workload};
 use crate::family::{BenchCase, Family, Sizes};
 
 pub struct Sgemm;

@@ -11,12 +11,13 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, VendorAnchor, WgslSpec, Workload, fill_template, invalid,
-    invalid_problem, wgsl_sizing,
-};
+use crate::backend::Variant;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::{Arg, Backend, BackendKind, Buffer, TensorSwizzle};
+use crate::contract::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, VendorAnchor, WgslSpec, Workload, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
+};
 use crate::error::{Error, Result};
 use crate::measure::TimingOptions;
 use crate::rng::SplitMix64;
@@ -148,7 +149,7 @@ pub fn cuda_source(problem: &SgemmProblem, cfg: &SgemmConfig) -> CudaSource {
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`super::fit_static`]): the same block tile
+/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): the same block tile
 /// with shallower k-tiles (keeping the stages), then fewer stages, then smaller block
 /// tiles; each kept to what the kernel can run, with 8 rows per thread and one split in the
 /// static forms (noted when `cfg` asked otherwise).
@@ -175,14 +176,14 @@ pub fn fit_config<B: Backend>(
     let mut fallbacks = Vec::new();
     for (bm, bn) in [(cfg.bm, cfg.bn), (cfg.bm, cfg.bn / 2), (cfg.bm / 2, cfg.bn / 2)] {
         for stages in (1..=cfg.stages).rev() {
-            for bk in std::iter::once(cfg.bk).chain(super::halvings(cfg.bk, 4)) {
+            for bk in std::iter::once(cfg.bk).chain(crate::contract::halvings(cfg.bk, 4)) {
                 fallbacks.push(SgemmConfig::new(bm, bn, bk, stages).with_tm(cfg.tm));
             }
         }
     }
     fallbacks.retain(|c| c.fits(eb) && *c != cfg);
     let limit = backend.info().limits.static_shared_max;
-    let (c, note) = super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(eb).ok());
+    let (c, note) = crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(eb).ok());
     (c, join_notes(rows_note, note))
 }
 
@@ -520,7 +521,7 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
     let SgemmProblem { m, n, k, .. } = problem;
     // Indices are u32 on the device: row * k, row * n and k * n must fit.
     for (what, v) in [("m * k", m as u64 * k as u64), ("k * n", k as u64 * n as u64), ("m * n", m as u64 * n as u64)] {
-        super::check_index(entry, what, v, u32::MAX as u64, "u32 (element index)")?;
+        crate::contract::check_index(entry, what, v, u32::MAX as u64, "u32 (element index)")?;
     }
     if config.splits > 1 {
         if variant != Variant::LaunchSized {
@@ -556,7 +557,13 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
         }
         wgsl_check(&config).map_err(|reason| invalid(WGSL_KERNEL, reason))?;
         for (what, v, tile) in [("m", m, config.bm), ("n", n, config.bn), ("k", k, config.bk)] {
-            super::check_index(WGSL_KERNEL, what, v as u64, (u32::MAX - tile) as u64, "WGSL u32 (tile origin)")?;
+            crate::contract::check_index(
+                WGSL_KERNEL,
+                what,
+                v as u64,
+                (u32::MAX - tile) as u64,
+                "WGSL u32 (tile origin)",
+            )?;
         }
         grid = wgsl_grid(&config, m, n, backend.info().limits.max_grid_x) as u64;
     }
@@ -565,7 +572,7 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
     }
     let eb = problem.elem_bytes() as u64;
     let device = (m as u64 * k as u64 + k as u64 * n as u64) * eb + m as u64 * n as u64 * 4;
-    super::check_footprint(backend, entry, device, device * 3)?;
+    crate::contract::check_footprint(backend, entry, device, device * 3)?;
     if fixed && variant == Variant::CudaStatic {
         return Err(invalid(entry, "the cuda-static kernel compiles every tile in; --fixed is for the Rust kernel"));
     }
@@ -578,8 +585,8 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
         grid as u32,
         config.threads(),
         variant,
-        &wgsl,
-        &cuda,
+        Some(&wgsl),
+        Some(&cuda),
     )?;
     let host = inputs();
     let a = backend.htod(&host.a_words)?;

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use dynsmem_kernels::sgemm::{SgemmConfig, THREAD_ROWS, THREAD_TILE};
 
 use crate::backend::BackendKind;
+use crate::backend::Variant;
+use crate::contract::FamilyBackend;
+use crate::contract::Workload;
+use crate::contract::layout_reason;
 use crate::error::Result;
-use crate::families::FamilyBackend;
-use crate::families::layout_reason;
 use crate::families::sgemm::{
     HostInputs, SgemmProblem, prepare_with, tma_check, tma_problem_check, wgsl_check, wgsl_grid, wgsl_static_bytes,
 };
-use crate::families::{Variant, Workload};
 use crate::tune::{Footprint, Param, Target, Tunable};
 
 /// The split-K values of the CUDA f32 space, where the problem has one ([`wants_split_k`]).

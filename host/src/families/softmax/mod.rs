@@ -5,11 +5,12 @@
 use dynsmem_kernels::softmax::SoftmaxConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid,
-    invalid_problem, wgsl_sizing,
-};
+use crate::backend::Variant;
 use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::contract::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
+};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -51,8 +52,8 @@ fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) ->
                 (
                     "FOLDS",
                     &[
-                        super::wgsl_block_fold("fold_max", "f32", "scratch", "max(a, b)"),
-                        super::wgsl_block_fold("fold_sum", "f32", "scratch", "a + b"),
+                        crate::contract::wgsl_block_fold("fold_max", "f32", "scratch", "max(a, b)"),
+                        crate::contract::wgsl_block_fold("fold_sum", "f32", "scratch", "a + b"),
                     ]
                     .join("\n"),
                 ),
@@ -84,7 +85,7 @@ pub fn cuda_source(problem: &SoftmaxProblem, cfg: &SoftmaxConfig) -> CudaSource 
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller blocks. The
+/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller blocks. The
 /// row itself must fit beside the scratch (12032 floats with 256 threads); rows of 32768
 /// floats (128 KB) have no static config, and their cuda-static row is refused with the
 /// bytes and the limit.
@@ -94,9 +95,9 @@ pub fn fit_config<B: Backend>(
     problem: &SoftmaxProblem,
     cfg: SoftmaxConfig,
 ) -> (SoftmaxConfig, Option<String>) {
-    let fallbacks = super::halvings(cfg.block, 32).map(|block| SoftmaxConfig { block });
+    let fallbacks = crate::contract::halvings(cfg.block, 32).map(|block| SoftmaxConfig { block });
     let limit = backend.info().limits.static_shared_max;
-    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.cols).ok())
+    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.cols).ok())
 }
 
 /// The CPU reference, in f64: `exp(x - max) / sum exp(x - max)` per row.
@@ -144,16 +145,30 @@ fn validate<B: FamilyBackend>(
     let elems = rows as u64 * cols as u64;
     // Both forms step their u32 row counter by the grid past the last row.
     let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
-    super::check_index(KERNEL, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
+    crate::contract::check_index(KERNEL, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
     if backend.kind() == BackendKind::Wgsl {
-        super::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+        crate::contract::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
     }
     // Input and output on the device; the input, the f64 reference, the NaN fill and the
     // read-back on the host.
-    super::check_footprint(backend, KERNEL, super::bytes_of(elems, 8), super::bytes_of(elems, 20))?;
+    crate::contract::check_footprint(
+        backend,
+        KERNEL,
+        crate::contract::bytes_of(elems, 8),
+        crate::contract::bytes_of(elems, 20),
+    )?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
-    Prepared::new(backend, KERNEL, config.shared_bytes(cols), config.grid(rows), config.block, variant, &wgsl, &cuda)
+    Prepared::new(
+        backend,
+        KERNEL,
+        config.shared_bytes(cols),
+        config.grid(rows),
+        config.block,
+        variant,
+        Some(&wgsl),
+        Some(&cuda),
+    )
 }
 
 /// Softmax of `rows x cols` logits drawn from `seed` ([`logits`]).

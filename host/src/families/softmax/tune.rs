@@ -3,9 +3,10 @@
 use dynsmem_kernels::softmax::SoftmaxConfig;
 
 use super::Softmax;
-use crate::families::layout_reason;
+use crate::contract::layout_reason;
 use crate::families::softmax::{SoftmaxProblem, wgsl_static_bytes};
-use crate::tune::{Footprint, Param, Space, Target};
+use crate::family::space::Space;
+use crate::tune::{Footprint, Param, Target};
 
 impl Space for Softmax {
     fn params(target: &Target, _: &SoftmaxProblem) -> Vec<Param> {

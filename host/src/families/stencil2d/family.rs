@@ -4,8 +4,8 @@ use dynsmem_kernels::stencil2d::Stencil2dConfig;
 
 use super::{Blur, Stencil2dProblem};
 use crate::backend::Variant;
+use crate::contract::{FamilyBackend, Workload, bytes_of, check_footprint};
 use crate::error::Result;
-use crate::families::{FamilyBackend, Workload, bytes_of, check_footprint};
 use crate::family::space::Tuner;
 use crate::family::{BenchCase, Family, Sizes};
 

@@ -5,10 +5,11 @@ use dynsmem_kernels::stencil2d::{RADII, Stencil2dConfig};
 
 use super::Stencil2d;
 use crate::backend::BackendKind;
-use crate::families::Variant;
-use crate::families::layout_reason;
+use crate::backend::Variant;
+use crate::contract::layout_reason;
 use crate::families::stencil2d::{Stencil2dProblem, wgsl_spec};
-use crate::tune::{Footprint, Param, Space, Target};
+use crate::family::space::Space;
+use crate::tune::{Footprint, Param, Target};
 
 impl Space for Stencil2d {
     fn params(target: &Target, _: &Stencil2dProblem) -> Vec<Param> {

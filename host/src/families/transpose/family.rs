@@ -4,8 +4,8 @@ use dynsmem_kernels::transpose::TransposeConfig;
 
 use super::TransposeProblem;
 use crate::backend::Variant;
+use crate::contract::{FamilyBackend, Workload};
 use crate::error::Result;
-use crate::families::{FamilyBackend, Workload};
 use crate::family::space::Tuner;
 use crate::family::{BenchCase, Family, Sizes};
 
@@ -73,7 +73,7 @@ impl Family for Transpose {
         Ok(Box::new(super::prepare(backend, *problem, *config, variant, seed)?))
     }
     fn anchor_bytes(p: &TransposeProblem) -> Option<u64> {
-        Some(crate::families::bytes_of(p.rows as u64 * p.cols as u64, 4))
+        Some(crate::contract::bytes_of(p.rows as u64 * p.cols as u64, 4))
     }
     /// The default, and the same without padding (bank conflicts on the reads).
     /// 2049 x 2048 in 8 x 8 tiles: 257 x 256 = 65792 tiles, past the 65535-block grid.

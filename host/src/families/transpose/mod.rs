@@ -5,10 +5,11 @@
 use dynsmem_kernels::transpose::TransposeConfig;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, Variant, WgslSpec, Workload, fill_template, invalid, wgsl_sizing,
-};
+use crate::backend::Variant;
 use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::contract::{
+    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, wgsl_sizing,
+};
 use crate::error::Result;
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -68,18 +69,18 @@ pub fn cuda_source(cfg: &TransposeConfig) -> CudaSource {
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`super::fit_static`]): smaller tiles with the
+/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller tiles with the
 /// same padding and block, down to 16 (the default 64 x 65 fits: 16.6 KB).
 pub fn fit_config<B: Backend>(
     backend: &B,
     variant: Variant,
     cfg: TransposeConfig,
 ) -> (TransposeConfig, Option<String>) {
-    let fallbacks = super::halvings(cfg.tile, 16)
+    let fallbacks = crate::contract::halvings(cfg.tile, 16)
         .map(|tile| TransposeConfig { tile, ..cfg })
         .filter(|c| c.block >= c.tile && c.block.is_multiple_of(c.tile));
     let limit = backend.info().limits.static_shared_max;
-    super::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
+    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
 }
 
 /// The CPU reference.
@@ -111,27 +112,35 @@ pub fn prepare<'b, B: FamilyBackend>(
     seed: u64,
 ) -> Result<TransposeWorkload<'b, B>> {
     let TransposeProblem { rows, cols } = problem;
-    if config.tile == 0 || config.block < config.tile || !config.block.is_multiple_of(config.tile) {
-        return Err(invalid(
-            KERNEL,
-            format!("block ({}) must be a positive multiple of tile ({})", config.block, config.tile),
-        ));
+    if let Err(why) = config.fits() {
+        return Err(invalid(KERNEL, why.to_string()));
     }
     let elems = rows as u64 * cols as u64;
     // Both forms compute a tile's rows and columns as u32 (`r0 + j` with `j < tile`, and
     // WGSL's `cols + TILE - 1`): a side within one tile of 2^32 would wrap onto valid
     // rows and overwrite them.
     let side_limit = u32::MAX as u64 - config.tile as u64;
-    super::check_index(KERNEL, "rows", rows as u64, side_limit, "u32 (tile row)")?;
-    super::check_index(KERNEL, "cols", cols as u64, side_limit, "u32 (tile column)")?;
+    crate::contract::check_index(KERNEL, "rows", rows as u64, side_limit, "u32 (tile row)")?;
+    crate::contract::check_index(KERNEL, "cols", cols as u64, side_limit, "u32 (tile column)")?;
     if backend.kind() == BackendKind::Wgsl {
-        super::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+        crate::contract::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
         let tiles_plus_grid = config.tiles(rows, cols) + config.grid(rows, cols) as u64;
-        super::check_index(KERNEL, "tiles + grid", tiles_plus_grid, u32::MAX as u64, "WGSL u32 (tile counter)")?;
+        crate::contract::check_index(
+            KERNEL,
+            "tiles + grid",
+            tiles_plus_grid,
+            u32::MAX as u64,
+            "WGSL u32 (tile counter)",
+        )?;
     }
     // Input and output on the device; the input, the reference, the NaN fill and, in
     // the check, the read-back and the reference as f64 on the host.
-    super::check_footprint(backend, KERNEL, super::bytes_of(elems, 8), super::bytes_of(elems, 24))?;
+    crate::contract::check_footprint(
+        backend,
+        KERNEL,
+        crate::contract::bytes_of(elems, 8),
+        crate::contract::bytes_of(elems, 24),
+    )?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let cuda = || cuda_source(&config);
     let kernel = Prepared::new(
@@ -141,8 +150,8 @@ pub fn prepare<'b, B: FamilyBackend>(
         config.grid(rows, cols),
         config.block,
         variant,
-        &wgsl,
-        &cuda,
+        Some(&wgsl),
+        Some(&cuda),
     )?;
     let mut rng = SplitMix64::new(seed);
     let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();

@@ -4,10 +4,10 @@ use dynsmem_kernels::transpose::TransposeConfig;
 
 use super::Transpose;
 use crate::backend::BackendKind;
-use crate::families::Variant;
-use crate::families::layout_reason;
+use crate::backend::Variant;
 use crate::families::transpose::{TransposeProblem, wgsl_spec};
-use crate::tune::{Footprint, Param, Space, Target};
+use crate::family::space::Space;
+use crate::tune::{Footprint, Param, Target};
 
 impl Space for Transpose {
     fn params(target: &Target, _: &TransposeProblem) -> Vec<Param> {
@@ -32,12 +32,7 @@ impl Space for Transpose {
         _: &Target,
     ) -> std::result::Result<Footprint, String> {
         let cfg = *config;
-        // The entry point's contract (`dynsmem_kernels::transpose`): the block's threads
-        // cover whole tile rows.
-        if cfg.tile == 0 || cfg.block < cfg.tile || !cfg.block.is_multiple_of(cfg.tile) {
-            return Err(format!("block ({}) must be a positive multiple of tile ({})", cfg.block, cfg.tile));
-        }
-        let launch_bytes = cfg.shared_bytes().map_err(layout_reason)?;
+        let launch_bytes = cfg.fits().map_err(|why| why.to_string())?;
         let static_bytes = wgsl_spec(&cfg, Variant::WgslLiteral).static_bytes;
         let grid = cfg.grid(problem.rows, problem.cols);
         Ok(Footprint { threads: cfg.block, grid, launch_bytes, static_bytes })

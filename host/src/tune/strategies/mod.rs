@@ -297,8 +297,8 @@ pub(crate) fn shuffle<T>(items: &mut [T], rng: &mut SplitMix64) {
 pub(crate) mod tests {
     use super::*;
     use crate::backend::BackendKind;
+    use crate::backend::Variant;
     use crate::error::Result;
-    use crate::families::Variant;
     use crate::tune::{Footprint, Param, Target, Tunable};
 
     /// A synthetic family: two parameters of 16 values each, with a smooth bowl of a cost
@@ -327,13 +327,13 @@ pub(crate) mod tests {
         fn config(&self, p: &[u32]) -> serde_json::Value {
             serde_json::json!({"x": p[0], "y": p[1]})
         }
-        fn prepare<'b, B: crate::families::FamilyBackend>(
+        fn prepare<'b, B: crate::contract::FamilyBackend>(
             &self,
             _: &'b B,
             _: Variant,
             _: &[u32],
             _: u64,
-        ) -> Result<Box<dyn crate::families::Workload + 'b>> {
+        ) -> Result<Box<dyn crate::contract::Workload + 'b>> {
             unreachable!("synthetic")
         }
     }

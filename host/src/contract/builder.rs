@@ -1,0 +1,681 @@
+//! [`Kernel`]: a kernel of one's own described in a few lines, in the spirit of Kernel
+//! Tuner's `tune_kernel`: the entry point, its arguments in order (buffers with their
+//! contents or lengths, scalars, parameters passed as scalars), the tunable parameters
+//! and their restrictions, the launch geometry and the launch-sized bytes as functions of
+//! the parameters, and how the output is checked. `dynsmem_host::tune::tune_kernel`
+//! sweeps it.
+//!
+//! The default check runs the SAME Rust kernel on the CPU backend (one OS thread per GPU
+//! thread) at a reference config and compares every output with it: f32 outputs within
+//! `1e-4 * max(|expected|, rms(expected))` (different configs may sum in a different
+//! order), integer outputs exactly. An f64 reference function with a stated tolerance
+//! replaces it ([`Kernel::reference`]).
+//!
+//! The static twins are optional. With [`Kernel::wgsl`] / [`Kernel::cuda`], the twin's
+//! text has a `{{SIZING}}` slot (WGSL: `const NAME: u32 = v;` lines, or `override` lines
+//! for the wgsl-override variant; CUDA C: `-D NAME=v` defines instead) filled with every
+//! parameter, its name in capitals, and every [`Kernel::define`]; its static arrays are
+//! taken to be the launch-sized bytes. Without a twin, its variants are a typed refusal.
+
+use std::cell::OnceCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use dynsmem_kernels::KernelEntry;
+use dynsmem_kernels::entry::ParamKind;
+use dynsmem_kernels::layout::LayoutError;
+
+use super::wgsl::{WgslSpec, fill_template, wgsl_sizing};
+use super::{CudaSource, FamilyBackend, Footprint, KernelInfo, Prepared, Workload};
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{Arg, Backend, Buffer, Variant};
+use crate::element::Element;
+use crate::error::{Error, Result};
+use crate::rng::SplitMix64;
+use crate::verify::{Tolerance, check_slice};
+
+/// The values of a kernel's parameters at one point of its space: `p["block"]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Params(pub BTreeMap<&'static str, u32>);
+
+impl std::ops::Index<&str> for Params {
+    type Output = u32;
+    /// Panics naming the parameter when the kernel declares none of that name: a typo in
+    /// a closure of the contract, found on its first call.
+    fn index(&self, name: &str) -> &u32 {
+        self.0.get(name).unwrap_or_else(|| panic!("no parameter `{name}` (the kernel has {:?})", self.0.keys()))
+    }
+}
+
+/// How an input buffer is filled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fill {
+    /// f32 uniform in [-1, 1) from this seed.
+    Random(u64),
+    /// Every element this f32 value.
+    Value(f32),
+}
+
+/// A buffer's contents on the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Data {
+    F32(Vec<f32>),
+    U32(Vec<u32>),
+}
+
+impl From<Vec<f32>> for Data {
+    fn from(v: Vec<f32>) -> Data {
+        Data::F32(v)
+    }
+}
+impl From<Vec<u32>> for Data {
+    fn from(v: Vec<u32>) -> Data {
+        Data::U32(v)
+    }
+}
+
+impl Data {
+    pub fn len(&self) -> usize {
+        match self {
+            Data::F32(v) => v.len(),
+            Data::U32(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The values widened to f64, as checks compare them.
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self {
+            Data::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            Data::U32(v) => v.iter().map(|&x| x as f64).collect(),
+        }
+    }
+}
+
+/// A scalar argument: a fixed value, or a parameter's value at the launched point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    U32(u32),
+    U64(u64),
+    F32(f32),
+    Param(&'static str),
+}
+
+impl From<u32> for Scalar {
+    fn from(v: u32) -> Scalar {
+        Scalar::U32(v)
+    }
+}
+impl From<u64> for Scalar {
+    fn from(v: u64) -> Scalar {
+        Scalar::U64(v)
+    }
+}
+impl From<f32> for Scalar {
+    fn from(v: f32) -> Scalar {
+        Scalar::F32(v)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum ArgSpec {
+    Input(&'static str, Rc<Data>),
+    Output(&'static str, Data),
+    Scalar(&'static str, Scalar),
+}
+
+/// Launch-sized bytes as a parameter function returns them: a byte count, or a layout's
+/// result (the same `layout` code the kernel carves with).
+pub trait SharedBytes {
+    fn into_bytes(self) -> std::result::Result<u32, String>;
+}
+impl SharedBytes for u32 {
+    fn into_bytes(self) -> std::result::Result<u32, String> {
+        Ok(self)
+    }
+}
+impl SharedBytes for u64 {
+    fn into_bytes(self) -> std::result::Result<u32, String> {
+        u32::try_from(self).map_err(|_| format!("{self} launch-sized bytes: past u32"))
+    }
+}
+impl SharedBytes for std::result::Result<u32, LayoutError> {
+    fn into_bytes(self) -> std::result::Result<u32, String> {
+        self.map_err(|e| format!("shared-memory layout: {e}"))
+    }
+}
+
+/// How the outputs are checked.
+pub enum Check {
+    /// The same Rust kernel on the CPU backend at the reference config.
+    CpuRun,
+    /// An f64 reference of the inputs (one vector per output, in argument order) and the
+    /// tolerance it admits, relative to `max(|expected|, rms(expected))`.
+    Reference(Box<ReferenceFn>, Tolerance),
+}
+
+/// The reference function of [`Check::Reference`]: the inputs, in argument order.
+pub type ReferenceFn = dyn Fn(&[&Data]) -> Vec<Vec<f64>>;
+type ParamFn<T> = Box<dyn Fn(&Params) -> T>;
+
+/// A static twin's text and entry point.
+struct Twin {
+    source: &'static str,
+    entry: &'static str,
+}
+
+/// The expected outputs, computed once per kernel.
+type Expected = Rc<Vec<Vec<f64>>>;
+
+/// A kernel of one's own: see the module documentation.
+pub struct Kernel {
+    table: &'static [KernelEntry],
+    entry: &'static str,
+    args: Vec<ArgSpec>,
+    /// Name, its twins' constant (the name in capitals), candidate values.
+    params: Vec<(&'static str, &'static str, Vec<u32>)>,
+    restrictions: Vec<ParamFn<bool>>,
+    grid: Option<ParamFn<u32>>,
+    block: Option<ParamFn<u32>>,
+    shared: Option<ParamFn<std::result::Result<u32, String>>>,
+    check: Check,
+    reference_point: Option<Vec<(&'static str, u32)>>,
+    defines: Vec<(&'static str, u32)>,
+    wgsl: Option<Twin>,
+    cuda: Option<Twin>,
+    image: [String; 3],
+    expected: OnceCell<std::result::Result<(Expected, String), String>>,
+    problem: OnceCell<serde_json::Value>,
+}
+
+/// The default f32 tolerance of [`Check::CpuRun`].
+pub const CPU_RUN_RTOL: f64 = 1e-4;
+
+impl Kernel {
+    /// The kernel `entry` of `table` (the `kernels!` table of the kernel crate, which the CPU
+    /// backend runs for the reference).
+    pub fn new(table: &'static [KernelEntry], entry: &'static str) -> Kernel {
+        Kernel {
+            table,
+            entry,
+            args: Vec::new(),
+            params: Vec::new(),
+            restrictions: Vec::new(),
+            grid: None,
+            block: None,
+            shared: None,
+            check: Check::CpuRun,
+            reference_point: None,
+            defines: Vec::new(),
+            wgsl: None,
+            cuda: None,
+            image: ["unknown"; 3].map(str::to_string),
+            expected: OnceCell::new(),
+            problem: OnceCell::new(),
+        }
+    }
+
+    /// An input buffer of `len` f32 filled as `fill` says.
+    pub fn input(self, name: &'static str, len: usize, fill: Fill) -> Kernel {
+        let data = match fill {
+            Fill::Random(seed) => {
+                let mut rng = SplitMix64::new(seed);
+                (0..len).map(|_| rng.next_f32() * 2.0 - 1.0).collect()
+            }
+            Fill::Value(v) => vec![v; len],
+        };
+        self.input_data(name, Data::F32(data))
+    }
+    /// An input buffer with the given contents.
+    pub fn input_data(mut self, name: &'static str, data: impl Into<Data>) -> Kernel {
+        self.args.push(ArgSpec::Input(name, Rc::new(data.into())));
+        self
+    }
+    /// An output buffer of `len` f32, filled with NaN before each run.
+    pub fn output(mut self, name: &'static str, len: usize) -> Kernel {
+        self.args.push(ArgSpec::Output(name, Data::F32(vec![f32::poison(); len])));
+        self
+    }
+    /// An output buffer of `len` u32, filled with [`Element::poison`] before each run.
+    pub fn output_u32(mut self, name: &'static str, len: usize) -> Kernel {
+        self.args.push(ArgSpec::Output(name, Data::U32(vec![u32::poison(); len])));
+        self
+    }
+    /// A scalar argument (`u32`, `u64` or `f32`).
+    pub fn scalar(mut self, name: &'static str, value: impl Into<Scalar>) -> Kernel {
+        self.args.push(ArgSpec::Scalar(name, value.into()));
+        self
+    }
+    /// A parameter's value passed as a `u32` argument.
+    pub fn param_arg(mut self, name: &'static str) -> Kernel {
+        self.args.push(ArgSpec::Scalar(name, Scalar::Param(name)));
+        self
+    }
+    /// The tunable parameters and their candidate values (sorted: neighbourhood strategies
+    /// walk them in order).
+    pub fn params(mut self, params: &[(&'static str, &[u32])]) -> Kernel {
+        // The twins' constant names live as long as the program: leaked once per kernel.
+        let upper = |n: &str| &*Box::leak(n.to_uppercase().into_boxed_str());
+        self.params = params.iter().map(|(n, v)| (*n, upper(n), v.to_vec())).collect();
+        self
+    }
+    /// A condition every launched point must meet (Kernel Tuner's restrictions).
+    pub fn restrict(mut self, f: impl Fn(&Params) -> bool + 'static) -> Kernel {
+        self.restrictions.push(Box::new(f));
+        self
+    }
+    /// Blocks of the launch.
+    pub fn grid(mut self, f: impl Fn(&Params) -> u32 + 'static) -> Kernel {
+        self.grid = Some(Box::new(f));
+        self
+    }
+    /// Threads per block.
+    pub fn block(mut self, f: impl Fn(&Params) -> u32 + 'static) -> Kernel {
+        self.block = Some(Box::new(f));
+        self
+    }
+    /// Launch-sized workgroup bytes per block.
+    pub fn shared_bytes<S: SharedBytes>(mut self, f: impl Fn(&Params) -> S + 'static) -> Kernel {
+        self.shared = Some(Box::new(move |p| f(p).into_bytes()));
+        self
+    }
+    /// The point the CPU reference runs at (default: the first point of the space that
+    /// meets the restrictions and the CPU backend's limits).
+    pub fn reference_config(mut self, point: &[(&'static str, u32)]) -> Kernel {
+        self.reference_point = Some(point.to_vec());
+        self
+    }
+    /// An f64 reference instead of the CPU run: one vector per output, in argument order,
+    /// each element within `rtol * max(|expected|, rms(expected))`.
+    pub fn reference(mut self, f: impl Fn(&[&Data]) -> Vec<Vec<f64>> + 'static, rtol: f64) -> Kernel {
+        self.check = Check::Reference(Box::new(f), Tolerance { rtol, atol: 0.0 });
+        self
+    }
+    /// A constant of the twins' `{{SIZING}}` (a problem size they are specialised for).
+    pub fn define(mut self, name: &'static str, value: u32) -> Kernel {
+        self.defines.push((name, value));
+        self
+    }
+    /// The static-WGSL twin: its text (with a `{{SIZING}}` slot) and entry point.
+    pub fn wgsl(mut self, source: &'static str, entry: &'static str) -> Kernel {
+        self.wgsl = Some(Twin { source, entry });
+        self
+    }
+    /// The static CUDA C twin (NVRTC, parameters as `-D` defines) and its entry point.
+    pub fn cuda(mut self, source: &'static str, entry: &'static str) -> Kernel {
+        self.cuda = Some(Twin { source, entry });
+        self
+    }
+    /// The image the kernel comes from, `[hash, rustc, commit]` (`images::IMAGE_INFO` of the
+    /// module `dynsmem-build` generates): the hash is part of every tuning-cache key (a
+    /// rebuilt kernel is not answered from an old cache), the rest goes into records.
+    pub fn image(mut self, info: [&str; 3]) -> Kernel {
+        self.image = info.map(str::to_string);
+        self
+    }
+
+    pub fn entry(&self) -> &'static str {
+        self.entry
+    }
+    /// `[hash, rustc, commit]` of [`Kernel::image`] (`"unknown"` where not given).
+    pub fn image_info(&self) -> &[String; 3] {
+        &self.image
+    }
+    /// The parameters and their candidate values.
+    pub fn param_space(&self) -> impl Iterator<Item = (&'static str, &[u32])> {
+        self.params.iter().map(|(n, _, v)| (*n, v.as_slice()))
+    }
+    pub fn has_wgsl(&self) -> bool {
+        self.wgsl.is_some()
+    }
+    /// The point's values by parameter name.
+    pub fn params_at(&self, point: &[u32]) -> Params {
+        Params(self.params.iter().map(|(n, _, _)| *n).zip(point.iter().copied()).collect())
+    }
+    /// The problem as records and cache keys carry it: the arguments' names and lengths or
+    /// values, and the twins' defines (made on first use, once the kernel is described).
+    pub fn problem(&self) -> &serde_json::Value {
+        self.problem.get_or_init(|| self.problem_json())
+    }
+
+    fn problem_json(&self) -> serde_json::Value {
+        let args: Vec<serde_json::Value> = self
+            .args
+            .iter()
+            .map(|a| match a {
+                ArgSpec::Input(n, d) => serde_json::json!({ "input": n, "len": d.len() }),
+                ArgSpec::Output(n, d) => serde_json::json!({ "output": n, "len": d.len() }),
+                ArgSpec::Scalar(n, s) => serde_json::json!({ "scalar": n, "value": format!("{s:?}") }),
+            })
+            .collect();
+        serde_json::json!({ "entry": self.entry, "args": args, "defines": self.defines })
+    }
+
+    fn invalid(&self, reason: impl Into<String>) -> Error {
+        Error::InvalidConfig { kernel: self.entry.into(), reason: reason.into() }
+    }
+
+    /// The contract against the kernel's own entry: it is in the table, the arguments
+    /// match its parameters one by one, every parameter has values, and grid, block and
+    /// bytes are given. Checked before anything is uploaded or launched.
+    pub fn validate(&self) -> Result<()> {
+        let e = self.table.iter().find(|e| e.name == self.entry).ok_or_else(|| Error::MissingKernel {
+            name: self.entry.into(),
+            backend: crate::backend::BackendKind::Cpu,
+            detail: format!("the kernels! table has {:?}", self.table.iter().map(|e| e.name).collect::<Vec<_>>()),
+        })?;
+        let kinds: Vec<ParamKind> = self
+            .args
+            .iter()
+            .map(|a| match a {
+                ArgSpec::Input(..) | ArgSpec::Output(..) => ParamKind::Ptr,
+                ArgSpec::Scalar(_, Scalar::U32(_) | Scalar::Param(_)) => ParamKind::U32,
+                ArgSpec::Scalar(_, Scalar::U64(_)) => ParamKind::U64,
+                ArgSpec::Scalar(_, Scalar::F32(_)) => ParamKind::F32,
+            })
+            .collect();
+        if kinds != e.params {
+            return Err(self.invalid(format!("the entry takes {:?}; the contract passes {kinds:?}", e.params)));
+        }
+        if self.params.is_empty() || self.params.iter().any(|(_, _, v)| v.is_empty()) {
+            return Err(self.invalid("every kernel needs at least one parameter with at least one value"));
+        }
+        for a in &self.args {
+            if let ArgSpec::Scalar(_, Scalar::Param(p)) = a
+                && !self.params.iter().any(|(n, _, _)| n == p)
+            {
+                return Err(self.invalid(format!("argument `{p}` names no parameter")));
+            }
+        }
+        if self.grid.is_none() || self.block.is_none() || self.shared.is_none() {
+            return Err(self.invalid("grid, block and shared_bytes must all be given"));
+        }
+        Ok(())
+    }
+
+    /// The restrictions and the launch of one point, without a device; `Err(reason)` filters
+    /// it. The backend's limits are checked on the footprint by the tuner's search space.
+    pub fn footprint(&self, point: &[u32]) -> std::result::Result<Footprint, String> {
+        self.validate().map_err(|e| e.to_string())?;
+        let p = self.params_at(point);
+        if let Some(i) = self.restrictions.iter().position(|r| !r(&p)) {
+            return Err(format!("restriction {} of the kernel does not hold", i + 1));
+        }
+        let bytes = (self.shared.as_ref().expect("validated"))(&p)?;
+        let threads = (self.block.as_ref().expect("validated"))(&p);
+        let grid = (self.grid.as_ref().expect("validated"))(&p);
+        Ok(Footprint { threads, grid, launch_bytes: bytes, static_bytes: bytes })
+    }
+
+    /// The sizing constants of the twins at `point`: every parameter in capitals, then the
+    /// defines.
+    fn sizes(&self, point: &[u32]) -> Vec<(&'static str, u32)> {
+        let params = self.params.iter().zip(point).map(|((_, upper, _), v)| (*upper, *v));
+        params.chain(self.defines.iter().copied()).collect()
+    }
+
+    fn wgsl_spec(&self, point: &[u32], f: &Footprint, variant: Variant) -> Option<WgslSpec> {
+        let twin = self.wgsl.as_ref()?;
+        let p = self.params_at(point);
+        let items: Vec<_> = self.sizes(point).into_iter().map(|(n, v)| (n, "u32", v as f64)).collect();
+        let (sizing, constants) = wgsl_sizing(variant, &items);
+        Some(WgslSpec {
+            name: format!("{}[{variant},{}]", self.entry, describe(&p)),
+            source: fill_template(twin.source, &[("SIZING", &sizing)]),
+            entry: twin.entry,
+            constants,
+            workgroup_size: f.threads,
+            static_bytes: f.static_bytes,
+        })
+    }
+
+    fn cuda_source(&self, point: &[u32], f: &Footprint) -> Option<CudaSource> {
+        let twin = self.cuda.as_ref()?;
+        let defines = self.sizes(point).into_iter().map(|(n, v)| (n, v.to_string())).collect();
+        Some(CudaSource {
+            name: format!("{}[cuda-static,{}]", self.entry, describe(&self.params_at(point))),
+            source: twin.source,
+            file: "twin.cu",
+            entry: twin.entry,
+            defines,
+            static_bytes: f.static_bytes,
+        })
+    }
+
+    /// The expected outputs (computed on first use) and where they came from.
+    pub fn expected(&self) -> Result<(Expected, String)> {
+        let made = self.expected.get_or_init(|| self.compute_expected().map_err(|e| e.to_string()));
+        made.clone().map_err(|reason| self.invalid(format!("no reference: {reason}")))
+    }
+
+    fn compute_expected(&self) -> Result<(Expected, String)> {
+        self.validate()?;
+        let inputs: Vec<&Data> =
+            self.args.iter().filter_map(|a| if let ArgSpec::Input(_, d) = a { Some(&**d) } else { None }).collect();
+        if let Check::Reference(f, _) = &self.check {
+            return Ok((Rc::new(f(&inputs)), "the kernel's f64 reference".into()));
+        }
+        let cpu = CpuBackend::with_kernels(&[self.table]);
+        let limits = cpu.info().limits;
+        let point = match &self.reference_point {
+            Some(given) => self.point_of(given)?,
+            None => self.points().find(|pt| {
+                self.footprint(pt).is_ok_and(|f| {
+                    f.threads <= limits.max_threads_per_block && f.launch_bytes <= limits.launch_shared_max
+                })
+            }),
+        }
+        .ok_or_else(|| self.invalid("no point of the space meets the restrictions and the CPU backend's limits"))?;
+        let work = self.prepare_at(&cpu, Variant::LaunchSized, &point, None)?;
+        work.run()?;
+        let outputs = work.read_outputs()?;
+        for (&(name, _), out) in work.outputs.iter().zip(&outputs) {
+            let poisoned = match out {
+                Data::F32(v) => v.iter().position(|x| x.is_nan()),
+                Data::U32(v) => v.iter().position(|&x| x == u32::poison()),
+            };
+            if let Some(i) = poisoned {
+                return Err(self.invalid(format!(
+                    "the CPU run at {} left {name}[{i}] unwritten (still the poison value)",
+                    describe(&self.params_at(&point))
+                )));
+            }
+        }
+        let why = format!("the same kernel on the CPU backend at {}", describe(&self.params_at(&point)));
+        Ok((Rc::new(outputs.iter().map(Data::to_f64).collect()), why))
+    }
+
+    /// Every point of the parameter product, first parameter slowest.
+    fn points(&self) -> impl Iterator<Item = Vec<u32>> + '_ {
+        let total: usize = self.params.iter().map(|(_, _, v)| v.len()).product();
+        (0..total).map(move |mut i| {
+            let mut pt = vec![0; self.params.len()];
+            for (k, (_, _, values)) in self.params.iter().enumerate().rev() {
+                pt[k] = values[i % values.len()];
+                i /= values.len();
+            }
+            pt
+        })
+    }
+
+    fn point_of(&self, given: &[(&'static str, u32)]) -> Result<Option<Vec<u32>>> {
+        self.params
+            .iter()
+            .map(|(n, _, _)| {
+                given
+                    .iter()
+                    .find(|(g, _)| g == n)
+                    .map(|(_, v)| *v)
+                    .ok_or_else(|| self.invalid(format!("the reference config {given:?} gives no value for `{n}`")))
+            })
+            .collect::<Result<Vec<u32>>>()
+            .map(Some)
+    }
+
+    /// Validates point `point` and builds it on `backend` as `variant`, inputs uploaded and
+    /// outputs poisoned; its check compares with [`Kernel::expected`].
+    pub fn prepare<'b, B: FamilyBackend>(
+        &self,
+        backend: &'b B,
+        variant: Variant,
+        point: &[u32],
+    ) -> Result<KernelWorkload<'b, B>> {
+        let expected = self.expected()?;
+        self.prepare_at(backend, variant, point, Some(expected))
+    }
+
+    fn prepare_at<'b, B: FamilyBackend>(
+        &self,
+        backend: &'b B,
+        variant: Variant,
+        point: &[u32],
+        expected: Option<(Expected, String)>,
+    ) -> Result<KernelWorkload<'b, B>> {
+        self.validate()?;
+        let p = self.params_at(point);
+        let f = self.footprint(point).map_err(|reason| self.invalid(format!("{}: {reason}", describe(&p))))?;
+        let wgsl = |v: Variant| self.wgsl_spec(point, &f, v).expect("built only where the twin exists");
+        let cuda = || self.cuda_source(point, &f).expect("built only where the twin exists");
+        let kernel = Prepared::new(
+            backend,
+            self.entry,
+            Ok(f.launch_bytes),
+            f.grid,
+            f.threads,
+            variant,
+            self.wgsl.as_ref().map(|_| &wgsl as &dyn Fn(Variant) -> WgslSpec),
+            self.cuda.as_ref().map(|_| &cuda as &dyn Fn() -> CudaSource),
+        )?;
+        let (mut slots, mut outputs, mut bytes) = (Vec::new(), Vec::new(), 0);
+        for a in &self.args {
+            slots.push(match a {
+                ArgSpec::Input(_, d) => Slot::Buffer(upload(backend, d)?),
+                ArgSpec::Output(n, d) => {
+                    outputs.push((*n, slots.len()));
+                    Slot::Buffer(upload(backend, d)?)
+                }
+                ArgSpec::Scalar(_, Scalar::Param(n)) => Slot::Scalar(Scalar::U32(p[*n])),
+                ArgSpec::Scalar(_, s) => Slot::Scalar(*s),
+            });
+            if let Some(Slot::Buffer(b)) = slots.last() {
+                bytes += b.bytes();
+            }
+        }
+        let tolerance = match &self.check {
+            Check::Reference(_, t) => *t,
+            Check::CpuRun => Tolerance { rtol: CPU_RUN_RTOL, atol: 0.0 },
+        };
+        let dims = kernel.dims(f.grid, f.threads);
+        Ok(KernelWorkload { backend, kernel, dims, slots, outputs, bytes, expected, tolerance })
+    }
+}
+
+/// `block=256,chunk=4`.
+fn describe(p: &Params) -> String {
+    p.0.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// One argument of a prepared launch.
+enum Slot<R> {
+    Buffer(DeviceData<R>),
+    /// A fixed value (a parameter's is resolved when prepared).
+    Scalar(Scalar),
+}
+
+/// A device buffer of either element type.
+enum DeviceData<R> {
+    F32(Buffer<R, f32>),
+    U32(Buffer<R, u32>),
+}
+
+impl<R> DeviceData<R> {
+    fn bytes(&self) -> u64 {
+        match self {
+            DeviceData::F32(b) => b.bytes(),
+            DeviceData::U32(b) => b.bytes(),
+        }
+    }
+    fn arg(&self) -> Arg<'_, R> {
+        match self {
+            DeviceData::F32(b) => b.arg(),
+            DeviceData::U32(b) => b.arg(),
+        }
+    }
+}
+
+fn upload<B: Backend>(backend: &B, d: &Data) -> Result<DeviceData<B::Raw>> {
+    Ok(match d {
+        Data::F32(v) => DeviceData::F32(backend.htod(v)?),
+        Data::U32(v) => DeviceData::U32(backend.htod(v)?),
+    })
+}
+
+/// One point of a [`Kernel`] on one backend: what the tuner and `run` drive.
+pub struct KernelWorkload<'b, B: Backend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    dims: crate::backend::LaunchDims,
+    /// The arguments, in order.
+    slots: Vec<Slot<B::Raw>>,
+    /// Each output's name and argument index.
+    outputs: Vec<(&'static str, usize)>,
+    bytes: u64,
+    expected: Option<(Expected, String)>,
+    tolerance: Tolerance,
+}
+
+impl<B: Backend> KernelWorkload<'_, B> {
+    /// The outputs as they are on the device now.
+    pub fn read_outputs(&self) -> Result<Vec<Data>> {
+        self.outputs
+            .iter()
+            .map(|&(_, i)| {
+                Ok(match &self.slots[i] {
+                    Slot::Buffer(DeviceData::F32(b)) => Data::F32(self.backend.dtoh(b)?),
+                    Slot::Buffer(DeviceData::U32(b)) => Data::U32(self.backend.dtoh(b)?),
+                    Slot::Scalar(_) => unreachable!("outputs index buffer arguments"),
+                })
+            })
+            .collect()
+    }
+}
+
+impl<B: Backend> Workload for KernelWorkload<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    /// Every buffer read or written once.
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn run(&self) -> Result<()> {
+        let args: Vec<Arg<'_, B::Raw>> = self
+            .slots
+            .iter()
+            .map(|s| match s {
+                Slot::Buffer(b) => b.arg(),
+                Slot::Scalar(Scalar::U32(v)) => Arg::U32(*v),
+                Slot::Scalar(Scalar::U64(v)) => Arg::U64(*v),
+                Slot::Scalar(Scalar::F32(v)) => Arg::F32(*v),
+                Slot::Scalar(Scalar::Param(_)) => unreachable!("parameters are resolved when prepared"),
+            })
+            .collect();
+        self.backend.launch(&self.kernel.built.kernel, self.dims, &args)
+    }
+    /// Every output against the expected values: f32 within the tolerance at
+    /// `max(|expected|, rms(expected))`, u32 exactly.
+    fn check(&self) -> Result<()> {
+        let Some((expected, _)) = &self.expected else { return Ok(()) };
+        for ((&(name, _), got), want) in self.outputs.iter().zip(self.read_outputs()?).zip(expected.iter()) {
+            let rms = (want.iter().map(|v| v * v).sum::<f64>() / want.len().max(1) as f64).sqrt();
+            let what = format!("{} output {name}", self.kernel.name);
+            let scale = |i: usize| want[i].abs().max(rms);
+            match &got {
+                Data::F32(g) => check_slice(&what, want, g, scale, self.tolerance)?,
+                Data::U32(g) => check_slice(&what, want, g, scale, Tolerance::EXACT)?,
+            }
+        }
+        Ok(())
+    }
+}

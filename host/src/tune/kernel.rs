@@ -1,0 +1,249 @@
+//! Tuning a [`Kernel`] of one's own in one call, Kernel Tuner's `tune_kernel`:
+//! [`tune_kernel`] builds the search space (restrictions and the backend's limits filter
+//! points before launch), runs a strategy with the real runner (every config checked
+//! against the kernel's reference before it is timed; a failed config is an entry with
+//! its error, the sweep goes on), keeps every result in a resumable tuning cache, and
+//! returns a [`Sweep`] that exports T4 results and a Kernel Tuner cache file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::cache::{GroupKey, TuneCache};
+use super::runner::RealRunner;
+use super::space::{SearchSpace, describe_point};
+use super::strategies::{Budget, SearchResult, Stop, Strategy};
+use super::{Param, Tunable, TuneBackend, kt, t4};
+use crate::backend::{DeviceInfo, Variant};
+use crate::contract::{FamilyBackend, Footprint, Kernel, Target, Workload};
+use crate::error::{Error, Result};
+use crate::measure::TimingOptions;
+use crate::report::Provenance;
+use crate::rng::SplitMix64;
+
+impl Tunable for Kernel {
+    type Problem = serde_json::Value;
+    type Config = BTreeMap<&'static str, u32>;
+
+    fn family(&self) -> &'static str {
+        self.entry()
+    }
+    fn problem(&self) -> &serde_json::Value {
+        self.problem()
+    }
+    fn params(&self, _: &Target) -> Vec<Param> {
+        self.param_space().map(|(n, v)| Param::new(n, v)).collect()
+    }
+    fn check(&self, point: &[u32], _: &Target) -> std::result::Result<Footprint, String> {
+        self.footprint(point)
+    }
+    fn config(&self, point: &[u32]) -> Self::Config {
+        self.params_at(point).0
+    }
+    fn prepare<'b, B: FamilyBackend>(
+        &self,
+        backend: &'b B,
+        variant: Variant,
+        point: &[u32],
+        _seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        Ok(Box::new(Kernel::prepare(self, backend, variant, point)?))
+    }
+}
+
+/// How [`tune_kernel_with`] sweeps. The defaults: the backend's own variant (launch-sized
+/// on CUDA, HIP and the CPU backend; wgsl-override on WGSL), every config of the space,
+/// Kernel Tuner-like timing (warm-up, 20 timed runs, median), a cache in the system's
+/// temporary folder removed with the sweep.
+#[derive(Debug, Clone)]
+pub struct TuneOptions {
+    pub variant: Option<Variant>,
+    pub strategy: Strategy,
+    pub budget: Budget,
+    pub timing: TimingOptions,
+    /// A tuning cache to keep (and resume from: configs it holds are not measured again).
+    pub cache: Option<PathBuf>,
+    /// Seeds the strategy's random choices.
+    pub seed: u64,
+    /// What records say about where they came from; an "unknown" toolchain or commit is
+    /// taken from the kernel's [`Kernel::image`].
+    pub provenance: Provenance,
+    /// Print a line per finished config.
+    pub verbose: bool,
+}
+
+impl Default for TuneOptions {
+    fn default() -> Self {
+        TuneOptions {
+            variant: None,
+            strategy: Strategy::Exhaustive,
+            budget: Budget::unlimited(),
+            timing: TimingOptions::default(),
+            cache: None,
+            seed: 1,
+            provenance: Provenance {
+                rustc: "unknown".into(),
+                commit: "unknown".into(),
+                command: std::env::args().collect::<Vec<_>>().join(" "),
+                image: String::new(),
+            },
+            verbose: false,
+        }
+    }
+}
+
+/// A finished sweep of a [`Kernel`]: every evaluated config, the space it came from, and
+/// the exports.
+pub struct Sweep {
+    pub space: SearchSpace,
+    pub result: SearchResult,
+    pub device: DeviceInfo,
+    pub variant: Variant,
+    /// Where the expected outputs came from (the CPU run at which config, or the f64
+    /// reference).
+    pub checked_against: String,
+    cache: TuneCache,
+    group: GroupKey,
+    meta: t4::Metadata,
+    /// The cache file to remove with the sweep (the default, temporary one).
+    temporary: Option<PathBuf>,
+}
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        if let Some(p) = &self.temporary {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Sweep {
+    /// The fastest verified config and its median time in milliseconds.
+    pub fn best(&self) -> Option<(BTreeMap<String, u32>, f64)> {
+        let e = self.result.best()?;
+        Some((super::space::params_map(&self.space.params, &self.space.points[e.index]), e.score?))
+    }
+    /// Configs that ran and failed (build, launch or check), with their errors.
+    pub fn failures(&self) -> Vec<(String, String)> {
+        self.result
+            .failed()
+            .map(|e| (self.space.describe(e.index), e.error.clone().unwrap_or_else(|| "no result".into())))
+            .collect()
+    }
+    /// One line: how many configs ran, verified, failed, were filtered, and the best.
+    pub fn summary(&self) -> String {
+        let best = match self.result.best() {
+            Some(e) => format!(
+                "best {} at {:.4} ms ({} B of workgroup memory)",
+                self.space.describe(e.index),
+                e.score.unwrap_or(f64::NAN),
+                self.space.footprints[e.index].shared_bytes(self.variant)
+            ),
+            None => "no config verified".into(),
+        };
+        format!(
+            "{} on {} ({}): {} configs run, {} failed, {} filtered before launch; {best}; checked against {}",
+            self.meta.family,
+            self.device.name,
+            self.variant,
+            self.result.evaluations.len(),
+            self.result.failed().count(),
+            self.space.filtered.len(),
+            self.checked_against
+        )
+    }
+    /// Kernel Tuner's T4 results (every config, filtered ones in the metadata).
+    pub fn export_t4(&self, path: &Path) -> Result<()> {
+        let doc = t4::export(&self.space, &self.result.evaluations, &self.meta);
+        write(path, &serde_json::to_string_pretty(&doc).expect("JSON values print"))
+    }
+    /// A Kernel Tuner cache file: every point of the parameter product, which Kernel
+    /// Tuner's simulation mode replays.
+    pub fn export_kt_cache(&self, path: &Path) -> Result<()> {
+        let file = kt::cache_file(&self.cache, &self.group, &self.space);
+        write(path, &serde_json::to_string(&file).expect("cache files print"))
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+}
+
+/// [`tune_kernel_with`] with the default [`TuneOptions`].
+pub fn tune_kernel<B: TuneBackend>(backend: &B, kernel: &Kernel) -> Result<Sweep> {
+    tune_kernel_with(backend, kernel, &TuneOptions::default())
+}
+
+/// Sweeps `kernel` on `backend`: see the module documentation. Refused before anything
+/// runs: a contract that does not match the kernel's entry, a variant the backend or the
+/// kernel does not have (no WGSL twin on a WGSL backend), a space with no point that fits.
+pub fn tune_kernel_with<B: TuneBackend>(backend: &B, kernel: &Kernel, opts: &TuneOptions) -> Result<Sweep> {
+    kernel.validate()?;
+    let variant = opts.variant.unwrap_or(backend.variants()[0]);
+    let refuse = |why: &str| Error::Unsupported {
+        backend: backend.kind(),
+        what: format!("the {variant} variant of {}{why}", kernel.entry()),
+    };
+    if !backend.variants().contains(&variant) {
+        return Err(refuse(""));
+    }
+    if matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) && !kernel.has_wgsl() {
+        return Err(refuse(" (it has no WGSL twin)"));
+    }
+    let target = Target::of(backend, variant);
+    let space = SearchSpace::build(kernel, &target, &[])?;
+    if space.is_empty() {
+        let first = space
+            .filtered
+            .first()
+            .map(|f| format!(": e.g. {} ({})", describe_point(&space.params, &f.point), f.reason));
+        return Err(Error::InvalidConfig {
+            kernel: kernel.entry().into(),
+            reason: format!("no config of the space fits {}{}", backend.info().name, first.unwrap_or_default()),
+        });
+    }
+    let (_, checked_against) = kernel.expected()?;
+    let temporary = opts.cache.is_none().then(|| {
+        let stem = format!("dynsmem-{}-{}-{}.jsonl", kernel.entry(), backend.kind(), std::process::id());
+        std::env::temp_dir().join(stem)
+    });
+    let path = opts.cache.clone().or(temporary.clone()).expect("one of the two");
+    let mut cache = TuneCache::open(&path)?;
+    let [image, rustc, commit] = kernel.image_info().clone();
+    let mut prov = opts.provenance.clone();
+    for (field, from_image) in [(&mut prov.rustc, rustc), (&mut prov.commit, commit)] {
+        if field == "unknown" {
+            *field = from_image;
+        }
+    }
+    prov.image = format!("{} image {image}", kernel.entry());
+    let commit = prov.commit.clone();
+    let strategy = opts.strategy;
+    let mut runner =
+        RealRunner::new(backend, kernel, &mut cache, variant, &image, opts.timing, 1, prov, strategy.name());
+    let group = runner.group().clone();
+    let result = strategy.search(&space, &mut runner, opts.budget, &mut SplitMix64::new(opts.seed));
+    drop(runner);
+    if let Stop::RunnerFailed(e) = &result.stop {
+        return Err(Error::InvalidConfig { kernel: kernel.entry().into(), reason: format!("the sweep stopped: {e}") });
+    }
+    if opts.verbose {
+        for e in &result.evaluations {
+            let score = e.score.map_or_else(|| e.error.clone().unwrap_or_default(), |s| format!("{s:.4} ms"));
+            println!("  {}: {score}", describe_point(&space.params, &space.points[e.index]));
+        }
+    }
+    let info = backend.info().clone();
+    let meta = t4::Metadata {
+        family: kernel.entry().into(),
+        problem: kernel.problem().clone(),
+        device: info.name.clone(),
+        driver: info.driver.clone(),
+        backend: info.backend.to_string(),
+        variant: variant.name().into(),
+        image_hash: image,
+        strategy: result.strategy.into(),
+        commit,
+    };
+    let cache = TuneCache::read(&path)?;
+    Ok(Sweep { space, result, device: info, variant, checked_against, cache, group, meta, temporary })
+}
