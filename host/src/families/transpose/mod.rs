@@ -2,7 +2,7 @@
 //! (`transpose.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
 //! documented in `dynsmem_kernels::transpose`.
 
-use dynsmem_kernels::transpose::TransposeConfig;
+use dynsmem_kernels::transpose::{TransposeConfig, TransposeRefusal};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
@@ -10,7 +10,7 @@ use crate::backend::{Arg, Backend, BackendKind, Buffer};
 use crate::contract::{
     CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, wgsl_sizing,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
@@ -112,8 +112,10 @@ pub fn prepare<'b, B: FamilyBackend>(
     seed: u64,
 ) -> Result<TransposeWorkload<'b, B>> {
     let TransposeProblem { rows, cols } = problem;
-    if let Err(why) = config.fits() {
-        return Err(invalid(KERNEL, why.to_string()));
+    match config.fits() {
+        Err(TransposeRefusal::Layout(source)) => return Err(Error::Layout { kernel: KERNEL.into(), source }),
+        Err(why) => return Err(invalid(KERNEL, why.to_string())),
+        Ok(_) => {}
     }
     let elems = rows as u64 * cols as u64;
     // Both forms compute a tile's rows and columns as u32 (`r0 + j` with `j < tile`, and
