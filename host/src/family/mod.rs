@@ -26,8 +26,8 @@ use serde_json::Value;
 pub mod shapes;
 pub mod space;
 
-pub use crate::backend::{AnyBackend, Erase};
 use crate::backend::cpu::CpuBackend;
+pub use crate::backend::{AnyBackend, Erase};
 use crate::backend::{Backend, BackendKind, Variant};
 use crate::contract::{FamilyBackend, Workload};
 pub use crate::contract::{Footprint, Target};
@@ -469,7 +469,8 @@ pub fn probe_point(family: &dyn DynFamily, cpu: &CpuBackend, values: &[u32], see
         .zip(values.iter().chain(std::iter::repeat(&0)))
         .map(|(p, &v)| if v & 1 == 0 { p.values[(v as usize >> 1) % p.values.len()] } else { v >> 1 })
         .collect();
-    let fixed: Vec<(String, Vec<u32>)> = params.iter().zip(&point).map(|(p, &v)| (p.name.to_string(), vec![v])).collect();
+    let fixed: Vec<(String, Vec<u32>)> =
+        params.iter().zip(&point).map(|(p, &v)| (p.name.to_string(), vec![v])).collect();
     let space = crate::tune::SearchSpace::build(&tunable, &target, &fixed)?;
     let config = Tunable::config(&tunable, &point);
     let prepared = family.prepare(AnyBackend::Cpu(cpu), &problem, &config, Variant::LaunchSized, seed);
@@ -481,9 +482,10 @@ pub fn probe_point(family: &dyn DynFamily, cpu: &CpuBackend, values: &[u32], see
             Ok(PointVerdict::OutOfResources(e.to_string()))
         }
         (None, Err(e @ Error::Unsupported { .. })) => Ok(PointVerdict::Unsupported(e.to_string())),
-        (None, Err(e)) => {
-            Err(Error::InvalidConfig { kernel: described(), reason: format!("the tuner accepts it, prepare refuses: {e}") })
-        }
+        (None, Err(e)) => Err(Error::InvalidConfig {
+            kernel: described(),
+            reason: format!("the tuner accepts it, prepare refuses: {e}"),
+        }),
         (Some(f), Ok(_)) => Err(Error::InvalidConfig {
             kernel: described(),
             reason: format!("prepare accepts it, the tuner refuses: {}", f.reason),
