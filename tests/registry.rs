@@ -57,3 +57,12 @@ fn cuda() {
     let Some(c) = cuda_or_skip("registry::cuda") else { return };
     assert!(every_family(&c, &ODD) >= FAMILIES.len());
 }
+
+/// docs/families.md has a section (`## <name>`) for every family of the registry.
+#[test]
+fn every_family_has_a_section_in_the_docs() {
+    const DOCS: &str = include_str!("../docs/families.md");
+    let missing: Vec<&str> =
+        FAMILIES.iter().map(|f| f.name()).filter(|n| !DOCS.lines().any(|l| l.trim() == format!("## {n}"))).collect();
+    assert!(missing.is_empty(), "docs/families.md has no section for {missing:?}");
+}
