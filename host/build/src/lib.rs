@@ -325,7 +325,7 @@ pub struct Images {
 
 impl Images {
     /// The text of the module that embeds the images: `PTX`, `PTX_ARCH`, `PTX_VERSION`,
-    /// `AMDGPU` (each code object 16-byte aligned) and `CHECKED`. Each item carries
+    /// `AMDGPU` (each code object 16-byte aligned), `CHECKED` and `IMAGE_INFO`. Each item carries
     /// `#[allow(dead_code)]`: a crate that uses some of them (only `PTX`, say) gets no
     /// "never used" warning for the others. The attribute is per item, not an inner
     /// `#![allow]`, because the text is `include!`d inside the crate's `mod images { .. }`,
@@ -682,7 +682,7 @@ mod tests {
         let items: Vec<usize> = (0..lines.len())
             .filter(|&i| lines[i].starts_with("pub const ") || lines[i].starts_with("struct "))
             .collect();
-        assert_eq!(items.len(), 6, "{src}");
+        assert_eq!(items.len(), 7, "{src}");
         for i in items {
             let mut attrs = lines[..i].iter().rev().take_while(|l| l.starts_with("#["));
             assert!(attrs.any(|l| *l == "#[allow(dead_code)]"), "no allow before {:?}:\n{src}", lines[i]);
