@@ -48,6 +48,9 @@ pub enum Error {
     /// A kernel the image does not contain.
     #[error("kernel `{name}` is not in the {backend} image: {detail}")]
     MissingKernel { name: String, backend: BackendKind, detail: String },
+    /// Configs of a sweep ran and failed (build, launch or check against the reference).
+    #[error("{kernel}: {failed} of {run} configs failed; the first, {config}: {error}")]
+    SweepFailed { kernel: String, failed: usize, run: usize, config: String, error: String },
     /// The backend cannot be used on this machine (no driver library, no device, no adapter).
     #[error("{backend} unavailable: {reason}")]
     Unavailable { backend: BackendKind, reason: String },

@@ -71,6 +71,15 @@ pub struct TuneOptions {
     pub verbose: bool,
 }
 
+impl TuneOptions {
+    /// One warm-up run and five timed runs per config: a check that the path works and a
+    /// rough ranking, not a measurement to report.
+    pub fn quick() -> TuneOptions {
+        let timing = TimingOptions { warmup: 1, warmup_ms: 0.0, repeats: 5, ..TimingOptions::default() };
+        TuneOptions { timing, ..TuneOptions::default() }
+    }
+}
+
 impl Default for TuneOptions {
     fn default() -> Self {
         TuneOptions {
@@ -128,6 +137,30 @@ impl Sweep {
             .failed()
             .map(|e| (self.space.describe(e.index), e.error.clone().unwrap_or_else(|| "no result".into())))
             .collect()
+    }
+    /// `Ok` when every config that ran was verified, else [`Error::SweepFailed`] naming the
+    /// first failure.
+    pub fn all_verified(&self) -> Result<()> {
+        let failures = self.failures();
+        match failures.first() {
+            None => Ok(()),
+            Some((config, error)) => Err(Error::SweepFailed {
+                kernel: self.meta.family.clone(),
+                failed: failures.len(),
+                run: self.result.evaluations.len(),
+                config: config.clone(),
+                error: error.clone(),
+            }),
+        }
+    }
+    /// Both exports beside `stem`: `<stem>.t4.json` ([`Sweep::export_t4`]) and
+    /// `<stem>.kt-cache.json` ([`Sweep::export_kt_cache`]); returns their paths.
+    pub fn export(&self, stem: &Path) -> Result<(PathBuf, PathBuf)> {
+        let with = |suffix: &str| PathBuf::from(format!("{}{suffix}", stem.display()));
+        let (t4, kt) = (with(".t4.json"), with(".kt-cache.json"));
+        self.export_t4(&t4)?;
+        self.export_kt_cache(&kt)?;
+        Ok((t4, kt))
     }
     /// One line: how many configs ran, verified, failed, were filtered, and the best.
     pub fn summary(&self) -> String {

@@ -1,17 +1,20 @@
 //! The second example: a kernel with no static twins (`chunk_sums_u32` of `kernels/`, u32
-//! sums checked exactly against the same kernel on the CPU backend), swept on the CPU
-//! backend and on CUDA where present; on WGSL the sweep must be a typed refusal ("it has no
-//! WGSL twin"), not a panic. Exits non-zero on any failure.
+//! sums checked exactly against the same kernel on the CPU backend), swept on the CPU backend
+//! and on CUDA where present; on WGSL the sweep must be a typed refusal, not a panic.
 
-use std::error::Error;
 use std::process::ExitCode;
 
 use dynsmem_host::backend::{Probe, cpu::CpuBackend, cuda::CudaBackend, wgpu::WgpuBackend};
 use dynsmem_host::contract::{Data, Kernel};
-use own_kernel::{images, sweep};
+use dynsmem_host::tune::{TuneBackend, TuneOptions, tune_kernel_with};
+use dynsmem_host::{Error, Result};
 
-/// Every config sums chunks of `SPAN` inputs (so every config has the same outputs); the
-/// parameters split a chunk between threads and items per thread.
+mod images {
+    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+}
+
+/// Every config sums chunks of `SPAN` inputs (so all have the same outputs); the parameters
+/// split a chunk between threads and items per thread.
 const SPAN: u32 = 512;
 
 fn chunk_sums(n: u32) -> Kernel {
@@ -29,16 +32,27 @@ fn chunk_sums(n: u32) -> Kernel {
         .shared_bytes(|p| p["block"] * 4)
 }
 
+fn sweep<B: TuneBackend>(backend: &B, kernel: &Kernel) -> Result<()> {
+    let s = tune_kernel_with(backend, kernel, &TuneOptions::quick())?;
+    println!("{}", s.summary());
+    s.export(&std::env::temp_dir().join(format!("chunk-sums-{}", backend.kind())))?;
+    s.all_verified()
+}
+
 fn main() -> ExitCode {
-    let run = || -> Result<(), Box<dyn Error>> {
+    let run = || -> Result<()> {
         let sums = chunk_sums(100_003);
         sweep(&CpuBackend::with_kernels(&[own_kernels::KERNELS]), &sums)?;
         if let Probe::Ready(cuda) = CudaBackend::probe(0, images::PTX) {
             sweep(&cuda, &chunk_sums(1 << 22))?;
         }
         if let Probe::Ready(wgsl) = WgpuBackend::probe() {
-            let refusal = sweep(&wgsl, &sums).err().ok_or("chunk_sums has no WGSL twin, yet it ran")?;
-            println!("wgsl: refused as it must be: {refusal}");
+            match sweep(&wgsl, &sums) {
+                Err(e @ Error::Unsupported { .. }) => println!("wgsl: refused, as it must be: {e}"),
+                other => {
+                    return Err(Error::InvalidConfig { kernel: "chunk_sums_u32".into(), reason: format!("{other:?}") });
+                }
+            }
         }
         Ok(())
     };
