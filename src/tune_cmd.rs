@@ -288,17 +288,7 @@ fn sweep<B: TuneBackend>(
         result.stop,
         result.seconds
     );
-    let meta = t4::Metadata {
-        family: tunable.family().into(),
-        problem: serde_json::to_value(tunable.problem()).expect("problems serialize"),
-        device: info.name.clone(),
-        driver: info.driver.clone(),
-        backend: info.backend.to_string(),
-        variant: variant.name().into(),
-        image_hash: image,
-        strategy: result.strategy.into(),
-        commit,
-    };
+    let meta = t4::Metadata::of(&tunable, info, variant, image, result.strategy, commit);
     report(&space, &result, &opts.outputs, &meta)?;
     // A shard's best is not the sweep's: the merged report names that (unconfirmed).
     if opts.common.confirm_top > 1 && shard == Shard::WHOLE && !matches!(result.stop, Stop::RunnerFailed(_)) {

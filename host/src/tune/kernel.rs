@@ -266,17 +266,7 @@ pub fn tune_kernel_with<B: TuneBackend>(backend: &B, kernel: &Kernel, opts: &Tun
         }
     }
     let info = backend.info().clone();
-    let meta = t4::Metadata {
-        family: kernel.entry().into(),
-        problem: kernel.problem().clone(),
-        device: info.name.clone(),
-        driver: info.driver.clone(),
-        backend: info.backend.to_string(),
-        variant: variant.name().into(),
-        image_hash: image,
-        strategy: result.strategy.into(),
-        commit,
-    };
+    let meta = t4::Metadata::of(kernel, &info, variant, image, result.strategy, commit);
     let cache = TuneCache::read(&path)?;
     Ok(Sweep { space, result, device: info, variant, checked_against, cache, group, meta, temporary })
 }

@@ -47,6 +47,31 @@ pub struct Metadata {
     pub commit: String,
 }
 
+impl Metadata {
+    /// The metadata of a sweep of `tunable` on the device `info` describes, as `variant`,
+    /// of the image `image_hash` built at `commit`, by `strategy`.
+    pub fn of<T: super::Tunable + ?Sized>(
+        tunable: &T,
+        info: &crate::backend::DeviceInfo,
+        variant: crate::backend::Variant,
+        image_hash: String,
+        strategy: &str,
+        commit: String,
+    ) -> Metadata {
+        Metadata {
+            family: tunable.family().into(),
+            problem: serde_json::to_value(tunable.problem()).expect("problems serialize"),
+            device: info.name.clone(),
+            driver: info.driver.clone(),
+            backend: info.backend.to_string(),
+            variant: variant.name().into(),
+            image_hash,
+            strategy: strategy.into(),
+            commit,
+        }
+    }
+}
+
 /// ISO 8601 UTC time of a Unix time (seconds), e.g. `2026-11-22T09:14:03Z`.
 pub fn iso8601(unix: u64) -> String {
     let days = (unix / 86_400) as i64;
