@@ -29,12 +29,14 @@ use dynsmem::host::device::conv1d::Conv1dConfig;
 use dynsmem::host::device::histogram::HistogramConfig;
 use dynsmem::host::device::nbody::NbodyConfig;
 use dynsmem::host::device::reduce::{ReduceConfig, ReduceOp};
+use dynsmem::host::device::rmsnorm::RmsnormConfig;
 use dynsmem::host::device::scan::ScanConfig;
 use dynsmem::host::device::sgemm::SgemmConfig;
 use dynsmem::host::device::softmax::SoftmaxConfig;
 use dynsmem::host::device::stencil2d::Stencil2dConfig;
 use dynsmem::host::device::transpose::TransposeConfig;
 use dynsmem::host::families as k;
+use dynsmem::host::family::Family;
 
 // ---------------------------------------------------------------------------------------
 // A preprocessor for the subset the sources use: object-like #define, #if/#ifdef/#ifndef/
@@ -362,6 +364,8 @@ fn sources() -> Vec<CudaSource> {
         for block in [256, 33] {
             let p = k::softmax::SoftmaxProblem { rows: 1, cols };
             out.push(k::softmax::cuda_source(&p, &SoftmaxConfig { block }));
+            let p = k::rmsnorm::RmsnormProblem { rows: 1, cols, eps: 1e-5 };
+            out.push(k::rmsnorm::cuda_source(&p, &RmsnormConfig { block }));
         }
     }
     for (block, tile) in [(256, 256), (32, 7), (64, 200)] {
@@ -396,7 +400,7 @@ fn every_source_takes_exactly_the_host_defines_and_declares_the_host_static_byte
         assert!(src.source.contains(&format!("extern \"C\" __global__ void {}(", src.entry)), "{}", src.name);
         files.insert(src.file);
     }
-    assert_eq!(files.len(), 9, "one source per family: {files:?}");
+    assert_eq!(files.len(), 10, "one source per family: {files:?}");
     note(&format!("cuda-static sources: {} configs of {} files read without a GPU", all.len(), files.len()));
 }
 
@@ -406,14 +410,17 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
     // fit_config needs no device.
     let cpu = CpuBackend::new();
     let s = Variant::CudaStatic;
-    let (c, note) = k::scan::fit_config(&cpu, s, ScanConfig { block: 512, items_per_thread: 48 });
+    let scan = k::scan::ScanProblem { n: 1, dtype: Dtype::F32 };
+    let (c, note) = k::scan::Scan::fit_config(&cpu, s, &scan, ScanConfig { block: 512, items_per_thread: 48 });
     assert_eq!(c, ScanConfig { block: 512, items_per_thread: 20 });
     assert!(note.as_deref().is_some_and(|n| n.contains("100752 B") && n.contains("43408 B")), "{note:?}");
-    let (c, note) = k::scan::fit_config(&cpu, Variant::LaunchSized, ScanConfig { block: 512, items_per_thread: 48 });
+    let (c, note) =
+        k::scan::Scan::fit_config(&cpu, Variant::LaunchSized, &scan, ScanConfig { block: 512, items_per_thread: 48 });
     assert_eq!((c.items_per_thread, note), (48, None), "only cuda-static is refitted");
 
+    let sum = k::reduce::ReduceProblem { n: 1, op: ReduceOp::Sum, dtype: Dtype::F32 };
     let staged = ReduceConfig { block: 256, items_per_thread: 200, staged: true };
-    let (c, note) = k::reduce::fit_config(&cpu, s, Dtype::F32, staged);
+    let (c, note) = k::reduce::Reduce::fit_config(&cpu, s, &sum, staged);
     assert_eq!(c, ReduceConfig { items_per_thread: 44, ..staged }, "the most items that fit, a multiple of 4");
     assert!(note.is_some());
 
@@ -424,16 +431,22 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
     // Nothing fits: the config is kept, and building it is refused (below, on CUDA).
     let p = k::histogram::HistogramProblem { n: 1, bins: 49_152, out_of_range_pct: 0 };
     let cfg = HistogramConfig { block: 1024, grid: 1, copies: 1 };
-    assert_eq!(k::histogram::fit_config(&cpu, s, &p, cfg), (cfg, None));
+    assert_eq!(k::histogram::Histogram::fit_config(&cpu, s, &p, cfg), (cfg, None));
     let p = k::softmax::SoftmaxProblem { rows: 1, cols: 32_768 };
-    assert_eq!(k::softmax::fit_config(&cpu, s, &p, SoftmaxConfig { block: 256 }), (SoftmaxConfig { block: 256 }, None));
+    assert_eq!(
+        k::softmax::Softmax::fit_config(&cpu, s, &p, SoftmaxConfig { block: 256 }),
+        (SoftmaxConfig { block: 256 }, None)
+    );
     // Fewer copies of the bins where one copy fits.
     let p = k::histogram::HistogramProblem { n: 1, bins: 4096, out_of_range_pct: 0 };
-    let (c, _) = k::histogram::fit_config(&cpu, s, &p, HistogramConfig { block: 512, grid: 1, copies: 8 });
+    let (c, _) = k::histogram::Histogram::fit_config(&cpu, s, &p, HistogramConfig { block: 512, grid: 1, copies: 8 });
     assert_eq!(c.copies, 3);
     // The defaults of the rest fit as they are.
     let t = TransposeConfig { block: 256, tile: 64, pad: 1 };
-    assert_eq!(k::transpose::fit_config(&cpu, s, t), (t, None));
+    assert_eq!(
+        k::transpose::Transpose::fit_config(&cpu, s, &k::transpose::TransposeProblem { rows: 1, cols: 1 }, t),
+        (t, None)
+    );
 }
 
 #[test]

@@ -33,6 +33,7 @@ pub mod layout;
 pub mod nbody;
 pub mod reduce;
 pub mod rmsnorm;
+pub mod rows;
 pub mod scan;
 pub mod sgemm;
 pub mod softmax;

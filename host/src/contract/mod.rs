@@ -158,7 +158,7 @@ impl FamilyBackend for WgpuBackend {
 /// first of `fallbacks` that fits (the family orders them best first), with a note saying
 /// so for the record; where none fits, `asked` is kept and the build refuses it with the
 /// bytes and the limit. Other variants run `asked`.
-pub fn fit_static<C: Copy + std::fmt::Debug>(
+pub fn fit_static<C: Clone + std::fmt::Debug>(
     variant: Variant,
     limit: u32,
     asked: C,

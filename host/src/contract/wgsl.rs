@@ -20,10 +20,20 @@ pub struct WgslSpec {
     pub static_bytes: u32,
 }
 
-/// Fills `{{KEY}}` slots of a WGSL template. Every slot must be filled: a slot left
-/// over is a bug in the launcher, caught by the tests that build every pipeline.
+/// The struct an entry point takes its ids in (`fn entry(ids: Ids)`): the thread's index
+/// in its workgroup, the workgroup's index and the grid's size, as the Rust kernels'
+/// `thread_idx_x`, `block_idx_x` and `grid_dim_x` (`.x` of the last two).
+pub const WGSL_IDS: &str = "struct Ids {
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+}";
+
+/// Fills `{{KEY}}` slots of a WGSL template, and the slot `{{IDS}}`, wherever it stands,
+/// with [`WGSL_IDS`]. Every slot must be filled: a slot left over is a bug in the
+/// launcher, caught by the tests that build every pipeline.
 pub fn fill_template(template: &str, slots: &[(&str, &str)]) -> String {
-    let mut out = template.to_string();
+    let mut out = template.replace("{{IDS}}", WGSL_IDS);
     for (key, value) in slots {
         out = out.replace(&format!("{{{{{key}}}}}"), value);
     }

@@ -23,6 +23,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub mod rows;
 pub mod shapes;
 pub mod space;
 
@@ -112,7 +113,7 @@ pub trait Family: 'static {
     /// The config's command-line options of `run` (each replaces a field of the default).
     type ConfigArgs: clap::Args + clap::FromArgMatches;
     /// The tuner's side: its parameters, constraints and workloads.
-    type Tunable: Tunable<Problem = Self::Problem> + 'static;
+    type Tunable: space::ForProblem<Problem = Self::Problem> + 'static;
 
     /// The problem the options name, sizes left out taken from `sizes`.
     fn problem(args: &Self::ProblemArgs, sizes: &Sizes) -> Self::Problem;
@@ -127,15 +128,30 @@ pub trait Family: 'static {
     }
     /// The config a backend runs when none is given.
     fn default_config<B: FamilyBackend>(backend: &B, problem: &Self::Problem) -> Self::Config;
+    /// Bytes of `config`'s workgroup arrays for `problem` (the launch-sized layout, which the
+    /// static forms copy), or `None` where it has no layout. Default: `None`.
+    fn static_bytes(_problem: &Self::Problem, _config: &Self::Config) -> Option<u32> {
+        None
+    }
+    /// Smaller configs for the static forms to try, best first, when `config`'s arrays pass
+    /// the static limit (see [`Family::fit_config`]). Default: none.
+    fn static_fallbacks(_problem: &Self::Problem, _config: &Self::Config) -> Vec<Self::Config> {
+        Vec::new()
+    }
     /// The config `variant` runs for `config`, and why when it is another (cuda-static's
-    /// arrays cannot hold what launch-sized memory can: see
-    /// [`crate::contract::fit_static`]).
+    /// arrays cannot hold what launch-sized memory can). Default: the first of
+    /// [`Family::static_fallbacks`] within the backend's static limit, by
+    /// [`crate::contract::fit_static`].
     fn fit_config<B: FamilyBackend>(
         backend: &B,
         variant: Variant,
         problem: &Self::Problem,
         config: Self::Config,
-    ) -> (Self::Config, Option<String>);
+    ) -> (Self::Config, Option<String>) {
+        let limit = backend.info().limits.static_shared_max;
+        let fallbacks = Self::static_fallbacks(problem, &config);
+        crate::contract::fit_static(variant, limit, config, fallbacks, |c| Self::static_bytes(problem, c))
+    }
 
     /// Validates and builds one config on `backend`, inputs from `seed` uploaded and the
     /// reference computed; nothing is launched yet. A refusal is a typed error naming the
@@ -174,7 +190,9 @@ pub trait Family: 'static {
     }
 
     /// The tuner's view of `problem`, or `None` where the family has no search space.
-    fn tunable(problem: Self::Problem) -> Option<Self::Tunable>;
+    fn tunable(problem: Self::Problem) -> Option<Self::Tunable> {
+        Some(space::ForProblem::for_problem(problem))
+    }
 }
 
 /// A config request resolved against a backend: the problem, the config to run, and the

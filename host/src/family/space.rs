@@ -23,6 +23,11 @@ pub trait Space: Family {
     -> std::result::Result<Footprint, String>;
 }
 
+/// A [`Tunable`] made from the problem alone: what [`Family::tunable`] builds by default.
+pub trait ForProblem: Tunable {
+    fn for_problem(problem: Self::Problem) -> Self;
+}
+
 /// The [`Tunable`] of a [`Space`] family for one problem.
 pub struct Tuner<F: Family> {
     problem: F::Problem,
@@ -31,6 +36,12 @@ pub struct Tuner<F: Family> {
 impl<F: Family> Tuner<F> {
     pub fn new(problem: F::Problem) -> Tuner<F> {
         Tuner { problem }
+    }
+}
+
+impl<F: Space> ForProblem for Tuner<F> {
+    fn for_problem(problem: F::Problem) -> Tuner<F> {
+        Tuner::new(problem)
     }
 }
 

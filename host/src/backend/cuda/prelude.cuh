@@ -146,3 +146,26 @@ __device__ __forceinline__ void store4(T* dst, u64 start, u64 len, typename Elem
 
 // Whether p may be read and written as 16-byte vectors.
 __device__ __forceinline__ bool aligned16(const void* p) { return ((unsigned long long)p & 15) == 0; }
+
+// Folds every thread's value of a block of THREADS through scratch (THREADS floats) as a
+// tree, the fold of the Rust row skeleton (device-kernels/src/rows.rs): the maximum when
+// MAX, else the sum. Every thread gets the result.
+template <u32 THREADS, bool MAX>
+__device__ __forceinline__ float block_fold(float* scratch, u32 tid, float value) {
+    scratch[tid] = value;
+    __syncthreads();
+    for (u32 live = THREADS; live > 1;) {
+        const u32 half = (live + 1) / 2;
+        if (tid + half < live) {
+            const float a = scratch[tid];
+            const float b = scratch[tid + half];
+            scratch[tid] = MAX ? fmaxf(a, b) : a + b;
+        }
+        __syncthreads();
+        live = half;
+    }
+    const float result = scratch[0];
+    // Slot 0 is overwritten by the next fold.
+    __syncthreads();
+    return result;
+}

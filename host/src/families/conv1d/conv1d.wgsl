@@ -27,6 +27,7 @@
 //   STORE         the R outputs as RV vec4 stores
 
 {{SIZING}}
+{{IDS}}
 const R: u32 = {{R}}u;
 const RV: u32 = R / 4u;
 {{DERIVED}} HALF: u32 = TAPS / 2u;
@@ -71,14 +72,10 @@ fn store4(start: u32, n: u32, v: vec4<f32>) {
 }
 
 @compute @workgroup_size(BLOCK)
-fn conv1d(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn conv1d(ids: Ids) {
     let n = params.n_lo;
     // w'[j] = w[j - SHIFT], zero outside the taps; stored as floats into the vec4 array.
-    for (var j = tid; j < KP; j += BLOCK) {
+    for (var j = ids.tid; j < KP; j += BLOCK) {
         var wk = 0.0;
         if (j >= SHIFT && j - SHIFT < TAPS) {
             wk = w[j - SHIFT];
@@ -87,7 +84,7 @@ fn conv1d(
     }
     let tiles = (n + OUTPUTS - 1u) / OUTPUTS;
     {{WINDOW_DECLS}}
-    for (var t = wid.x; t < tiles; t += nwg.x) {
+    for (var t = ids.wid.x; t < tiles; t += ids.nwg.x) {
         let o = t * OUTPUTS;
         // Also orders the weights' stores before their first use.
         workgroupBarrier();
@@ -95,11 +92,11 @@ fn conv1d(
         // first and last) copies whole vectors without bounds checks.
         if (o >= BEFORE && INPUTS <= n - min(o - BEFORE, n)) {
             let src = (o - BEFORE) >> 2u;
-            for (var v = tid; v < INPUTS / 4u; v += BLOCK) {
+            for (var v = ids.tid; v < INPUTS / 4u; v += BLOCK) {
                 tile[v] = x[src + v];
             }
         } else {
-            for (var v = tid; v < INPUTS / 4u; v += BLOCK) {
+            for (var v = ids.tid; v < INPUTS / 4u; v += BLOCK) {
                 let e = o + 4u * v;
                 tile[v] = vec4<f32>(x_at(e, n), x_at(e + 1u, n), x_at(e + 2u, n), x_at(e + 3u, n));
             }
@@ -109,7 +106,7 @@ fn conv1d(
         // Thread tid makes outputs o + tid*R .. + R, walking the taps R at a time with a
         // window of 2R tile elements in registers; two steps per iteration, so the
         // window's halves trade places by naming, not copies.
-        let base = tid * RV;
+        let base = ids.tid * RV;
         {{ZERO_ACC}}
         {{LOAD_LO0}}
         var k = 0u;

@@ -4,6 +4,7 @@ use dynsmem_kernels::conv1d::Conv1dConfig;
 
 use super::Conv1dProblem;
 use crate::backend::Variant;
+use crate::contract::halvings;
 use crate::contract::{FamilyBackend, Workload, bytes_of, check_footprint};
 use crate::error::Result;
 use crate::family::space::Tuner;
@@ -53,13 +54,13 @@ impl Family for Conv1d {
     fn default_config<B: FamilyBackend>(backend: &B, p: &Conv1dProblem) -> Conv1dConfig {
         super::default_config(backend, p.taps)
     }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        p: &Conv1dProblem,
-        config: Conv1dConfig,
-    ) -> (Conv1dConfig, Option<String>) {
-        super::fit_config(backend, variant, p, config)
+    fn static_bytes(p: &Conv1dProblem, c: &Conv1dConfig) -> Option<u32> {
+        c.shared_bytes(p.taps).ok()
+    }
+    /// The static forms' fallbacks: smaller blocks (every
+    /// default fits: 128 x 8 outputs and 129 taps are 4.7 KB).
+    fn static_fallbacks(_: &Conv1dProblem, c: &Conv1dConfig) -> Vec<Conv1dConfig> {
+        halvings(c.block, 32).map(|block| Conv1dConfig { block, ..*c }).collect()
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -89,8 +90,5 @@ impl Family for Conv1d {
                 config: super::default_config(backend, taps),
             })
             .collect()
-    }
-    fn tunable(problem: Conv1dProblem) -> Option<Tuner<Self>> {
-        Some(Tuner::new(problem))
     }
 }

@@ -6,7 +6,7 @@ use dynsmem_kernels::conv1d::{Conv1dConfig, MAX_TAPS, OUTPUTS_PER_THREAD, entry_
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::backend::{Arg, BackendKind, Buffer};
 use crate::contract::{
     CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
     wgsl_sizing,
@@ -134,19 +134,6 @@ pub fn cuda_source(problem: &Conv1dProblem, cfg: &Conv1dConfig) -> CudaSource {
         ],
         static_bytes: cfg.shared_bytes(problem.taps).unwrap_or(u32::MAX),
     }
-}
-
-/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller blocks (every
-/// default fits: 128 x 8 outputs and 129 taps are 4.7 KB).
-pub fn fit_config<B: Backend>(
-    backend: &B,
-    variant: Variant,
-    problem: &Conv1dProblem,
-    cfg: Conv1dConfig,
-) -> (Conv1dConfig, Option<String>) {
-    let fallbacks = crate::contract::halvings(cfg.block, 32).map(|block| Conv1dConfig { block, ..cfg });
-    let limit = backend.info().limits.static_shared_max;
-    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.taps).ok())
 }
 
 /// The CPU reference in f64 and, per output, the sum of `|w_k x_j|` its rounding error

@@ -132,10 +132,6 @@ impl Family for Hgemm {
     fn default_config<B: FamilyBackend>(backend: &B, p: &HgemmProblem) -> HgemmRun {
         HgemmRun { config: default_config(backend.erase(), p), fixed: false }
     }
-    /// One form: the launch-sized Rust kernel (prepare refuses the others).
-    fn fit_config<B: FamilyBackend>(_: &B, _: Variant, _: &HgemmProblem, run: HgemmRun) -> (HgemmRun, Option<String>) {
-        (run, None)
-    }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
         p: &HgemmProblem,
@@ -183,8 +179,5 @@ impl Family for Hgemm {
     }
     fn bench_variant(_: &HgemmProblem, variant: Variant) -> bool {
         variant == Variant::LaunchSized
-    }
-    fn tunable(problem: HgemmProblem) -> Option<HgemmTunable> {
-        Some(HgemmTunable::new(problem))
     }
 }

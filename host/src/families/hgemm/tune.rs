@@ -41,6 +41,12 @@ impl HgemmTunable {
     }
 }
 
+impl crate::family::space::ForProblem for HgemmTunable {
+    fn for_problem(problem: HgemmProblem) -> HgemmTunable {
+        HgemmTunable::new(problem)
+    }
+}
+
 impl Tunable for HgemmTunable {
     type Problem = HgemmProblem;
     type Config = HgemmConfig;

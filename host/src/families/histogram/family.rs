@@ -58,13 +58,14 @@ impl Family for Histogram {
     fn default_config<B: FamilyBackend>(backend: &B, p: &HistogramProblem) -> HistogramConfig {
         super::default_config(backend, p)
     }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        p: &HistogramProblem,
-        config: HistogramConfig,
-    ) -> (HistogramConfig, Option<String>) {
-        super::fit_config(backend, variant, p, config)
+    fn static_bytes(p: &HistogramProblem, c: &HistogramConfig) -> Option<u32> {
+        c.shared_bytes(p.bins).ok()
+    }
+    /// The static forms' fallbacks: fewer private copies
+    /// of the bins, down to one; none fits when one copy is over the static limit (49152 bins
+    /// of 4 bytes are 192 KB, four times the 48 KB a static array may hold).
+    fn static_fallbacks(_: &HistogramProblem, c: &HistogramConfig) -> Vec<HistogramConfig> {
+        (1..c.copies).rev().map(|copies| HistogramConfig { copies, ..*c }).collect()
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -87,8 +88,5 @@ impl Family for Histogram {
                 BenchCase { problem, config: super::default_config(backend, &problem) }
             })
             .collect()
-    }
-    fn tunable(problem: HistogramProblem) -> Option<Tuner<Self>> {
-        Some(Tuner::new(problem))
     }
 }

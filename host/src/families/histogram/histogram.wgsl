@@ -7,6 +7,7 @@
 //   SIZING   declarations of BLOCK, BINS and COPIES (u32)
 
 {{SIZING}}
+{{IDS}}
 
 struct Params {
     // Number of keys; the WGSL path takes n < 2^31 (the host refuses more).
@@ -23,20 +24,16 @@ struct Params {
 var<workgroup> counters: array<atomic<u32>, BINS * COPIES>;
 
 @compute @workgroup_size(BLOCK)
-fn histogram(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
-    for (var i = tid; i < BINS * COPIES; i += BLOCK) {
+fn histogram(ids: Ids) {
+    for (var i = ids.tid; i < BINS * COPIES; i += BLOCK) {
         atomicStore(&counters[i], 0u);
     }
     workgroupBarrier();
 
     let n = params.n_lo;
-    let base = ((tid / 32u) % COPIES) * BINS;
-    let stride = nwg.x * BLOCK;
-    let first = wid.x * BLOCK + tid;
+    let base = ((ids.tid / 32u) % COPIES) * BINS;
+    let stride = ids.nwg.x * BLOCK;
+    let first = ids.wid.x * BLOCK + ids.tid;
     let n_vec = n / 4u;
     for (var g = first; g < n_vec; g += stride) {
         let k = keys[g];
@@ -51,7 +48,7 @@ fn histogram(
     }
     workgroupBarrier();
 
-    for (var b = tid; b < BINS; b += BLOCK) {
+    for (var b = ids.tid; b < BINS; b += BLOCK) {
         var sum = 0u;
         for (var c = 0u; c < COPIES; c++) {
             sum += atomicLoad(&counters[c * BINS + b]);

@@ -107,20 +107,6 @@ pub fn cuda_source(problem: &HistogramProblem, cfg: &HistogramConfig) -> CudaSou
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): fewer private copies
-/// of the bins, down to one; none fits when one copy is over the static limit (49152 bins
-/// of 4 bytes are 192 KB, four times the 48 KB a static array may hold).
-pub fn fit_config<B: Backend>(
-    backend: &B,
-    variant: Variant,
-    problem: &HistogramProblem,
-    cfg: HistogramConfig,
-) -> (HistogramConfig, Option<String>) {
-    let fallbacks = (1..cfg.copies).rev().map(|copies| HistogramConfig { copies, ..cfg });
-    let limit = backend.info().limits.static_shared_max;
-    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.bins).ok())
-}
-
 /// Keys from `seed`: uniform in `[0, bins)`, with `out_of_range_pct` percent drawn from
 /// `[bins, 2 * bins + 16)` instead.
 pub fn inputs(problem: &HistogramProblem, seed: u64) -> Vec<u32> {

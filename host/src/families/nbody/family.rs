@@ -4,6 +4,7 @@ use dynsmem_kernels::nbody::NbodyConfig;
 
 use super::NbodyProblem;
 use crate::backend::Variant;
+use crate::contract::halvings;
 use crate::contract::{FamilyBackend, Workload};
 use crate::error::Result;
 use crate::family::space::Tuner;
@@ -47,13 +48,13 @@ impl Family for Nbody {
     fn default_config<B: FamilyBackend>(backend: &B, _: &NbodyProblem) -> NbodyConfig {
         super::default_config(backend)
     }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        _: &NbodyProblem,
-        config: NbodyConfig,
-    ) -> (NbodyConfig, Option<String>) {
-        super::fit_config(backend, variant, config)
+    fn static_bytes(_: &NbodyProblem, c: &NbodyConfig) -> Option<u32> {
+        c.shared_bytes().ok()
+    }
+    /// The static forms' fallbacks: smaller tiles (the
+    /// default 256 bodies fit: 4 KB).
+    fn static_fallbacks(_: &NbodyProblem, c: &NbodyConfig) -> Vec<NbodyConfig> {
+        halvings(c.tile, 1).map(|tile| NbodyConfig { tile, ..*c }).collect()
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -70,8 +71,5 @@ impl Family for Nbody {
     }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         vec![BenchCase { problem: NbodyProblem::new(sizes.bodies), config: super::default_config(backend) }]
-    }
-    fn tunable(problem: NbodyProblem) -> Option<Tuner<Self>> {
-        Some(Tuner::new(problem))
     }
 }

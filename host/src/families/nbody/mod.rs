@@ -6,7 +6,7 @@ use dynsmem_kernels::nbody::{FLOPS_PER_INTERACTION, NbodyConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Backend, Buffer};
+use crate::backend::{Arg, Buffer};
 use crate::contract::{
     CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
     wgsl_sizing,
@@ -76,14 +76,6 @@ pub fn cuda_source(cfg: &NbodyConfig) -> CudaSource {
         defines: vec![("TILE", cfg.tile.to_string()), ("BLOCK", cfg.block.to_string())],
         static_bytes: cfg.shared_bytes().unwrap_or(u32::MAX),
     }
-}
-
-/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller tiles (the
-/// default 256 bodies fit: 4 KB).
-pub fn fit_config<B: Backend>(backend: &B, variant: Variant, cfg: NbodyConfig) -> (NbodyConfig, Option<String>) {
-    let fallbacks = crate::contract::halvings(cfg.tile, 1).map(|tile| NbodyConfig { tile, ..cfg });
-    let limit = backend.info().limits.static_shared_max;
-    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
 }
 
 /// The f64 reference for body `i`: new position and velocity (`[x, y, z, m]`,

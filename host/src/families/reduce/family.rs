@@ -4,6 +4,7 @@ use dynsmem_kernels::Dtype;
 
 use super::{ReduceConfig, ReduceOp, ReduceProblem};
 use crate::backend::Variant;
+use crate::contract::halvings;
 use crate::contract::{FamilyBackend, Workload, bytes_of};
 use crate::error::Result;
 use crate::family::DtypeArg;
@@ -79,13 +80,24 @@ impl Family for Reduce {
     fn default_config<B: FamilyBackend>(backend: &B, _: &ReduceProblem) -> ReduceConfig {
         super::default_config(backend)
     }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        p: &ReduceProblem,
-        config: ReduceConfig,
-    ) -> (ReduceConfig, Option<String>) {
-        super::fit_config(backend, variant, p.dtype, config)
+    fn static_bytes(p: &ReduceProblem, c: &ReduceConfig) -> Option<u32> {
+        c.shared_bytes(p.dtype).ok()
+    }
+    /// The static forms' fallbacks: a staged config whose
+    /// tile is over the static limit keeps its block and stages fewer items per thread (the
+    /// most that fit, multiples of 4 first for the 16-byte loads); an unstaged one halves its
+    /// block.
+    fn static_fallbacks(_: &ReduceProblem, c: &ReduceConfig) -> Vec<ReduceConfig> {
+        if c.staged {
+            let ipts = (1..c.items_per_thread).rev();
+            ipts.clone()
+                .filter(|i| i % 4 == 0)
+                .chain(ipts.filter(|i| i % 4 != 0))
+                .map(|items_per_thread| ReduceConfig { items_per_thread, ..*c })
+                .collect()
+        } else {
+            halvings(c.block, 32).map(|block| ReduceConfig { block, ..*c }).collect()
+        }
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -108,8 +120,5 @@ impl Family for Reduce {
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         let problem = ReduceProblem { n: sizes.n, op: ReduceOp::Sum, dtype: Dtype::F32 };
         [super::default_config(backend), STAGED_200K].into_iter().map(|config| BenchCase { problem, config }).collect()
-    }
-    fn tunable(problem: ReduceProblem) -> Option<Tuner<Self>> {
-        Some(Tuner::new(problem))
     }
 }

@@ -85,30 +85,6 @@ pub fn cuda_source(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig) -> CudaSource
     }
 }
 
-/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): a staged config whose
-/// tile is over the static limit keeps its block and stages fewer items per thread (the
-/// most that fit, multiples of 4 first for the 16-byte loads); an unstaged one halves its
-/// block.
-pub fn fit_config<B: Backend>(
-    backend: &B,
-    variant: Variant,
-    dtype: Dtype,
-    cfg: ReduceConfig,
-) -> (ReduceConfig, Option<String>) {
-    let fallbacks: Vec<ReduceConfig> = if cfg.staged {
-        let ipts = (1..cfg.items_per_thread).rev();
-        ipts.clone()
-            .filter(|i| i % 4 == 0)
-            .chain(ipts.filter(|i| i % 4 != 0))
-            .map(|items_per_thread| ReduceConfig { items_per_thread, ..cfg })
-            .collect()
-    } else {
-        crate::contract::halvings(cfg.block, 32).map(|block| ReduceConfig { block, ..cfg }).collect()
-    };
-    let limit = backend.info().limits.static_shared_max;
-    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(dtype).ok())
-}
-
 /// f32 `min` on WGSL with the Rust kernels' NaN rule (a NaN operand is ignored, like
 /// `f32::min` and PTX `min.f32`). WGSL's `min` leaves NaN operands to the driver (SPIR-V
 /// `FMin` is undefined for them) and WGSL lets a compiler assume no NaN exists, so NaN is

@@ -22,6 +22,7 @@
 
 alias T = {{T}};
 {{SIZING}}
+{{IDS}}
 
 struct Params {
     // Element count. The WGSL path indexes with u32: the host refuses n >= 2^32.
@@ -51,11 +52,7 @@ fn load(i: u32) -> T {
 }
 
 @compute @workgroup_size(BLOCK)
-fn reduce(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn reduce(ids: Ids) {
     let n = params.n_lo;
     let ipt = params.items_per_thread;
     let chunk = BLOCK * ipt;
@@ -63,7 +60,7 @@ fn reduce(
     let vectors = ipt / 4u;
     var acc: T = {{IDENTITY}};
 
-    for (var c = wid.x; c < n_chunks; c += nwg.x) {
+    for (var c = ids.wid.x; c < n_chunks; c += ids.nwg.x) {
         let start = c * chunk;
         if (n - start >= chunk) {
             if (STAGED) {
@@ -71,7 +68,7 @@ fn reduce(
                 if ((start & 3u) == 0u) {
                     let v = start >> 2u;
                     for (var k = 0u; k < vectors; k++) {
-                        let i = k * BLOCK + tid;
+                        let i = k * BLOCK + ids.tid;
                         let x = input[v + i];
                         tile[4u * i] = x.x;
                         tile[4u * i + 1u] = x.y;
@@ -80,12 +77,12 @@ fn reduce(
                     }
                     first = vectors * 4u * BLOCK;
                 }
-                for (var i = first + tid; i < chunk; i += BLOCK) {
+                for (var i = first + ids.tid; i < chunk; i += BLOCK) {
                     tile[i] = load(start + i);
                 }
                 workgroupBarrier();
                 for (var k = 0u; k < ipt; k++) {
-                    acc = combine(acc, tile[k * BLOCK + tid]);
+                    acc = combine(acc, tile[k * BLOCK + ids.tid]);
                 }
                 // The next chunk overwrites the tile.
                 workgroupBarrier();
@@ -94,29 +91,29 @@ fn reduce(
                 var k = 0u;
                 // Four independent 16-byte loads in flight per thread, as on CUDA.
                 for (; k + 4u <= vectors; k += 4u) {
-                    let a = input[v + k * BLOCK + tid];
-                    let b = input[v + (k + 1u) * BLOCK + tid];
-                    let c2 = input[v + (k + 2u) * BLOCK + tid];
-                    let d = input[v + (k + 3u) * BLOCK + tid];
+                    let a = input[v + k * BLOCK + ids.tid];
+                    let b = input[v + (k + 1u) * BLOCK + ids.tid];
+                    let c2 = input[v + (k + 2u) * BLOCK + ids.tid];
+                    let d = input[v + (k + 3u) * BLOCK + ids.tid];
                     acc = combine(acc, combine(combine(fold4(a), fold4(b)), combine(fold4(c2), fold4(d))));
                 }
                 for (; k < vectors; k++) {
-                    acc = combine(acc, fold4(input[v + k * BLOCK + tid]));
+                    acc = combine(acc, fold4(input[v + k * BLOCK + ids.tid]));
                 }
                 let rest = start + vectors * 4u * BLOCK;
                 for (var r = 0u; r < ipt % 4u; r++) {
-                    acc = combine(acc, load(rest + r * BLOCK + tid));
+                    acc = combine(acc, load(rest + r * BLOCK + ids.tid));
                 }
             } else {
                 for (var k = 0u; k < ipt; k++) {
-                    acc = combine(acc, load(start + k * BLOCK + tid));
+                    acc = combine(acc, load(start + k * BLOCK + ids.tid));
                 }
             }
         } else {
             // The last, partial chunk.
             let rem = n - start;
             for (var k = 0u; k < ipt; k++) {
-                let i = k * BLOCK + tid;
+                let i = k * BLOCK + ids.tid;
                 if (i < rem) {
                     acc = combine(acc, load(start + i));
                 }
@@ -124,18 +121,18 @@ fn reduce(
         }
     }
 
-    scratch[tid] = acc;
+    scratch[ids.tid] = acc;
     workgroupBarrier();
     var live = BLOCK;
     while (live > 1u) {
         let half = (live + 1u) / 2u;
-        if (tid + half < live) {
-            scratch[tid] = combine(scratch[tid], scratch[tid + half]);
+        if (ids.tid + half < live) {
+            scratch[ids.tid] = combine(scratch[ids.tid], scratch[ids.tid + half]);
         }
         workgroupBarrier();
         live = half;
     }
-    if (tid == 0u) {
-        partials[wid.x] = scratch[0];
+    if (ids.tid == 0u) {
+        partials[ids.wid.x] = scratch[0];
     }
 }

@@ -6,6 +6,7 @@ use super::RmsnormProblem;
 use crate::backend::Variant;
 use crate::contract::{FamilyBackend, Workload, bytes_of};
 use crate::error::Result;
+use crate::family::rows::{self, RowFamily, RowKernel};
 use crate::family::space::Tuner;
 use crate::family::{BenchCase, Family, Sizes};
 
@@ -53,13 +54,11 @@ impl Family for Rmsnorm {
     fn default_config<B: FamilyBackend>(backend: &B, p: &RmsnormProblem) -> RmsnormConfig {
         super::default_config(backend, p.cols)
     }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        p: &RmsnormProblem,
-        config: RmsnormConfig,
-    ) -> (RmsnormConfig, Option<String>) {
-        super::fit_config(backend, variant, p, config)
+    fn static_bytes(p: &RmsnormProblem, c: &RmsnormConfig) -> Option<u32> {
+        c.shared_bytes(p.cols).ok()
+    }
+    fn static_fallbacks(_: &RmsnormProblem, c: &RmsnormConfig) -> Vec<RmsnormConfig> {
+        rows::static_fallbacks(c)
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -93,7 +92,11 @@ impl Family for Rmsnorm {
             })
             .collect()
     }
-    fn tunable(problem: RmsnormProblem) -> Option<Tuner<Self>> {
-        Some(Tuner::new(problem))
+}
+
+impl RowFamily for Rmsnorm {
+    const KERNEL: RowKernel = super::KERNEL;
+    fn shape(p: &RmsnormProblem) -> (u32, u32) {
+        (p.rows, p.cols)
     }
 }

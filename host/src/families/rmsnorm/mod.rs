@@ -6,22 +6,18 @@ use dynsmem_kernels::rmsnorm::RmsnormConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Backend, BackendKind, Buffer};
-use crate::contract::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
-    wgsl_sizing,
-};
+use crate::backend::{Arg, Buffer};
+use crate::contract::{CudaSource, FamilyBackend, KernelInfo, Prepared, Workload, bytes_of, invalid_problem};
 use crate::error::Result;
+use crate::family::rows::{self, RowKernel};
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 mod family;
-mod tune;
 
 pub use family::Rmsnorm;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("rmsnorm.wgsl");
-const KERNEL: &str = "rmsnorm_f32";
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
 pub const CUDA_SOURCE: &str = include_str!("rmsnorm.cu");
 
@@ -48,57 +44,21 @@ pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> RmsnormConfig
     RmsnormConfig { block }
 }
 
-fn wgsl_spec(problem: &RmsnormProblem, cfg: &RmsnormConfig, variant: Variant) -> WgslSpec {
-    let cols = problem.cols.max(1);
-    let (sizing, constants) = wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols as f64)]);
-    WgslSpec {
-        name: format!("{KERNEL}[{variant},cols={cols},block={}]", cfg.block),
-        source: fill_template(
-            WGSL_TEMPLATE,
-            &[
-                ("SIZING", &sizing),
-                ("FOLD_SUM", &crate::contract::wgsl_block_fold("fold_sum", "f32", "scratch", "a + b")),
-            ],
-        ),
-        entry: "rmsnorm",
-        constants,
-        workgroup_size: cfg.block,
-        static_bytes: wgsl_static_bytes(problem, cfg),
-    }
-}
+pub(crate) const KERNEL: RowKernel = RowKernel {
+    name: "rmsnorm_f32",
+    empty: "RMS",
+    cuda: CUDA_SOURCE,
+    cuda_file: "rmsnorm.cu",
+    cuda_entry: "rmsnorm_static",
+    wgsl: WGSL_TEMPLATE,
+    wgsl_entry: "rmsnorm",
+    wgsl_vectors: false,
+    wgsl_folds: &[("fold_sum", "a + b")],
+};
 
-/// Bytes of the WGSL form's static arrays: the row and a float per thread.
-pub fn wgsl_static_bytes(problem: &RmsnormProblem, cfg: &RmsnormConfig) -> u32 {
-    ((problem.cols.max(1) as u64 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32
-}
-
-/// The cuda-static kernel: `rmsnorm.cu` with the row length and block as defines; its
-/// static arrays are the Rust kernel's layout (the row, 16-byte aligned, then `block`
-/// floats of scratch).
+/// The cuda-static kernel: `rmsnorm.cu` ([`rows::cuda_source`]).
 pub fn cuda_source(problem: &RmsnormProblem, cfg: &RmsnormConfig) -> CudaSource {
-    CudaSource {
-        name: format!("{KERNEL}[cuda-static,cols={},block={}]", problem.cols, cfg.block),
-        source: CUDA_SOURCE,
-        file: "rmsnorm.cu",
-        entry: "rmsnorm_static",
-        defines: vec![("COLS", problem.cols.to_string()), ("BLOCK", cfg.block.to_string())],
-        static_bytes: cfg.shared_bytes(problem.cols).unwrap_or(u32::MAX),
-    }
-}
-
-/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller blocks. The
-/// row itself must fit beside the scratch (12032 floats with 256 threads); rows of 32768
-/// floats (128 KB) have no static config, and their cuda-static row is refused with the
-/// bytes and the limit.
-pub fn fit_config<B: Backend>(
-    backend: &B,
-    variant: Variant,
-    problem: &RmsnormProblem,
-    cfg: RmsnormConfig,
-) -> (RmsnormConfig, Option<String>) {
-    let fallbacks = crate::contract::halvings(cfg.block, 32).map(|block| RmsnormConfig { block });
-    let limit = backend.info().limits.static_shared_max;
-    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.cols).ok())
+    rows::cuda_source(&KERNEL, problem.cols, cfg)
 }
 
 /// The CPU reference, in f64: `x / sqrt(mean(x^2) + eps) * g` per row.
@@ -142,39 +102,15 @@ fn validate<B: FamilyBackend>(
     variant: Variant,
 ) -> Result<Prepared<B::Kernel>> {
     let RmsnormProblem { rows, cols, eps } = problem;
-    if config.block == 0 {
-        return Err(invalid(KERNEL, "block must be at least 1 thread"));
-    }
-    if cols == 0 {
-        return Err(invalid_problem(KERNEL, "rows of 0 elements have no RMS"));
-    }
     if !(eps.is_finite() && eps >= 0.0) {
-        return Err(invalid_problem(KERNEL, format!("eps must be finite and at least 0, got {eps}")));
-    }
-    let elems = rows as u64 * cols as u64;
-    // Both forms step their u32 row counter by the grid past the last row.
-    let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
-    crate::contract::check_index(KERNEL, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
-    if backend.kind() == BackendKind::Wgsl {
-        crate::contract::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+        return Err(invalid_problem(KERNEL.name, format!("eps must be finite and at least 0, got {eps}")));
     }
     // x, y and g on the device; x, g, the f64 reference, the NaN fill and the read-back
     // on the host.
-    let device = crate::contract::bytes_of(elems, 8).saturating_add(crate::contract::bytes_of(cols as u64, 4));
-    let host = crate::contract::bytes_of(elems, 20).saturating_add(crate::contract::bytes_of(cols as u64, 4));
-    crate::contract::check_footprint(backend, KERNEL, device, host)?;
-    let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
-    let cuda = || cuda_source(&problem, &config);
-    Prepared::new(
-        backend,
-        KERNEL,
-        config.shared_bytes(cols),
-        config.grid(rows),
-        config.block,
-        variant,
-        Some(&wgsl),
-        Some(&cuda),
-    )
+    let elems = rows as u64 * cols as u64;
+    let device = bytes_of(elems, 8).saturating_add(bytes_of(cols as u64, 4));
+    let host = bytes_of(elems, 20).saturating_add(bytes_of(cols as u64, 4));
+    rows::build(backend, &KERNEL, (rows, cols), &config, variant, (device, host))
 }
 
 /// RMSNorm of `rows x cols` inputs drawn from `seed`, uniform in [-4, 4), with weights
@@ -207,7 +143,7 @@ pub fn prepare_with<'b, B: FamilyBackend>(
     let elems = problem.rows as u64 * problem.cols as u64;
     if x.len() as u64 != elems || g.len() as u64 != problem.cols as u64 {
         return Err(invalid_problem(
-            KERNEL,
+            KERNEL.name,
             format!(
                 "{} inputs and {} weights given for {} x {} = {elems} and {}",
                 x.len(),

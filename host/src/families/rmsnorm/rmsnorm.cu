@@ -16,24 +16,6 @@
 #error "BLOCK (threads per block) must be defined"
 #endif
 
-// Sums every thread's value through scratch; every thread gets the sum.
-__device__ __forceinline__ float block_sum(float* scratch, u32 tid, float value) {
-    scratch[tid] = value;
-    __syncthreads();
-    for (u32 live = BLOCK; live > 1;) {
-        const u32 half = (live + 1) / 2;
-        if (tid + half < live) {
-            scratch[tid] = scratch[tid] + scratch[tid + half];
-        }
-        __syncthreads();
-        live = half;
-    }
-    const float result = scratch[0];
-    // Slot 0 is overwritten by the next row's sum.
-    __syncthreads();
-    return result;
-}
-
 extern "C" __global__ void rmsnorm_static(const float* __restrict__ x, const float* __restrict__ g,
                                           float* __restrict__ y, u32 rows, u32 cols_unused, float eps) {
     __shared__ __align__(16) float row[COLS];
@@ -59,7 +41,7 @@ extern "C" __global__ void rmsnorm_static(const float* __restrict__ x, const flo
             s += v * v;
             row[i] = v;
         }
-        s = block_sum(scratch, tid, s);
+        s = block_fold<BLOCK, false>(scratch, tid, s);
         const float inv = 1.0f / sqrtf(s * inv_cols + eps);
 
         // Each thread revisits the elements it stored: no barrier needed before this.

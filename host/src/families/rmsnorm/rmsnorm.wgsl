@@ -5,9 +5,10 @@
 //
 // Template slots (names in double braces), filled by host/src/families/rmsnorm/mod.rs:
 //   SIZING     declarations of BLOCK and COLS (u32)
-//   FOLD_SUM   fold_sum over `scratch` (host/src/families/block_fold.wgsl)
+//   FOLDS      fold_sum over `scratch` (host/src/contract/block_fold.wgsl)
 
 {{SIZING}}
+{{IDS}}
 
 struct Params {
     rows: u32,
@@ -23,29 +24,25 @@ struct Params {
 var<workgroup> row: array<f32, COLS>;
 var<workgroup> scratch: array<f32, BLOCK>;
 
-{{FOLD_SUM}}
+{{FOLDS}}
 
 @compute @workgroup_size(BLOCK)
-fn rmsnorm(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn rmsnorm(ids: Ids) {
     let rows = params.rows;
     let cols = params.cols;
     let inv_cols = 1.0 / f32(cols);
-    for (var r = wid.x; r < rows; r += nwg.x) {
+    for (var r = ids.wid.x; r < rows; r += ids.nwg.x) {
         let base = r * cols;
         var s = 0.0;
-        for (var i = tid; i < cols; i += BLOCK) {
+        for (var i = ids.tid; i < cols; i += BLOCK) {
             let v = x[base + i];
             s += v * v;
             row[i] = v;
         }
-        let inv = 1.0 / sqrt(fold_sum(tid, s) * inv_cols + params.eps);
+        let inv = 1.0 / sqrt(fold_sum(ids.tid, s) * inv_cols + params.eps);
 
         // Each thread revisits the elements it stored: no barrier needed before this.
-        for (var i = tid; i < cols; i += BLOCK) {
+        for (var i = ids.tid; i < cols; i += BLOCK) {
             y[base + i] = row[i] * inv * g[i];
         }
         workgroupBarrier();

@@ -5,6 +5,7 @@ use dynsmem_kernels::scan::ScanConfig;
 
 use super::ScanProblem;
 use crate::backend::Variant;
+use crate::contract::halvings;
 use crate::contract::{FamilyBackend, Workload, bytes_of, check_footprint};
 use crate::error::{Error, Result};
 use crate::family::DtypeArg;
@@ -56,13 +57,15 @@ impl Family for Scan {
     fn default_config<B: FamilyBackend>(backend: &B, _: &ScanProblem) -> ScanConfig {
         super::default_config(backend)
     }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        _: &ScanProblem,
-        config: ScanConfig,
-    ) -> (ScanConfig, Option<String>) {
-        super::fit_config(backend, variant, config)
+    fn static_bytes(_: &ScanProblem, c: &ScanConfig) -> Option<u32> {
+        c.shared_bytes().ok()
+    }
+    /// The static forms' fallbacks: the same block with
+    /// fewer items per thread (multiples of 4, the most that fit: 512 x 20 for the launch-sized
+    /// default 512 x 48, whose 100752 B are twice the static limit), then smaller blocks.
+    fn static_fallbacks(_: &ScanProblem, c: &ScanConfig) -> Vec<ScanConfig> {
+        let fewer_items = (1..c.items_per_thread / 4).rev().map(|v| ScanConfig { items_per_thread: 4 * v, ..*c });
+        fewer_items.chain(halvings(c.block, 32).map(|block| ScanConfig { block, ..*c })).collect()
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -97,8 +100,5 @@ impl Family for Scan {
             problem: ScanProblem { n: sizes.n, dtype: Dtype::F32 },
             config: super::default_config(backend),
         }]
-    }
-    fn tunable(problem: ScanProblem) -> Option<Tuner<Self>> {
-        Some(Tuner::new(problem))
     }
 }

@@ -7,7 +7,7 @@ use dynsmem_kernels::scan::ScanConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Backend, BackendKind, Buffer, LaunchDims};
+use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
 use crate::contract::{
     Built, CudaSource, FamilyBackend, KernelInfo, KernelSpec, WgslSpec, Workload, fill_template, invalid,
     invalid_problem, wgsl_sizing,
@@ -109,16 +109,6 @@ pub fn cuda_source(dtype: Dtype, cfg: &ScanConfig) -> CudaSource {
         ],
         static_bytes: cfg.shared_bytes().unwrap_or(u32::MAX),
     }
-}
-
-/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): the same block with
-/// fewer items per thread (multiples of 4, the most that fit: 512 x 20 for the launch-sized
-/// default 512 x 48, whose 100752 B are twice the static limit), then smaller blocks.
-pub fn fit_config<B: Backend>(backend: &B, variant: Variant, cfg: ScanConfig) -> (ScanConfig, Option<String>) {
-    let fewer_items = (1..cfg.items_per_thread / 4).rev().map(|v| ScanConfig { items_per_thread: 4 * v, ..cfg });
-    let smaller_blocks = crate::contract::halvings(cfg.block, 32).map(|block| ScanConfig { block, ..cfg });
-    let limit = backend.info().limits.static_shared_max;
-    crate::contract::fit_static(variant, limit, cfg, fewer_items.chain(smaller_blocks), |c| c.shared_bytes().ok())
 }
 
 /// The CPU reference: exclusive prefix sums (f64 for f32, wrapping for u32) and, per

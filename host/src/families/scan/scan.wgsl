@@ -18,6 +18,7 @@
 //   BLOCK_SUM  block_sum over `scratch` (host/src/families/block_fold.wgsl)
 
 {{SIZING}}
+{{IDS}}
 alias T = {{T}};
 
 struct Params {
@@ -84,49 +85,41 @@ fn block_scan(tid: u32, value: T) -> vec2<T> {
 {{BLOCK_SUM}}
 
 @compute @workgroup_size(BLOCK)
-fn tile_sums(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn tile_sums(ids: Ids) {
     let n = sum_params.n_lo;
     let per_tile = BLOCK * IPT;
     let tiles = (n + per_tile - 1u) / per_tile;
-    for (var t = wid.x; t < tiles; t += nwg.x) {
+    for (var t = ids.wid.x; t < tiles; t += ids.nwg.x) {
         let first = t * (per_tile / 4u);
         var local = T(0);
         if (n - t * per_tile >= per_tile) {
             for (var k = 0u; k < IPT / 4u; k++) {
-                let x = input[first + k * BLOCK + tid];
+                let x = input[first + k * BLOCK + ids.tid];
                 local += (x.x + x.y) + (x.z + x.w);
             }
         } else {
             for (var k = 0u; k < IPT / 4u; k++) {
-                let x = load4(first + k * BLOCK + tid, n);
+                let x = load4(first + k * BLOCK + ids.tid, n);
                 local += (x.x + x.y) + (x.z + x.w);
             }
         }
-        let total = block_sum(tid, local);
-        if (tid == 0u) {
+        let total = block_sum(ids.tid, local);
+        if (ids.tid == 0u) {
             sums[t] = total;
         }
     }
 }
 
 @compute @workgroup_size(BLOCK)
-fn scan_tiles(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn scan_tiles(ids: Ids) {
     let n = scan_params.n_lo;
     let per_tile = BLOCK * IPT;
     let tiles = max((n + per_tile - 1u) / per_tile, 1u);
-    for (var t = wid.x; t < tiles; t += nwg.x) {
+    for (var t = ids.wid.x; t < tiles; t += ids.nwg.x) {
         let first = t * (per_tile / 4u);
         let whole = n - min(t * per_tile, n) >= per_tile;
         for (var k = 0u; k < IPT / 4u; k++) {
-            let v = k * BLOCK + tid;
+            let v = k * BLOCK + ids.tid;
             var x: vec4<T>;
             if (whole) {
                 x = input[first + v];
@@ -139,12 +132,12 @@ fn scan_tiles(
             tile[padded(4u * v + 3u)] = x.w;
         }
         workgroupBarrier();
-        let mine = tid * IPT;
+        let mine = ids.tid * IPT;
         var local = T(0);
         for (var j = 0u; j < IPT; j++) {
             local += tile[padded(mine + j)];
         }
-        let scanned = block_scan(tid, local);
+        let scanned = block_scan(ids.tid, local);
         var running = scanned.x - local;
         if (scan_params.use_offsets == 1u) {
             running += offsets[t];
@@ -157,7 +150,7 @@ fn scan_tiles(
         }
         workgroupBarrier();
         for (var k = 0u; k < IPT / 4u; k++) {
-            let v = k * BLOCK + tid;
+            let v = k * BLOCK + ids.tid;
             let x = vec4<T>(tile[padded(4u * v)], tile[padded(4u * v + 1u)], tile[padded(4u * v + 2u)], tile[padded(4u * v + 3u)]);
             let e = 4u * (first + v);
             if (e + 4u <= n) {

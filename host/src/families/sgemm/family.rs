@@ -153,9 +153,6 @@ impl Family for Sgemm {
     fn bench_variant(p: &SgemmProblem, variant: Variant) -> bool {
         !p.f16_inputs || !matches!(variant, Variant::WgslLiteral | Variant::WgslOverride)
     }
-    fn tunable(problem: SgemmProblem) -> Option<SgemmTunable> {
-        Some(SgemmTunable::new(problem))
-    }
 }
 
 #[cfg(test)]

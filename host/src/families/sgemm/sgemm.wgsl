@@ -38,6 +38,7 @@
 // tile of it.
 
 {{SIZING}}
+{{IDS}}
 
 struct Params {
     m: u32,
@@ -169,25 +170,21 @@ fn store_c(r: u32, col: u32, acc: vec4<f32>) {
 }
 
 @compute @workgroup_size(THREADS)
-fn sgemm(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn sgemm(ids: Ids) {
     let m = params.m;
     let n = params.n;
     let k = params.k;
     let tiles_n = max((n + BN - 1u) / BN, 1u);
     let tiles = max((m + BM - 1u) / BM, 1u) * tiles_n;
     let k_tiles = (k + BK - 1u) / BK;
-    let tx = tid % (BN / 8u);
-    let ty = tid / (BN / 8u);
+    let tx = ids.tid % (BN / 8u);
+    let ty = ids.tid / (BN / 8u);
     let a_chunks = BM * BK / 4u;
     let b_chunks = BK * BN / 4u;
     let a_row = BM / 4u + A_ROW_PAD;
     let b_row = BN / 4u;
 
-    for (var t = wid.x; t < tiles; t += nwg.x) {
+    for (var t = ids.wid.x; t < tiles; t += ids.nwg.x) {
         let m0 = (t / tiles_n) * BM;
         let n0 = (t % tiles_n) * BN;
         // c<row><half>: row i < 8 of the thread tile, columns tx*4.. (l) and BN/2 + tx*4.. (h).
@@ -205,13 +202,13 @@ fn sgemm(
 
         if (STAGES == 2u) {
             for (var l = 0u; l < LOADS_A; l++) {
-                let v = tid + l * THREADS;
+                let v = ids.tid + l * THREADS;
                 if (v < a_chunks) {
                     store_a(0u, v, load_a(m0, 0u, v));
                 }
             }
             for (var l = 0u; l < LOADS_B; l++) {
-                let v = tid + l * THREADS;
+                let v = ids.tid + l * THREADS;
                 if (v < b_chunks) {
                     store_b(0u, v, load_b(0u, n0, v));
                 }
@@ -225,13 +222,13 @@ fn sgemm(
             if (STAGES == 1u) {
                 let k0 = kt * BK;
                 for (var l = 0u; l < LOADS_A; l++) {
-                    let v = tid + l * THREADS;
+                    let v = ids.tid + l * THREADS;
                     if (v < a_chunks) {
                         store_a(0u, v, load_a(m0, k0, v));
                     }
                 }
                 for (var l = 0u; l < LOADS_B; l++) {
-                    let v = tid + l * THREADS;
+                    let v = ids.tid + l * THREADS;
                     if (v < b_chunks) {
                         store_b(0u, v, load_b(k0, n0, v));
                     }
@@ -242,13 +239,13 @@ fn sgemm(
                 if (more) {
                     let k0 = (kt + 1u) * BK;
                     for (var l = 0u; l < LOADS_A; l++) {
-                        let v = tid + l * THREADS;
+                        let v = ids.tid + l * THREADS;
                         if (v < a_chunks) {
                             ra[l] = load_a(m0, k0, v);
                         }
                     }
                     for (var l = 0u; l < LOADS_B; l++) {
-                        let v = tid + l * THREADS;
+                        let v = ids.tid + l * THREADS;
                         if (v < b_chunks) {
                             rb[l] = load_b(k0, n0, v);
                         }
@@ -278,13 +275,13 @@ fn sgemm(
             if (STAGES == 2u && more) {
                 let next = slot ^ 1u;
                 for (var l = 0u; l < LOADS_A; l++) {
-                    let v = tid + l * THREADS;
+                    let v = ids.tid + l * THREADS;
                     if (v < a_chunks) {
                         store_a(next, v, ra[l]);
                     }
                 }
                 for (var l = 0u; l < LOADS_B; l++) {
-                    let v = tid + l * THREADS;
+                    let v = ids.tid + l * THREADS;
                     if (v < b_chunks) {
                         store_b(next, v, rb[l]);
                     }

@@ -71,6 +71,12 @@ impl SgemmTunable {
     }
 }
 
+impl crate::family::space::ForProblem for SgemmTunable {
+    fn for_problem(problem: SgemmProblem) -> SgemmTunable {
+        SgemmTunable::new(problem)
+    }
+}
+
 impl Tunable for SgemmTunable {
     type Problem = SgemmProblem;
     type Config = SgemmConfig;

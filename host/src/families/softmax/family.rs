@@ -6,6 +6,7 @@ use super::SoftmaxProblem;
 use crate::backend::Variant;
 use crate::contract::{FamilyBackend, Workload, bytes_of};
 use crate::error::Result;
+use crate::family::rows::{self, RowFamily, RowKernel};
 use crate::family::space::Tuner;
 use crate::family::{BenchCase, Family, Sizes};
 
@@ -47,13 +48,11 @@ impl Family for Softmax {
     fn default_config<B: FamilyBackend>(backend: &B, _: &SoftmaxProblem) -> SoftmaxConfig {
         super::default_config(backend)
     }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        p: &SoftmaxProblem,
-        config: SoftmaxConfig,
-    ) -> (SoftmaxConfig, Option<String>) {
-        super::fit_config(backend, variant, p, config)
+    fn static_bytes(p: &SoftmaxProblem, c: &SoftmaxConfig) -> Option<u32> {
+        c.shared_bytes(p.cols).ok()
+    }
+    fn static_fallbacks(_: &SoftmaxProblem, c: &SoftmaxConfig) -> Vec<SoftmaxConfig> {
+        rows::static_fallbacks(c)
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -81,7 +80,11 @@ impl Family for Softmax {
             })
             .collect()
     }
-    fn tunable(problem: SoftmaxProblem) -> Option<Tuner<Self>> {
-        Some(Tuner::new(problem))
+}
+
+impl RowFamily for Softmax {
+    const KERNEL: RowKernel = super::KERNEL;
+    fn shape(p: &SoftmaxProblem) -> (u32, u32) {
+        (p.rows, p.cols)
     }
 }

@@ -6,22 +6,18 @@ use dynsmem_kernels::softmax::SoftmaxConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Backend, BackendKind, Buffer};
-use crate::contract::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
-    wgsl_sizing,
-};
+use crate::backend::{Arg, Buffer};
+use crate::contract::{CudaSource, FamilyBackend, KernelInfo, Prepared, Workload, bytes_of, invalid_problem};
 use crate::error::Result;
+use crate::family::rows::{self, RowKernel};
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 mod family;
-mod tune;
 
 pub use family::Softmax;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("softmax.wgsl");
-const KERNEL: &str = "softmax_f32";
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
 pub const CUDA_SOURCE: &str = include_str!("softmax.cu");
 
@@ -37,67 +33,21 @@ pub fn default_config<B: FamilyBackend>(backend: &B) -> SoftmaxConfig {
     SoftmaxConfig { block: if backend.small_configs() { 16 } else { 256 } }
 }
 
-fn wgsl_spec(problem: &SoftmaxProblem, cfg: &SoftmaxConfig, variant: Variant) -> WgslSpec {
-    let cols = problem.cols.max(1);
-    // The shared row is vectors: COLS rounded up to whole ones.
-    let cols4 = cols.next_multiple_of(4);
-    let (sizing, constants) =
-        wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", cols4 as f64)]);
-    WgslSpec {
-        name: format!("{KERNEL}[{variant},cols={cols},block={}]", cfg.block),
-        source: fill_template(
-            WGSL_TEMPLATE,
-            &[
-                ("SIZING", &sizing),
-                (
-                    "FOLDS",
-                    &[
-                        crate::contract::wgsl_block_fold("fold_max", "f32", "scratch", "max(a, b)"),
-                        crate::contract::wgsl_block_fold("fold_sum", "f32", "scratch", "a + b"),
-                    ]
-                    .join("\n"),
-                ),
-            ],
-        ),
-        entry: "softmax",
-        constants,
-        workgroup_size: cfg.block,
-        static_bytes: wgsl_static_bytes(problem, cfg),
-    }
-}
+pub(crate) const KERNEL: RowKernel = RowKernel {
+    name: "softmax_f32",
+    empty: "softmax",
+    cuda: CUDA_SOURCE,
+    cuda_file: "softmax.cu",
+    cuda_entry: "softmax_static",
+    wgsl: WGSL_TEMPLATE,
+    wgsl_entry: "softmax",
+    wgsl_vectors: true,
+    wgsl_folds: &[("fold_max", "max(a, b)"), ("fold_sum", "a + b")],
+};
 
-/// Bytes of the WGSL form's static arrays: the row (whole vectors) and a float per thread.
-pub fn wgsl_static_bytes(problem: &SoftmaxProblem, cfg: &SoftmaxConfig) -> u32 {
-    ((problem.cols.max(1).next_multiple_of(4) as u64 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32
-}
-
-/// The cuda-static kernel: `softmax.cu` with the row length and block as defines; its
-/// static arrays are the Rust kernel's layout (the row, 16-byte aligned, then `block`
-/// floats of scratch).
+/// The cuda-static kernel: `softmax.cu` ([`rows::cuda_source`]).
 pub fn cuda_source(problem: &SoftmaxProblem, cfg: &SoftmaxConfig) -> CudaSource {
-    CudaSource {
-        name: format!("{KERNEL}[cuda-static,cols={},block={}]", problem.cols, cfg.block),
-        source: CUDA_SOURCE,
-        file: "softmax.cu",
-        entry: "softmax_static",
-        defines: vec![("COLS", problem.cols.to_string()), ("BLOCK", cfg.block.to_string())],
-        static_bytes: cfg.shared_bytes(problem.cols).unwrap_or(u32::MAX),
-    }
-}
-
-/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller blocks. The
-/// row itself must fit beside the scratch (12032 floats with 256 threads); rows of 32768
-/// floats (128 KB) have no static config, and their cuda-static row is refused with the
-/// bytes and the limit.
-pub fn fit_config<B: Backend>(
-    backend: &B,
-    variant: Variant,
-    problem: &SoftmaxProblem,
-    cfg: SoftmaxConfig,
-) -> (SoftmaxConfig, Option<String>) {
-    let fallbacks = crate::contract::halvings(cfg.block, 32).map(|block| SoftmaxConfig { block });
-    let limit = backend.info().limits.static_shared_max;
-    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.cols).ok())
+    rows::cuda_source(&KERNEL, problem.cols, cfg)
 }
 
 /// The CPU reference, in f64: `exp(x - max) / sum exp(x - max)` per row.
@@ -136,39 +86,10 @@ fn validate<B: FamilyBackend>(
     variant: Variant,
 ) -> Result<Prepared<B::Kernel>> {
     let SoftmaxProblem { rows, cols } = problem;
-    if config.block == 0 {
-        return Err(invalid(KERNEL, "block must be at least 1 thread"));
-    }
-    if cols == 0 {
-        return Err(invalid_problem(KERNEL, "rows of 0 elements have no softmax"));
-    }
-    let elems = rows as u64 * cols as u64;
-    // Both forms step their u32 row counter by the grid past the last row.
-    let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
-    crate::contract::check_index(KERNEL, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
-    if backend.kind() == BackendKind::Wgsl {
-        crate::contract::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
-    }
     // Input and output on the device; the input, the f64 reference, the NaN fill and the
     // read-back on the host.
-    crate::contract::check_footprint(
-        backend,
-        KERNEL,
-        crate::contract::bytes_of(elems, 8),
-        crate::contract::bytes_of(elems, 20),
-    )?;
-    let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
-    let cuda = || cuda_source(&problem, &config);
-    Prepared::new(
-        backend,
-        KERNEL,
-        config.shared_bytes(cols),
-        config.grid(rows),
-        config.block,
-        variant,
-        Some(&wgsl),
-        Some(&cuda),
-    )
+    let elems = rows as u64 * cols as u64;
+    rows::build(backend, &KERNEL, (rows, cols), &config, variant, (bytes_of(elems, 8), bytes_of(elems, 20)))
 }
 
 /// Softmax of `rows x cols` logits drawn from `seed` ([`logits`]).
@@ -221,7 +142,7 @@ pub fn prepare_with<'b, B: FamilyBackend>(
     let elems = problem.rows as u64 * problem.cols as u64;
     if data.len() as u64 != elems {
         return Err(invalid_problem(
-            KERNEL,
+            KERNEL.name,
             format!("{} logits given for {} x {} = {elems}", data.len(), problem.rows, problem.cols),
         ));
     }

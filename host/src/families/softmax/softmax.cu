@@ -16,27 +16,6 @@
 #error "BLOCK (threads per block) must be defined"
 #endif
 
-// Folds every thread's value through scratch (max, or sum); every thread gets the result.
-template <bool MAX>
-__device__ __forceinline__ float block_fold(float* scratch, u32 tid, float value) {
-    scratch[tid] = value;
-    __syncthreads();
-    for (u32 live = BLOCK; live > 1;) {
-        const u32 half = (live + 1) / 2;
-        if (tid + half < live) {
-            const float a = scratch[tid];
-            const float b = scratch[tid + half];
-            scratch[tid] = MAX ? fmaxf(a, b) : a + b;
-        }
-        __syncthreads();
-        live = half;
-    }
-    const float result = scratch[0];
-    // Slot 0 is overwritten by the next fold.
-    __syncthreads();
-    return result;
-}
-
 extern "C" __global__ void softmax_static(const float* __restrict__ input, float* __restrict__ output, u32 rows,
                                           u32 cols_unused) {
     __shared__ __align__(16) float row[COLS];
@@ -60,7 +39,7 @@ extern "C" __global__ void softmax_static(const float* __restrict__ input, float
             m = fmaxf(m, v);
             row[i] = v;
         }
-        m = block_fold<true>(scratch, tid, m);
+        m = block_fold<BLOCK, true>(scratch, tid, m);
 
         // Each thread revisits the elements it stored: no barrier needed before this.
         float s = 0.0f;
@@ -76,7 +55,7 @@ extern "C" __global__ void softmax_static(const float* __restrict__ input, float
             s += e;
             row[i] = e;
         }
-        s = block_fold<false>(scratch, tid, s);
+        s = block_fold<BLOCK, false>(scratch, tid, s);
         const float inv = 1.0f / s;
 
         for (u32 i = tid; i < vectors; i += BLOCK) {

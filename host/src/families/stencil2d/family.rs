@@ -4,6 +4,7 @@ use dynsmem_kernels::stencil2d::Stencil2dConfig;
 
 use super::{Blur, Stencil2dProblem};
 use crate::backend::Variant;
+use crate::contract::halvings;
 use crate::contract::{FamilyBackend, Workload, bytes_of, check_footprint};
 use crate::error::Result;
 use crate::family::space::Tuner;
@@ -74,13 +75,20 @@ impl Family for Stencil2d {
     fn default_config<B: FamilyBackend>(backend: &B, _: &Stencil2dProblem) -> Stencil2dConfig {
         super::default_config(backend)
     }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        p: &Stencil2dProblem,
-        config: Stencil2dConfig,
-    ) -> (Stencil2dConfig, Option<String>) {
-        super::fit_config(backend, variant, p, config)
+    fn static_bytes(p: &Stencil2dProblem, c: &Stencil2dConfig) -> Option<u32> {
+        c.shared_bytes(p.radius).ok()
+    }
+    /// The static forms' fallbacks: shorter tiles (the
+    /// same threads, each with a shorter strip), then narrower ones with fewer threads, each
+    /// kept to the thread arrangement the kernel needs (the default 128 x 32 fits: 19.7 KB).
+    fn static_fallbacks(_: &Stencil2dProblem, c: &Stencil2dConfig) -> Vec<Stencil2dConfig> {
+        let shorter = halvings(c.tile_h, 1).map(|tile_h| Stencil2dConfig { tile_h, ..*c });
+        let narrower = halvings(c.tile_w, 4).map(|tile_w| Stencil2dConfig {
+            tile_w,
+            block: c.block * tile_w / c.tile_w.max(1),
+            ..*c
+        });
+        shorter.chain(narrower).filter(|c| c.fits()).collect()
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -111,8 +119,5 @@ impl Family for Stencil2d {
                 config: super::default_config(backend),
             })
             .collect()
-    }
-    fn tunable(problem: Stencil2dProblem) -> Option<Tuner<Self>> {
-        Some(Tuner::new(problem))
     }
 }

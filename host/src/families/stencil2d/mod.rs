@@ -6,7 +6,7 @@ use dynsmem_kernels::stencil2d::{RADII, Stencil2dConfig, entry_name};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::backend::{Arg, BackendKind, Buffer};
 use crate::contract::{
     CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
     wgsl_sizing,
@@ -182,26 +182,6 @@ pub fn cuda_source(problem: &Stencil2dProblem, cfg: &Stencil2dConfig) -> CudaSou
         ],
         static_bytes: cfg.shared_bytes(problem.radius).unwrap_or(u32::MAX),
     }
-}
-
-/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): shorter tiles (the
-/// same threads, each with a shorter strip), then narrower ones with fewer threads, each
-/// kept to the thread arrangement the kernel needs (the default 128 x 32 fits: 19.7 KB).
-pub fn fit_config<B: Backend>(
-    backend: &B,
-    variant: Variant,
-    problem: &Stencil2dProblem,
-    cfg: Stencil2dConfig,
-) -> (Stencil2dConfig, Option<String>) {
-    let shorter = crate::contract::halvings(cfg.tile_h, 1).map(|tile_h| Stencil2dConfig { tile_h, ..cfg });
-    let narrower = crate::contract::halvings(cfg.tile_w, 4).map(|tile_w| Stencil2dConfig {
-        tile_w,
-        block: cfg.block * tile_w / cfg.tile_w.max(1),
-        ..cfg
-    });
-    let fallbacks: Vec<Stencil2dConfig> = shorter.chain(narrower).filter(|c| c.fits()).collect();
-    let limit = backend.info().limits.static_shared_max;
-    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes(problem.radius).ok())
 }
 
 /// The CPU reference in f64 (edges clamped) and each output's error scale `sum |w x|`.

@@ -23,6 +23,7 @@
 //   STEPS         K unrolled steps: read the next row into its slot, 4 outputs, store
 
 {{SIZING}}
+{{IDS}}
 const RADIUS: u32 = {{RADIUS}}u;
 const K: u32 = 2u * RADIUS + 1u;
 const HALO: u32 = 4u;
@@ -78,18 +79,14 @@ fn store(y: u32, x: u32, width: u32, out_vec: bool, v: vec4<f32>) {
 }
 
 @compute @workgroup_size(BLOCK)
-fn stencil2d(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn stencil2d(ids: Ids) {
     let width = params.width;
     let height = params.height;
-    let g = tid % GROUPS;
+    let g = ids.tid % GROUPS;
     let strip = TILE_H / (BLOCK / GROUPS);
-    let y_first = (tid / GROUPS) * strip;
+    let y_first = (ids.tid / GROUPS) * strip;
     let vec_rows = (width & 3u) == 0u;
-    for (var i = tid; i < K * K; i += BLOCK) {
+    for (var i = ids.tid; i < K * K; i += BLOCK) {
         wt[i] = weights[i];
     }
     workgroupBarrier();
@@ -97,7 +94,7 @@ fn stencil2d(
     {{LOAD_WEIGHTS}}
     let tiles_x = max((width + TILE_W - 1u) / TILE_W, 1u);
     let tiles = tiles_x * ((height + TILE_H - 1u) / TILE_H);
-    for (var t = wid.x; t < tiles; t += nwg.x) {
+    for (var t = ids.wid.x; t < tiles; t += ids.nwg.x) {
         let x0 = (t % tiles_x) * TILE_W;
         let y0 = (t / tiles_x) * TILE_H;
         // A tile whose border is inside the image (all but the edge tiles) is copied
@@ -108,7 +105,7 @@ fn stencil2d(
             let origin = ((y0 - RADIUS) * width + x0 - HALO) >> 2u;
             let row_vecs = width >> 2u;
             // Four loads in flight before their stores, as the Rust kernel has its copies.
-            var i = tid;
+            var i = ids.tid;
             for (; i + 3u * BLOCK < PITCH * ROWS; i += 4u * BLOCK) {
                 let i1 = i + BLOCK;
                 let i2 = i + 2u * BLOCK;
@@ -126,7 +123,7 @@ fn stencil2d(
                 tile[i] = input[origin + (i / PITCH) * row_vecs + i % PITCH];
             }
         } else {
-            for (var i = tid; i < PITCH * ROWS; i += BLOCK) {
+            for (var i = ids.tid; i < PITCH * ROWS; i += BLOCK) {
                 tile[i] = load(i / PITCH, i % PITCH, x0, y0, width, height, vec_rows);
             }
         }

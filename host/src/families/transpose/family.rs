@@ -4,6 +4,7 @@ use dynsmem_kernels::transpose::TransposeConfig;
 
 use super::TransposeProblem;
 use crate::backend::Variant;
+use crate::contract::halvings;
 use crate::contract::{FamilyBackend, Workload};
 use crate::error::Result;
 use crate::family::space::Tuner;
@@ -55,13 +56,16 @@ impl Family for Transpose {
     fn default_config<B: FamilyBackend>(backend: &B, _: &TransposeProblem) -> TransposeConfig {
         super::default_config(backend)
     }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        _: &TransposeProblem,
-        config: TransposeConfig,
-    ) -> (TransposeConfig, Option<String>) {
-        super::fit_config(backend, variant, config)
+    fn static_bytes(_: &TransposeProblem, c: &TransposeConfig) -> Option<u32> {
+        c.shared_bytes().ok()
+    }
+    /// The static forms' fallbacks: smaller tiles with the
+    /// same padding and block, down to 16 (the default 64 x 65 fits: 16.6 KB).
+    fn static_fallbacks(_: &TransposeProblem, c: &TransposeConfig) -> Vec<TransposeConfig> {
+        halvings(c.tile, 16)
+            .map(|tile| TransposeConfig { tile, ..*c })
+            .filter(|c| c.block >= c.tile && c.block.is_multiple_of(c.tile))
+            .collect()
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -85,8 +89,5 @@ impl Family for Transpose {
         let problem = TransposeProblem { rows: sizes.side, cols: sizes.side };
         let d = super::default_config(backend);
         [d, TransposeConfig { pad: 0, ..d }].into_iter().map(|config| BenchCase { problem, config }).collect()
-    }
-    fn tunable(problem: TransposeProblem) -> Option<Tuner<Self>> {
-        Some(Tuner::new(problem))
     }
 }

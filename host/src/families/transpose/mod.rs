@@ -6,7 +6,7 @@ use dynsmem_kernels::transpose::{TransposeConfig, TransposeRefusal};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::backend::{Arg, BackendKind, Buffer};
 use crate::contract::{
     CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, wgsl_sizing,
 };
@@ -67,20 +67,6 @@ pub fn cuda_source(cfg: &TransposeConfig) -> CudaSource {
         defines: vec![("TILE", cfg.tile.to_string()), ("PAD", cfg.pad.to_string()), ("BLOCK", cfg.block.to_string())],
         static_bytes: cfg.shared_bytes().unwrap_or(u32::MAX),
     }
-}
-
-/// The config `variant` runs for `cfg` (see [`crate::contract::fit_static`]): smaller tiles with the
-/// same padding and block, down to 16 (the default 64 x 65 fits: 16.6 KB).
-pub fn fit_config<B: Backend>(
-    backend: &B,
-    variant: Variant,
-    cfg: TransposeConfig,
-) -> (TransposeConfig, Option<String>) {
-    let fallbacks = crate::contract::halvings(cfg.tile, 16)
-        .map(|tile| TransposeConfig { tile, ..cfg })
-        .filter(|c| c.block >= c.tile && c.block.is_multiple_of(c.tile));
-    let limit = backend.info().limits.static_shared_max;
-    crate::contract::fit_static(variant, limit, cfg, fallbacks, |c| c.shared_bytes().ok())
 }
 
 /// The CPU reference.

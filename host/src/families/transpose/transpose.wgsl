@@ -6,6 +6,7 @@
 //   SIZING   declarations of BLOCK, TILE and PAD (u32)
 
 {{SIZING}}
+{{IDS}}
 
 struct Params {
     rows: u32,
@@ -29,20 +30,16 @@ fn load(r: u32, c: u32, rows: u32, cols: u32) -> f32 {
 }
 
 @compute @workgroup_size(BLOCK)
-fn transpose(
-    @builtin(local_invocation_index) tid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
+fn transpose(ids: Ids) {
     let rows = params.rows;
     let cols = params.cols;
-    let tx = tid % TILE;
-    let ty = tid / TILE;
+    let tx = ids.tid % TILE;
+    let ty = ids.tid / TILE;
     let step = BLOCK / TILE;
     let stride = TILE + PAD;
     let tiles_x = (cols + TILE - 1u) / TILE;
     let tiles = tiles_x * ((rows + TILE - 1u) / TILE);
-    for (var t = wid.x; t < tiles; t += nwg.x) {
+    for (var t = ids.wid.x; t < tiles; t += ids.nwg.x) {
         let r0 = (t / tiles_x) * TILE;
         let c0 = (t % tiles_x) * TILE;
         // Four rows' loads in flight before their stores, as in the Rust kernel.

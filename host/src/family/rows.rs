@@ -1,0 +1,144 @@
+//! The host side of the row skeleton (`dynsmem_kernels::rows`) that the row-wise families
+//! (softmax, RMSNorm) share: the search space, the static forms' fallbacks, the checks of
+//! a shape and the twins' builders. A family implements [`RowFamily`] and gets its
+//! [`Space`]; its own folder keeps what is its own (arguments, reference, tolerance).
+
+use dynsmem_kernels::rows::RowConfig;
+
+use super::space::Space;
+use super::{Family, Footprint, Target};
+use crate::backend::{BackendKind, Variant};
+use crate::contract::{
+    CudaSource, FamilyBackend, Prepared, WgslSpec, check_footprint, check_index, fill_template, halvings, invalid,
+    invalid_problem, layout_reason, wgsl_block_fold, wgsl_sizing,
+};
+use crate::error::Result;
+use crate::tune::Param;
+
+/// A family on the row skeleton: one row of `cols` floats per block, [`RowConfig`] its
+/// config.
+pub trait RowFamily: Family<Config = RowConfig> {
+    /// The kernel's name and its k.
+    const KERNEL: RowKernel;
+    /// `(rows, cols)` of a problem.
+    fn shape(problem: &Self::Problem) -> (u32, u32);
+}
+
+/// A row-wise kernel: its entry's name, what a row of no elements lacks (for the refusal),
+/// and its twins: the CUDA C text (defines `COLS` and `BLOCK`) and the WGSL template (slots
+/// `SIZING`, declaring `BLOCK` and `COLS`, and `FOLDS`).
+pub struct RowKernel {
+    pub name: &'static str,
+    pub empty: &'static str,
+    pub cuda: &'static str,
+    pub cuda_file: &'static str,
+    pub cuda_entry: &'static str,
+    pub wgsl: &'static str,
+    pub wgsl_entry: &'static str,
+    /// Whether the WGSL row is whole vectors (its `COLS` rounded up to a multiple of 4).
+    pub wgsl_vectors: bool,
+    /// The block folds the WGSL form calls, as `(name, combine)` (see
+    /// [`crate::contract::wgsl_block_fold`]).
+    pub wgsl_folds: &'static [(&'static str, &'static str)],
+}
+
+impl<F: RowFamily> Space for F {
+    fn params(target: &Target, _: &F::Problem) -> Vec<Param> {
+        if target.is_cpu {
+            vec![Param::new("block", &[4, 8, 16, 32])]
+        } else {
+            vec![Param::new("block", &[32, 64, 128, 256, 512, 1024])]
+        }
+    }
+
+    fn config_of(point: &[u32]) -> RowConfig {
+        RowConfig { block: point[0] }
+    }
+
+    fn check(problem: &F::Problem, config: &RowConfig, _: &Target) -> std::result::Result<Footprint, String> {
+        let (rows, cols) = F::shape(problem);
+        if config.block == 0 {
+            return Err("block must be at least 1 thread".into());
+        }
+        let launch_bytes = config.shared_bytes(cols).map_err(layout_reason)?;
+        let static_bytes = wgsl_static_bytes(&F::KERNEL, cols, config);
+        Ok(Footprint { threads: config.block, grid: config.grid(rows), launch_bytes, static_bytes })
+    }
+}
+
+/// The static forms' fallbacks: smaller blocks, down to 32. The row itself must fit beside
+/// the scratch (12032 floats with 256 threads): rows of 32768 floats (128 KB) have no
+/// static config, and their cuda-static row is refused with the bytes and the limit.
+pub fn static_fallbacks(config: &RowConfig) -> Vec<RowConfig> {
+    halvings(config.block, 32).map(|block| RowConfig { block }).collect()
+}
+
+fn wgsl_row(k: &RowKernel, cols: u32) -> u32 {
+    let cols = cols.max(1);
+    if k.wgsl_vectors { cols.next_multiple_of(4) } else { cols }
+}
+
+/// Bytes of the WGSL form's static arrays: the row and a float per thread.
+pub fn wgsl_static_bytes(k: &RowKernel, cols: u32, config: &RowConfig) -> u32 {
+    ((wgsl_row(k, cols) as u64 + config.block as u64) * 4).min(u32::MAX as u64) as u32
+}
+
+/// The WGSL form of `k` for rows of `cols`.
+pub fn wgsl_spec(k: &RowKernel, cols: u32, cfg: &RowConfig, variant: Variant) -> WgslSpec {
+    let sizes = [("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", wgsl_row(k, cols) as f64)];
+    let (sizing, constants) = wgsl_sizing(variant, &sizes);
+    let folds: Vec<String> =
+        k.wgsl_folds.iter().map(|(name, combine)| wgsl_block_fold(name, "f32", "scratch", combine)).collect();
+    WgslSpec {
+        name: format!("{}[{variant},cols={},block={}]", k.name, cols.max(1), cfg.block),
+        source: fill_template(k.wgsl, &[("SIZING", &sizing), ("FOLDS", &folds.join("\n"))]),
+        entry: k.wgsl_entry,
+        constants,
+        workgroup_size: cfg.block,
+        static_bytes: wgsl_static_bytes(k, cols, cfg),
+    }
+}
+
+/// The cuda-static form of `k`: the row length and block as defines; its static arrays are
+/// the Rust kernel's layout (the row, 16-byte aligned, then `block` floats of scratch).
+pub fn cuda_source(k: &RowKernel, cols: u32, cfg: &RowConfig) -> CudaSource {
+    CudaSource {
+        name: format!("{}[cuda-static,cols={cols},block={}]", k.name, cfg.block),
+        source: k.cuda,
+        file: k.cuda_file,
+        entry: k.cuda_entry,
+        defines: vec![("COLS", cols.to_string()), ("BLOCK", cfg.block.to_string())],
+        static_bytes: cfg.shared_bytes(cols).unwrap_or(u32::MAX),
+    }
+}
+
+/// Checks `k` for `rows x cols` before anything is uploaded, and builds it for `variant`:
+/// a block of at least one thread, rows of at least one element, the u32 row counter (both
+/// forms step it by the grid past the last row), WGSL's u32 indices, and the footprint
+/// (`device` and `host` bytes in all).
+pub fn build<B: FamilyBackend>(
+    backend: &B,
+    k: &RowKernel,
+    (rows, cols): (u32, u32),
+    config: &RowConfig,
+    variant: Variant,
+    (device, host): (u64, u64),
+) -> Result<Prepared<B::Kernel>> {
+    if config.block == 0 {
+        return Err(invalid(k.name, "block must be at least 1 thread"));
+    }
+    if cols == 0 {
+        return Err(invalid_problem(k.name, format!("rows of 0 elements have no {}", k.empty)));
+    }
+    let elems = rows as u64 * cols as u64;
+    let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
+    check_index(k.name, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
+    if backend.kind() == BackendKind::Wgsl {
+        check_index(k.name, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+    }
+    check_footprint(backend, k.name, device, host)?;
+    let wgsl = |v: Variant| wgsl_spec(k, cols, config, v);
+    let cuda = || cuda_source(k, cols, config);
+    let (grid, block) = (config.grid(rows), config.block);
+    Prepared::new(backend, k.name, config.shared_bytes(cols), grid, block, variant, Some(&wgsl), Some(&cuda))
+}
