@@ -3,65 +3,13 @@
 //! past the first token: no panic (clap's debug assertions check the definitions too).
 #![no_main]
 
-use clap::Parser;
+use std::sync::OnceLock;
+
 use libfuzzer_sys::fuzz_target;
 
-const WORDS: &[&str] = &[
-    "run",
-    "bench",
-    "devices",
-    "reduce",
-    "scan",
-    "histogram",
-    "conv1d",
-    "stencil2d",
-    "transpose",
-    "softmax",
-    "nbody",
-    "--n",
-    "--op",
-    "sum",
-    "min",
-    "max",
-    "--dtype",
-    "f32",
-    "u32",
-    "--block",
-    "--ipt",
-    "--staged",
-    "--backend",
-    "cuda",
-    "wgsl",
-    "hip",
-    "cpu",
-    "--variant",
-    "launch-sized",
-    "wgsl-literal",
-    "wgsl-override",
-    "--json",
-    "--markdown",
-    "--warmup",
-    "--warmup-ms",
-    "--repeats",
-    "--seed",
-    "--bins",
-    "--out-of-range",
-    "--grid",
-    "--copies",
-    "--taps",
-    "--outputs-per-thread",
-    "--width",
-    "--height",
-    "--radius",
-    "--blur",
-    "box",
-    "gaussian",
-    "--tile-w",
-    "--tile-h",
-    "--rows",
-    "--cols",
-    "--tile",
-    "--pad",
+/// Edge values and separators; the subcommands, options and their possible values come from
+/// the CLI's own definition ([`words`]), so every registry family and flag is drawn.
+const VALUES: &[&str] = &[
     "--help",
     "-h",
     "--version",
@@ -86,9 +34,33 @@ const WORDS: &[&str] = &[
     "--block=0",
 ];
 
+/// Every subcommand name, `--long` option and possible value of `dynsmem::cli::command()`,
+/// then [`VALUES`].
+fn words() -> &'static [String] {
+    static WORDS: OnceLock<Vec<String>> = OnceLock::new();
+    WORDS.get_or_init(|| {
+        fn walk(cmd: &clap::Command, out: &mut Vec<String>) {
+            out.push(cmd.get_name().to_string());
+            for arg in cmd.get_arguments() {
+                out.extend(arg.get_long().map(|l| format!("--{l}")));
+                out.extend(arg.get_possible_values().iter().map(|v| v.get_name().to_string()));
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&dynsmem::cli::command(), &mut out);
+        out.sort();
+        out.dedup();
+        out.extend(VALUES.iter().map(|v| v.to_string()));
+        out
+    })
+}
+
 #[derive(Debug, arbitrary::Arbitrary)]
 enum Token {
-    Word(u8),
+    Word(u16),
     Number(u64),
     Float(f64),
     Text(String),
@@ -96,7 +68,7 @@ enum Token {
 
 fuzz_target!(|tokens: Vec<Token>| {
     let args = tokens.iter().map(|t| match t {
-        Token::Word(i) => WORDS[*i as usize % WORDS.len()].to_string(),
+        Token::Word(i) => words()[*i as usize % words().len()].clone(),
         Token::Number(n) => n.to_string(),
         Token::Float(f) => f.to_string(),
         Token::Text(s) => s.clone(),

@@ -25,10 +25,11 @@ use dynsmem_kernels::KernelEntry;
 use dynsmem_kernels::entry::ParamKind;
 use dynsmem_kernels::layout::LayoutError;
 
+use super::launch::{Launch, OutputCheck};
 use super::wgsl::{WgslSpec, fill_template, wgsl_sizing};
-use super::{CudaSource, FamilyBackend, Footprint, KernelInfo, Prepared, Workload};
+use super::{CudaSource, FamilyBackend, Footprint, Prepared, Workload};
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{Arg, Backend, Buffer, Variant};
+use crate::backend::{Backend, Variant};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
@@ -470,7 +471,7 @@ impl Kernel {
         let work = self.prepare_at(&cpu, Variant::LaunchSized, &point, None)?;
         work.run()?;
         let outputs = work.read_outputs()?;
-        for (&(name, _), out) in work.outputs.iter().zip(&outputs) {
+        for (name, out) in &outputs {
             let poisoned = match out {
                 Data::F32(v) => v.iter().position(|x| x.is_nan()),
                 Data::U32(v) => v.iter().position(|&x| x == u32::poison()),
@@ -483,7 +484,7 @@ impl Kernel {
             }
         }
         let why = format!("the same kernel on the CPU backend at {}", describe(&self.params_at(&point)));
-        Ok((Rc::new(outputs.iter().map(Data::to_f64).collect()), why))
+        Ok((Rc::new(outputs.iter().map(|(_, d)| d.to_f64()).collect()), why))
     }
 
     /// Every point of the parameter product, first parameter slowest.
@@ -547,28 +548,48 @@ impl Kernel {
             self.wgsl.as_ref().map(|_| &wgsl as &dyn Fn(Variant) -> WgslSpec),
             self.cuda.as_ref().map(|_| &cuda as &dyn Fn() -> CudaSource),
         )?;
-        let (mut slots, mut outputs, mut bytes) = (Vec::new(), Vec::new(), 0);
-        for a in &self.args {
-            slots.push(match a {
-                ArgSpec::Input(_, d) => Slot::Buffer(upload(backend, d)?),
-                ArgSpec::Output(n, d) => {
-                    outputs.push((*n, slots.len()));
-                    Slot::Buffer(upload(backend, d)?)
-                }
-                ArgSpec::Scalar(_, Scalar::Param(n)) => Slot::Scalar(Scalar::U32(p[*n])),
-                ArgSpec::Scalar(_, s) => Slot::Scalar(*s),
-            });
-            if let Some(Slot::Buffer(b)) = slots.last() {
-                bytes += b.bytes();
-            }
-        }
         let tolerance = match &self.check {
             Check::Reference(_, t) => *t,
             Check::CpuRun => Tolerance { rtol: CPU_RUN_RTOL, atol: 0.0 },
         };
-        let dims = kernel.dims(f.grid, f.threads);
-        Ok(KernelWorkload { backend, kernel, dims, slots, outputs, bytes, expected, tolerance })
+        let mut launch = Launch::new(backend, kernel, f.grid, f.threads);
+        let mut k = 0;
+        for a in &self.args {
+            launch = match a {
+                ArgSpec::Input(_, d) => match &**d {
+                    Data::F32(v) => launch.input(v)?,
+                    Data::U32(v) => launch.input(v)?,
+                },
+                ArgSpec::Output(name, d) => {
+                    let want = expected.as_ref().map(|(e, _)| e[k].clone());
+                    k += 1;
+                    let check = want.map(|want| output_check(name, want, tolerance));
+                    match d {
+                        Data::F32(v) => launch.output_named(name, v, check, false)?,
+                        Data::U32(v) => launch.output_named(name, v, check, false)?,
+                    }
+                }
+                ArgSpec::Scalar(_, Scalar::Param(n)) => launch.arg(p[*n]),
+                ArgSpec::Scalar(_, s) => launch.arg(*s),
+            };
+        }
+        Ok(launch)
     }
+}
+
+/// The check of output `name` against `want`: f32 within `tolerance` at
+/// `max(|expected|, rms(expected))`, u32 exactly.
+fn output_check(name: &'static str, want: Vec<f64>, tolerance: Tolerance) -> OutputCheck {
+    Box::new(move |kernel, got| {
+        let rms = (want.iter().map(|v| v * v).sum::<f64>() / want.len().max(1) as f64).sqrt();
+        let what = format!("{kernel} output {name}");
+        let scale = |i: usize| want[i].abs().max(rms);
+        match got {
+            Data::F32(g) => check_slice(&what, &want, g, scale, tolerance)?,
+            Data::U32(g) => check_slice(&what, &want, g, scale, Tolerance::EXACT)?,
+        };
+        Ok(())
+    })
 }
 
 /// `block=256,chunk=4`.
@@ -576,106 +597,5 @@ fn describe(p: &Params) -> String {
     p.0.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",")
 }
 
-/// One argument of a prepared launch.
-enum Slot<R> {
-    Buffer(DeviceData<R>),
-    /// A fixed value (a parameter's is resolved when prepared).
-    Scalar(Scalar),
-}
-
-/// A device buffer of either element type.
-enum DeviceData<R> {
-    F32(Buffer<R, f32>),
-    U32(Buffer<R, u32>),
-}
-
-impl<R> DeviceData<R> {
-    fn bytes(&self) -> u64 {
-        match self {
-            DeviceData::F32(b) => b.bytes(),
-            DeviceData::U32(b) => b.bytes(),
-        }
-    }
-    fn arg(&self) -> Arg<'_, R> {
-        match self {
-            DeviceData::F32(b) => b.arg(),
-            DeviceData::U32(b) => b.arg(),
-        }
-    }
-}
-
-fn upload<B: Backend>(backend: &B, d: &Data) -> Result<DeviceData<B::Raw>> {
-    Ok(match d {
-        Data::F32(v) => DeviceData::F32(backend.htod(v)?),
-        Data::U32(v) => DeviceData::U32(backend.htod(v)?),
-    })
-}
-
 /// One point of a [`Kernel`] on one backend: what the tuner and `run` drive.
-pub struct KernelWorkload<'b, B: Backend> {
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
-    dims: crate::backend::LaunchDims,
-    /// The arguments, in order.
-    slots: Vec<Slot<B::Raw>>,
-    /// Each output's name and argument index.
-    outputs: Vec<(&'static str, usize)>,
-    bytes: u64,
-    expected: Option<(Expected, String)>,
-    tolerance: Tolerance,
-}
-
-impl<B: Backend> KernelWorkload<'_, B> {
-    /// The outputs as they are on the device now.
-    pub fn read_outputs(&self) -> Result<Vec<Data>> {
-        self.outputs
-            .iter()
-            .map(|&(_, i)| {
-                Ok(match &self.slots[i] {
-                    Slot::Buffer(DeviceData::F32(b)) => Data::F32(self.backend.dtoh(b)?),
-                    Slot::Buffer(DeviceData::U32(b)) => Data::U32(self.backend.dtoh(b)?),
-                    Slot::Scalar(_) => unreachable!("outputs index buffer arguments"),
-                })
-            })
-            .collect()
-    }
-}
-
-impl<B: Backend> Workload for KernelWorkload<'_, B> {
-    fn kernel(&self) -> KernelInfo {
-        self.kernel.info()
-    }
-    /// Every buffer read or written once.
-    fn bytes(&self) -> u64 {
-        self.bytes
-    }
-    fn run(&self) -> Result<()> {
-        let args: Vec<Arg<'_, B::Raw>> = self
-            .slots
-            .iter()
-            .map(|s| match s {
-                Slot::Buffer(b) => b.arg(),
-                Slot::Scalar(Scalar::U32(v)) => Arg::U32(*v),
-                Slot::Scalar(Scalar::U64(v)) => Arg::U64(*v),
-                Slot::Scalar(Scalar::F32(v)) => Arg::F32(*v),
-                Slot::Scalar(Scalar::Param(_)) => unreachable!("parameters are resolved when prepared"),
-            })
-            .collect();
-        self.backend.launch(&self.kernel.built.kernel, self.dims, &args)
-    }
-    /// Every output against the expected values: f32 within the tolerance at
-    /// `max(|expected|, rms(expected))`, u32 exactly.
-    fn check(&self) -> Result<()> {
-        let Some((expected, _)) = &self.expected else { return Ok(()) };
-        for ((&(name, _), got), want) in self.outputs.iter().zip(self.read_outputs()?).zip(expected.iter()) {
-            let rms = (want.iter().map(|v| v * v).sum::<f64>() / want.len().max(1) as f64).sqrt();
-            let what = format!("{} output {name}", self.kernel.name);
-            let scale = |i: usize| want[i].abs().max(rms);
-            match &got {
-                Data::F32(g) => check_slice(&what, want, g, scale, self.tolerance)?,
-                Data::U32(g) => check_slice(&what, want, g, scale, Tolerance::EXACT)?,
-            }
-        }
-        Ok(())
-    }
-}
+pub type KernelWorkload<'b, B> = Launch<'b, B>;

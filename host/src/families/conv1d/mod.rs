@@ -5,11 +5,10 @@
 use dynsmem_kernels::conv1d::{Conv1dConfig, MAX_TAPS, OUTPUTS_PER_THREAD, entry_name};
 use serde::{Deserialize, Serialize};
 
+use crate::backend::BackendKind;
 use crate::backend::Variant;
-use crate::backend::{Arg, BackendKind, Buffer};
 use crate::contract::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
-    wgsl_sizing,
+    CudaSource, FamilyBackend, Launch, Prepared, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -156,24 +155,14 @@ pub fn reference(x: &[f32], w: &[f32]) -> (Vec<f64>, Vec<f64>) {
     both.into_iter().unzip()
 }
 
-pub struct Conv1dWorkload<'b, B: FamilyBackend> {
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
-    problem: Conv1dProblem,
-    config: Conv1dConfig,
-    x: Buffer<B::Raw, f32>,
-    w: Buffer<B::Raw, f32>,
-    y: Buffer<B::Raw, f32>,
-    expected: (Vec<f64>, Vec<f64>),
-}
-
+/// `n` samples drawn from `seed` (uniform in [-1, 1)) through a `taps`-tap filter drawn from it too.
 pub fn prepare<'b, B: FamilyBackend>(
     backend: &'b B,
     problem: Conv1dProblem,
     config: Conv1dConfig,
     variant: Variant,
     seed: u64,
-) -> Result<Conv1dWorkload<'b, B>> {
+) -> Result<Launch<'b, B>> {
     let Conv1dProblem { n, taps } = problem;
     let entry = entry_name(config.outputs_per_thread).ok_or_else(|| {
         invalid(
@@ -208,38 +197,17 @@ pub fn prepare<'b, B: FamilyBackend>(
     let mut rng = SplitMix64::new(seed);
     let xs: Vec<f32> = (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let ws: Vec<f32> = (0..taps).map(|_| (rng.next_f32() * 2.0 - 1.0) / taps as f32).collect();
-    let expected = reference(&xs, &ws);
-    let x = backend.htod(&xs)?;
-    let w = backend.htod(&ws)?;
-    let y = backend.htod(&vec![f32::NAN; n as usize])?;
-    Ok(Conv1dWorkload { backend, kernel, problem, config, x, w, y, expected })
-}
-
-impl<B: FamilyBackend> Workload for Conv1dWorkload<'_, B> {
-    fn kernel(&self) -> KernelInfo {
-        self.kernel.info()
-    }
-    fn bytes(&self) -> u64 {
-        2 * self.problem.n * 4
-    }
-    fn flops(&self) -> f64 {
-        2.0 * self.problem.n as f64 * self.problem.taps as f64
-    }
-    fn run(&self) -> Result<()> {
-        let dims = self.kernel.dims(self.config.grid(self.problem.n), self.config.block);
-        self.backend.launch(
-            &self.kernel.built.kernel,
-            dims,
-            &[self.x.arg(), self.w.arg(), self.y.arg(), Arg::U64(self.problem.n), Arg::U32(self.problem.taps)],
-        )
-    }
-    fn check(&self) -> Result<()> {
-        let got = self.backend.dtoh(&self.y)?;
-        let (y, scale) = &self.expected;
-        let tol = Tolerance::summation::<f32>(self.problem.taps as u64);
-        check_slice(&self.kernel.name, y, &got, |i| scale[i], tol)?;
-        Ok(())
-    }
+    let (expected, scale) = reference(&xs, &ws);
+    let tol = Tolerance::summation::<f32>(taps as u64);
+    let check = move |name: &str, got: &[f32]| check_slice(name, &expected, got, |i| scale[i], tol);
+    Ok(Launch::new(backend, kernel, config.grid(n), config.block)
+        .input(&xs)?
+        .input(&ws)?
+        .output(&vec![f32::NAN; n as usize], check)?
+        .arg(n)
+        .arg(taps)
+        .bytes(2 * n * 4)
+        .flops(2.0 * n as f64 * taps as f64))
 }
 
 #[cfg(test)]

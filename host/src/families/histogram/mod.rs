@@ -6,10 +6,9 @@ use dynsmem_kernels::histogram::HistogramConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Backend, BackendKind, Buffer};
+use crate::backend::{Backend, BackendKind};
 use crate::contract::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
-    wgsl_sizing,
+    CudaSource, FamilyBackend, Launch, Prepared, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -134,17 +133,6 @@ pub fn reference(keys: &[u32], bins: u32) -> Vec<u32> {
     counts
 }
 
-/// A validated histogram config with its keys uploaded and its reference computed.
-pub struct HistogramWorkload<'b, B: FamilyBackend> {
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
-    problem: HistogramProblem,
-    config: HistogramConfig,
-    keys: Buffer<B::Raw, u32>,
-    bins: Buffer<B::Raw, u32>,
-    expected: Vec<u32>,
-}
-
 /// Validates `problem` and `config` for `backend` (nothing is launched when this fails),
 /// builds the kernel, uploads keys from `seed` and computes the reference.
 pub fn prepare<'b, B: FamilyBackend>(
@@ -153,7 +141,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     config: HistogramConfig,
     variant: Variant,
     seed: u64,
-) -> Result<HistogramWorkload<'b, B>> {
+) -> Result<Launch<'b, B>> {
     if problem.bins == 0 {
         return Err(invalid_problem(KERNEL, "a histogram needs at least one bin"));
     }
@@ -190,40 +178,15 @@ pub fn prepare<'b, B: FamilyBackend>(
         Some(&cuda),
     )?;
     let data = inputs(&problem, seed);
-    let expected = reference(&data, problem.bins);
-    let keys = backend.htod(&data)?;
-    let bins = backend.alloc::<u32>(problem.bins as usize)?;
-    Ok(HistogramWorkload { backend, kernel, problem, config, keys, bins, expected })
-}
-
-impl<B: FamilyBackend> Workload for HistogramWorkload<'_, B> {
-    fn kernel(&self) -> KernelInfo {
-        self.kernel.info()
-    }
-    fn bytes(&self) -> u64 {
-        self.problem.n * 4 + self.problem.bins as u64 * 4
-    }
-    fn run(&self) -> Result<()> {
-        self.backend.fill_zero(&self.bins)?;
-        let dims = self.kernel.dims(self.config.grid, self.config.block);
-        self.backend.launch(
-            &self.kernel.built.kernel,
-            dims,
-            &[
-                self.keys.arg(),
-                Arg::U64(self.problem.n),
-                self.bins.arg(),
-                Arg::U32(self.problem.bins),
-                Arg::U32(self.config.copies),
-            ],
-        )
-    }
-    fn check(&self) -> Result<()> {
-        let got = self.backend.dtoh(&self.bins)?;
-        let expected: Vec<f64> = self.expected.iter().map(|&c| c as f64).collect();
-        check_slice(&self.kernel.name, &expected, &got, |_| 0.0, Tolerance::EXACT)?;
-        Ok(())
-    }
+    let expected: Vec<f64> = reference(&data, problem.bins).into_iter().map(f64::from).collect();
+    let check = move |name: &str, got: &[u32]| check_slice(name, &expected, got, |_| 0.0, Tolerance::EXACT);
+    Ok(Launch::new(backend, kernel, config.grid, config.block)
+        .input(&data)?
+        .arg(problem.n)
+        .accumulator(problem.bins as usize, check)?
+        .arg(problem.bins)
+        .arg(config.copies)
+        .bytes(problem.n * 4 + problem.bins as u64 * 4))
 }
 
 #[cfg(test)]

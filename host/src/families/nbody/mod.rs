@@ -6,10 +6,10 @@ use dynsmem_kernels::nbody::{FLOPS_PER_INTERACTION, NbodyConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Buffer};
+
 use crate::contract::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
-    wgsl_sizing,
+    CudaSource, Data, FamilyBackend, Launch, LaunchElement, Prepared, WgslSpec, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -102,26 +102,15 @@ pub fn reference_body(pos: &[[f32; 4]], vel: &[[f32; 4]], i: usize, p: &NbodyPro
     ([np[0], np[1], np[2], me[3], nv[0], nv[1], nv[2], 0.0], [sp[0], sp[1], sp[2], 0.0, sv[0], sv[1], sv[2], 0.0])
 }
 
-pub struct NbodyWorkload<'b, B: FamilyBackend> {
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
-    problem: NbodyProblem,
-    config: NbodyConfig,
-    pos: Buffer<B::Raw, f32>,
-    vel: Buffer<B::Raw, f32>,
-    new_pos: Buffer<B::Raw, f32>,
-    new_vel: Buffer<B::Raw, f32>,
-    /// (body, expected, scale) for the checked bodies.
-    expected: Vec<(usize, [f64; 8], [f64; 8])>,
-}
-
+/// One step of `n` bodies drawn from `seed`; up to [`CHECKED_BODIES`] of them (the first, the last
+/// and seeded others) are checked against the f64 reference.
 pub fn prepare<'b, B: FamilyBackend>(
     backend: &'b B,
     problem: NbodyProblem,
     config: NbodyConfig,
     variant: Variant,
     seed: u64,
-) -> Result<NbodyWorkload<'b, B>> {
+) -> Result<Launch<'b, B>> {
     if config.block == 0 || config.tile == 0 {
         return Err(invalid(KERNEL, format!("block and tile must be at least 1 (got {config:?})")));
     }
@@ -167,69 +156,39 @@ pub fn prepare<'b, B: FamilyBackend>(
         b.extend([0, n - 1]);
         b
     };
-    let expected = bodies
+    // (body, expected, scale) for the checked bodies.
+    let expected: Vec<(usize, [f64; 8], [f64; 8])> = bodies
         .into_iter()
         .map(|i| {
             let (e, s) = reference_body(&pos, &vel, i, &problem);
             (i, e, s)
         })
         .collect();
-    let flat = |v: &[[f32; 4]]| v.iter().flatten().copied().collect::<Vec<f32>>();
-    let nan = vec![f32::NAN; 4 * n];
-    Ok(NbodyWorkload {
-        backend,
-        kernel,
-        problem,
-        config,
-        pos: backend.htod(&flat(&pos))?,
-        vel: backend.htod(&flat(&vel))?,
-        new_pos: backend.htod(&nan)?,
-        new_vel: backend.htod(&nan)?,
-        expected,
-    })
-}
-
-impl<B: FamilyBackend> Workload for NbodyWorkload<'_, B> {
-    fn kernel(&self) -> KernelInfo {
-        self.kernel.info()
-    }
-    fn bytes(&self) -> u64 {
-        0
-    }
-    fn flops(&self) -> f64 {
-        self.problem.n as f64 * self.problem.n as f64 * FLOPS_PER_INTERACTION as f64
-    }
-    fn run(&self) -> Result<()> {
-        let p = &self.problem;
-        let dims = self.kernel.dims(self.config.grid(p.n), self.config.block);
-        self.backend.launch(
-            &self.kernel.built.kernel,
-            dims,
-            &[
-                self.pos.arg(),
-                self.vel.arg(),
-                self.new_pos.arg(),
-                self.new_vel.arg(),
-                Arg::U32(p.n),
-                Arg::F32(p.dt),
-                Arg::F32(p.softening * p.softening),
-                Arg::U32(self.config.tile),
-            ],
-        )
-    }
-    fn check(&self) -> Result<()> {
-        let pos = self.backend.dtoh(&self.new_pos)?;
-        let vel = self.backend.dtoh(&self.new_vel)?;
-        let (mut expected, mut scale, mut got) = (Vec::new(), Vec::new(), Vec::new());
-        for (i, e, s) in &self.expected {
-            expected.extend_from_slice(e);
+    // Sums of n terms, each with an approximate reciprocal square root on GPUs.
+    let tol = Tolerance { rtol: 2.0 * n.max(1) as f64 * f32::EPSILON as f64 + 1e-5, atol: 1e-12 };
+    let check = move |name: &str, outputs: &[Data]| {
+        let (pos, vel) = (f32::values(&outputs[0]), f32::values(&outputs[1]));
+        let (mut want, mut scale, mut got) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, e, s) in &expected {
+            want.extend_from_slice(e);
             scale.extend_from_slice(s);
             got.extend_from_slice(&pos[4 * i..4 * i + 4]);
             got.extend_from_slice(&vel[4 * i..4 * i + 4]);
         }
-        // Sums of n terms, each with an approximate reciprocal square root on GPUs.
-        let tol = Tolerance { rtol: 2.0 * self.problem.n.max(1) as f64 * f32::EPSILON as f64 + 1e-5, atol: 1e-12 };
-        check_slice(&self.kernel.name, &expected, &got, |k| scale[k], tol)?;
-        Ok(())
-    }
+        check_slice(name, &want, &got, |k| scale[k], tol)
+    };
+    let flat = |v: &[[f32; 4]]| v.iter().flatten().copied().collect::<Vec<f32>>();
+    let nan = vec![f32::NAN; 4 * n];
+    Ok(Launch::new(backend, kernel, config.grid(problem.n), config.block)
+        .input(&flat(&pos))?
+        .input(&flat(&vel))?
+        .output_unchecked(&nan)?
+        .output_unchecked(&nan)?
+        .arg(problem.n)
+        .arg(problem.dt)
+        .arg(problem.softening * problem.softening)
+        .arg(config.tile)
+        .bytes(0)
+        .flops(n as f64 * n as f64 * FLOPS_PER_INTERACTION as f64)
+        .check_outputs(check))
 }

@@ -6,8 +6,7 @@ use dynsmem_kernels::rmsnorm::RmsnormConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Buffer};
-use crate::contract::{CudaSource, FamilyBackend, KernelInfo, Prepared, Workload, bytes_of, invalid_problem};
+use crate::contract::{CudaSource, FamilyBackend, Launch, Prepared, bytes_of, invalid_problem};
 use crate::error::Result;
 use crate::family::rows::{self, RowKernel};
 use crate::rng::SplitMix64;
@@ -82,17 +81,6 @@ pub fn tolerance(cols: u32) -> Tolerance {
     Tolerance { rtol: 8.0 * eps + 2.0 * (cols as f64).log2().max(1.0) * eps, atol: 1e-9 }
 }
 
-pub struct RmsnormWorkload<'b, B: FamilyBackend> {
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
-    problem: RmsnormProblem,
-    config: RmsnormConfig,
-    x: Buffer<B::Raw, f32>,
-    g: Buffer<B::Raw, f32>,
-    y: Buffer<B::Raw, f32>,
-    expected: Vec<f64>,
-}
-
 /// Validates the problem and config against the backend (nothing is generated,
 /// uploaded or launched when a check fails) and builds the kernel.
 fn validate<B: FamilyBackend>(
@@ -121,7 +109,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     config: RmsnormConfig,
     variant: Variant,
     seed: u64,
-) -> Result<RmsnormWorkload<'b, B>> {
+) -> Result<Launch<'b, B>> {
     let kernel = validate(backend, problem, config, variant)?;
     let mut rng = SplitMix64::new(seed);
     let elems = problem.rows as u64 * problem.cols as u64;
@@ -139,7 +127,7 @@ pub fn prepare_with<'b, B: FamilyBackend>(
     variant: Variant,
     x: Vec<f32>,
     g: Vec<f32>,
-) -> Result<RmsnormWorkload<'b, B>> {
+) -> Result<Launch<'b, B>> {
     let elems = problem.rows as u64 * problem.cols as u64;
     if x.len() as u64 != elems || g.len() as u64 != problem.cols as u64 {
         return Err(invalid_problem(
@@ -165,45 +153,17 @@ fn upload<'b, B: FamilyBackend>(
     config: RmsnormConfig,
     x: Vec<f32>,
     g: Vec<f32>,
-) -> Result<RmsnormWorkload<'b, B>> {
-    let expected = reference(&x, &g, problem.rows as usize, problem.cols as usize, problem.eps);
-    let xb = backend.htod(&x)?;
-    let gb = backend.htod(&g)?;
-    let y = backend.htod(&vec![f32::NAN; x.len()])?;
-    Ok(RmsnormWorkload { backend, kernel, problem, config, x: xb, g: gb, y, expected })
-}
-
-impl<B: FamilyBackend> RmsnormWorkload<'_, B> {
-    /// The output as the last run left it (NaN before any run).
-    pub fn output(&self) -> Result<Vec<f32>> {
-        self.backend.dtoh(&self.y)
-    }
-}
-
-impl<B: FamilyBackend> Workload for RmsnormWorkload<'_, B> {
-    fn kernel(&self) -> KernelInfo {
-        self.kernel.info()
-    }
-    /// `x` read once, `y` written once, and `g` once.
-    fn bytes(&self) -> u64 {
-        let RmsnormProblem { rows, cols, .. } = self.problem;
-        (2 * rows as u64 * cols as u64 + cols as u64) * 4
-    }
-    fn run(&self) -> Result<()> {
-        let RmsnormProblem { rows, cols, eps } = self.problem;
-        let dims = self.kernel.dims(self.config.grid(rows), self.config.block);
-        self.backend.launch(
-            &self.kernel.built.kernel,
-            dims,
-            &[self.x.arg(), self.g.arg(), self.y.arg(), Arg::U32(rows), Arg::U32(cols), Arg::F32(eps)],
-        )
-    }
-    fn check(&self) -> Result<()> {
-        let got = self.backend.dtoh(&self.y)?;
-        let tol = tolerance(self.problem.cols);
-        check_slice(&self.kernel.name, &self.expected, &got, |i| self.expected[i], tol)?;
-        Ok(())
-    }
+) -> Result<Launch<'b, B>> {
+    let RmsnormProblem { rows, cols, eps } = problem;
+    let expected = reference(&x, &g, rows as usize, cols as usize, eps);
+    let check = move |name: &str, got: &[f32]| check_slice(name, &expected, got, |i| expected[i], tolerance(cols));
+    Ok(Launch::new(backend, kernel, config.grid(rows), config.block)
+        .input(&x)?
+        .input(&g)?
+        .output(&vec![f32::NAN; x.len()], check)?
+        .arg(rows)
+        .arg(cols)
+        .arg(eps))
 }
 
 #[cfg(test)]

@@ -6,8 +6,7 @@ use dynsmem_kernels::softmax::SoftmaxConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, Buffer};
-use crate::contract::{CudaSource, FamilyBackend, KernelInfo, Prepared, Workload, bytes_of, invalid_problem};
+use crate::contract::{CudaSource, FamilyBackend, Launch, Prepared, bytes_of, invalid_problem};
 use crate::error::Result;
 use crate::family::rows::{self, RowKernel};
 use crate::rng::SplitMix64;
@@ -67,16 +66,6 @@ pub fn tolerance(cols: u32) -> Tolerance {
     Tolerance { rtol: 1e-5 + 2.0 * (cols as f64).log2().max(1.0) * f32::EPSILON as f64, atol: 1e-9 }
 }
 
-pub struct SoftmaxWorkload<'b, B: FamilyBackend> {
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
-    problem: SoftmaxProblem,
-    config: SoftmaxConfig,
-    input: Buffer<B::Raw, f32>,
-    output: Buffer<B::Raw, f32>,
-    expected: Vec<f64>,
-}
-
 /// Validates the problem and config against the backend (nothing is generated,
 /// uploaded or launched when a check fails) and builds the kernel.
 fn validate<B: FamilyBackend>(
@@ -99,7 +88,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     config: SoftmaxConfig,
     variant: Variant,
     seed: u64,
-) -> Result<SoftmaxWorkload<'b, B>> {
+) -> Result<Launch<'b, B>> {
     let kernel = validate(backend, problem, config, variant)?;
     let data = logits(problem.rows, problem.cols, seed);
     upload(backend, kernel, problem, config, data)
@@ -138,7 +127,7 @@ pub fn prepare_with<'b, B: FamilyBackend>(
     config: SoftmaxConfig,
     variant: Variant,
     data: Vec<f32>,
-) -> Result<SoftmaxWorkload<'b, B>> {
+) -> Result<Launch<'b, B>> {
     let elems = problem.rows as u64 * problem.cols as u64;
     if data.len() as u64 != elems {
         return Err(invalid_problem(
@@ -156,42 +145,15 @@ fn upload<'b, B: FamilyBackend>(
     problem: SoftmaxProblem,
     config: SoftmaxConfig,
     data: Vec<f32>,
-) -> Result<SoftmaxWorkload<'b, B>> {
-    let expected = reference(&data, problem.rows as usize, problem.cols as usize);
-    let input = backend.htod(&data)?;
-    let output = backend.htod(&vec![f32::NAN; data.len()])?;
-    Ok(SoftmaxWorkload { backend, kernel, problem, config, input, output, expected })
-}
-
-impl<B: FamilyBackend> SoftmaxWorkload<'_, B> {
-    /// The output as the last run left it (NaN before any run).
-    pub fn output(&self) -> Result<Vec<f32>> {
-        self.backend.dtoh(&self.output)
-    }
-}
-
-impl<B: FamilyBackend> Workload for SoftmaxWorkload<'_, B> {
-    fn kernel(&self) -> KernelInfo {
-        self.kernel.info()
-    }
-    fn bytes(&self) -> u64 {
-        2 * self.problem.rows as u64 * self.problem.cols as u64 * 4
-    }
-    fn run(&self) -> Result<()> {
-        let SoftmaxProblem { rows, cols } = self.problem;
-        let dims = self.kernel.dims(self.config.grid(rows), self.config.block);
-        self.backend.launch(
-            &self.kernel.built.kernel,
-            dims,
-            &[self.input.arg(), self.output.arg(), Arg::U32(rows), Arg::U32(cols)],
-        )
-    }
-    fn check(&self) -> Result<()> {
-        let got = self.backend.dtoh(&self.output)?;
-        let tol = tolerance(self.problem.cols);
-        check_slice(&self.kernel.name, &self.expected, &got, |i| self.expected[i], tol)?;
-        Ok(())
-    }
+) -> Result<Launch<'b, B>> {
+    let SoftmaxProblem { rows, cols } = problem;
+    let expected = reference(&data, rows as usize, cols as usize);
+    let check = move |name: &str, got: &[f32]| check_slice(name, &expected, got, |i| expected[i], tolerance(cols));
+    Ok(Launch::new(backend, kernel, config.grid(rows), config.block)
+        .input(&data)?
+        .output(&vec![f32::NAN; data.len()], check)?
+        .arg(rows)
+        .arg(cols))
 }
 
 #[cfg(test)]

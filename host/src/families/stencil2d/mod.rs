@@ -5,11 +5,10 @@
 use dynsmem_kernels::stencil2d::{RADII, Stencil2dConfig, entry_name};
 use serde::{Deserialize, Serialize};
 
+use crate::backend::BackendKind;
 use crate::backend::Variant;
-use crate::backend::{Arg, BackendKind, Buffer};
 use crate::contract::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, invalid_problem,
-    wgsl_sizing,
+    CudaSource, FamilyBackend, Launch, Prepared, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -204,24 +203,14 @@ pub fn reference(image: &[f32], width: usize, height: usize, radius: usize, w: &
     both.into_iter().unzip()
 }
 
-pub struct Stencil2dWorkload<'b, B: FamilyBackend> {
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
-    problem: Stencil2dProblem,
-    config: Stencil2dConfig,
-    input: Buffer<B::Raw, f32>,
-    weights: Buffer<B::Raw, f32>,
-    output: Buffer<B::Raw, f32>,
-    expected: (Vec<f64>, Vec<f64>),
-}
-
+/// A `width x height` image drawn from `seed` (uniform in [0, 1)) through the problem's blur.
 pub fn prepare<'b, B: FamilyBackend>(
     backend: &'b B,
     problem: Stencil2dProblem,
     config: Stencil2dConfig,
     variant: Variant,
     seed: u64,
-) -> Result<Stencil2dWorkload<'b, B>> {
+) -> Result<Launch<'b, B>> {
     let Stencil2dProblem { width, height, radius, blur } = problem;
     let entry = entry_name(radius).ok_or_else(|| {
         invalid_problem("stencil2d_f32", format!("radius {radius} is not in the image (one of {RADII:?})"))
@@ -254,45 +243,20 @@ pub fn prepare<'b, B: FamilyBackend>(
     let mut rng = SplitMix64::new(seed);
     let image: Vec<f32> = (0..pixels).map(|_| rng.next_f32()).collect();
     let ws = weights(radius, blur);
-    let expected = reference(&image, width as usize, height as usize, radius as usize, &ws);
-    let input = backend.htod(&image)?;
-    let weights = backend.htod(&ws)?;
-    let output = backend.htod(&vec![f32::NAN; pixels as usize])?;
-    Ok(Stencil2dWorkload { backend, kernel, problem, config, input, weights, output, expected })
-}
-
-impl<B: FamilyBackend> Workload for Stencil2dWorkload<'_, B> {
-    fn kernel(&self) -> KernelInfo {
-        self.kernel.info()
-    }
-    fn bytes(&self) -> u64 {
-        2 * self.problem.width as u64 * self.problem.height as u64 * 4
-    }
-    fn run(&self) -> Result<()> {
-        let Stencil2dProblem { width, height, .. } = self.problem;
-        let c = &self.config;
-        let dims = self.kernel.dims(c.grid(width, height), c.block);
-        self.backend.launch(
-            &self.kernel.built.kernel,
-            dims,
-            &[
-                self.input.arg(),
-                self.weights.arg(),
-                self.output.arg(),
-                Arg::U32(width),
-                Arg::U32(height),
-                Arg::U32(c.tile_w),
-                Arg::U32(c.tile_h),
-            ],
-        )
-    }
-    fn check(&self) -> Result<()> {
-        let got = self.backend.dtoh(&self.output)?;
-        let (out, scale) = &self.expected;
-        let k = 2 * self.problem.radius as u64 + 1;
-        check_slice(&self.kernel.name, out, &got, |i| scale[i], Tolerance::summation::<f32>(k * k))?;
-        Ok(())
-    }
+    let (expected, scale) = reference(&image, width as usize, height as usize, radius as usize, &ws);
+    let taps = (2 * radius as u64 + 1).pow(2);
+    let check = move |name: &str, got: &[f32]| {
+        check_slice(name, &expected, got, |i| scale[i], Tolerance::summation::<f32>(taps))
+    };
+    Ok(Launch::new(backend, kernel, config.grid(width, height), config.block)
+        .input(&image)?
+        .input(&ws)?
+        .output(&vec![f32::NAN; pixels as usize], check)?
+        .arg(width)
+        .arg(height)
+        .arg(config.tile_w)
+        .arg(config.tile_h)
+        .bytes(2 * pixels * 4))
 }
 
 #[cfg(test)]

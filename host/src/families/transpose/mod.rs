@@ -5,11 +5,9 @@
 use dynsmem_kernels::transpose::{TransposeConfig, TransposeRefusal};
 use serde::{Deserialize, Serialize};
 
+use crate::backend::BackendKind;
 use crate::backend::Variant;
-use crate::backend::{Arg, BackendKind, Buffer};
-use crate::contract::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload, fill_template, invalid, wgsl_sizing,
-};
+use crate::contract::{CudaSource, FamilyBackend, Launch, Prepared, WgslSpec, fill_template, invalid, wgsl_sizing};
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -80,23 +78,14 @@ pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     out
 }
 
-pub struct TransposeWorkload<'b, B: FamilyBackend> {
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
-    problem: TransposeProblem,
-    config: TransposeConfig,
-    input: Buffer<B::Raw, f32>,
-    output: Buffer<B::Raw, f32>,
-    expected: Vec<f32>,
-}
-
+/// Transpose of a `rows x cols` matrix drawn from `seed` (uniform in [-1, 1)), checked exactly.
 pub fn prepare<'b, B: FamilyBackend>(
     backend: &'b B,
     problem: TransposeProblem,
     config: TransposeConfig,
     variant: Variant,
     seed: u64,
-) -> Result<TransposeWorkload<'b, B>> {
+) -> Result<Launch<'b, B>> {
     let TransposeProblem { rows, cols } = problem;
     match config.fits() {
         Err(TransposeRefusal::Layout(source)) => return Err(Error::Layout { kernel: KERNEL.into(), source }),
@@ -143,41 +132,16 @@ pub fn prepare<'b, B: FamilyBackend>(
     )?;
     let mut rng = SplitMix64::new(seed);
     let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
-    let expected = reference(&data, rows as usize, cols as usize);
-    let input = backend.htod(&data)?;
-    let output = backend.htod(&vec![f32::NAN; elems as usize])?;
-    Ok(TransposeWorkload { backend, kernel, problem, config, input, output, expected })
-}
-
-impl<B: FamilyBackend> Workload for TransposeWorkload<'_, B> {
-    fn kernel(&self) -> KernelInfo {
-        self.kernel.info()
-    }
-    fn bytes(&self) -> u64 {
-        2 * self.problem.rows as u64 * self.problem.cols as u64 * 4
-    }
-    fn run(&self) -> Result<()> {
-        let TransposeProblem { rows, cols } = self.problem;
-        let dims = self.kernel.dims(self.config.grid(rows, cols), self.config.block);
-        self.backend.launch(
-            &self.kernel.built.kernel,
-            dims,
-            &[
-                self.input.arg(),
-                self.output.arg(),
-                Arg::U32(rows),
-                Arg::U32(cols),
-                Arg::U32(self.config.tile),
-                Arg::U32(self.config.pad),
-            ],
-        )
-    }
-    fn check(&self) -> Result<()> {
-        let got = self.backend.dtoh(&self.output)?;
-        let expected: Vec<f64> = self.expected.iter().map(|&v| v as f64).collect();
-        check_slice(&self.kernel.name, &expected, &got, |_| 0.0, Tolerance::EXACT)?;
-        Ok(())
-    }
+    let expected: Vec<f64> = reference(&data, rows as usize, cols as usize).into_iter().map(f64::from).collect();
+    let check = move |name: &str, got: &[f32]| check_slice(name, &expected, got, |_| 0.0, Tolerance::EXACT);
+    Ok(Launch::new(backend, kernel, config.grid(rows, cols), config.block)
+        .input(&data)?
+        .output(&vec![f32::NAN; elems as usize], check)?
+        .arg(rows)
+        .arg(cols)
+        .arg(config.tile)
+        .arg(config.pad)
+        .bytes(2 * elems * 4))
 }
 
 #[cfg(test)]

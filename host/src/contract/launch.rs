@@ -1,0 +1,254 @@
+//! [`Launch`]: one prepared launch of one kernel — its buffers uploaded, its arguments in
+//! order, each output with the check of its values — and the [`Workload`] of it. A
+//! contract [`super::Kernel`] prepares one per point; a family with a single launch per
+//! run builds one in its `prepare`:
+//!
+//! ```ignore
+//! Launch::new(backend, kernel, grid, block)
+//!     .input(&data)?
+//!     .output(&vec![f32::NAN; n], move |name, got: &[f32]| check_slice(name, &expected, got, scale, tol))?
+//!     .arg(rows)
+//!     .arg(cols)
+//! ```
+
+use super::builder::{Data, Scalar};
+use super::{KernelInfo, Prepared, Workload};
+use crate::backend::{Arg, Backend, Buffer, LaunchDims};
+use crate::element::Element;
+use crate::error::{Error, Result};
+
+/// How one output is checked: the kernel's name (for the error) and the values read back.
+pub(super) type OutputCheck = Box<dyn Fn(&str, &Data) -> Result<()>>;
+/// A check of every output together: the kernel's name and the outputs in argument order.
+type JointCheck = Box<dyn Fn(&str, &[Data]) -> Result<()>>;
+
+/// A prepared launch (see the module documentation).
+pub struct Launch<'b, B: Backend> {
+    backend: &'b B,
+    kernel: Prepared<B::Kernel>,
+    dims: LaunchDims,
+    /// The arguments, in order.
+    args: Vec<Slot<B::Raw>>,
+    outputs: Vec<Output>,
+    /// A check over every output at once (after their own checks).
+    joint: Option<JointCheck>,
+    /// Bytes one run moves (`None`: every buffer once).
+    bytes: Option<u64>,
+    flops: f64,
+}
+
+struct Output {
+    name: &'static str,
+    /// Index of its buffer in the arguments.
+    arg: usize,
+    /// Zeroed before every run (an output the kernel accumulates into).
+    zeroed: bool,
+    check: Option<OutputCheck>,
+}
+
+/// One argument of a prepared launch.
+enum Slot<R> {
+    Buffer(DeviceData<R>),
+    Scalar(Scalar),
+}
+
+/// A device buffer of either element type.
+pub enum DeviceData<R> {
+    F32(Buffer<R, f32>),
+    U32(Buffer<R, u32>),
+}
+
+impl<R> DeviceData<R> {
+    fn bytes(&self) -> u64 {
+        match self {
+            DeviceData::F32(b) => b.bytes(),
+            DeviceData::U32(b) => b.bytes(),
+        }
+    }
+    fn arg(&self) -> Arg<'_, R> {
+        match self {
+            DeviceData::F32(b) => b.arg(),
+            DeviceData::U32(b) => b.arg(),
+        }
+    }
+}
+
+/// The element types a [`Launch`] holds buffers of.
+pub trait LaunchElement: Element {
+    fn device<R>(buffer: Buffer<R, Self>) -> DeviceData<R>;
+    /// The values of `data`, which holds this type.
+    fn values(data: &Data) -> &[Self];
+}
+
+impl LaunchElement for f32 {
+    fn device<R>(buffer: Buffer<R, f32>) -> DeviceData<R> {
+        DeviceData::F32(buffer)
+    }
+    fn values(data: &Data) -> &[f32] {
+        match data {
+            Data::F32(v) => v,
+            Data::U32(_) => &[],
+        }
+    }
+}
+
+impl LaunchElement for u32 {
+    fn device<R>(buffer: Buffer<R, u32>) -> DeviceData<R> {
+        DeviceData::U32(buffer)
+    }
+    fn values(data: &Data) -> &[u32] {
+        match data {
+            Data::U32(v) => v,
+            Data::F32(_) => &[],
+        }
+    }
+}
+
+impl<'b, B: Backend> Launch<'b, B> {
+    /// A launch of `kernel` over `grid` blocks of `block` threads, with no arguments yet.
+    pub fn new(backend: &'b B, kernel: Prepared<B::Kernel>, grid: u32, block: u32) -> Launch<'b, B> {
+        let dims = kernel.dims(grid, block);
+        Launch { backend, kernel, dims, args: Vec::new(), outputs: Vec::new(), joint: None, bytes: None, flops: 0.0 }
+    }
+
+    /// Uploads `data` as the next argument.
+    pub fn input<T: LaunchElement>(mut self, data: &[T]) -> Result<Launch<'b, B>> {
+        self.args.push(Slot::Buffer(T::device(self.backend.htod(data)?)));
+        Ok(self)
+    }
+
+    /// Uploads `init` (a poison, such as NaN, that a missed element keeps) as the next
+    /// argument, an output checked by `check(kernel name, values read back)`.
+    pub fn output<T: LaunchElement, E: Into<Error>>(
+        self,
+        init: &[T],
+        check: impl Fn(&str, &[T]) -> std::result::Result<(), E> + 'static,
+    ) -> Result<Launch<'b, B>> {
+        let boxed: OutputCheck = Box::new(move |name, data| check(name, T::values(data)).map_err(Into::into));
+        self.output_named("output", init, Some(boxed), false)
+    }
+
+    /// Uploads `init` as the next argument, an output checked with the others by
+    /// [`Launch::check_outputs`].
+    pub fn output_unchecked<T: LaunchElement>(self, init: &[T]) -> Result<Launch<'b, B>> {
+        self.output_named("output", init, None, false)
+    }
+
+    /// Checks every output together: `check(kernel name, outputs in argument order)`.
+    pub fn check_outputs<E: Into<Error>>(
+        mut self,
+        check: impl Fn(&str, &[Data]) -> std::result::Result<(), E> + 'static,
+    ) -> Launch<'b, B> {
+        self.joint = Some(Box::new(move |name, outputs| check(name, outputs).map_err(Into::into)));
+        self
+    }
+
+    /// The next argument, `len` elements zeroed before every run: an output the kernel
+    /// accumulates into (a histogram's bins), checked by `check`.
+    pub fn accumulator<T: LaunchElement, E: Into<Error>>(
+        mut self,
+        len: usize,
+        check: impl Fn(&str, &[T]) -> std::result::Result<(), E> + 'static,
+    ) -> Result<Launch<'b, B>> {
+        let buffer = self.backend.alloc::<T>(len)?;
+        let check: OutputCheck = Box::new(move |name, data| check(name, T::values(data)).map_err(Into::into));
+        self.outputs.push(Output { name: "output", arg: self.args.len(), zeroed: true, check: Some(check) });
+        self.args.push(Slot::Buffer(T::device(buffer)));
+        Ok(self)
+    }
+
+    pub(super) fn output_named<T: LaunchElement>(
+        mut self,
+        name: &'static str,
+        init: &[T],
+        check: Option<OutputCheck>,
+        zeroed: bool,
+    ) -> Result<Launch<'b, B>> {
+        self.outputs.push(Output { name, arg: self.args.len(), zeroed, check });
+        self.input(init)
+    }
+
+    /// The next argument, a scalar.
+    pub fn arg(mut self, value: impl Into<Scalar>) -> Launch<'b, B> {
+        self.args.push(Slot::Scalar(value.into()));
+        self
+    }
+
+    /// Bytes one run must move (default: every buffer once).
+    pub fn bytes(mut self, bytes: u64) -> Launch<'b, B> {
+        self.bytes = Some(bytes);
+        self
+    }
+
+    /// Floating-point operations of one run (default 0: a bandwidth-bound kernel).
+    pub fn flops(mut self, flops: f64) -> Launch<'b, B> {
+        self.flops = flops;
+        self
+    }
+
+    /// The outputs' names and their values as they are on the device now.
+    pub fn read_outputs(&self) -> Result<Vec<(&'static str, Data)>> {
+        self.outputs.iter().map(|o| Ok((o.name, self.read(o.arg)?))).collect()
+    }
+
+    /// The values of the `i`-th output (in argument order) as they are on the device now
+    /// (empty where it holds another type).
+    pub fn output_values<T: LaunchElement>(&self, i: usize) -> Result<Vec<T>> {
+        Ok(T::values(&self.read(self.outputs[i].arg)?).to_vec())
+    }
+
+    fn read(&self, arg: usize) -> Result<Data> {
+        Ok(match &self.args[arg] {
+            Slot::Buffer(DeviceData::F32(b)) => Data::F32(self.backend.dtoh(b)?),
+            Slot::Buffer(DeviceData::U32(b)) => Data::U32(self.backend.dtoh(b)?),
+            Slot::Scalar(_) => unreachable!("outputs index buffer arguments"),
+        })
+    }
+}
+
+impl<B: Backend> Workload for Launch<'_, B> {
+    fn kernel(&self) -> KernelInfo {
+        self.kernel.info()
+    }
+    fn bytes(&self) -> u64 {
+        let buffers = self.args.iter().map(|a| if let Slot::Buffer(b) = a { b.bytes() } else { 0 });
+        self.bytes.unwrap_or_else(|| buffers.sum())
+    }
+    fn flops(&self) -> f64 {
+        self.flops
+    }
+    fn run(&self) -> Result<()> {
+        for o in self.outputs.iter().filter(|o| o.zeroed) {
+            match &self.args[o.arg] {
+                Slot::Buffer(DeviceData::F32(b)) => self.backend.fill_zero(b)?,
+                Slot::Buffer(DeviceData::U32(b)) => self.backend.fill_zero(b)?,
+                Slot::Scalar(_) => unreachable!("outputs index buffer arguments"),
+            }
+        }
+        let args: Vec<Arg<'_, B::Raw>> = self
+            .args
+            .iter()
+            .map(|s| match s {
+                Slot::Buffer(b) => b.arg(),
+                Slot::Scalar(Scalar::U32(v)) => Arg::U32(*v),
+                Slot::Scalar(Scalar::U64(v)) => Arg::U64(*v),
+                Slot::Scalar(Scalar::F32(v)) => Arg::F32(*v),
+                Slot::Scalar(Scalar::Param(_)) => unreachable!("parameters are resolved when prepared"),
+            })
+            .collect();
+        self.backend.launch(&self.kernel.built.kernel, self.dims, &args)
+    }
+    /// Every output through its check, then all of them through the joint check.
+    fn check(&self) -> Result<()> {
+        for o in &self.outputs {
+            if let Some(check) = &o.check {
+                check(&self.kernel.name, &self.read(o.arg)?)?;
+            }
+        }
+        if let Some(joint) = &self.joint {
+            let outputs: Vec<Data> = self.read_outputs()?.into_iter().map(|(_, d)| d).collect();
+            joint(&self.kernel.name, &outputs)?;
+        }
+        Ok(())
+    }
+}
