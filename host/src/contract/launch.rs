@@ -11,9 +11,11 @@
 //!     .arg(cols)
 //! ```
 
+use dynsmem_kernels::layout::LayoutError;
+
 use super::builder::{Data, Scalar};
-use super::{KernelInfo, Prepared, Workload};
-use crate::backend::{Arg, Backend, Buffer, LaunchDims};
+use super::{CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload};
+use crate::backend::{Arg, Backend, Buffer, LaunchDims, Variant};
 use crate::element::Element;
 use crate::error::{Error, Result};
 
@@ -101,6 +103,25 @@ impl LaunchElement for u32 {
             Data::U32(v) => v,
             Data::F32(_) => &[],
         }
+    }
+}
+
+/// The launch-sized bytes (a layout's result), the grid and the block of a launch.
+pub type Geometry = (std::result::Result<u32, LayoutError>, u32, u32);
+
+impl<'b, B: FamilyBackend> Launch<'b, B> {
+    /// Builds `entry` for `variant` with its twins ([`Prepared::new`]: the launch checked
+    /// against the backend's limits first) and starts its launch over `geometry`.
+    pub fn prepare(
+        backend: &'b B,
+        entry: &'static str,
+        (layout_bytes, grid, block): Geometry,
+        variant: Variant,
+        wgsl: &dyn Fn(Variant) -> WgslSpec,
+        cuda: &dyn Fn() -> CudaSource,
+    ) -> Result<Launch<'b, B>> {
+        let kernel = Prepared::new(backend, entry, layout_bytes, grid, block, variant, Some(wgsl), Some(cuda))?;
+        Ok(Launch::new(backend, kernel, grid, block))
     }
 }
 

@@ -20,7 +20,7 @@ mod launch;
 mod wgsl;
 
 pub use builder::{CPU_RUN_RTOL, Check, Data, Fill, Kernel, KernelWorkload, Params, Scalar, SharedBytes};
-pub use launch::{DeviceData, Launch, LaunchElement};
+pub use launch::{DeviceData, Geometry, Launch, LaunchElement};
 pub use wgsl::{WgslSpec, fill_template, wgsl_block_fold, wgsl_sizing};
 
 use serde::{Deserialize, Serialize};

@@ -9,7 +9,7 @@ use super::space::Space;
 use super::{Family, Footprint, Target};
 use crate::backend::{BackendKind, Variant};
 use crate::contract::{
-    CudaSource, FamilyBackend, Prepared, WgslSpec, check_footprint, check_index, fill_template, halvings, invalid,
+    CudaSource, FamilyBackend, Launch, WgslSpec, check_footprint, check_index, fill_template, halvings, invalid,
     invalid_problem, layout_reason, wgsl_block_fold, wgsl_sizing,
 };
 use crate::error::Result;
@@ -112,18 +112,19 @@ pub fn cuda_source(k: &RowKernel, cols: u32, cfg: &RowConfig) -> CudaSource {
     }
 }
 
-/// Checks `k` for `rows x cols` before anything is uploaded, and builds it for `variant`:
+/// Checks `k` for `rows x cols` before anything is uploaded, builds it for `variant` and
+/// starts its launch:
 /// a block of at least one thread, rows of at least one element, the u32 row counter (both
 /// forms step it by the grid past the last row), WGSL's u32 indices, and the footprint
 /// (`device` and `host` bytes in all).
-pub fn build<B: FamilyBackend>(
-    backend: &B,
+pub fn build<'b, B: FamilyBackend>(
+    backend: &'b B,
     k: &RowKernel,
     (rows, cols): (u32, u32),
     config: &RowConfig,
     variant: Variant,
     (device, host): (u64, u64),
-) -> Result<Prepared<B::Kernel>> {
+) -> Result<Launch<'b, B>> {
     if config.block == 0 {
         return Err(invalid(k.name, "block must be at least 1 thread"));
     }
@@ -139,6 +140,12 @@ pub fn build<B: FamilyBackend>(
     check_footprint(backend, k.name, device, host)?;
     let wgsl = |v: Variant| wgsl_spec(k, cols, config, v);
     let cuda = || cuda_source(k, cols, config);
-    let (grid, block) = (config.grid(rows), config.block);
-    Prepared::new(backend, k.name, config.shared_bytes(cols), grid, block, variant, Some(&wgsl), Some(&cuda))
+    Launch::prepare(
+        backend,
+        k.name,
+        (config.shared_bytes(cols), config.grid(rows), config.block),
+        variant,
+        &wgsl,
+        &cuda,
+    )
 }

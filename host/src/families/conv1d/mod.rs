@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::BackendKind;
 use crate::backend::Variant;
 use crate::contract::{
-    CudaSource, FamilyBackend, Launch, Prepared, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, FamilyBackend, Launch, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -184,23 +184,15 @@ pub fn prepare<'b, B: FamilyBackend>(
     }
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
-    let kernel = Prepared::new(
-        backend,
-        entry,
-        config.shared_bytes(taps),
-        config.grid(n),
-        config.block,
-        variant,
-        Some(&wgsl),
-        Some(&cuda),
-    )?;
+    let geometry = (config.shared_bytes(taps), config.grid(n), config.block);
+    let launch = Launch::prepare(backend, entry, geometry, variant, &wgsl, &cuda)?;
     let mut rng = SplitMix64::new(seed);
     let xs: Vec<f32> = (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let ws: Vec<f32> = (0..taps).map(|_| (rng.next_f32() * 2.0 - 1.0) / taps as f32).collect();
     let (expected, scale) = reference(&xs, &ws);
     let tol = Tolerance::summation::<f32>(taps as u64);
     let check = move |name: &str, got: &[f32]| check_slice(name, &expected, got, |i| scale[i], tol);
-    Ok(Launch::new(backend, kernel, config.grid(n), config.block)
+    Ok(launch
         .input(&xs)?
         .input(&ws)?
         .output(&vec![f32::NAN; n as usize], check)?

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::Variant;
 use crate::backend::{Backend, BackendKind};
 use crate::contract::{
-    CudaSource, FamilyBackend, Launch, Prepared, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, FamilyBackend, Launch, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -167,20 +167,12 @@ pub fn prepare<'b, B: FamilyBackend>(
     )?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
-    let kernel = Prepared::new(
-        backend,
-        KERNEL,
-        config.shared_bytes(problem.bins),
-        config.grid,
-        config.block,
-        variant,
-        Some(&wgsl),
-        Some(&cuda),
-    )?;
+    let geometry = (config.shared_bytes(problem.bins), config.grid, config.block);
+    let launch = Launch::prepare(backend, KERNEL, geometry, variant, &wgsl, &cuda)?;
     let data = inputs(&problem, seed);
     let expected: Vec<f64> = reference(&data, problem.bins).into_iter().map(f64::from).collect();
     let check = move |name: &str, got: &[u32]| check_slice(name, &expected, got, |_| 0.0, Tolerance::EXACT);
-    Ok(Launch::new(backend, kernel, config.grid, config.block)
+    Ok(launch
         .input(&data)?
         .arg(problem.n)
         .accumulator(problem.bins as usize, check)?

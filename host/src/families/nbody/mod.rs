@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::backend::Variant;
 
 use crate::contract::{
-    CudaSource, Data, FamilyBackend, Launch, LaunchElement, Prepared, WgslSpec, fill_template, invalid,
-    invalid_problem, wgsl_sizing,
+    CudaSource, Data, FamilyBackend, Launch, LaunchElement, WgslSpec, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -133,16 +133,8 @@ pub fn prepare<'b, B: FamilyBackend>(
     )?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let cuda = || cuda_source(&config);
-    let kernel = Prepared::new(
-        backend,
-        KERNEL,
-        config.shared_bytes(),
-        config.grid(problem.n),
-        config.block,
-        variant,
-        Some(&wgsl),
-        Some(&cuda),
-    )?;
+    let geometry = (config.shared_bytes(), config.grid(problem.n), config.block);
+    let launch = Launch::prepare(backend, KERNEL, geometry, variant, &wgsl, &cuda)?;
     let n = problem.n as usize;
     let mut rng = SplitMix64::new(seed);
     let mut u = || rng.next_f32() * 2.0 - 1.0;
@@ -179,7 +171,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     };
     let flat = |v: &[[f32; 4]]| v.iter().flatten().copied().collect::<Vec<f32>>();
     let nan = vec![f32::NAN; 4 * n];
-    Ok(Launch::new(backend, kernel, config.grid(problem.n), config.block)
+    Ok(launch
         .input(&flat(&pos))?
         .input(&flat(&vel))?
         .output_unchecked(&nan)?

@@ -6,7 +6,7 @@ use dynsmem_kernels::rmsnorm::RmsnormConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::contract::{CudaSource, FamilyBackend, Launch, Prepared, bytes_of, invalid_problem};
+use crate::contract::{CudaSource, FamilyBackend, Launch, bytes_of, invalid_problem};
 use crate::error::Result;
 use crate::family::rows::{self, RowKernel};
 use crate::rng::SplitMix64;
@@ -83,12 +83,12 @@ pub fn tolerance(cols: u32) -> Tolerance {
 
 /// Validates the problem and config against the backend (nothing is generated,
 /// uploaded or launched when a check fails) and builds the kernel.
-fn validate<B: FamilyBackend>(
-    backend: &B,
+fn validate<'b, B: FamilyBackend>(
+    backend: &'b B,
     problem: RmsnormProblem,
     config: RmsnormConfig,
     variant: Variant,
-) -> Result<Prepared<B::Kernel>> {
+) -> Result<Launch<'b, B>> {
     let RmsnormProblem { rows, cols, eps } = problem;
     if !(eps.is_finite() && eps >= 0.0) {
         return Err(invalid_problem(KERNEL.name, format!("eps must be finite and at least 0, got {eps}")));
@@ -110,12 +110,12 @@ pub fn prepare<'b, B: FamilyBackend>(
     variant: Variant,
     seed: u64,
 ) -> Result<Launch<'b, B>> {
-    let kernel = validate(backend, problem, config, variant)?;
+    let launch = validate(backend, problem, config, variant)?;
     let mut rng = SplitMix64::new(seed);
     let elems = problem.rows as u64 * problem.cols as u64;
     let x: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 8.0 - 4.0).collect();
     let g: Vec<f32> = (0..problem.cols).map(|_| rng.next_f32() * 4.0 - 2.0).collect();
-    upload(backend, kernel, problem, config, x, g)
+    upload(launch, problem, x, g)
 }
 
 /// RMSNorm of the given row-major inputs (`rows * cols` of them) and weights (`cols`):
@@ -142,28 +142,20 @@ pub fn prepare_with<'b, B: FamilyBackend>(
             ),
         ));
     }
-    let kernel = validate(backend, problem, config, variant)?;
-    upload(backend, kernel, problem, config, x, g)
+    let launch = validate(backend, problem, config, variant)?;
+    upload(launch, problem, x, g)
 }
 
 fn upload<'b, B: FamilyBackend>(
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
+    launch: Launch<'b, B>,
     problem: RmsnormProblem,
-    config: RmsnormConfig,
     x: Vec<f32>,
     g: Vec<f32>,
 ) -> Result<Launch<'b, B>> {
     let RmsnormProblem { rows, cols, eps } = problem;
     let expected = reference(&x, &g, rows as usize, cols as usize, eps);
     let check = move |name: &str, got: &[f32]| check_slice(name, &expected, got, |i| expected[i], tolerance(cols));
-    Ok(Launch::new(backend, kernel, config.grid(rows), config.block)
-        .input(&x)?
-        .input(&g)?
-        .output(&vec![f32::NAN; x.len()], check)?
-        .arg(rows)
-        .arg(cols)
-        .arg(eps))
+    Ok(launch.input(&x)?.input(&g)?.output(&vec![f32::NAN; x.len()], check)?.arg(rows).arg(cols).arg(eps))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use dynsmem_kernels::softmax::SoftmaxConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::contract::{CudaSource, FamilyBackend, Launch, Prepared, bytes_of, invalid_problem};
+use crate::contract::{CudaSource, FamilyBackend, Launch, bytes_of, invalid_problem};
 use crate::error::Result;
 use crate::family::rows::{self, RowKernel};
 use crate::rng::SplitMix64;
@@ -68,12 +68,12 @@ pub fn tolerance(cols: u32) -> Tolerance {
 
 /// Validates the problem and config against the backend (nothing is generated,
 /// uploaded or launched when a check fails) and builds the kernel.
-fn validate<B: FamilyBackend>(
-    backend: &B,
+fn validate<'b, B: FamilyBackend>(
+    backend: &'b B,
     problem: SoftmaxProblem,
     config: SoftmaxConfig,
     variant: Variant,
-) -> Result<Prepared<B::Kernel>> {
+) -> Result<Launch<'b, B>> {
     let SoftmaxProblem { rows, cols } = problem;
     // Input and output on the device; the input, the f64 reference, the NaN fill and the
     // read-back on the host.
@@ -89,9 +89,9 @@ pub fn prepare<'b, B: FamilyBackend>(
     variant: Variant,
     seed: u64,
 ) -> Result<Launch<'b, B>> {
-    let kernel = validate(backend, problem, config, variant)?;
+    let launch = validate(backend, problem, config, variant)?;
     let data = logits(problem.rows, problem.cols, seed);
-    upload(backend, kernel, problem, config, data)
+    upload(launch, problem, data)
 }
 
 /// Row-major logits from `seed`, built so that the check sees a wrong row maximum and a
@@ -135,25 +135,19 @@ pub fn prepare_with<'b, B: FamilyBackend>(
             format!("{} logits given for {} x {} = {elems}", data.len(), problem.rows, problem.cols),
         ));
     }
-    let kernel = validate(backend, problem, config, variant)?;
-    upload(backend, kernel, problem, config, data)
+    let launch = validate(backend, problem, config, variant)?;
+    upload(launch, problem, data)
 }
 
 fn upload<'b, B: FamilyBackend>(
-    backend: &'b B,
-    kernel: Prepared<B::Kernel>,
+    launch: Launch<'b, B>,
     problem: SoftmaxProblem,
-    config: SoftmaxConfig,
     data: Vec<f32>,
 ) -> Result<Launch<'b, B>> {
     let SoftmaxProblem { rows, cols } = problem;
     let expected = reference(&data, rows as usize, cols as usize);
     let check = move |name: &str, got: &[f32]| check_slice(name, &expected, got, |i| expected[i], tolerance(cols));
-    Ok(Launch::new(backend, kernel, config.grid(rows), config.block)
-        .input(&data)?
-        .output(&vec![f32::NAN; data.len()], check)?
-        .arg(rows)
-        .arg(cols))
+    Ok(launch.input(&data)?.output(&vec![f32::NAN; data.len()], check)?.arg(rows).arg(cols))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::BackendKind;
 use crate::backend::Variant;
 use crate::contract::{
-    CudaSource, FamilyBackend, Launch, Prepared, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, FamilyBackend, Launch, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -230,16 +230,8 @@ pub fn prepare<'b, B: FamilyBackend>(
     }
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
-    let kernel = Prepared::new(
-        backend,
-        entry,
-        config.shared_bytes(radius),
-        config.grid(width, height),
-        config.block,
-        variant,
-        Some(&wgsl),
-        Some(&cuda),
-    )?;
+    let geometry = (config.shared_bytes(radius), config.grid(width, height), config.block);
+    let launch = Launch::prepare(backend, entry, geometry, variant, &wgsl, &cuda)?;
     let mut rng = SplitMix64::new(seed);
     let image: Vec<f32> = (0..pixels).map(|_| rng.next_f32()).collect();
     let ws = weights(radius, blur);
@@ -248,7 +240,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     let check = move |name: &str, got: &[f32]| {
         check_slice(name, &expected, got, |i| scale[i], Tolerance::summation::<f32>(taps))
     };
-    Ok(Launch::new(backend, kernel, config.grid(width, height), config.block)
+    Ok(launch
         .input(&image)?
         .input(&ws)?
         .output(&vec![f32::NAN; pixels as usize], check)?

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::BackendKind;
 use crate::backend::Variant;
-use crate::contract::{CudaSource, FamilyBackend, Launch, Prepared, WgslSpec, fill_template, invalid, wgsl_sizing};
+use crate::contract::{CudaSource, FamilyBackend, Launch, WgslSpec, fill_template, invalid, wgsl_sizing};
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -120,21 +120,13 @@ pub fn prepare<'b, B: FamilyBackend>(
     )?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let cuda = || cuda_source(&config);
-    let kernel = Prepared::new(
-        backend,
-        KERNEL,
-        config.shared_bytes(),
-        config.grid(rows, cols),
-        config.block,
-        variant,
-        Some(&wgsl),
-        Some(&cuda),
-    )?;
+    let geometry = (config.shared_bytes(), config.grid(rows, cols), config.block);
+    let launch = Launch::prepare(backend, KERNEL, geometry, variant, &wgsl, &cuda)?;
     let mut rng = SplitMix64::new(seed);
     let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let expected: Vec<f64> = reference(&data, rows as usize, cols as usize).into_iter().map(f64::from).collect();
     let check = move |name: &str, got: &[f32]| check_slice(name, &expected, got, |_| 0.0, Tolerance::EXACT);
-    Ok(Launch::new(backend, kernel, config.grid(rows, cols), config.block)
+    Ok(launch
         .input(&data)?
         .output(&vec![f32::NAN; elems as usize], check)?
         .arg(rows)
