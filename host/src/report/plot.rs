@@ -369,25 +369,44 @@ fn gemm_size(problem: &serde_json::Value) -> Option<f64> {
     Some(if m == n && n == k { m } else { (m * n * k).cbrt() })
 }
 
-/// TFLOP/s of GEMM against the problem size (log2 axis), a line per series: each backend
-/// and variant (f16 inputs a series of their own) and cuBLAS, so every variant is read
-/// against cuBLAS at each size.
-pub fn gemm_chart(records: &[&Record]) -> Result<String> {
-    let err = plot_error("GEMM TFLOP/s against size");
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    for r in records.iter().filter(|r| r.verified) {
-        let (Some(t), Some(size)) = (r.tflops, gemm_size(&r.problem)) else { continue };
-        let mut name = series_name(r, &[]);
-        if r.problem.get("f16_inputs").and_then(serde_json::Value::as_bool) == Some(true) {
-            name.push_str(" f16 inputs");
+/// The problem's fields besides `m`, `n` and `k` that name a series of a size chart: a
+/// string as `key=value`, a true flag by its key (`_` as spaces), a number as `key=value`.
+fn problem_kind(problem: &serde_json::Value) -> String {
+    let Some(fields) = problem.as_object() else { return String::new() };
+    let mut out = String::new();
+    for (k, v) in fields.iter().filter(|(k, _)| !["m", "n", "k"].contains(&k.as_str())) {
+        match v {
+            serde_json::Value::Bool(true) => out.push_str(&format!(" {}", k.replace('_', " "))),
+            serde_json::Value::String(s) => out.push_str(&format!(" {k}={s}")),
+            serde_json::Value::Number(n) => out.push_str(&format!(" {k}={n}")),
+            _ => {}
         }
+    }
+    out
+}
+
+/// Whether `r` belongs on a size chart: a verified TFLOP/s figure of an `m x n x k` problem.
+fn on_size_chart(r: &Record) -> bool {
+    r.verified && r.tflops.is_some() && gemm_size(&r.problem).is_some()
+}
+
+/// TFLOP/s of an `m x n x k` family (GEMM) against the problem size (log2 axis), a line
+/// per series: each backend and variant, each kind of problem (its other fields: f16
+/// inputs, dtype, output type) and the vendor anchor, so every variant is read against the
+/// vendor library at each size.
+pub fn gemm_chart(family: &str, records: &[&Record]) -> Result<String> {
+    let err = plot_error("TFLOP/s against size");
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for r in records.iter().filter(|r| on_size_chart(r)) {
+        let (Some(t), Some(size)) = (r.tflops, gemm_size(&r.problem)) else { continue };
+        let name = series_name(r, &[]) + &problem_kind(&r.problem);
         match series.iter_mut().find(|(n, _)| *n == name) {
             Some((_, pts)) => pts.push((size, t)),
             None => series.push((name, vec![(size, t)])),
         }
     }
     if series.is_empty() {
-        return Err(err("no verified GEMM record with TFLOP/s".into()));
+        return Err(err(format!("{family}: no verified m x n x k record with TFLOP/s")));
     }
     for (_, pts) in &mut series {
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -407,7 +426,7 @@ pub fn gemm_chart(records: &[&Record]) -> Result<String> {
         let root = SVGBackend::with_string(&mut svg, (900, 520 + legend_px(entries.len()))).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
         let (upper, lower) = root.split_vertically(520);
-        let caption = format!("sgemm: TFLOP/s against size{}", if scale.log { " (log scale)" } else { "" });
+        let caption = format!("{family}: TFLOP/s against size{}", if scale.log { " (log scale)" } else { "" });
         let mut chart = ChartBuilder::on(&upper)
             .caption(caption, ("sans-serif", 16))
             .margin(12)
@@ -442,8 +461,9 @@ pub fn gemm_chart(records: &[&Record]) -> Result<String> {
 
 /// Every plot of `records` (the last of each measurement, see the module doc):
 /// `<family>.svg` for each family with a verified figure (the copy anchor's own records
-/// as the `copy` family), and `sgemm-tflops.svg` where GEMM records are. A family with
-/// records but no verified figure gets no plot.
+/// as the `copy` family), and `<family>-tflops.svg`, TFLOP/s against size, for each family
+/// with verified TFLOP/s of `m x n x k` problems (by what the records carry, not by name).
+/// A family with records but no verified figure gets no plot.
 pub fn render(records: &[Record]) -> Result<Vec<Plot>> {
     let latest = latest(records);
     let mut families: Vec<&str> = Vec::new();
@@ -459,8 +479,8 @@ pub fn render(records: &[Record]) -> Result<Vec<Plot>> {
             continue;
         }
         plots.push(Plot { file: format!("{}.svg", file_stem(family)), svg: family_chart(family, &of)? });
-        if family == "sgemm" {
-            plots.push(Plot { file: "sgemm-tflops.svg".into(), svg: gemm_chart(&of)? });
+        if of.iter().any(|r| on_size_chart(r)) {
+            plots.push(Plot { file: format!("{}-tflops.svg", file_stem(family)), svg: gemm_chart(family, &of)? });
         }
     }
     Ok(plots)
@@ -592,6 +612,14 @@ mod tests {
             wgsl.anchor_tflops = Some(50.0);
             wgsl.ratio = Some(0.4);
             records.extend([cublas, ours, wgsl]);
+            let mut h = rec(
+                "hgemm",
+                BackendKind::Cuda,
+                "launch-sized",
+                serde_json::json!({ "m": side, "n": side, "k": side, "dtype": "bf16", "out": "f32" }),
+            );
+            h.tflops = Some(500.0);
+            records.push(h);
         }
         let mut copy = rec("copy", BackendKind::Cuda, "anchor", serde_json::json!({ "bytes": 4096 }));
         copy.gbps = Some(2990.0);
@@ -604,7 +632,10 @@ mod tests {
         assert_eq!(kept, [Some(2990.0)], "the later copy record, in the place of the first");
         let plots = render(&records).unwrap();
         let files: Vec<&str> = plots.iter().map(|p| p.file.as_str()).collect();
-        assert_eq!(files, ["copy.svg", "sgemm.svg", "sgemm-tflops.svg"]);
+        assert_eq!(files, ["copy.svg", "sgemm.svg", "sgemm-tflops.svg", "hgemm.svg", "hgemm-tflops.svg"]);
+        let hgemm = texts(&plots[4].svg);
+        assert!(hgemm.iter().any(|s| s == "cuda launch-sized dtype=bf16 out=f32"), "{hgemm:?}");
+        assert!(hgemm.iter().any(|s| s.starts_with("hgemm: TFLOP/s against size")), "{hgemm:?}");
         let (copy, plots) = (&plots[0], &plots[1..]);
         let line = texts(&plots[1].svg);
         for name in ["cuda cublasSgemm", "cuda launch-sized", "wgsl wgsl-override"] {
