@@ -115,7 +115,8 @@ for step in "$@"; do
       for v in ${TWINS_VARIANTS:-launch-sized cuda-static wgsl-literal wgsl-override}; do variants="$variants --variant $v"; done
       tag=${TWINS_TAG:-}
       # shellcheck disable=SC2086
-      $B shapes ${TWINS_FAMILIES:-reduce histogram transpose softmax conv1d stencil2d scan} --backend cuda --backend wgsl \
+      # Default: every registry family with a WGSL twin but SGEMM (its own step, sgemm-twins).
+      $B shapes ${TWINS_FAMILIES:-$($B families --wgsl | grep -vx sgemm)} --backend cuda --backend wgsl \
         $variants --energy-ms 0 ${TWINS_ARGS:-} --markdown --json "$OUT/twins$tag.jsonl" \
         > "$OUT/twins$tag.md" 2> "$OUT/twins$tag.err" || status=1
       echo "wall time of the twin suites: $(( $(date +%s) - start )) s" | tee -a "$OUT/twins$tag.err"

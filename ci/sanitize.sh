@@ -78,6 +78,10 @@ cases=(
   "hgemm --m 200 --n 300 --k 1000 --mma --bm 128 --stages 3"
   "hgemm --m 67 --n 131 --k 72 --mma --bm 64 --stages 6 --dtype bf16 --out input"
 )
+# Every registry family has a case (tests/registry.rs checks the same without a GPU).
+for f in $("$B" families); do
+  printf '%s\n' "${cases[@]}" | grep -q "^$f " || { echo "ci/sanitize.sh: no case for the registry family $f" >&2; exit 1; }
+done
 if [ -n "${SANITIZE_FAMILIES:-}" ]; then
   kept=()
   for c in "${cases[@]}"; do

@@ -25,6 +25,12 @@ pub struct Cli {
 pub enum Command {
     /// List every backend found, with its workgroup-memory limits, and why any other cannot be used.
     Devices,
+    /// Print the registry's family names, one per line (for scripts: `ci/gpu.sh`, `ci/sanitize.sh`).
+    Families {
+        /// Only the families with a static WGSL twin.
+        #[arg(long)]
+        wgsl: bool,
+    },
     /// Run every family on every available backend at default sizes and print a comparison
     /// table: a row per problem, a column per backend and variant (see `dynsmem compare`).
     Bench {

@@ -53,6 +53,12 @@ fn main() -> anyhow::Result<()> {
     };
     match parsed {
         Parsed::Fixed(Command::Devices) => devices(),
+        Parsed::Fixed(Command::Families { wgsl }) => {
+            for f in dynsmem::host::families::FAMILIES.iter().filter(|f| !wgsl || !f.wgsl_template().is_empty()) {
+                println!("{}", f.name());
+            }
+            Ok(())
+        }
         Parsed::Fixed(Command::Bench { json, markdown, wide, plots, n, quick, timing, db }) => {
             let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
             run_bench(json, style, wide, plots, n, quick, timing, &db)

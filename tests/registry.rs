@@ -66,3 +66,12 @@ fn every_family_has_a_section_in_the_docs() {
         FAMILIES.iter().map(|f| f.name()).filter(|n| !DOCS.lines().any(|l| l.trim() == format!("## {n}"))).collect();
     assert!(missing.is_empty(), "docs/families.md has no section for {missing:?}");
 }
+
+/// ci/sanitize.sh has a compute-sanitizer case (`"<name> --..."`) for every family of the registry.
+#[test]
+fn every_family_has_a_sanitizer_case() {
+    const SCRIPT: &str = include_str!("../ci/sanitize.sh");
+    let missing: Vec<&str> =
+        FAMILIES.iter().map(|f| f.name()).filter(|n| !SCRIPT.contains(&format!("\n  \"{n} "))).collect();
+    assert!(missing.is_empty(), "ci/sanitize.sh has no case for {missing:?}");
+}
