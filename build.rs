@@ -24,55 +24,18 @@ fn main() {
 
     let arch = env::var("DYNSMEM_CUDA_ARCH").unwrap_or_else(|_| "sm_90a".into());
     let ptx = env::var("DYNSMEM_CUDA_PTX").unwrap_or_else(|_| "ptx80".into());
+    // Register caps and cluster sizes come from the kernels' own table (`[max_registers = N]`,
+    // `[cluster = N]` in `kernels!`): see `dynsmem_kernels::entry`.
+    let entries: Vec<&dynsmem_kernels::KernelEntry> = dynsmem_kernels::KERNELS.iter().flat_map(|t| t.iter()).collect();
+    let caps: Vec<(&str, u32)> =
+        entries.iter().filter(|e| e.max_registers > 0).map(|e| (e.name, e.max_registers)).collect();
+    let clusters: Vec<(&str, u32)> = entries.iter().filter(|e| e.cluster > 1).map(|e| (e.name, e.cluster)).collect();
     let images = dynsmem_build::Builder::new("device-kernels")
         .cuda(&arch, &ptx)
-        .max_registers(MAX_REGISTERS)
-        .clusters(CLUSTERS)
+        .max_registers(&caps)
+        .clusters(&clusters)
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     images.write_module(&out_dir.join("kernels.rs")).expect("writing kernels.rs");
     dynsmem_build::emit_provenance(&root);
 }
-
-/// PTX entries whose registers per thread ptxas must keep at or under a cap (`.maxnreg`),
-/// which Rust has no attribute for. The GEMM entries: their block size is a launch-time
-/// value, so ptxas cannot see that a 256-thread block needs at most 128 registers for two
-/// blocks per multiprocessor; uncapped it gave the launch-time entry 159 (one block per
-/// SM; the cost is in `host/src/families/sgemm/NOTES.md`). Blocks past 512 threads are then
-/// refused before launch (the kernel's own limit), not failed.
-const MAX_REGISTERS: &[(&str, u32)] = &[
-    ("sgemm_f32", 128),
-    ("sgemm_f32_bk8", 128),
-    ("sgemm_f32_bk16", 128),
-    ("sgemm_f32_bk32", 128),
-    ("sgemm_f32_unroll4", 128),
-    ("sgemm_f32_128x128x16s2", 128),
-    ("hgemm_f16_f32", 128),
-    // Warp-specialised wgmma: blocks of up to 384 threads (65536 / 384 rounded down to 8);
-    // the warpgroups then trade registers with `setmaxnreg` (40 copying, 232 multiplying).
-    ("hgemm_wgmma_f16_n256", 168),
-    ("hgemm_wgmma_bf16_n256", 168),
-    ("hgemm_wgmma_f16_n128", 168),
-    ("hgemm_wgmma_bf16_n128", 168),
-    ("hgemm_wgmma_f16_n256_fixed", 168),
-    ("hgemm_wgmma_f16_n256_c2", 168),
-    ("hgemm_wgmma_bf16_n256_c2", 168),
-    ("hgemm_wgmma_f16_n256_c2_fixed", 168),
-    // mma.sync: 64 accumulators; two 256-thread blocks per SM at 128.
-    ("hgemm_mma_f16", 128),
-    ("hgemm_mma_bf16", 128),
-    // 16 x 8 thread tiles: 128 accumulators; one 256-thread block per SM at up to 255.
-    ("sgemm_f32_tm16", 255),
-    ("sgemm_f32_tm16_bk8", 255),
-    ("sgemm_f32_tm16_bk16", 255),
-    ("sgemm_f32_tm16_bk32", 255),
-    ("sgemm_f32_tm16_bk64", 255),
-    ("sgemm_f32_tm16_bk32_u8", 255),
-    ("sgemm_f32_tm16_bk32_u16", 255),
-];
-
-/// PTX entries launched as thread-block clusters (`.reqnctapercluster`): the tensor-core
-/// GEMM's `_c2` entries, whose two blocks share their B tiles by multicast copies
-/// (`dynsmem_kernels::hgemm::CLUSTER`).
-const CLUSTERS: &[(&str, u32)] =
-    &[("hgemm_wgmma_f16_n256_c2", 2), ("hgemm_wgmma_bf16_n256_c2", 2), ("hgemm_wgmma_f16_n256_c2_fixed", 2)];

@@ -59,6 +59,26 @@ fn no_entry_declares_local_memory_in_the_ptx() {
     }
 }
 
+/// Every entry's `[max_registers = N]` and `[cluster = N]` of its `kernels!` table is the
+/// `.maxnreg` and `.reqnctapercluster` of its PTX header, and no other entry has either.
+#[test]
+fn ptx_entry_directives_come_from_the_kernels_table() {
+    let (mut capped, mut clustered) = (0, 0);
+    for e in dynsmem_kernels::KERNELS.iter().flat_map(|t| t.iter()) {
+        let entry = ptx_entry(images::PTX, e.name).unwrap_or_else(|| panic!("`{}` missing from the PTX", e.name));
+        let header = &entry[..entry.find('{').unwrap()];
+        let regs = (e.max_registers > 0).then(|| format!(".maxnreg {}", e.max_registers));
+        assert_eq!(header.contains(".maxnreg"), regs.is_some(), "{}: {header}", e.name);
+        assert!(regs.as_ref().is_none_or(|r| header.contains(r.as_str())), "{}: {regs:?} in {header}", e.name);
+        let cluster = format!(".reqnctapercluster {}, 1, 1", e.cluster);
+        assert_eq!(header.contains(".reqnctapercluster"), e.cluster > 1, "{}: {header}", e.name);
+        assert!(e.cluster == 1 || header.contains(&cluster), "{}: {cluster} in {header}", e.name);
+        capped += (e.max_registers > 0) as usize;
+        clustered += (e.cluster > 1) as usize;
+    }
+    assert_eq!((capped, clustered), (24, 3), "the GEMM entries' caps and the hgemm _c2 clusters");
+}
+
 #[test]
 fn gemm_entries_are_capped_at_128_registers_and_read_shared_memory_by_immediate_offsets() {
     for name in [

@@ -13,7 +13,7 @@ use common::{cuda_or_skip, note};
 /// the reason.
 ///
 /// The two f32 GEMM entries with the depth `bk` given at launch, capped at 128 registers
-/// (`MAX_REGISTERS` in build.rs, for two 256-thread blocks per SM): with `bk` unknown the
+/// (`[max_registers = 128]` in its `kernels!` entry, for two 256-thread blocks per SM): with `bk` unknown the
 /// k loop keeps its bounds and addresses live, and ptxas spills (the bytes are the
 /// driver's for sm_90). A `bk` of 8, 16 or 32 takes the compiled-in entries instead,
 /// which do not spill.

@@ -8,6 +8,12 @@
 //! CPU backend launches by name and against which every backend's argument packing is
 //! checked. Kernel parameters are raw pointers and the scalars of [`ParamKind`].
 //!
+//! After the parameter list an entry may name what PTX needs and Rust has no attribute for:
+//! `[max_registers = 128]` (ptxas keeps the entry's registers per thread at or under it:
+//! `.maxnreg`) and `[cluster = 2]` (it is launched as thread-block clusters of that many
+//! blocks: `.reqnctapercluster`). The build helper (`dynsmem-build`) writes them into the
+//! PTX from the table ([`KernelEntry::max_registers`], [`KernelEntry::cluster`]).
+//!
 //! ```
 //! dynsmem_kernels::kernels! { EXAMPLES;
 //!     /// Writes each thread's index.
@@ -108,6 +114,10 @@ impl KernelParam for f32 {
 pub struct KernelEntry {
     pub name: &'static str,
     pub params: &'static [ParamKind],
+    /// Registers per thread ptxas may use at most (`[max_registers = N]`); 0: no cap.
+    pub max_registers: u32,
+    /// Blocks per thread-block cluster (`[cluster = N]`); 1: launched as plain blocks.
+    pub cluster: u32,
     /// Runs the kernel body for the calling thread (the CPU backend has installed the
     /// thread's context). `slots` holds one packed argument per parameter.
     ///
@@ -122,7 +132,8 @@ pub struct KernelEntry {
 /// `pub const TABLE: &[KernelEntry]`.
 #[macro_export]
 macro_rules! kernels {
-    ($table:ident; $( $(#[$attr:meta])* pub fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block )*) => {
+    ($table:ident; $( $(#[$attr:meta])* pub fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? )
+        $([max_registers = $regs:literal])? $([cluster = $cluster:literal])? $body:block )*) => {
         $(
             $(#[$attr])*
             ///
@@ -149,6 +160,8 @@ macro_rules! kernels {
             $crate::KernelEntry {
                 name: stringify!($name),
                 params: &[$(<$ty as $crate::KernelParam>::KIND),*],
+                max_registers: 0 $(+ $regs)?,
+                cluster: 1 $(* $cluster)?,
                 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
                 run: {
                     unsafe fn run(slots: &[u64]) {

@@ -567,29 +567,34 @@ pub const FIXED: HgemmConfig = HgemmConfig::wgmma(128, 256, 4);
 /// The compiled-in tile of `hgemm_wgmma_f16_n256_c2_fixed`: [`FIXED`] in clusters of 2.
 pub const FIXED_C2: HgemmConfig = FIXED.with_cluster(CLUSTER);
 
+// Register caps (`[max_registers = N]`, ptxas's `.maxnreg`): warp-specialised wgmma runs blocks of
+// up to 384 threads (65536 / 384 rounded down to 8), whose warpgroups then trade registers with
+// `setmaxnreg` (40 copying, 232 multiplying); mma.sync holds 64 accumulators: two 256-thread blocks
+// per SM at 128. `[cluster = 2]` (`.reqnctapercluster`): the `_c2` entries' two blocks share their
+// B tiles by multicast copies (`CLUSTER`).
 crate::kernels! { KERNELS;
     /// wgmma, f16 inputs, `BN` = 256.
-    pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) };
         unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 256.
-    pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) };
         unsafe { hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// wgmma, f16 inputs, `BN` = 128.
-    pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) };
         unsafe { hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 128.
-    pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) };
         unsafe { hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match).
-    pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
         if bm != FIXED.bm || stages != FIXED.stages {
             gpu::trap();
         }
@@ -598,17 +603,17 @@ crate::kernels! { KERNELS;
     }
     /// wgmma, f16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) };
         unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 256, clusters of 2.
-    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) };
         unsafe { hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in.
-    pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
         if bm != FIXED_C2.bm || stages != FIXED_C2.stages {
             gpu::trap();
         }
@@ -616,12 +621,12 @@ crate::kernels! { KERNELS;
         unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
     }
     /// mma.sync, f16 inputs.
-    pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) };
         unsafe { hgemm_mma::<false>(a, b, c, m, n, k, out16, cfg) }
     }
     /// mma.sync, bf16 inputs.
-    pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) {
+    pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) };
         unsafe { hgemm_mma::<true>(a, b, c, m, n, k, out16, cfg) }
     }

@@ -1220,44 +1220,50 @@ unsafe fn sgemm_compiled_bk<const BK: u32, const TM: usize, const UNROLL: u32>(
     unsafe { sgemm_kgroups::<RuntimeTile<BK>, UNROLL, TM>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
 }
 
+// Register caps (`[max_registers = N]`, ptxas's `.maxnreg`): the block size is a launch-time
+// value, so ptxas cannot see that a 256-thread block needs at most 128 registers for two blocks
+// per multiprocessor; uncapped it gave `sgemm_f32` 159 (one block per SM; the cost is in
+// host/src/families/sgemm/NOTES.md). Blocks past 512 threads are then refused before launch (the
+// kernel's own limit), not failed. The 16 x 8 thread tiles (`_tm16`) hold 128 accumulators: one
+// 256-thread block per SM at up to 255.
 crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.
-    pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
         unsafe { sgemm_kgroups::<Runtime, 8, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// `sgemm_f32` with `bk` = 8 compiled in (`bm`, `bn`, `stages` at launch; traps on
     /// another `bk`).
-    pub fn sgemm_f32_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
         unsafe { sgemm_compiled_bk::<8, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with `bk` = 16 compiled in.
-    pub fn sgemm_f32_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
         unsafe { sgemm_compiled_bk::<16, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with `bk` = 32 compiled in.
-    pub fn sgemm_f32_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
         unsafe { sgemm_compiled_bk::<32, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// f32 GEMM with 16 x 8 thread tiles (`tm` = 16), block tile chosen at launch.
-    pub fn sgemm_f32_tm16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_tm16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
         unsafe { sgemm_kgroups::<Runtime, 8, 16>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// `sgemm_f32_tm16` with `bk` = 8 compiled in.
-    pub fn sgemm_f32_tm16_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_tm16_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
         unsafe { sgemm_compiled_bk::<8, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32_tm16` with `bk` = 16 compiled in.
-    pub fn sgemm_f32_tm16_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_tm16_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
         unsafe { sgemm_compiled_bk::<16, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32_tm16` with `bk` = 32 compiled in.
-    pub fn sgemm_f32_tm16_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_tm16_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
         unsafe { sgemm_compiled_bk::<32, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32_tm16` with `bk` = 64 compiled in (two 32-k steps per k-tile).
-    pub fn sgemm_f32_tm16_bk64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_tm16_bk64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
         unsafe { sgemm_compiled_bk::<64, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// The tensor-map kernel with `bk` = 32 (`bn` = 128; `a`, `b`: the tensor maps of A and
@@ -1273,28 +1279,28 @@ crate::kernels! { KERNELS;
     }
     /// `sgemm_f32_tm16_bk32` with its k loop unrolled by 8 instead of the whole tile, an
     /// ablation.
-    pub fn sgemm_f32_tm16_bk32_u8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_tm16_bk32_u8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
         unsafe { sgemm_compiled_bk::<32, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32_tm16_bk32` with its k loop unrolled by 16 instead of the whole tile, an
     /// ablation (half the code of the whole-tile unroll).
-    pub fn sgemm_f32_tm16_bk32_u16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_tm16_bk32_u16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
         unsafe { sgemm_compiled_bk::<32, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
-    pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
         unsafe { sgemm_kgroups::<Runtime, 4, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// f32 GEMM with the 128 x 128 x 16, 2-stage block tile compiled in (the same source).
-    pub fn sgemm_f32_128x128x16s2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn sgemm_f32_128x128x16s2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
         if SgemmConfig::new(bm, bn, bk, stages) != FIXED_128X128X16S2 {
             gpu::trap();
         }
         unsafe { sgemm_kgroups::<Fixed<128, 128, 16, 2>, 8, 8>(Fixed, a, b, c, m, n, k, alpha, beta) }
     }
     /// f16 inputs (as bits), f32 accumulation and output; block tile chosen at launch.
-    pub fn hgemm_f16_f32(a: *const u16, b: *const u16, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
+    pub fn hgemm_f16_f32(a: *const u16, b: *const u16, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
         unsafe { gemm_rowmajor::<u16, Runtime>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
