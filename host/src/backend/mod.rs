@@ -296,45 +296,11 @@ pub trait Backend {
         None
     }
 
-    /// The limit checks every launch must pass, against [`DeviceInfo::limits`].
+    /// The limit checks every launch must pass, against [`DeviceInfo::limits`]
+    /// ([`check_limits`]).
     fn check_launch(&self, kernel: &str, dims: LaunchDims) -> Result<()> {
         let info = self.info();
-        let l = &info.limits;
-        if dims.block == 0 {
-            return Err(Error::InvalidConfig { kernel: kernel.into(), reason: "block of 0 threads".into() });
-        }
-        if dims.block > l.max_threads_per_block {
-            return Err(Error::BlockTooLarge {
-                kernel: kernel.into(),
-                backend: info.backend,
-                requested: dims.block,
-                limit: l.max_threads_per_block,
-            });
-        }
-        if dims.grid == 0 || dims.grid as u64 > l.max_grid_x {
-            return Err(Error::GridTooLarge {
-                kernel: kernel.into(),
-                backend: info.backend,
-                requested: dims.grid as u64,
-                limit: l.max_grid_x,
-            });
-        }
-        if dims.shared_bytes > l.launch_shared_max {
-            return Err(Error::SharedMemoryLimit {
-                kernel: kernel.into(),
-                backend: info.backend,
-                kind: "launch-sized",
-                requested: dims.shared_bytes as u64,
-                limit: l.launch_shared_max as u64,
-                limit_name: match info.backend {
-                    BackendKind::Cuda => "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
-                    BackendKind::Hip => "hipDeviceAttributeSharedMemPerBlockOptin",
-                    BackendKind::Wgsl => "WGSL has no launch-sized workgroup memory",
-                    BackendKind::Cpu => "the CPU backend's H100 opt-in limit",
-                },
-            });
-        }
-        Ok(())
+        check_limits(kernel, info.backend, &info.limits, dims, 0)
     }
 }
 
@@ -394,4 +360,57 @@ impl std::fmt::Display for Variant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// A backend's launch limits, checked in this one place for a launch
+/// ([`Backend::check_launch`]) and for the tuner's filter before launch: a block of 1 to
+/// `max_threads_per_block` threads, a grid of 1 to `max_grid_x` blocks, `dims.shared_bytes`
+/// of launch-sized memory within the opt-in limit, and `static_bytes` of static arrays
+/// within the static one.
+pub fn check_limits(kernel: &str, backend: BackendKind, l: &Limits, dims: LaunchDims, static_bytes: u32) -> Result<()> {
+    if dims.block == 0 {
+        return Err(Error::InvalidConfig { kernel: kernel.into(), reason: "block of 0 threads".into() });
+    }
+    if dims.block > l.max_threads_per_block {
+        return Err(Error::BlockTooLarge {
+            kernel: kernel.into(),
+            backend,
+            requested: dims.block,
+            limit: l.max_threads_per_block,
+        });
+    }
+    if dims.grid == 0 || dims.grid as u64 > l.max_grid_x {
+        return Err(Error::GridTooLarge {
+            kernel: kernel.into(),
+            backend,
+            requested: dims.grid as u64,
+            limit: l.max_grid_x,
+        });
+    }
+    let (kind, requested, limit, limit_name) = if dims.shared_bytes > l.launch_shared_max {
+        let name = match backend {
+            BackendKind::Cuda => "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+            BackendKind::Hip => "hipDeviceAttributeSharedMemPerBlockOptin",
+            BackendKind::Wgsl => "WGSL has no launch-sized workgroup memory",
+            BackendKind::Cpu => "the CPU backend's H100 opt-in limit",
+        };
+        ("launch-sized", dims.shared_bytes, l.launch_shared_max, name)
+    } else if static_bytes > l.static_shared_max {
+        let name = match backend {
+            BackendKind::Cuda => "MAX_SHARED_MEMORY_PER_BLOCK: static __shared__ arrays cannot opt in past it",
+            BackendKind::Wgsl => "max_compute_workgroup_storage_size",
+            BackendKind::Hip | BackendKind::Cpu => "the static workgroup-memory limit",
+        };
+        ("static", static_bytes, l.static_shared_max, name)
+    } else {
+        return Ok(());
+    };
+    Err(Error::SharedMemoryLimit {
+        kernel: kernel.into(),
+        backend,
+        kind,
+        requested: requested as u64,
+        limit: limit as u64,
+        limit_name,
+    })
 }

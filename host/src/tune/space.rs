@@ -5,8 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{Footprint, Target, Tunable};
-use crate::backend::BackendKind;
-use crate::backend::Variant;
+use crate::backend::{LaunchDims, Variant};
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 
@@ -239,37 +238,9 @@ pub fn params_map(params: &[Param], point: &[u32]) -> BTreeMap<String, u32> {
 /// The target's limits on one footprint: threads per block, blocks per grid, and the
 /// workgroup bytes of the variant the target builds.
 fn check_limits(f: &Footprint, t: &Target) -> std::result::Result<(), String> {
-    let l = &t.limits;
-    if f.threads == 0 {
-        return Err("a block of 0 threads".into());
-    }
-    if f.threads > l.max_threads_per_block {
-        return Err(format!(
-            "{} threads per block, over the {} maximum of {}",
-            f.threads, t.backend, l.max_threads_per_block
-        ));
-    }
-    if f.grid as u64 > l.max_grid_x {
-        return Err(format!("a grid of {} blocks, over the {} maximum of {}", f.grid, t.backend, l.max_grid_x));
-    }
-    if t.variant == Variant::LaunchSized {
-        if f.launch_bytes > l.launch_shared_max {
-            let name = match t.backend {
-                BackendKind::Cuda => "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
-                BackendKind::Hip => "hipDeviceAttributeSharedMemPerBlockOptin",
-                BackendKind::Cpu => "the CPU backend's H100 opt-in limit",
-                BackendKind::Wgsl => "no launch-sized memory on WGSL",
-            };
-            return Err(format!(
-                "{} B of launch-sized shared memory, over the {} B opt-in limit ({name})",
-                f.launch_bytes, l.launch_shared_max
-            ));
-        }
-    } else if f.static_bytes > l.static_shared_max {
-        return Err(format!(
-            "{} B of static workgroup arrays, over the {} B of max_compute_workgroup_storage_size",
-            f.static_bytes, l.static_shared_max
-        ));
-    }
-    Ok(())
+    let launch_sized = t.variant == Variant::LaunchSized;
+    let shared_bytes = if launch_sized { f.launch_bytes } else { 0 };
+    let static_bytes = if launch_sized { 0 } else { f.static_bytes };
+    let dims = LaunchDims { grid: f.grid, block: f.threads, shared_bytes };
+    crate::backend::check_limits("config", t.backend, &t.limits, dims, static_bytes).map_err(|e| e.to_string())
 }
