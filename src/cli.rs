@@ -165,7 +165,8 @@ pub enum Command {
     ReplayKt {
         /// The Kernel Tuner cache (`.json` with a `cache` object) or T4 results file.
         file: PathBuf,
-        /// The entry key (cache) or measurement name (T4) to minimise.
+        /// The entry key (cache) or measurement name (T4): minimised, or maximised where it is a
+        /// rate (a key with `/`, or ending in `FLOPS`: GFLOP/s, GFLOPS/W).
         #[arg(long, default_value = "time")]
         objective: String,
         #[arg(long, value_enum, default_value = "anneal")]

@@ -107,15 +107,18 @@ pub fn replay_kt(
 ) -> anyhow::Result<()> {
     let imported = Imported::read(file, objective)?;
     let space = imported.space()?;
-    let (opt_point, optimum) = imported.optimum().context("the file has no valid measurement")?;
+    let (opt_point, optimum) = imported.optimum().with_context(|| {
+        format!("no config in the file has a valid `{objective}` (pick the key with --objective, e.g. time)")
+    })?;
     say!(
-        "{}: {} on {}: {} configs ({} filtered), objective {}; optimum {} at {:?}",
+        "{}: {} on {}: {} configs ({} filtered), objective {} ({} is better); optimum {} at {:?}",
         file.display(),
         imported.kernel,
         imported.device,
         space.len(),
         space.filtered.len(),
         imported.objective,
+        if imported.higher_is_better { "higher" } else { "lower" },
         optimum,
         opt_point
     );
@@ -128,17 +131,20 @@ pub fn replay_kt(
         let mut runner = ImportedRunner { imported: &imported, answered: 0 };
         let mut rng = SplitMix64::new(seed + r as u64);
         let result = strategy.search(&space, &mut runner, budget, &mut rng);
-        let best = result.best().and_then(|b| b.score.map(|s| (b.index, s)));
+        // Scores are values, negated where higher is better.
+        let best = result.best().and_then(|b| b.score.map(|s| (b.index, imported.score(s))));
         if let Some((i, s)) = best {
-            found_optimum += usize::from(s <= optimum);
-            fractions.push(optimum / s);
+            found_optimum += usize::from(imported.score(s) <= imported.score(optimum));
+            // The fraction of the optimum's performance: a time over the least, a rate over the greatest.
+            let fraction = if imported.higher_is_better { s / optimum } else { optimum / s };
+            fractions.push(fraction);
             say!(
                 "  run {}: {} evaluations, best {} at {} ({:.1}% of the optimum's performance)",
                 r + 1,
                 result.evaluations.len(),
                 s,
                 space.describe(i),
-                100.0 * optimum / s
+                100.0 * fraction
             );
         } else {
             say!("  run {}: {} evaluations, nothing valid found", r + 1, result.evaluations.len());

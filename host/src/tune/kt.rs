@@ -203,6 +203,17 @@ pub struct Imported {
     pub points: BTreeMap<Vec<u32>, std::result::Result<f64, String>>,
     /// The objective key read.
     pub objective: String,
+    /// Whether a larger value is better ([`higher_is_better`]): the search then minimises
+    /// the value's negation.
+    pub higher_is_better: bool,
+}
+
+/// Whether an objective key is a rate, better when larger (`GFLOP/s`, `GB/s`, `GFLOPS/W`,
+/// `GFLOPS`): a key with a `/` or ending in `flops`; anything else (time, energy, EDP) is
+/// better when smaller. Kernel Tuner asks for it (`objective_higher_is_better`); neither its
+/// caches nor T4 files record it.
+pub fn higher_is_better(objective: &str) -> bool {
+    objective.contains('/') || objective.to_ascii_lowercase().ends_with("flops")
 }
 
 impl Imported {
@@ -288,6 +299,7 @@ impl Imported {
             params,
             points,
             objective: objective.into(),
+            higher_is_better: higher_is_better(objective),
         })
     }
 
@@ -298,9 +310,20 @@ impl Imported {
         SearchSpace::build(self, &import_target(), &[])
     }
 
-    /// The least value in the file, and its point: what a strategy is measured against.
+    /// The best value in the file (the least, or the greatest where higher is better), and
+    /// its point: what a strategy is measured against.
     pub fn optimum(&self) -> Option<(&Vec<u32>, f64)> {
-        self.points.iter().filter_map(|(p, m)| m.as_ref().ok().map(|v| (p, *v))).min_by(|a, b| a.1.total_cmp(&b.1))
+        let valid = self.points.iter().filter_map(|(p, m)| m.as_ref().ok().map(|v| (p, *v)));
+        if self.higher_is_better {
+            valid.max_by(|a, b| a.1.total_cmp(&b.1))
+        } else {
+            valid.min_by(|a, b| a.1.total_cmp(&b.1))
+        }
+    }
+
+    /// The score a strategy minimises for a measured value.
+    pub fn score(&self, value: f64) -> f64 {
+        if self.higher_is_better { -value } else { value }
     }
 }
 
@@ -371,7 +394,7 @@ impl Runner for ImportedRunner<'_> {
     fn evaluate(&mut self, space: &SearchSpace, index: usize) -> Result<Evaluation> {
         self.answered += 1;
         let (score, error) = match self.imported.points.get(&space.points[index]) {
-            Some(Ok(v)) => (Some(*v), None),
+            Some(Ok(v)) => (Some(self.imported.score(*v)), None),
             Some(Err(e)) => (None, Some(e.clone())),
             None => (None, Some("not in the imported file".into())),
         };
@@ -388,7 +411,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("dynsmem-kt-import-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("c.json");
-        let e = |b: u32, t: Value| json!({"block": b, "tile": 2, "time": t, "times": [1.0]});
+        let e = |b: u32, t: Value| json!({"block": b, "tile": 2, "time": t, "times": [1.0], "GFLOPS/W": t});
         let head = json!({
             "device_name": "A100", "kernel_name": "k", "problem_size": [1024],
             "tune_params_keys": ["block", "tile"], "tune_params": {"block": [32, 64, 128], "tile": [2]},
@@ -416,6 +439,20 @@ mod tests {
             &mut crate::rng::SplitMix64::new(1),
         );
         assert_eq!(found.best().map(|b| space.points[b.index].clone()), Some(vec![64, 2]));
+        // A rate is better when larger: the optimum is the greatest, and the search finds it.
+        let rate = Imported::read(&path, "GFLOPS/W").unwrap();
+        assert!(rate.higher_is_better && !imp.higher_is_better);
+        assert_eq!(rate.optimum(), Some((&vec![32, 2], 3.0)));
+        let mut runner = ImportedRunner { imported: &rate, answered: 0 };
+        let found = crate::tune::Strategy::Exhaustive.search(
+            &rate.space().unwrap(),
+            &mut runner,
+            crate::tune::Budget::unlimited(),
+            &mut crate::rng::SplitMix64::new(1),
+        );
+        assert_eq!(found.best().map(|b| space.points[b.index].clone()), Some(vec![32, 2]));
+        assert!(["GFLOP/s", "GB/s", "GFLOPS"].iter().all(|k| higher_is_better(k)));
+        assert!(["time", "time_median", "energy", "edp"].iter().all(|k| !higher_is_better(k)));
         // A cache Kernel Tuner left open (no closing braces) still reads.
         std::fs::write(&path, &doc[..doc.len() - 2]).unwrap();
         assert_eq!(Imported::read(&path, "time").unwrap().points.len(), 3);
