@@ -131,10 +131,11 @@ pub fn replay_kt(
         let mut runner = ImportedRunner { imported: &imported, answered: 0 };
         let mut rng = SplitMix64::new(seed + r as u64);
         let result = strategy.search(&space, &mut runner, budget, &mut rng);
-        // Scores are values, negated where higher is better.
-        let best = result.best().and_then(|b| b.score.map(|s| (b.index, imported.score(s))));
-        if let Some((i, s)) = best {
-            found_optimum += usize::from(imported.score(s) <= imported.score(optimum));
+        // A score is the value, negated where higher is better.
+        let best = result.best().and_then(|b| b.score.map(|score| (b.index, score)));
+        if let Some((i, score)) = best {
+            let s = imported.score(score);
+            found_optimum += usize::from(score <= imported.score(optimum));
             // The fraction of the optimum's performance: a time over the least, a rate over the greatest.
             let fraction = if imported.higher_is_better { s / optimum } else { optimum / s };
             fractions.push(fraction);

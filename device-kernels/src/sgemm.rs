@@ -1222,9 +1222,8 @@ unsafe fn sgemm_compiled_bk<const BK: u32, const TM: usize, const UNROLL: u32>(
 
 // Register caps (`[max_registers = N]`, ptxas's `.maxnreg`): the block size is a launch-time
 // value, so ptxas cannot see that a 256-thread block needs at most 128 registers for two blocks
-// per multiprocessor; uncapped it gave `sgemm_f32` 159 (one block per SM; the cost is in
-// host/src/families/sgemm/NOTES.md). Blocks past 512 threads are then refused before launch (the
-// kernel's own limit), not failed. The 16 x 8 thread tiles (`_tm16`) hold 128 accumulators: one
+// per multiprocessor (uncapped, ptxas gives more and one block fits per SM). Blocks past 512
+// threads are then refused before launch (the kernel's own limit), not failed. The 16 x 8 thread tiles (`_tm16`) hold 128 accumulators: one
 // 256-thread block per SM at up to 255.
 crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.

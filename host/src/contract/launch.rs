@@ -75,6 +75,13 @@ impl<R> DeviceData<R> {
     }
 }
 
+/// `check` of an output's values of type `T`, as a [`Launch`] keeps it.
+fn typed_check<T: LaunchElement, E: Into<Error>>(
+    check: impl Fn(&str, &[T]) -> std::result::Result<(), E> + 'static,
+) -> OutputCheck {
+    Box::new(move |name, data| check(name, T::values(data)).map_err(Into::into))
+}
+
 /// The element types a [`Launch`] holds buffers of.
 pub trait LaunchElement: Element {
     fn device<R>(buffer: Buffer<R, Self>) -> DeviceData<R>;
@@ -145,8 +152,7 @@ impl<'b, B: Backend> Launch<'b, B> {
         init: &[T],
         check: impl Fn(&str, &[T]) -> std::result::Result<(), E> + 'static,
     ) -> Result<Launch<'b, B>> {
-        let boxed: OutputCheck = Box::new(move |name, data| check(name, T::values(data)).map_err(Into::into));
-        self.output_named("output", init, Some(boxed), false)
+        self.output_named("output", init, Some(typed_check(check)), false)
     }
 
     /// Uploads `init` as the next argument, an output checked with the others by
@@ -172,8 +178,12 @@ impl<'b, B: Backend> Launch<'b, B> {
         check: impl Fn(&str, &[T]) -> std::result::Result<(), E> + 'static,
     ) -> Result<Launch<'b, B>> {
         let buffer = self.backend.alloc::<T>(len)?;
-        let check: OutputCheck = Box::new(move |name, data| check(name, T::values(data)).map_err(Into::into));
-        self.outputs.push(Output { name: "output", arg: self.args.len(), zeroed: true, check: Some(check) });
+        self.outputs.push(Output {
+            name: "output",
+            arg: self.args.len(),
+            zeroed: true,
+            check: Some(typed_check(check)),
+        });
         self.args.push(Slot::Buffer(T::device(buffer)));
         Ok(self)
     }

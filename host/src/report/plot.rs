@@ -385,7 +385,7 @@ fn problem_kind(problem: &serde_json::Value) -> String {
     out
 }
 
-/// Whether `r` belongs on a size chart: a verified TFLOP/s figure of an `m x n x k` problem.
+/// Whether `r` belongs on a size chart: verified, with TFLOP/s, of an `m x n x k` problem.
 fn on_size_chart(r: &Record) -> bool {
     r.verified && r.tflops.is_some() && gemm_size(&r.problem).is_some()
 }
