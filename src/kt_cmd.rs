@@ -29,9 +29,9 @@ pub fn export(
     objective: Objective,
 ) -> anyhow::Result<()> {
     let file = kt::cache_file(cache, group, space);
-    let missing = space.len() + space.filtered.len() - file.cache.len();
+    let missing = space.len().saturating_sub(file.cache.len());
     let path = with_suffix(prefix, ".kt-cache.json");
-    write_file(&path, &serde_json::to_string(&file)?)?;
+    write_file(&path, &file.text())?;
     say!(
         "Kernel Tuner cache: {}{}",
         path.display(),

@@ -41,80 +41,10 @@ import traceback
 import warnings
 from pathlib import Path
 
-PINNED = {"kernel_tuner": "1.5.0", "autotuning_methodology": "1.1.0"}
-ERRORS = {"InvalidConfig": "constraints", "CompilationFailedConfig": "compile", "RuntimeFailedConfig": "runtime"}
-TIME_UNITS = {"seconds", "s", "milliseconds", "ms", "microseconds", "nanoseconds", "ns"}
-REL = 1e-9
-# NAME.best.json "objective": a float field of every correct KT-cache entry, minimised
-OBJECTIVES = {"time_median": "ms", "energy": "J", "edp": "J*s", "time": "ms"}
-EXTRA_KEYS = ("time_median", "energy", "edp")  # entry keys beyond KT's own "time"
-# The T4 time keys that a KT 1.5 simulated run accrues per config: runners/simulation.py charges
-# compile_time + verification_time + benchmark_time to its time limit, and overwrites
-# framework_time and strategy_time with its own (sub-ms) simulation overhead; AM's
-# cumulative_time_taken then sums compilation + runtimes + framework + search_algorithm + validation.
-REPLAY_KEYS = ["compilation", "runtimes", "validation"]
-CUTOFF_MARGIN = 0.1  # AM experiments.calculate_budget: group.get("cutoff_margin", 0.1)
-
-
-class CheckError(Exception):
-    pass
-
-
-def need(cond, msg):
-    if not cond:
-        raise CheckError(msg)
-
-
-def is_num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def close(a, b, rel=REL):
-    return math.isclose(a, b, rel_tol=rel, abs_tol=0.0)
-
-
-def rel_diff(a, b):
-    return abs(a - b) / max(abs(a), abs(b), 1e-300)
-
-
-def load_json(path):
-    need(path.is_file(), f"{path.name} is missing")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise CheckError(f"{path.name} is not JSON: {e}") from None
-
-
-@contextlib.contextmanager
-def quiet():
-    """Silence the libraries' prints, progress bars and warnings; keep the text for errors."""
-    buf = io.StringIO()
-    with warnings.catch_warnings(), contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        warnings.simplefilter("ignore")
-        try:
-            yield buf
-        except CheckError:
-            raise
-        except Exception as e:
-            tail = buf.getvalue().strip().splitlines()[-5:]
-            raise CheckError(f"{type(e).__name__}: {e}" + (f" [output: {' | '.join(tail)}]" if tail else "")) from e
-
-
-def am_statistics_settings():
-    import autotuning_methodology
-
-    path = Path(autotuning_methodology.__file__).parent / "experiments_defaults.json"
-    return json.loads(path.read_text(encoding="utf-8"))["statistics_settings"]
-
-
-def default_time_keys():
-    """autotuning_methodology's default objective_time_keys: "all" expanded from its experiments schema."""
-    from autotuning_methodology.validators import get_experiment_schema_filepath
-
-    schema = json.loads(get_experiment_schema_filepath().read_text(encoding="utf-8"))
-    enum = schema["properties"]["statistics_settings"]["properties"]["objective_time_keys"]["items"]["enum"]
-    return [k for k in enum if k != "all"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import am_tools as am  # noqa: E402
+import kt_tools as kt  # noqa: E402
+from common import *  # noqa: E402,F401,F403 (constants and helpers shared with the tool modules)
 
 
 # ---------------------------------------------------------------------------------------- files
@@ -139,9 +69,9 @@ def check_t4_files(t4, meta, name):
     for i, r in enumerate(results):
         where = f"{name}.t4.json results[{i}] {r.get('configuration')}"
         need(r.get("invalidity") != "constraints",
-             f"{where}: constraint-filtered configs must not be T4 results (list them in metadata.filtered and "
-             "as InvalidConfig in the KT cache; see SPEC.md: at zero cost they drive autotuning_methodology's "
-             "median time, hence its cutoff time budget, to 0)")
+             f"{where}: constraint-filtered configs must not be T4 results (list them in metadata.filtered; "
+             "see SPEC.md: at zero cost they drive autotuning_methodology's median time, hence its cutoff time "
+             "budget, to 0)")
         need(r.get("objectives") == ["time"], f"{where}: objectives must be [\"time\"]")
         times = r["times"]
         for k in ("compilation", "framework", "search_algorithm", "validation"):
@@ -178,46 +108,63 @@ def check_t4_files(t4, meta, name):
     return len(results)
 
 
+HEADER_KEYS = ["device_name", "kernel_name", "problem_size", "tune_params_keys", "tune_params", "objective", "cache"]
+
+
+def kt_text(c):
+    """The text Kernel Tuner writes for the cache c (util.process_cache's header, store_cache's
+    entries, close_cache's ending), from c's parsed content in its order."""
+    header = {k: v for k, v in c.items() if k != "cache"}
+    header["cache"] = {}
+    text = json.dumps(header, indent="")[:-3]  # process_cache: except the last "}\n}"
+    for key, entry in c["cache"].items():
+        text += "\n" + json.dumps({key: entry})[1:-1] + ","  # store_cache
+    return (text[:-1] if text.endswith(",") else text) + "}\n}"  # close_cache
+
+
 def check_cache(path, name, objective):
-    raw = path.read_text(encoding="utf-8").strip()
-    # kernel_tuner.util.correct_open_cache appends "}\n}" to any file not ending so
-    need(raw[-3:] in ("}\n}", "}}}"), f"{path.name}: must end with '}}\\n}}' or '}}}}}}' with \"cache\" as the "
-         f"LAST top-level key (KT's correct_open_cache treats anything else as an unclosed cache); ends {raw[-20:]!r}")
+    raw = path.read_text(encoding="utf-8")
     c = load_json(path)
-    need(list(c)[-1:] == ["cache"], f"{path.name}: \"cache\" must be the last top-level key")
+    need(list(c) == HEADER_KEYS, f"{path.name}: top-level keys must be {HEADER_KEYS} in this order (process_cache's "
+         f"header, `cache` last), got {list(c)}")
+    kt = kt_text(c)
+    if raw != kt:
+        i = next((i for i, (a, b) in enumerate(zip(raw, kt)) if a != b), min(len(raw), len(kt)))
+        raise CheckError(f"{path.name}: not the text Kernel Tuner writes for this content, first difference at char "
+                         f"{i}: file {raw[max(0, i - 30):i + 30]!r}, KT {kt[max(0, i - 30):i + 30]!r}")
     for k, typ in (("device_name", str), ("kernel_name", str), ("problem_size", list), ("tune_params_keys", list),
                    ("tune_params", dict), ("objective", str), ("cache", dict)):
         need(isinstance(c.get(k), typ), f"{path.name}: top-level {k!r} must be a {typ.__name__}")
     need(all(isinstance(x, int) for x in c["problem_size"]), f"{path.name}: problem_size must be a list of ints")
-    need(c["objective"] == "time", f"{path.name}: objective must be \"time\"")
+    need(c["objective"] == "time", f"{path.name}: objective must be the string \"time\" (the dashboard indexes "
+         f"entries with it; KT 1.5's own list [\"time\"] breaks it)")
     keys = c["tune_params_keys"]
     need(keys == list(c["tune_params"]), f"{path.name}: tune_params_keys {keys} must list tune_params' keys in "
          f"the file's order {list(c['tune_params'])} (KT's tune_cache takes tune_params as written)")
     product = [",".join(str(v) for v in p) for p in itertools.product(*(c["tune_params"][k] for k in keys))]
-    missing = [k for k in product if k not in c["cache"]]
-    need(not missing, f"{path.name}: {len(missing)} configs of the tune_params product are not in cache "
-         f"(e.g. {missing[:3]}); simulation mode needs every one (filtered ones as InvalidConfig)")
     extra = set(c["cache"]) - set(product)
     need(not extra, f"{path.name}: cache keys outside the tune_params product: {sorted(extra)[:3]}")
+    order = [k for k in product if k in c["cache"]]
+    need(list(c["cache"]) == order, f"{path.name}: entries must follow the tune_params product order")
+    measured = {k for e in c["cache"].values() if "__error__" not in e for k in EXTRA_KEYS if k in e}
     for key, e in c["cache"].items():
         where = f"{path.name} cache[{key!r}]"
         need(all(k in e for k in keys) and ",".join(str(e[k]) for k in keys) == key,
              f"{where}: must hold its parameters, which must join (str, ',') to its key")
         for k in ("compile_time", "verification_time", "benchmark_time"):
-            need(is_num(e.get(k)), f"{where}: {k} (ms) must be a number (KT simulation with a time budget "
-                 "and KT's T4 output both need it)")
-        errs = {v for v in e.values() if isinstance(v, str) and v in ERRORS}
-        need(len(errs) <= 1, f"{where}: more than one error name {errs}")
-        if errs:
-            err = e.get("__error__")
-            need(err in ERRORS and e.get("time") == err,
-                 f"{where}: an error entry needs \"__error__\" and \"time\" both set to its error name")
-            for k in ("time_median", objective):
-                need(e.get(k) == err, f"{where}: an error entry needs {k!r} set to its error name {err!r} "
-                     f"(like \"time\"), got {e.get(k)!r}")
-            for k in EXTRA_KEYS:
-                need(e.get(k, err) == err, f"{where}: {k!r} of an error entry must be its error name {err!r}, "
-                     f"got {e.get(k)!r}")
+            need(is_num(e.get(k)) and e[k] >= 0 and not str(e[k]).startswith("-"),
+                 f"{where}: {k} (ms) must be a number >= 0, not -0.0 (KT's simulation charges it), got {e.get(k)!r}")
+        named = sorted(k for k, v in e.items() if isinstance(v, str) and v in ERRORS)
+        need(named in ([], ["__error__"]), f"{where}: an error name belongs in \"__error__\" only (store_results "
+             f"orders the objective's values, a string among floats raises TypeError), found in {named}")
+        err = e.get("__error__")
+        if err is not None:
+            need(err in ERRORS, f"{where}: __error__ {err!r} is not one of KT's error names {sorted(ERRORS)}")
+            need("times" not in e, f"{where}: a failed entry has no runtimes")
+            for k in sorted({"time", "time_median", objective} | measured):
+                need(e.get(k) == KT_ERROR_VALUE, f"{where}: a failed entry's {k!r} must be {KT_ERROR_VALUE:g}, "
+                     f"KT's error value (the dashboard drops it, AM counts it as no result; AM's experiment needs "
+                     f"the objective on every result), got {e.get(k)!r}")
         else:
             times = e.get("times")
             need(isinstance(times, list) and times and all(is_num(x) for x in times),
@@ -235,7 +182,15 @@ def check_cache(path, name, objective):
             need(close(e["time_median"], median), f"{where}: \"time_median\" {e['time_median']!r} must be the "
                  f"MEDIAN of \"times\" ({median!r}, mean of the middle two for an even count; rel diff "
                  f"{rel_diff(e['time_median'], median):.3g} > {REL})")
+            need(e["benchmark_time"] >= sum(times) * (1 - REL), f"{where}: benchmark_time {e['benchmark_time']!r} "
+                 f"is the benchmark's wall time (KT's meaning), so it holds the timed runs ({sum(times)!r} ms)")
     return c
+
+
+def filtered_keys(t4, c):
+    """The configs the sweep filtered before launch (T4 metadata.filtered), as cache keys."""
+    keys = c["tune_params_keys"]
+    return {",".join(str(f["configuration"][k]) for k in keys) for f in t4["metadata"].get("filtered", [])}
 
 
 def cross_check(t4, c, name):
@@ -247,14 +202,23 @@ def cross_check(t4, c, name):
         k = ",".join(str(r["configuration"][p]) for p in keys)
         need(k not in t4_by_key, f"{name}.t4.json: config {k} listed twice")
         t4_by_key[k] = r
-    evaluated = {k for k, e in c["cache"].items() if e.get("__error__") != "InvalidConfig"}
-    need(set(t4_by_key) == evaluated, f"{name}: T4 results must be exactly the cache's non-InvalidConfig entries "
-         f"(T4 only: {sorted(set(t4_by_key) - evaluated)[:3]}, cache only: {sorted(evaluated - set(t4_by_key))[:3]})")
+    need(set(t4_by_key) == set(c["cache"]), f"{name}: T4 results must be exactly the cache's entries "
+         f"(T4 only: {sorted(set(t4_by_key) - set(c['cache']))[:3]}, cache only: "
+         f"{sorted(set(c['cache']) - set(t4_by_key))[:3]})")
+    filtered = filtered_keys(t4, c)
+    product = {",".join(str(v) for v in p) for p in itertools.product(*(c["tune_params"][k] for k in keys))}
+    need(not filtered & set(c["cache"]), f"{name}: configs both filtered and in the cache: {sorted(filtered & set(c['cache']))[:3]} "
+         "(KT never stores what its restrictions exclude)")
+    missing = product - filtered - set(c["cache"])
+    need(not missing, f"{name}: {len(missing)} configs of the tune_params product neither ran nor were filtered "
+         f"(e.g. {sorted(missing)[:3]}); KT's simulation needs every config its restrictions allow")
     for k, r in t4_by_key.items():
         e = c["cache"][k]
         want = ERRORS.get(e.get("__error__"), "correct")
         need(r["invalidity"] == want or (want == "runtime" and r["invalidity"] in ("runtime", "correctness", "timeout")),
              f"{name}: config {k}: T4 invalidity {r['invalidity']!r} but cache {e.get('__error__', 'valid')}")
+        need(close(r["times"]["benchmark"], e["benchmark_time"]), f"{name}: config {k}: T4 times.benchmark "
+             f"{r['times']['benchmark']} != cache benchmark_time {e['benchmark_time']}")
         if want == "correct":
             t = next(m["value"] for m in r["measurements"] if m["name"] == "time")
             need(t == e["time"], f"{name}: config {k}: T4 time {t} != cache time {e['time']}")
@@ -263,152 +227,13 @@ def cross_check(t4, c, name):
                     need(is_num(e.get(m["name"])) and close(m["value"], e[m["name"]]),
                          f"{name}: config {k}: T4 measurement {m['name']} {m['value']} != cache "
                          f"{m['name']} {e.get(m['name'])!r}")
-
-
-# ------------------------------------------------------------------------------ Kernel Tuner
-def kt_brute_force(cache_path, c, objective=None):
-    """KT's simulated brute force, via tune_kernel and via tune_cache, minimising `objective`
-    (None: KT's default, "time" = the mean). Returns (best params, best value, #errors)."""
-    import kernel_tuner
-
-    key = objective or "time"
-    obj = {} if objective is None else dict(objective=objective, objective_higher_is_better=False)
-    tune_params = {k: c["tune_params"][k] for k in c["tune_params_keys"]}
-    before = hashlib.sha256(cache_path.read_bytes()).hexdigest()
-    with quiet():
-        results, env = kernel_tuner.tune_kernel(
-            c["kernel_name"], "", c["problem_size"], [], tune_params, cache=str(cache_path),
-            simulation_mode=True, strategy="brute_force", quiet=True, verbose=False, **obj)
-        results2, env2 = kernel_tuner.tune_cache(str(cache_path), quiet=True, verbose=False, **obj)
-    need(hashlib.sha256(cache_path.read_bytes()).hexdigest() == before, "KT rewrote the cache file in simulation mode")
-    need(len(results) == len(c["cache"]), f"KT brute force visited {len(results)} of {len(c['cache'])} configs")
-    best, best2 = env["best_config"], env2["best_config"]
-    need("__error__" not in best and isinstance(best.get(key), float), f"KT found no valid config for {key!r}: {best}")
-    pick = lambda b: {k: b[k] for k in c["tune_params_keys"]}
-    need(pick(best) == pick(best2) and best[key] == best2[key],
-         f"tune_kernel and tune_cache disagree on the best {key!r}: {pick(best)} vs {pick(best2)}")
-    return pick(best), best[key], sum("__error__" in r for r in results)
-
-
-# ------------------------------------------------------------------- autotuning_methodology
-def am_statistics(t4_path, name, kt_best_time):
-    """kt_best_time: KT's best mean ("time"), which is what AM's optimum over the T4 file is."""
-    import numpy as np
-    from autotuning_methodology.baseline import RandomSearchCalculatedBaseline
-    from autotuning_methodology.searchspace_statistics import SearchspaceStatistics
-
-    keys = default_time_keys()
-    with quiet():
-        s = SearchspaceStatistics(application_name=name, device_name="device", minimization=True,
-                                  objective_time_keys=keys, objective_performance_keys=["time"],
-                                  full_search_space_file_path=t4_path, full_validate=True)
-        opt = float(s.total_performance_absolute_optimum())
-        per_feval = float(s.get_time_per_feval("mean_per_feval"))
-        ss = am_statistics_settings()
-        f_start, f_end, t_start, t_end = s.cutoff_point_fevals_time_start_end(ss["cutoff_percentile_start"],
-                                                                              ss["cutoff_percentile"])
-        base = RandomSearchCalculatedBaseline(s)  # time_per_feval_operator="mean_per_feval"
-        fevals = np.array([1, 10, 100])
-        curve_f = base.get_curve_over_fevals(fevals)
-        curve_t = base.get_curve_over_time(np.array([t_end / 2, t_end]))
-    need(close(opt, kt_best_time), f"AM optimum from the T4 file {opt} != KT best mean time from the cache {kt_best_time}")
-    need(math.isfinite(per_feval) and per_feval > 0, f"AM mean time per feval is {per_feval}")
-    need(t_end > 0, f"AM cutoff time budget is {t_end} s (median total time per config is 0?)")
-    need(np.all(np.isfinite(curve_f)) and np.all(np.isfinite(curve_t)), "AM random-search baseline has NaN")
-    return dict(keys=keys, opt=opt, per_feval=per_feval, cutoff_fevals=f_end, cutoff_s=float(t_end),
-                base10=float(curve_f[1]))
-
-
-def experiment_plan(t4, t4_path, keys):
-    """Whether a full AM experiment with objective_time_keys `keys` can be meaningful, by AM's
-    and KT's own arithmetic; returns (ok, the numbers as text).
-
-    AM runs KT random_sample (fraction 1.0: the time budget, not KT's default 10% sample, ends
-    a run) with time_limit T = cutoff_fevals x median total time (over `keys`) x 1.1, and keeps
-    only the results whose cumulative time (as the replay accrues it: REPLAY_KEYS, see
-    there) lies in [t_start, T]; it needs >= 2 valid ones there (else "Could not find enough
-    results ... in 20 attempts"). Criterion:
-      (1) >= 2 correct configs;
-      (2) replaying the whole space accrues >= T: a run can spend its budget (sampling without
-          replacement, it cannot accrue more);
-      (3) the window T - t_start holds >= 2 evaluations at the correct configs' median replay cost."""
-    from autotuning_methodology.searchspace_statistics import SearchspaceStatistics
-
-    ss = am_statistics_settings()
-    with quiet():
-        s = SearchspaceStatistics(application_name="plan", device_name="device", minimization=True,
-                                  objective_time_keys=keys, objective_performance_keys=["time"],
-                                  full_search_space_file_path=t4_path, full_validate=False)
-        f_start, f_end, t_start, t_end = s.cutoff_point_fevals_time_start_end(ss["cutoff_percentile_start"],
-                                                                              ss["cutoff_percentile"])
-    unit = {"ms": 1e-3, "milliseconds": 1e-3, "microseconds": 1e-6, "ns": 1e-9, "nanoseconds": 1e-9}.get(
-        t4["metadata"]["timeunit"], 1.0)
-    res = t4["results"]
-    replay = [unit * (r["times"]["compilation"] + sum(r["times"]["runtimes"]) + r["times"]["validation"]) for r in res]
-    full = [unit * sum(sum(v) if isinstance(v, list) else v for k, v in r["times"].items()
-                       if k in default_time_keys()) for r in res]
-    good = [x for x, r in zip(replay, res) if r["invalidity"] == "correct"]
-    budget = t_end * (1 + CUTOFF_MARGIN)
-    t_start = t_start if ss["cutoff_percentile_start"] > 0 else 0.0
-    whole, med = sum(replay), (statistics.median(good) if good else math.inf)
-    text = (f"time keys {'+'.join(keys)}: AM cutoff {f_start}->{f_end} fevals, window [{t_start:.4g}, {budget:.4g}] s; "
-            f"KT's replay accrues {'+'.join(REPLAY_KEYS)}, median {med * 1e3:.4g} ms per correct config "
-            f"({sum(replay) / max(sum(full), 1e-300):.1%} of the T4 total time), {whole:.4g} s for the whole space "
-            f"(= {whole / budget:.1%} of the budget); {len(good)} correct configs")
-    if not float(f_end).is_integer():
-        text += (f"; NOTE AM 1.1.0 cutoff_point_fevals_time_start_end took the cutoff end from cutoff_point(1.0)[0], "
-                 f"the optimum's value {f_end:.6g}, not its fevals (it does when end - start < 2)")
-    why = ([f"{len(good)} < 2 correct configs"] if len(good) < 2 else []) + (
-        [f"replaying the whole space accrues {whole:.4g} s < budget {budget:.4g} s: the random search runs out of "
-         f"configs at {whole / budget:.1%} of the budget"] if whole < budget else []) + (
-        [f"window {budget - t_start:.4g} s < 2 x median replay cost {med:.4g} s"] if budget - t_start < 2 * med else [])
-    return not why, "; ".join(why + [text]) if why else text
-
-
-def am_experiment(t4_path, cache_path, c, work, time_keys=None, repeats=3):
-    """A full autotuning_methodology experiment: KT random_sample simulated on our cache,
-    with our T4 file as the full search space. AM finds the KT cache by deleting "_T4" from
-    the T4 path, hence the copies named APP_GPU_T4.json / APP_GPU.json."""
-    import autotuning_methodology
-    from autotuning_methodology.experiments import execute_experiment
-
-    need("_T4" not in str(work), f"temp dir {work} contains '_T4', which AM would strip")
-    app, gpu = "app", "gpu"
-    shutil.copy(t4_path, work / f"{app}_{gpu}_T4.json")
-    shutil.copy(cache_path, work / f"{app}_{gpu}.json")
-    (work / "kernel.cu").write_text(f"__global__ void {c['kernel_name']}() {{}}\n")  # never compiled
-    t1 = {"General": {"FormatVersion": 1, "OutputFormat": "JSON", "TimeUnit": "Milliseconds"},
-          "ConfigurationSpace": {"TuningParameters": [{"Name": k, "Type": "int", "Values": json.dumps(c["tune_params"][k])}
-                                                      for k in c["tune_params_keys"]], "Conditions": []},
-          "KernelSpecification": {"Language": "CUDA", "KernelName": c["kernel_name"], "KernelFile": str(work / "kernel.cu"),
-                                  "ProblemSize": c["problem_size"], "GlobalSize": {"X": "1"}, "LocalSize": {"X": "1"},
-                                  "Arguments": []}}
-    need(all(isinstance(v, int) and not isinstance(v, bool) for vs in c["tune_params"].values() for v in vs),
-         "the AM experiment check handles int tune_params only")
-    (work / "t1.json").write_text(json.dumps(t1))
-    defaults = json.loads((Path(autotuning_methodology.__file__).parent / "experiments_defaults.json").read_text())
-    exp = {"version": "1.2.0", "name": "dynsmem-kt-check", "parent_folder": str(work),
-           "experimental_groups_defaults": {
-               "applications": [{"name": app, "folder": str(work), "input_file": "t1.json", "objective_performance_keys": ["time"]}],
-               "gpus": [gpu], "pattern_for_full_search_space_filenames": {"regex": str(work / "${applications}_${gpus}_T4.json")},
-               "stochastic": True, "repeats": repeats, "samples": 1, "minimum_fraction_of_budget_valid": 0.1,
-               "minimum_number_of_valid_search_iterations": 2, "ignore_cache": True},
-           "search_strategies": [{"name": "random_sample", "search_method": "random_sample", "display_name": "Random",
-                                  "autotuner": "KernelTuner",
-                                  # KT's default fraction 0.1 would end each run after 10% of the space,
-                                  # whatever the time budget (AM passes only time_limit)
-                                  "search_method_hyperparameters": [{"name": "fraction", "value": 1.0}]}],
-           "statistics_settings": dict(defaults["statistics_settings"]),  # cutoff_type "time", time keys ["all"]
-           "visualization_settings": defaults["visualization_settings"]}
-    if time_keys is not None:
-        exp["statistics_settings"]["objective_time_keys"] = time_keys
-    (work / "experiment.json").write_text(json.dumps(exp, indent=1))
-    with quiet():
-        _, groups, _, rds = execute_experiment(str(work / "experiment.json"))
-    rd = rds[gpu][app]["random_sample"]
-    need(rd.has_results(), "AM experiment produced no results")
-    budget = groups[0]["budget"]
-    return f"{budget.get('time_limit', 0):.3g} s" if "time_limit" in budget else f"{budget['max_fevals']} fevals"
+        else:
+            names = {m["name"]: m["value"] for m in r["measurements"]}
+            for key in ("time", "time_median") + tuple(x for x in EXTRA_KEYS if x in e):
+                need(names.get(key) in ERRORS, f"{name}: config {k}: a failed T4 result needs the measurement "
+                     f"{key!r} holding its error name (AM reads every objective key on every result), got "
+                     f"{names.get(key)!r}")
+    return filtered
 
 
 # ------------------------------------------------------------------------------------- driver
@@ -429,13 +254,13 @@ def check_sweep(d, name, work, experiment):
     cache_path = work / cache_src.name  # KT gets a copy: a non-simulation run would rewrite it
     shutil.copy(cache_src, cache_path)
     c = check_cache(cache_path, name, key)
-    cross_check(t4, c, name)
+    filtered = cross_check(t4, c, name)
     ours = ",".join(str(best["params"].get(k)) for k in c["tune_params_keys"])
     need(set(best["params"]) == set(c["tune_params_keys"]) and ours in c["cache"],
          f"{best_path.name} params {best['params']} are not a config of the cache {c['tune_params_keys']}")
 
     # the contract: KT's argmin of KEY is best.json's
-    kt_params, kt_value, n_err = kt_brute_force(cache_path, c, key)
+    kt_params, kt_value, n_err, clock, results, env = kt.kt_brute_force(cache_path, c, filtered, key)
     if kt_params != best["params"]:
         ov = c["cache"][ours].get(key)
         tie = (f"; a TIE: best.json's config has the same {key} {ov!r}, and on ties KT keeps the first in "
@@ -445,40 +270,51 @@ def check_sweep(d, name, work, experiment):
                          f"{best_path.name} params {best['params']}{tie}")
     need(close(best["value"], kt_value), f"{best_path.name} value {best['value']!r} != KT's best {key} {kt_value!r} "
          f"(rel diff {rel_diff(best['value'], kt_value):.3g} > {REL})")
+    lines = [f"KT simulated brute force (restrictions: the {len(filtered)} filtered configs) and tune_cache, "
+             f"objective={key}: best {kt_params} = {kt_value:.6g} {unit} = best.json",
+             kt.time_accounting(c, t4, clock),
+             "other strategies: " + kt.other_strategies(cache_path, c, filtered, key, kt_value),
+             kt.store_results(c, results, env, key, kt_params),
+             kt.dashboard(cache_path, c)]
 
-    # informational: KT's default objective, "time" = the mean
-    mean_params, mean_time, _ = kt_brute_force(cache_path, c) if key != "time" else (kt_params, kt_value, n_err)
+    # KT's default objective, "time" = the mean: the same tools, reported (best.json is by KEY)
+    mean_params, mean_time, _, _, mean_results, mean_env = (
+        kt.kt_brute_force(cache_path, c, filtered) if key != "time" else (kt_params, kt_value, n_err, clock, results, env))
+    lines.append(kt.store_results(c, mean_results, mean_env, "time", mean_params))
     info = (f"  info {name}: KT default objective \"time\" (mean) best {mean_params} = {mean_time:.6g} ms: "
             + ("same config as best.json" if mean_params == best["params"] else
                f"DIFFERS from best.json's {key} best (whose mean is {c['cache'][ours]['time']:.6g} ms); "
                "not a failure"))
 
-    st = am_statistics(t4_path, name, mean_time)
-    msg = (f"ok {name}: T4 results ({n_t4}) + metadata valid (KT schemas, SPEC rules); KT cache "
-           f"{len(c['cache'])} configs ({n_err} errors; time=mean, time_median=median of times), simulated brute "
-           f"force objective={key} best {kt_params} = {kt_value:.6g} {unit} = best.json; AM stats (time keys "
-           f"{'+'.join(st['keys'])}): optimum (mean) "
-           f"{st['opt']:.6g} ms, mean time/feval {st['per_feval']:.4g} s, cutoff {st['cutoff_fevals']} fevals/"
-           f"{st['cutoff_s']:.3g} s, random-search baseline @10 fevals {st['base10']:.6g} ms")
+    # AM: every objective key the correct entries carry
+    correct = [e for e in c["cache"].values() if "__error__" not in e]
+    am_keys = [k for k in ("time", "time_median", "energy") if all(k in e for e in correct)]
+    stats = {k: am.am_statistics(t4_path, name, k, min(e[k] for e in correct)) for k in am_keys}
+    st = stats["time"]
+    lines.append(f"AM statistics (time keys {'+'.join(st['keys'])}) for " + ", ".join(
+        f"{k} (optimum {v['opt']:.6g})" for k, v in stats.items()) + f": mean time/feval {st['per_feval']:.4g} s, "
+        f"cutoff {st['cutoff_fevals']} fevals/{st['cutoff_s']:.3g} s, random-search baseline @10 fevals "
+        f"{st['base10']:.6g} ms")
     if experiment:
-        ok, plan = experiment_plan(t4, t4_path, st["keys"])
+        ok, plan = am.experiment_plan(t4, t4_path, st["keys"])
+        time_keys = None
+        if not ok:
+            lines.append(f"experiment with AM's default time keys skipped: {plan}")
+            ok, plan = am.experiment_plan(t4, t4_path, REPLAY_KEYS)
+            time_keys = REPLAY_KEYS
         if ok:
-            exp_dir = work / "am"
-            exp_dir.mkdir()
-            msg += (f"; AM experiment (objective time, KT random_sample x3, budget "
-                    f"{am_experiment(t4_path, cache_path, c, exp_dir)}) ok\n  info {name}: experiment plan: {plan}")
-        else:
-            msg += f"\n  experiment skipped: {plan}"
-            ok2, plan2 = experiment_plan(t4, t4_path, REPLAY_KEYS)
-            if ok2:
-                exp_dir = work / "am-replay-keys"
+            for k in am_keys:
+                exp_dir = work / f"am-{k}"
                 exp_dir.mkdir()
-                msg += (f"\n  instead, AM experiment with time keys {'+'.join(REPLAY_KEYS)} (what KT's simulation "
-                        f"replays; objective time, KT random_sample x3, budget "
-                        f"{am_experiment(t4_path, cache_path, c, exp_dir, REPLAY_KEYS)}) ok: {plan2}")
-            else:
-                msg += f"\n  experiment with time keys {'+'.join(REPLAY_KEYS)} skipped too: {plan2}"
-    return msg + "\n" + info
+                budget = am.am_experiment(t4_path, cache_path, c, exp_dir, time_keys, key=k)
+                lines.append(f"AM experiment, objective {k}, time keys {'+'.join(time_keys or st['keys'])} "
+                             f"(KT random_sample x3, budget {budget}) ok")
+            info += f"\n  info {name}: experiment plan: {plan}"
+        else:
+            lines.append(f"experiment with time keys {'+'.join(REPLAY_KEYS)} skipped too: {plan}")
+    return (f"ok {name}: T4 results ({n_t4}) + metadata valid (KT schemas, SPEC rules); KT cache {len(c['cache'])} "
+            f"configs ({n_err} failed), Kernel Tuner's layout byte for byte\n" + "\n".join(f"  {x}" for x in lines)
+            + "\n" + info)
 
 
 def main(argv):

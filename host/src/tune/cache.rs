@@ -48,6 +48,11 @@ pub struct TuneFields {
     /// Wall-clock milliseconds spent on this config in all (inputs, reference, build,
     /// verification, warm-up and timed runs).
     pub wall_ms: f64,
+    /// Wall-clock milliseconds of the benchmark: warm-up, timed runs and any observer's
+    /// window, what Kernel Tuner's `benchmark_time` holds. Absent in caches written before
+    /// it was recorded (their exports fall back to the sum of the timed runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bench_ms: Option<f64>,
     /// The strategy that measured it.
     pub strategy: String,
     /// The shard, host and device that measured it, when a sharded sweep did.
@@ -308,6 +313,7 @@ pub(crate) mod tests {
                 build_ms: 0.0,
                 verify_ms: 0.5,
                 wall_ms: 3.0,
+                bench_ms: Some(1.5),
                 strategy: "exhaustive".into(),
                 worker: None,
             },

@@ -189,11 +189,11 @@ impl Sweep {
         let doc = t4::export(&self.space, &self.result.evaluations, &self.meta);
         write(path, &serde_json::to_string_pretty(&doc).expect("JSON values print"))
     }
-    /// A Kernel Tuner cache file: every point of the parameter product, which Kernel
-    /// Tuner's simulation mode replays.
+    /// A Kernel Tuner cache file: every config that ran, which Kernel Tuner's simulation
+    /// mode replays (the filtered ones, listed in the T4 results, as its restrictions).
     pub fn export_kt_cache(&self, path: &Path) -> Result<()> {
         let file = kt::cache_file(&self.cache, &self.group, &self.space);
-        write(path, &serde_json::to_string(&file).expect("cache files print"))
+        write(path, &file.text())
     }
 }
 

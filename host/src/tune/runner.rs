@@ -175,6 +175,7 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             build_ms: 0.0,
             verify_ms: 0.0,
             wall_ms: 0.0,
+            bench_ms: None,
             strategy: self.strategy.clone(),
             worker: self.worker.clone(),
         };
@@ -195,7 +196,9 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             let verified = w.run().and_then(|()| w.check());
             tune.verify_ms = verify_started.elapsed().as_secs_f64() * 1e3;
             verified.map_err(|e| (Stage::Verify, e))?;
+            let bench_started = Instant::now();
             let timed = crate::backend::time(self.backend, self.timing, &mut || w.run()).map_err(|e| (Stage::Time, e));
+            tune.bench_ms = Some(bench_started.elapsed().as_secs_f64() * 1e3);
             drop(lock);
             let (t, warmups) = timed?;
             Ok((t, warmups, w.bytes(), w.flops()))

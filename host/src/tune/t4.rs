@@ -27,6 +27,8 @@
 
 use serde_json::{Value, json};
 
+use super::kt::benchmark_ms;
+use super::objective::Objective;
 use super::runner::Evaluation;
 use super::space::{SearchSpace, params_map};
 
@@ -93,15 +95,15 @@ fn measurement(name: &str, value: Value, unit: &str) -> Value {
     json!({ "name": name, "value": value, "unit": unit })
 }
 
-/// One T4 result of an evaluation.
-fn result(space: &SearchSpace, e: &Evaluation) -> Value {
+/// One T4 result of an evaluation; `energy`: whether the sweep measured energy.
+fn result(space: &SearchSpace, e: &Evaluation, energy: bool) -> Value {
     let configuration = json!(space.params_map(e.index));
     let Some(entry) = &e.entry else {
         // A replay of a config the cache lacks: nothing was measured.
         return json!({
             "configuration": configuration,
             "objectives": ["time"],
-            "times": times(0.0, &[], 0.0, e.search_ms, 0.0),
+            "times": times(0.0, &[], 0.0, 0.0, e.search_ms, 0.0),
             "invalidity": "runtime",
             "correctness": 0,
             "measurements": [
@@ -117,7 +119,17 @@ fn result(space: &SearchSpace, e: &Evaluation) -> Value {
     let correct = t.invalidity == "correct";
     match mean(runtimes).filter(|_| correct) {
         Some(m) => measurements.push(measurement("time", json!(m), "ms")),
-        None => measurements.push(measurement("time", json!(kt_error(&t.invalidity)), "ms")),
+        // A failed config names its error in every objective the sweep measured, so that
+        // autotuning_methodology finds the key on every result and counts none of them.
+        None => {
+            let error = json!(kt_error(&t.invalidity));
+            measurements.push(measurement("time", error.clone(), "ms"));
+            measurements.push(measurement("time_median", error.clone(), "ms"));
+            if energy {
+                measurements.push(measurement("energy", error.clone(), "J"));
+                measurements.push(measurement("edp", error, "J*s"));
+            }
+        }
     }
     if let Some(m) = r.median_ms.filter(|_| correct) {
         measurements.push(measurement("time_median", json!(m), "ms"));
@@ -132,8 +144,11 @@ fn result(space: &SearchSpace, e: &Evaluation) -> Value {
         measurements.push(measurement("TFLOP/s", json!(f), "TFLOP/s"));
     }
     if let Some(o) = &r.observed {
-        if let Some(e) = o.energy {
+        if let Some(e) = o.energy.filter(|_| correct) {
             measurements.push(measurement("energy", json!(e.joules_per_run), "J"));
+            if let Ok(edp) = Objective::Edp.value(r) {
+                measurements.push(measurement("edp", json!(edp), "J*s"));
+            }
             measurements.push(measurement("power", json!(e.watts), "W"));
         }
         if let Some(c) = o.sm_clock_mhz {
@@ -156,7 +171,7 @@ fn result(space: &SearchSpace, e: &Evaluation) -> Value {
         "timestamp": iso8601(r.unix_time),
         "configuration": configuration,
         "objectives": ["time"],
-        "times": times(t.build_ms, runtimes, framework_ms(entry), e.search_ms, t.verify_ms),
+        "times": times(t.build_ms, runtimes, benchmark_ms(entry), framework_ms(entry), e.search_ms, t.verify_ms),
         "invalidity": t.invalidity,
         "correctness": i32::from(correct),
         "measurements": measurements,
@@ -183,22 +198,23 @@ pub fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// Milliseconds of an entry's wall time that were neither building, verifying nor timed
-/// runs (inputs, reference, warm-up, the energy window): never below 0.
+/// Milliseconds of an entry's wall time that were neither building, verifying nor the
+/// benchmark ([`benchmark_ms`]): the inputs, their upload and the reference, work Kernel
+/// Tuner's user does once before tuning. Never below 0.
 pub fn framework_ms(entry: &super::CacheEntry) -> f64 {
     let t = &entry.tune;
-    let benchmark: f64 = entry.record.times_ms.iter().sum();
-    (t.wall_ms - t.build_ms - t.verify_ms - benchmark).max(0.0) + 0.0
+    (t.wall_ms - t.build_ms - t.verify_ms - benchmark_ms(entry)).max(0.0) + 0.0
 }
 
 /// The `times` object: autotuning_methodology's five default keys, numbers on every
-/// result, and the schema's and Kernel Tuner's extra names.
-fn times(build: f64, runtimes: &[f64], framework: f64, search: f64, validation: f64) -> Value {
+/// result, and the schema's and Kernel Tuner's extra names (`benchmark`: the benchmark's
+/// wall time, Kernel Tuner's `benchmark_time`).
+fn times(build: f64, runtimes: &[f64], benchmark: f64, framework: f64, search: f64, validation: f64) -> Value {
     json!({
         "compilation": build,
         "compilation_time": build,
         "runtimes": runtimes,
-        "benchmark": runtimes.iter().sum::<f64>(),
+        "benchmark": benchmark,
         "framework": framework,
         "search_algorithm": search,
         "validation": validation,
@@ -208,7 +224,11 @@ fn times(build: f64, runtimes: &[f64], framework: f64, search: f64, validation: 
 /// The T4 document of a search: every evaluation in order, then every config the space
 /// filtered before launch.
 pub fn export(space: &SearchSpace, evaluations: &[Evaluation], meta: &Metadata) -> Value {
-    let results: Vec<Value> = evaluations.iter().map(|e| result(space, e)).collect();
+    let energy = evaluations
+        .iter()
+        .filter_map(|e| e.entry.as_ref())
+        .any(|entry| entry.tune.invalidity == "correct" && Objective::Energy.value(&entry.record).is_ok());
+    let results: Vec<Value> = evaluations.iter().map(|e| result(space, e, energy)).collect();
     let filtered: Vec<Value> = space
         .filtered
         .iter()

@@ -1,18 +1,3 @@
-//! Kernel Tuner interop, both ways.
-//!
-//! **Export** (`tune --kt DIR`): for one sweep, the four files Kernel Tuner's tools and
-//! autotuning_methodology read (`ci/kt/SPEC.md` has the field-by-field contract, and
-//! `ci/kt/check_exports.py` runs the real packages on them in CI):
-//! - `NAME.t4.json`: the T4 results ([`super::t4::export`]);
-//! - `NAME.t4-metadata.json`: the T4 metadata: device, driver, limits, toolchain
-//!   ([`metadata`]);
-//! - `NAME.kt-cache.json`: a Kernel Tuner cache file ([`cache_file`]): every point of the
-//!   parameter product, measured ones with `time` (the mean, Kernel Tuner's statistic),
-//!   `times`, and our `time_median`, `energy` and `edp`; failures and filtered points with
-//!   Kernel Tuner's error names. Its simulation mode replays our sweep;
-//! - `NAME.best.json`: the best config our tuner named and its objective key, which the
-//!   simulation must reproduce ([`best`]).
-//!
 //! **Import** (`replay-kt FILE`): a Kernel Tuner cache or T4 results file as a search
 //! space and a runner ([`Imported`]), so our strategies run against sweeps Kernel Tuner
 //! (or anyone writing its formats) made.
@@ -20,175 +5,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use super::cache::{CacheEntry, GroupKey, TuneCache};
-use super::objective::Objective;
-use super::runner::{Evaluation, Runner};
-use super::space::{Param, SearchSpace};
-use super::t4::{KT_INVALID, framework_ms, iso8601, kt_error, mean};
-use super::{Footprint, Target, Tunable};
-use crate::backend::Variant;
-use crate::backend::{BackendKind, Limits};
+use super::super::runner::{Evaluation, Runner};
+use super::super::space::{Param, SearchSpace};
+use super::super::t4::KT_INVALID;
+use super::super::{Footprint, Target, Tunable};
+use crate::backend::{BackendKind, Limits, Variant};
 use crate::error::{Error, Result};
-
-/// A Kernel Tuner cache file. Field order matters: Kernel Tuner appends closing braces to
-/// a file that does not end in the `cache` object, so `cache` is written last (a struct,
-/// since this build's JSON maps sort their keys).
-#[derive(Debug, Serialize)]
-pub struct KtCache {
-    pub device_name: String,
-    pub kernel_name: String,
-    pub problem_size: Vec<u64>,
-    /// The parameter names, in the order of `tune_params` and of each key's values.
-    pub tune_params_keys: Vec<String>,
-    pub tune_params: BTreeMap<String, Vec<u32>>,
-    pub objective: String,
-    pub cache: BTreeMap<String, Map<String, Value>>,
-}
-
-/// The problem's numeric fields in key order: Kernel Tuner's `problem_size`.
-pub fn problem_size(problem: &Value) -> Vec<u64> {
-    match problem {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            keys.into_iter().filter_map(|k| m[k].as_u64()).collect()
-        }
-        other => other.as_u64().into_iter().collect(),
-    }
-}
-
-/// The Kernel Tuner cache of one sweep (a group of `cache`), over the space `values` spans:
-/// measured points from the cache, filtered points (by `space`) as `InvalidConfig`.
-/// Points neither measured nor filtered are left out: Kernel Tuner's simulation then
-/// refuses to run, which is right for a sweep that did not cover its space.
-pub fn cache_file(cache: &TuneCache, group: &GroupKey, space: &SearchSpace) -> KtCache {
-    let tune_params: BTreeMap<String, Vec<u32>> =
-        space.params.iter().map(|p| (p.name.to_string(), p.values.clone())).collect();
-    let keys: Vec<String> = tune_params.keys().cloned().collect();
-    let key_of = |params: &BTreeMap<String, u32>| {
-        keys.iter().map(|k| params.get(k).map_or(String::new(), |v| v.to_string())).collect::<Vec<_>>().join(",")
-    };
-    let mut out = BTreeMap::new();
-    for f in &space.filtered {
-        let params = super::space::params_map(&space.params, &f.point);
-        let mut m = error_entry(&params, KT_INVALID);
-        for k in ["compile_time", "verification_time", "benchmark_time", "framework_time", "strategy_time"] {
-            m.insert(k.into(), json!(0.0));
-        }
-        out.insert(key_of(&params), m);
-    }
-    let entries = cache.group_entries(group);
-    let problem = entries.values().next().map(|e| e.record.problem.clone()).unwrap_or(Value::Null);
-    for (params, entry) in entries {
-        out.insert(key_of(&params), entry_json(&params, entry));
-    }
-    KtCache {
-        device_name: group.device.clone(),
-        kernel_name: group.family.clone(),
-        problem_size: problem_size(&problem),
-        tune_params_keys: keys,
-        tune_params,
-        objective: "time".into(),
-        cache: out,
-    }
-}
-
-/// A failed or filtered point: its parameters, and the error name as `__error__` and as
-/// every objective (autotuning_methodology reads `time` on every result).
-fn error_entry(params: &BTreeMap<String, u32>, error: &str) -> Map<String, Value> {
-    let mut m: Map<String, Value> = params.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-    for k in ["__error__", "time", "time_median", "energy", "edp"] {
-        m.insert(k.into(), json!(error));
-    }
-    m
-}
-
-fn entry_json(params: &BTreeMap<String, u32>, e: &CacheEntry) -> Map<String, Value> {
-    let r = &e.record;
-    let t = &e.tune;
-    let correct = t.invalidity == "correct" && r.verified && r.error.is_none();
-    let mut m = if correct {
-        let mut m: Map<String, Value> = params.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-        m.insert("time".into(), json!(mean(&r.times_ms).unwrap_or(f64::NAN)));
-        m.insert("times".into(), json!(r.times_ms));
-        m.insert("time_median".into(), json!(r.median_ms));
-        for o in [Objective::Energy, Objective::Edp] {
-            if let Ok(v) = o.value(r) {
-                m.insert(o.name().into(), json!(v));
-            }
-        }
-        if let Some(g) = r.gbps {
-            m.insert("GB/s".into(), json!(g));
-        }
-        if let Some(f) = r.tflops {
-            m.insert("TFLOP/s".into(), json!(f));
-        }
-        m
-    } else {
-        error_entry(params, kt_error(&t.invalidity))
-    };
-    m.insert("compile_time".into(), json!(t.build_ms));
-    m.insert("verification_time".into(), json!(t.verify_ms));
-    m.insert("benchmark_time".into(), json!(r.times_ms.iter().sum::<f64>()));
-    m.insert("framework_time".into(), json!(framework_ms(e)));
-    m.insert("strategy_time".into(), json!(0.0));
-    m.insert("timestamp".into(), json!(iso8601(r.unix_time)));
-    m
-}
-
-/// The T4 metadata document (Kernel Tuner's `metadata-schema.json`): the device, driver,
-/// API and limits the sweep ran on, the image, and the toolchain.
-pub fn metadata(meta: &super::t4::Metadata, target: &Target, api: &str, rustc: &str) -> Value {
-    let os = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|r| format!("{} {}", std::env::consts::OS, r.trim()))
-        .unwrap_or_else(|_| std::env::consts::OS.to_string());
-    json!({
-        "schema_version": super::t4::SCHEMA_VERSION,
-        "metadata": {
-            "operating_system": os,
-            "hardware": {
-                "operating_system": os,
-                "hardware_description": [{
-                    "class": "display",
-                    "product": meta.device,
-                    "backend": meta.backend,
-                    "multiprocessors": target.limits.multiprocessors,
-                    "shared_per_multiprocessor": target.limits.shared_per_multiprocessor,
-                    "launch_shared_max": target.limits.launch_shared_max,
-                    "static_shared_max": target.limits.static_shared_max,
-                    "max_threads_per_block": target.limits.max_threads_per_block,
-                }],
-            },
-            "environment": {
-                "device_query": { "dynsmem": {
-                    "device": meta.device,
-                    "driver": meta.driver,
-                    "api": api,
-                    "backend": meta.backend,
-                    "variant": meta.variant,
-                    "image_hash": meta.image_hash,
-                } },
-                "requirements": [format!("dynsmem@{}", meta.commit), rustc.to_string()],
-            },
-        },
-    })
-}
-
-/// `NAME.best.json`: the config with the least `objective` among the group's measured
-/// entries, and the Kernel Tuner cache key holding that objective (`time_median` for our
-/// time objective, the median; `energy`; `edp`).
-pub fn best(cache: &TuneCache, group: &GroupKey, objective: Objective) -> Option<Value> {
-    let (value, best) = cache.best(group, objective)?;
-    let params = &best.tune.params;
-    let key = match objective {
-        Objective::Time => "time_median",
-        o => o.name(),
-    };
-    Some(json!({ "objective": key, "params": params, "value": value }))
-}
 
 /// A Kernel Tuner cache or T4 results file, read as a space our strategies can search.
 #[derive(Debug, Clone)]
@@ -405,6 +229,7 @@ impl Runner for ImportedRunner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_kernel_tuner_cache_imports_as_a_space_with_its_optimum() {
@@ -457,10 +282,5 @@ mod tests {
         std::fs::write(&path, &doc[..doc.len() - 2]).unwrap();
         assert_eq!(Imported::read(&path, "time").unwrap().points.len(), 3);
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn problem_size_is_the_numeric_fields_in_key_order() {
-        assert_eq!(problem_size(&json!({"n": 5, "m": 3, "kind": "x", "k": 7})), vec![7, 3, 5]);
     }
 }
