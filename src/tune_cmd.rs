@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use dynsmem::cli::*;
-use dynsmem::host::backend::BackendKind;
 use dynsmem::host::backend::Variant;
+use dynsmem::host::backend::{BackendKind, DeviceInfo};
 use dynsmem::host::family::DynFamily;
 use dynsmem::host::family::Sizes;
 use dynsmem::host::measure::TimingOptions;
@@ -379,7 +379,22 @@ fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches
         result.seconds
     );
     let meta = recorded_meta(&cache, group, &format!("{} (replay)", result.strategy));
-    report(&space, &result, &opts.outputs, &meta)
+    report(&space, &result, &opts.outputs, &meta)?;
+    if let Some(prefix) = opts.outputs.kt {
+        // The device as the sweep recorded it: the Kernel Tuner files of a recorded sweep
+        // are written again with no device.
+        let api = cache.entries().iter().find(|e| e.group() == *group).map(|e| e.record.api.clone());
+        let info = DeviceInfo {
+            backend: group.backend,
+            name: group.device.clone(),
+            driver: group.driver.clone(),
+            api: api.unwrap_or_default(),
+            is_cpu: target.is_cpu,
+            limits: target.limits,
+        };
+        crate::kt_cmd::export(prefix, &cache, group, &space, &meta, &info, opts.objective)?;
+    }
+    Ok(())
 }
 
 /// The space a recorded sweep ran over: its family's tuner for the recorded problem, the

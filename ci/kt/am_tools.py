@@ -43,14 +43,17 @@ def experiment_plan(t4, t4_path, keys):
     and KT's own arithmetic; returns (ok, the numbers as text).
 
     AM runs KT random_sample (fraction 1.0: the time budget, not KT's default 10% sample, ends
-    a run) with time_limit T = cutoff_fevals x median total time (over `keys`) x 1.1, and keeps
-    only the results whose cumulative time (as the replay accrues it: REPLAY_KEYS, see
-    there) lies in [t_start, T]; it needs >= 2 valid ones there (else "Could not find enough
-    results ... in 20 attempts"). Criterion:
+    a run) with time_limit T = cutoff_fevals x median total time (over `keys`) x 1.1. KT's
+    simulation charges each config q = compile + verification + benchmark (the benchmark's
+    wall time: warm-up, timed runs, observer windows) against T. AM then counts each returned
+    result a = compilation + runtimes + validation (the framework and strategy times of a
+    simulated result are KT's own, near 0) and keeps those whose cumulative a lies in
+    [t_start, T]; it needs >= 2 valid ones there (else "Could not find enough results ... in 20
+    attempts"). When the stop comes, AM's clock stands near T x rho, rho = sum(a) / sum(q).
+    Criterion:
       (1) >= 2 correct configs;
-      (2) replaying the whole space accrues >= T: a run can spend its budget (sampling without
-          replacement, it cannot accrue more);
-      (3) the window T - t_start holds >= 2 evaluations at the correct configs' median replay cost."""
+      (2) KT charges >= T for the whole space: a run can spend its budget;
+      (3) T x rho - t_start holds >= 2 results at the mean a."""
     from autotuning_methodology.searchspace_statistics import SearchspaceStatistics
 
     ss = am_statistics_settings()
@@ -63,29 +66,43 @@ def experiment_plan(t4, t4_path, keys):
     unit = {"ms": 1e-3, "milliseconds": 1e-3, "microseconds": 1e-6, "ns": 1e-9, "nanoseconds": 1e-9}.get(
         t4["metadata"]["timeunit"], 1.0)
     res = t4["results"]
-    # what KT's simulation charges per config: compile + verification + benchmark (wall) time
-    replay = [unit * (r["times"]["compilation"] + r["times"]["benchmark"] + r["times"]["validation"]) for r in res]
-    full = [unit * sum(sum(v) if isinstance(v, list) else v for k, v in r["times"].items()
-                       if k in default_time_keys()) for r in res]
-    good = [x for x, r in zip(replay, res) if r["invalidity"] == "correct"]
+    charged = [unit * (r["times"]["compilation"] + r["times"]["benchmark"] + r["times"]["validation"]) for r in res]
+    counted = [unit * (r["times"]["compilation"] + sum(r["times"]["runtimes"]) + r["times"]["validation"]) for r in res]
+    good = sum(r["invalidity"] == "correct" for r in res)
     budget = t_end * (1 + CUTOFF_MARGIN)
     t_start = t_start if ss["cutoff_percentile_start"] > 0 else 0.0
-    whole, med = sum(replay), (statistics.median(good) if good else math.inf)
+    whole = sum(charged)
+    rho = sum(counted) / max(whole, 1e-300)
+    mean_a = statistics.fmean(counted) if counted else math.inf
+    reach = budget * rho
     text = (f"time keys {'+'.join(keys)}: AM cutoff {f_start}->{f_end} fevals, window [{t_start:.4g}, {budget:.4g}] s; "
-            f"KT's replay accrues compilation+benchmark+validation, median {med * 1e3:.4g} ms per correct config "
-            f"({sum(replay) / max(sum(full), 1e-300):.1%} of the T4 total time), {whole:.4g} s for the whole space "
-            f"(= {whole / budget:.1%} of the budget); {len(good)} correct configs")
+            f"KT charges compilation+benchmark+validation ({whole:.4g} s for the whole space, "
+            f"{whole / budget:.1%} of the budget), AM counts compilation+runtimes+validation ({rho:.1%} of it): "
+            f"at KT's stop AM's clock stands near {reach:.4g} s, {mean_a * 1e3:.4g} ms per result; {good} correct configs")
     if not float(f_end).is_integer():
         text += (f"; NOTE AM 1.1.0 cutoff_point_fevals_time_start_end took the cutoff end from cutoff_point(1.0)[0], "
                  f"the optimum's value {f_end:.6g}, not its fevals (it does when end - start < 2)")
-    why = ([f"{len(good)} < 2 correct configs"] if len(good) < 2 else []) + (
-        [f"replaying the whole space accrues {whole:.4g} s < budget {budget:.4g} s: the random search runs out of "
-         f"configs at {whole / budget:.1%} of the budget"] if whole < budget else []) + (
-        [f"window {budget - t_start:.4g} s < 2 x median replay cost {med:.4g} s"] if budget - t_start < 2 * med else [])
+    why = ([f"{good} < 2 correct configs"] if good < 2 else []) + (
+        [f"KT charges {whole:.4g} s for the whole space < budget {budget:.4g} s: the random search runs out of "
+         f"configs first"] if whole < budget else []) + (
+        [f"AM's clock reaches {reach:.4g} s when KT's budget is spent, which leaves no 2 results in its window from "
+         f"{t_start:.4g} s (KT charges the benchmark's wall time, AM counts only the runtimes within it)"]
+        if reach - t_start < 2 * mean_a else [])
     return not why, "; ".join(why + [text]) if why else text
 
 
-def am_experiment(t4_path, cache_path, c, work, time_keys=None, repeats=3, key="time"):
+def condition(c, filtered):
+    """The sweep's filter as a T1 condition (a Kernel Tuner restriction string): the configs T4
+    metadata.filtered lists are excluded. None when nothing was filtered."""
+    if not filtered:
+        return None
+    keys = c["tune_params_keys"]
+    points = sorted(tuple(int(v) for v in k.split(",")) for k in filtered)
+    lhs = f"({', '.join(keys)},)"
+    return {"Parameters": keys, "Expression": f"{lhs} not in {{{', '.join(repr(p) for p in points)}}}"}
+
+
+def am_experiment(t4_path, cache_path, c, work, filtered, time_keys=None, repeats=3, key="time"):
     """A full autotuning_methodology experiment: KT random_sample simulated on our cache,
     with our T4 file as the full search space. AM finds the KT cache by deleting "_T4" from
     the T4 path, hence the copies named APP_GPU_T4.json / APP_GPU.json."""
@@ -99,7 +116,8 @@ def am_experiment(t4_path, cache_path, c, work, time_keys=None, repeats=3, key="
     (work / "kernel.cu").write_text(f"__global__ void {c['kernel_name']}() {{}}\n")  # never compiled
     t1 = {"General": {"FormatVersion": 1, "OutputFormat": "JSON", "TimeUnit": "Milliseconds"},
           "ConfigurationSpace": {"TuningParameters": [{"Name": k, "Type": "int", "Values": json.dumps(c["tune_params"][k])}
-                                                      for k in c["tune_params_keys"]], "Conditions": []},
+                                                      for k in c["tune_params_keys"]],
+                                 "Conditions": [x for x in [condition(c, filtered)] if x]},
           "KernelSpecification": {"Language": "CUDA", "KernelName": c["kernel_name"], "KernelFile": str(work / "kernel.cu"),
                                   "ProblemSize": c["problem_size"], "GlobalSize": {"X": "1"}, "LocalSize": {"X": "1"},
                                   "Arguments": []}}
@@ -109,7 +127,8 @@ def am_experiment(t4_path, cache_path, c, work, time_keys=None, repeats=3, key="
     defaults = json.loads((Path(autotuning_methodology.__file__).parent / "experiments_defaults.json").read_text())
     exp = {"version": "1.2.0", "name": "dynsmem-kt-check", "parent_folder": str(work),
            "experimental_groups_defaults": {
-               "applications": [{"name": app, "folder": str(work), "input_file": "t1.json", "objective_performance_keys": [key]}],
+               "applications": [{"name": app, "folder": str(work), "input_file": "t1.json", "objective_performance_keys": [key],
+                               "minimization": True}],
                "gpus": [gpu], "pattern_for_full_search_space_filenames": {"regex": str(work / "${applications}_${gpus}_T4.json")},
                "stochastic": True, "repeats": repeats, "samples": 1, "minimum_fraction_of_budget_valid": 0.1,
                "minimum_number_of_valid_search_iterations": 2, "ignore_cache": True},

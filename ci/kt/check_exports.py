@@ -3,42 +3,41 @@
 
 usage: python3 ci/kt/check_exports.py DIR [--no-experiment] [--keep]
 
-DIR holds, per sweep NAME (the layout and every field: ci/kt/SPEC.md):
+DIR holds, per sweep NAME (the layout and every field: ci/kt/SPEC.md; any of them may be
+committed xz-compressed as FILE.xz):
   NAME.t4.json           T4 results      NAME.t4-metadata.json  T4 metadata
   NAME.kt-cache.json     KT cache file
   NAME.best.json         {"objective": KEY, "params": {...}, "value": v}, KEY one of
                          time_median (ms), energy (J per run), edp (J*s), time (mean, ms)
 
-Per sweep it: validates both T4 files against Kernel Tuner's bundled T4 schemas and the
-field rules of SPEC.md; checks the cache (every correct entry: time = mean(times),
-time_median = median(times), KEY a float) and the cache against the T4 file; runs Kernel
-Tuner's simulation-mode brute force (tune_kernel and tune_cache) over the cache, with no
-GPU, with objective=KEY (minimised), and asserts KT's best config is NAME.best.json's
-(value within 1e-9 relative); runs it again with KT's default objective "time" (the mean)
-and only reports whether that best agrees (informational); builds
-autotuning_methodology's SearchspaceStatistics with its default time keys and computes the
-optimum, the mean time per function evaluation, the cutoff budget and the calculated
-random-search baseline; and (unless --no-experiment) runs a small full
-autotuning_methodology experiment (KT random_sample, simulated on the cache) in a temp dir,
-when it can be meaningful (see experiment_plan: KT's replay must be able to spend AM's time
-budget); otherwise it says "experiment skipped: <reason>" and runs it with the time keys that
-KT's simulation replays instead, where that one can be meaningful.
-Prints per sweep an "ok"/"FAIL" line and, on success, an "info" line (the mean-objective
-best); exits 1 if any sweep fails, 2 on a usage or install problem.
-Tested with kernel_tuner==1.5.0, autotuning_methodology==1.1.0.
+Per sweep, with no GPU and no edit to the files:
+- the files: both T4 files against Kernel Tuner's bundled T4 schemas and SPEC.md's rules; the
+  cache's text equal to what Kernel Tuner's process_cache / store_cache / close_cache write for
+  its content; its entries (time = mean(times), time_median = median(times), failures with
+  __error__ and KT's error value 1e20, benchmark_time >= the timed runs) and the T4 file's;
+- Kernel Tuner (kt_tools.py): simulation-mode brute force (tune_kernel, with the filtered
+  configs as restrictions, and tune_cache) minimising KEY must name NAME.best.json's config;
+  its simulated clock against the cache's times; random_sample and genetic_algorithm over the
+  cache; integration.store_results and create_device_targets naming the best; the Kernel
+  Tuner dashboard's loader (its lines, pinned by commit) keeping the correct entries; then
+  KT's default objective "time" (the mean), reported beside KEY;
+- autotuning_methodology (am_tools.py): SearchspaceStatistics with each of time, time_median
+  and energy (where the sweep measured it), whose optimum must be the cache's; and (unless
+  --no-experiment) a small full experiment (KT random_sample simulated on the cache) per key,
+  where its arithmetic lets one be meaningful (experiment_plan), else the reason.
+Prints per sweep an "ok"/"FAIL" line with what ran and "info" lines; exits 1 if any sweep
+fails, 2 on a usage or install problem. Tested with kernel_tuner==1.5.0,
+autotuning_methodology==1.1.0 (and pandas, which the dashboard's lines use).
 """
-import contextlib
-import hashlib
-import io
 import itertools
 import json
+import lzma
 import math
 import shutil
 import statistics
 import sys
 import tempfile
 import traceback
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -237,9 +236,23 @@ def cross_check(t4, c, name):
 
 
 # ------------------------------------------------------------------------------------- driver
+def plain(d, fname, work):
+    """A copy of d/fname in work, from d/fname.xz where only that is committed (large exports)."""
+    src, out = d / fname, work / fname
+    if src.is_file():
+        shutil.copy(src, out)
+    elif (d / f"{fname}.xz").is_file():
+        out.write_bytes(lzma.decompress((d / f"{fname}.xz").read_bytes()))
+    else:
+        raise CheckError(f"{fname} is missing (nor {fname}.xz)")
+    return out
+
+
 def check_sweep(d, name, work, experiment):
-    t4_path, meta_path = d / f"{name}.t4.json", d / f"{name}.t4-metadata.json"
-    cache_src, best_path = d / f"{name}.kt-cache.json", d / f"{name}.best.json"
+    # Every file is read from a copy in `work` (an .xz one decompressed there): KT gets a copy of
+    # the cache, since a non-simulation run would rewrite it.
+    t4_path, meta_path, cache_path, best_path = (
+        plain(d, f"{name}{suffix}", work) for suffix in (".t4.json", ".t4-metadata.json", ".kt-cache.json", ".best.json"))
     t4, meta = load_json(t4_path), load_json(meta_path)
     best = load_json(best_path)
     shape = (f"{best_path.name} must be {{\"objective\": KEY, \"params\": {{...}}, \"value\": number}} "
@@ -250,9 +263,6 @@ def check_sweep(d, name, work, experiment):
     need(isinstance(best["params"], dict) and is_num(best["value"]), shape)
     key, unit = best["objective"], OBJECTIVES[best["objective"]]
     n_t4 = check_t4_files(t4, meta, name)
-    need(cache_src.is_file(), f"{cache_src.name} is missing")
-    cache_path = work / cache_src.name  # KT gets a copy: a non-simulation run would rewrite it
-    shutil.copy(cache_src, cache_path)
     c = check_cache(cache_path, name, key)
     filtered = cross_check(t4, c, name)
     ours = ",".join(str(best["params"].get(k)) for k in c["tune_params_keys"])
@@ -306,7 +316,7 @@ def check_sweep(d, name, work, experiment):
             for k in am_keys:
                 exp_dir = work / f"am-{k}"
                 exp_dir.mkdir()
-                budget = am.am_experiment(t4_path, cache_path, c, exp_dir, time_keys, key=k)
+                budget = am.am_experiment(t4_path, cache_path, c, exp_dir, filtered, time_keys, key=k)
                 lines.append(f"AM experiment, objective {k}, time keys {'+'.join(time_keys or st['keys'])} "
                              f"(KT random_sample x3, budget {budget}) ok")
             info += f"\n  info {name}: experiment plan: {plan}"
@@ -337,7 +347,7 @@ def main(argv):
     off = {p: v for p, v in vers.items() if v != PINNED[p]}
     print(f"kernel_tuner {vers['kernel_tuner']}, autotuning_methodology {vers['autotuning_methodology']}"
           + (f" (NOTE: tested with {PINNED})" if off else ""))
-    names = sorted(p.name[: -len(".t4.json")] for p in d.glob("*.t4.json")) if d.is_dir() else []
+    names = sorted({p.name.split(".t4.json")[0] for p in d.glob("*.t4.json*")}) if d.is_dir() else []
     if not names:
         print(f"FAIL: no NAME.t4.json in {d}", file=sys.stderr)
         return 2

@@ -25,8 +25,12 @@ pub fn float(x: f64) -> String {
     if x == 0.0 {
         return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
     }
-    // Rust's `{:e}` gives the same shortest round-trip digits: `d.ddde-X`.
-    let e = format!("{x:e}");
+    // Rust's `{:e}` gives the shortest round-trip digit count; of the strings of that many
+    // digits Python writes the one nearest `x`, ties to even, which is what Rust's exact
+    // `{:.Ne}` gives (an f32 widened to f64 can sit exactly between two 17-digit strings).
+    let shortest = format!("{x:e}");
+    let count = shortest.split('e').next().map_or(1, |m| m.chars().filter(char::is_ascii_digit).count());
+    let e = format!("{x:.*e}", count.saturating_sub(1));
     let (mantissa, exp) = e.split_once('e').expect("{:e} has an exponent");
     let exp: i32 = exp.parse().expect("{:e}'s exponent is an integer");
     let sign = if x < 0.0 { "-" } else { "" };
@@ -161,6 +165,9 @@ mod tests {
             (1234.5678, "1234.5678"),
             (-0.0, "-0.0"),
             (0.031019143228019987, "0.031019143228019987"),
+            // Exactly halfway between two 17-digit strings (an f32 time widened): ties to even.
+            (f64::from(21.222_977_f32), "21.222976684570312"),
+            (10.160_415_649_414_062, "10.160415649414062"),
             (1.7976931348623157e308, "1.7976931348623157e+308"),
             (5e-324, "5e-324"),
         ] {
