@@ -63,6 +63,27 @@ fn run_takes_its_default_from_the_database_for_the_tuned_problem_and_its_neighbo
     assert!(rec["config_origin"].as_str().unwrap().starts_with("tuning database"), "{rec}");
     assert!(matches_best(&rec["config"]), "{} is not the database's {best}", rec["config"]);
     assert!(rec["median_ci95_ms"].as_array().is_some_and(|a| a.len() == 2), "{rec}");
+    // An entry's kernel choice stands without the flag that picks it: staged both ways.
+    for staged in [0, 1] {
+        let mut e = entry.clone();
+        e["params"]["staged"] = staged.into();
+        let path = dir.join(format!("db-staged-{staged}.jsonl"));
+        std::fs::write(&path, format!("{e}\n")).unwrap();
+        let out = run_ok(&[
+            "run",
+            "reduce",
+            "--backend",
+            "cpu",
+            "--n",
+            "8192",
+            "--tuning-db",
+            path.to_str().unwrap(),
+            "--config-only",
+        ]);
+        let (config, origin) = chosen(&out);
+        assert!(origin.starts_with("tuning database: this problem"), "{origin}");
+        assert_eq!(config["staged"], staged == 1, "{config} from a database entry with staged {staged}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -67,14 +67,16 @@ impl Family for Reduce {
         };
         ReduceProblem { n: a.n.unwrap_or(sizes.n), op, dtype: a.dtype.dtype() }
     }
+    /// `--staged` picks the staged kernel; without it the default's choice stands (a tuning
+    /// database entry may be staged).
     fn select(a: &ConfigArgs, d: ReduceConfig) -> ReduceConfig {
-        ReduceConfig { staged: a.staged, ..d }
+        ReduceConfig { staged: a.staged || d.staged, ..d }
     }
     fn config(a: &ConfigArgs, d: &ReduceConfig) -> ReduceConfig {
         ReduceConfig {
             block: a.block.unwrap_or(d.block),
             items_per_thread: a.ipt.unwrap_or(d.items_per_thread),
-            staged: a.staged,
+            staged: a.staged || d.staged,
         }
     }
     fn default_config<B: FamilyBackend>(backend: &B, _: &ReduceProblem) -> ReduceConfig {
