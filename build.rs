@@ -12,6 +12,9 @@
 //! - `DYNSMEM_AMDGPU_ARCH` (default `gfx90a,gfx942`): one or more comma-separated `gfx`
 //!   names (gfx1100 and other RDNA targets build too; each arch compiles `core` once).
 //! - `DYNSMEM_KERNELS_CHECKED=1`: bounds-check every shared-memory access on the device.
+//! - `DYNSMEM_CUDA_ALSO` (e.g. `sm_80:ptx75`, comma-separated): more PTX images to build, with
+//!   the same entry directives, for the resource check only (`tests/ptxas.rs`, which finds
+//!   them through `DYNSMEM_PTX_ALSO`); the host embeds the first image alone.
 //! - `DYNSMEM_GIT_COMMIT`: the commit recorded in results, when `git` cannot tell.
 
 use std::env;
@@ -37,5 +40,26 @@ fn main() {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     images.write_module(&out_dir.join("kernels.rs")).expect("writing kernels.rs");
+    println!("cargo:rerun-if-env-changed=DYNSMEM_CUDA_ALSO");
+    let also: Vec<String> = env::var("DYNSMEM_CUDA_ALSO")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|spec| {
+            let (arch, ptx) = spec
+                .trim()
+                .split_once(':')
+                .unwrap_or_else(|| panic!("DYNSMEM_CUDA_ALSO: {spec:?} is not ARCH:PTX (e.g. sm_80:ptx75)"));
+            let images = dynsmem_build::Builder::new("device-kernels")
+                .cuda(arch, ptx)
+                .amdgpu(&[])
+                .max_registers(&caps)
+                .clusters(&clusters)
+                .build()
+                .unwrap_or_else(|e| panic!("{e}"));
+            images.ptx.display().to_string()
+        })
+        .collect();
+    println!("cargo:rustc-env=DYNSMEM_PTX_ALSO={}", also.join(";"));
     dynsmem_build::emit_provenance(&root);
 }

@@ -10,8 +10,9 @@
 //!
 //! After the parameter list an entry may name what PTX needs and Rust has no attribute for:
 //! `[max_registers = 128]` (ptxas keeps the entry's registers per thread at or under it:
-//! `.maxnreg`) and `[cluster = 2]` (it is launched as thread-block clusters of that many
-//! blocks: `.reqnctapercluster`). The build helper (`dynsmem-build`) writes them into the
+//! `.maxnreg`), `[cluster = 2]` (it is launched as thread-block clusters of that many
+//! blocks: `.reqnctapercluster`) and `[spills = "why"]` (ptxas may spill its registers, for
+//! the reason given; any other entry's spill fails `tests/ptxas.rs`). The build helper (`dynsmem-build`) writes them into the
 //! PTX from the table ([`KernelEntry::max_registers`], [`KernelEntry::cluster`]).
 //!
 //! ```
@@ -118,6 +119,9 @@ pub struct KernelEntry {
     pub max_registers: u32,
     /// Blocks per thread-block cluster (`[cluster = N]`); 1: launched as plain blocks.
     pub cluster: u32,
+    /// Why ptxas may spill this entry's registers to local memory (`[spills = "why"]`);
+    /// empty: a spill is a regression (`tests/ptxas.rs` fails on it).
+    pub spills: &'static str,
     /// Runs the kernel body for the calling thread (the CPU backend has installed the
     /// thread's context). `slots` holds one packed argument per parameter.
     ///
@@ -133,7 +137,8 @@ pub struct KernelEntry {
 #[macro_export]
 macro_rules! kernels {
     ($table:ident; $( $(#[$attr:meta])* pub fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? )
-        $([max_registers = $regs:literal])? $([cluster = $cluster:literal])? $body:block )*) => {
+        $([max_registers = $regs:literal])? $([cluster = $cluster:literal])? $([spills = $spills:literal])?
+        $body:block )*) => {
         $(
             $(#[$attr])*
             ///
@@ -162,6 +167,7 @@ macro_rules! kernels {
                 params: &[$(<$ty as $crate::KernelParam>::KIND),*],
                 max_registers: 0 $(+ $regs)?,
                 cluster: 1 $(* $cluster)?,
+                spills: concat!("" $(, $spills)?),
                 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
                 run: {
                     unsafe fn run(slots: &[u64]) {

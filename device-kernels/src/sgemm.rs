@@ -1227,7 +1227,7 @@ unsafe fn sgemm_compiled_bk<const BK: u32, const TM: usize, const UNROLL: u32>(
 // 256-thread block per SM at up to 255.
 crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.
-    pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
+    pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "bk given at launch under the 128-register cap (two 256-thread blocks per SM): the k loop keeps its bounds and addresses live; bk 8, 16 and 32 take compiled-in entries"] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
         unsafe { sgemm_kgroups::<Runtime, 8, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
@@ -1237,11 +1237,11 @@ crate::kernels! { KERNELS;
         unsafe { sgemm_compiled_bk::<8, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with `bk` = 16 compiled in.
-    pub fn sgemm_f32_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
+    pub fn sgemm_f32_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "the 8-row tile under the 128-register cap since the predicated edge copies and split-K: their addresses and bounds; the shape suites measured it faster than the element gather it replaced (sgemm NOTES.md)"] {
         unsafe { sgemm_compiled_bk::<16, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with `bk` = 32 compiled in.
-    pub fn sgemm_f32_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
+    pub fn sgemm_f32_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "the 8-row tile under the 128-register cap since the predicated edge copies and split-K: their addresses and bounds; the shape suites measured it faster than the element gather it replaced (sgemm NOTES.md)"] {
         unsafe { sgemm_compiled_bk::<32, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// f32 GEMM with 16 x 8 thread tiles (`tm` = 16), block tile chosen at launch.
@@ -1287,12 +1287,12 @@ crate::kernels! { KERNELS;
         unsafe { sgemm_compiled_bk::<32, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
     }
     /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
-    pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
+    pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "the 8-row tile under the 128-register cap since the predicated edge copies and split-K: their addresses and bounds; the shape suites measured it faster than the element gather it replaced (sgemm NOTES.md)"] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
         unsafe { sgemm_kgroups::<Runtime, 4, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
     }
     /// f32 GEMM with the 128 x 128 x 16, 2-stage block tile compiled in (the same source).
-    pub fn sgemm_f32_128x128x16s2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
+    pub fn sgemm_f32_128x128x16s2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "the 8-row tile under the 128-register cap since the predicated edge copies and split-K: their addresses and bounds; the shape suites measured it faster than the element gather it replaced (sgemm NOTES.md)"] {
         if SgemmConfig::new(bm, bn, bk, stages) != FIXED_128X128X16S2 {
             gpu::trap();
         }

@@ -273,8 +273,15 @@ impl Builder {
             features.push("checked".into());
         }
         let caps: Vec<(&str, u32)> = self.max_registers.iter().map(|(e, r)| (e.as_str(), *r)).collect();
-        let clusters: Vec<(&str, String)> =
-            self.clusters.iter().map(|(e, n)| (e.as_str(), format!(".reqnctapercluster {n}, 1, 1"))).collect();
+        // Clusters exist from sm_90 (and PTX 7.8) on: below, ptxas refuses the directive, and
+        // the cluster entries are sm_90a kernels that trap there anyway, launched by no one.
+        let cluster_arch = sm_number(&self.cuda_arch).is_some_and(|n| n >= 90);
+        let clusters: Vec<(&str, String)> = self
+            .clusters
+            .iter()
+            .filter(|_| cluster_arch)
+            .map(|(e, n)| (e.as_str(), format!(".reqnctapercluster {n}, 1, 1")))
+            .collect();
 
         let mut images = Vec::new();
         for target in &targets {
@@ -465,6 +472,11 @@ fn workspace_root(dir: &Path) -> PathBuf {
 pub fn cap_registers(ptx: &str, caps: &[(&str, u32)]) -> Result<String, Error> {
     let directives: Vec<(&str, String)> = caps.iter().map(|&(e, r)| (e, format!(".maxnreg {r}"))).collect();
     entry_directives(ptx, &directives)
+}
+
+/// The number of an `sm_NN` / `sm_NNa` arch (`sm_90a` -> 90).
+fn sm_number(arch: &str) -> Option<u32> {
+    arch.strip_prefix("sm_")?.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse().ok()
 }
 
 /// `ptx` with each `(entry, directive)`'s directive (`.maxnreg 128`, `.reqnctapercluster 2,
@@ -663,6 +675,12 @@ mod tests {
         let out = cap_registers(ptx, &[("k", 128)]).unwrap();
         assert_eq!(out, ".visible .entry k(\n.param .u64 a\n)\n.maxnreg 128\n{\nret;\n}\n");
         assert!(matches!(cap_registers(ptx, &[("gone", 64)]), Err(Error::EntryMissing { .. })));
+    }
+
+    #[test]
+    fn sm_numbers_of_archs() {
+        assert_eq!([sm_number("sm_80"), sm_number("sm_90a"), sm_number("sm_100f")], [Some(80), Some(90), Some(100)]);
+        assert_eq!(sm_number("gfx942"), None);
     }
 
     /// Every item of the generated module allows `dead_code`, so a crate that uses only
