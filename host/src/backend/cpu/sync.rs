@@ -86,9 +86,16 @@ impl<'a> WorkgroupSync<'a> {
     pub(super) fn exit(&self, thread: u32) {
         let mut s = self.lock();
         s.exited += 1;
-        // After a fault elsewhere in the launch, a thread of this workgroup may have been
-        // stopped before a barrier the others wait at: not this workgroup's divergence.
-        if s.arrived > 0 && !s.poisoned && !self.abort.load(Ordering::Relaxed) {
+        if s.arrived > 0 && !s.poisoned {
+            // After a fault elsewhere in the launch, a thread of this workgroup may have been
+            // stopped before a barrier the others wait at: not this workgroup's divergence,
+            // but its waiters will never be released, so they wake and stop (`Aborted`).
+            if self.abort.load(Ordering::Relaxed) {
+                s.poisoned = true;
+                drop(s);
+                self.wake.notify_all();
+                return;
+            }
             let (site, waiter) = s.site.expect("set by the first arrival");
             let arrived = s.arrived;
             self.fail(
@@ -166,5 +173,38 @@ impl Workgroup for WorkgroupSync<'_> {
             drop(s);
             fault(FaultKind::Aborted);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread returning while another waits at a barrier, after a fault elsewhere in the
+    /// launch set `abort`: the waiter wakes and stops instead of waiting for ever.
+    #[test]
+    fn an_exit_after_an_abort_releases_the_waiters() {
+        let abort = AtomicBool::new(false);
+        let sync = WorkgroupSync::new(2, &abort, 1);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    sync.barrier(0, Location::caller());
+                }));
+                tx.send(waited.is_err()).unwrap();
+            });
+            // Thread 0 waits at the barrier; then another workgroup faults, then thread 1 returns.
+            while sync.lock().arrived == 0 {
+                std::thread::yield_now();
+            }
+            abort.store(true, Ordering::SeqCst);
+            sync.exit(1);
+            let stopped = rx.recv_timeout(Duration::from_secs(10));
+            if stopped.is_err() {
+                sync.poison(); // let the scope end; the assertion below reports the hang
+            }
+            assert_eq!(stopped, Ok(true), "the waiter was not released (it would hang the launch)");
+        });
     }
 }
