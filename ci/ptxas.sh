@@ -18,6 +18,7 @@ if [ ! -x "$_wheels/nvidia/cu13/bin/ptxas" ]; then
 fi
 export DYNSMEM_PTXAS="$_wheels/nvidia/cu13/bin/ptxas"
 export DYNSMEM_CUDA_ALSO="${DYNSMEM_CUDA_ALSO:-sm_80:ptx75}"
+export DYNSMEM_REQUIRE_PTXAS=1  # tests/ptxas.rs fails instead of skipping
 "$DYNSMEM_PTXAS" --version | tail -1 >&2
 
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = table ]; then
