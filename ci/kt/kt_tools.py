@@ -31,12 +31,11 @@ def simulate(cache_path, c, filtered, objective=None, strategy="brute_force", op
     """Kernel Tuner's tune_kernel in simulation mode over the cache, minimising `objective`
     (None: KT's default, "time" = the mean). Returns (results, env)."""
     import kernel_tuner
+    import numpy as np
 
     obj = {} if objective is None else dict(objective=objective, objective_higher_is_better=False)
     tune_params = {k: c["tune_params"][k] for k in c["tune_params_keys"]}
     random.seed(1)
-    import numpy as np
-
     np.random.seed(1)
     with quiet():
         return kernel_tuner.tune_kernel(

@@ -27,7 +27,7 @@
 
 use serde_json::{Value, json};
 
-use super::kt::benchmark_ms;
+use super::kt::{benchmark_ms, measures_energy};
 use super::objective::Objective;
 use super::runner::Evaluation;
 use super::space::{SearchSpace, params_map};
@@ -224,10 +224,7 @@ fn times(build: f64, runtimes: &[f64], benchmark: f64, framework: f64, search: f
 /// The T4 document of a search: every evaluation in order, then every config the space
 /// filtered before launch.
 pub fn export(space: &SearchSpace, evaluations: &[Evaluation], meta: &Metadata) -> Value {
-    let energy = evaluations
-        .iter()
-        .filter_map(|e| e.entry.as_ref())
-        .any(|entry| entry.tune.invalidity == "correct" && Objective::Energy.value(&entry.record).is_ok());
+    let energy = measures_energy(evaluations.iter().filter_map(|e| e.entry.as_ref()));
     let results: Vec<Value> = evaluations.iter().map(|e| result(space, e, energy)).collect();
     let filtered: Vec<Value> = space
         .filtered

@@ -135,7 +135,7 @@ pub fn cache_file(cache: &TuneCache, group: &GroupKey, space: &SearchSpace) -> K
     let entries = cache.group_entries(group);
     let problem = entries.values().next().map(|e| e.record.problem.clone()).unwrap_or(Value::Null);
     // A failed config carries the error value in every objective the sweep measured.
-    let energy = entries.values().any(|e| Objective::Energy.value(&e.record).is_ok());
+    let energy = measures_energy(entries.values().copied());
     let objectives: &[&str] = if energy { &["time", "time_median", "energy", "edp"] } else { &["time", "time_median"] };
     // In product order: each parameter's values as the space lists them.
     let position = |params: &BTreeMap<String, u32>| -> Vec<usize> {
@@ -203,6 +203,13 @@ fn entry_fields(keys: &[String], params: &BTreeMap<String, u32>, e: &CacheEntry,
     f.extend(metrics);
     f.push(("timestamp".into(), json!(kt_timestamp(r.unix_time))));
     f
+}
+
+/// Whether a sweep measured energy: some correct entry of it has an energy figure. Its
+/// failed entries then carry the error in `energy` and `edp` too, in the cache and the T4
+/// results alike.
+pub fn measures_energy<'a>(entries: impl IntoIterator<Item = &'a CacheEntry>) -> bool {
+    entries.into_iter().any(|e| e.tune.invalidity == "correct" && Objective::Energy.value(&e.record).is_ok())
 }
 
 /// Kernel Tuner's `benchmark_time` of an entry (ms): the benchmark's wall time, or for a
