@@ -15,6 +15,10 @@
 //! - `DYNSMEM_CUDA_ALSO` (e.g. `sm_80:ptx75`, comma-separated): more PTX images to build, with
 //!   the same entry directives, for the resource check only (`tests/ptxas.rs`, which finds
 //!   them through `DYNSMEM_PTX_ALSO`); the host embeds the first image alone.
+//! - `NVCC` (else `nvcc` on `PATH`, as the `cc` crate finds it), `DYNSMEM_TWIN_ARCHS` (default
+//!   `sm_90`) and `DYNSMEM_REQUIRE_NVCC=1`: the CUDA C twins of `host/src/families/twins.manifest`
+//!   compiled to cubins for each arch and embedded (`TWIN_CUBINS`); without nvcc none are, and the
+//!   host compiles every twin with NVRTC at run time.
 //! - `DYNSMEM_GIT_COMMIT`: the commit recorded in results, when `git` cannot tell.
 
 use std::env;
@@ -61,5 +65,19 @@ fn main() {
         })
         .collect();
     println!("cargo:rustc-env=DYNSMEM_PTX_ALSO={}", also.join(";"));
+    // The CUDA C twins the bench runs on an H100, compiled by nvcc where it is found (see
+    // `dynsmem_build::twins`); the host uses a cubin only where its key matches the source
+    // it would hand NVRTC.
+    let families = root.join("host/src/families");
+    let cubins = dynsmem_build::twins::compile(
+        &families.join("twins.manifest"),
+        &root.join("host/src/backend/cuda/prelude.cuh"),
+        &out_dir,
+    )
+    .unwrap_or_else(|e| panic!("compiling the CUDA C twins: {e}"));
+    for why in cubins.skipped.iter().chain(&cubins.rejected) {
+        println!("cargo:warning=dynsmem: {}", why.replace('\n', " | "));
+    }
+    std::fs::write(out_dir.join("twins.rs"), cubins.module()).expect("writing twins.rs");
     dynsmem_build::emit_provenance(&root);
 }

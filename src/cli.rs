@@ -132,6 +132,23 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// The machine code of each family's launch-sized Rust entry beside its CUDA C twin (no GPU
+    /// needed): SASS instruction mixes from ptxas/nvcc and nvdisasm (shared loads and stores by
+    /// width, cp.async and TMA copies, barriers, FMAs, local memory), at the configs the bench
+    /// runs on an H100, with the classes that differ named. Needs the CUDA toolkit's ptxas, nvcc
+    /// and nvdisasm (`source ci/ptxas.sh` installs them).
+    Sass {
+        /// Families to compare (default: every family with a CUDA C twin).
+        families: Vec<String>,
+        /// Print the tables as Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// Append one JSON line per twin to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// What the embedded AMD code objects give each kernel (no GPU needed): VGPRs, AGPRs, SGPRs,
     /// spills, scratch, the largest block it was compiled for, and the waves per SIMD that allows
     /// with a given block and launch-sized LDS, per `gfx` target.

@@ -31,6 +31,7 @@ use dynsmem_host::report::Provenance;
 /// The device images of `dynsmem-kernels`, embedded at build time.
 pub mod images {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+    include!(concat!(env!("OUT_DIR"), "/twins.rs"));
 }
 
 /// `rustc -V` of the nightly that built this binary and its kernels.
@@ -38,9 +39,13 @@ pub const RUSTC: &str = env!("DYNSMEM_RUSTC");
 /// Git commit of the source this binary was built from.
 pub const COMMIT: &str = env!("DYNSMEM_GIT_COMMIT");
 
-/// CUDA device `ordinal` with the embedded PTX loaded, or why not.
+/// CUDA device `ordinal` with the embedded PTX loaded and the embedded twin cubins at hand,
+/// or why not.
 pub fn cuda(ordinal: usize) -> Probe<CudaBackend> {
-    CudaBackend::probe(ordinal, images::PTX)
+    match CudaBackend::probe(ordinal, images::PTX) {
+        Probe::Ready(b) => Probe::Ready(b.with_twin_cubins(images::TWIN_CUBINS)),
+        other => other,
+    }
 }
 
 /// AMD GPU `ordinal` through HIP with the embedded code object for its `gfx` target, or why not.

@@ -38,6 +38,7 @@ fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
 
 mod files;
 mod kt_cmd;
+mod sass_cmd;
 mod spirv_cmd;
 mod tune_cmd;
 mod workers;
@@ -92,6 +93,9 @@ fn main() -> anyhow::Result<()> {
             run_shapes(opts, json, markdown, plots)
         }
         Parsed::Fixed(Command::CodeObjects { block, lds, markdown }) => code_objects(block, lds, markdown),
+        Parsed::Fixed(Command::Sass { families, markdown, json, db }) => {
+            sass_cmd::sass(&families, markdown, json.as_deref(), tuning_db(&db)?)
+        }
         Parsed::Fixed(Command::Spirv { families, json, db }) => {
             spirv_cmd::spirv(&families, json.as_deref(), tuning_db(&db)?)
         }

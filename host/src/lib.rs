@@ -21,6 +21,7 @@ pub mod report;
 pub mod rng;
 pub mod stats;
 pub mod tune;
+pub mod twins;
 pub mod verify;
 
 pub use dynsmem_kernels as device;

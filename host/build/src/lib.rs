@@ -43,6 +43,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod twins;
+
 /// What to do when the toolchain is missing or incomplete.
 pub const TOOLCHAIN_FIX: &str = "run `rustup toolchain install` in the project root: it reads rust-toolchain.toml and \
 installs the pinned nightly with rust-src, llvm-tools and llvm-bitcode-linker (the GPU targets build `core` from \
@@ -392,15 +394,8 @@ impl Images {
     /// hex digits naming this build of the images (an unreadable file hashes as empty).
     pub fn hash(&self) -> String {
         let files = std::iter::once(&self.ptx).chain(self.amdgpu.iter().map(|(_, p)| p));
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for f in files {
-            let bytes = fs::read(f).unwrap_or_default();
-            for b in (bytes.len() as u64).to_le_bytes().iter().chain(&bytes) {
-                h ^= *b as u64;
-                h = h.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        }
-        format!("{h:016x}")
+        let contents: Vec<Vec<u8>> = files.map(|f| fs::read(f).unwrap_or_default()).collect();
+        format!("{:016x}", fnv1a(contents.iter().map(Vec::as_slice)))
     }
 
     /// Writes [`Images::module`] to `path` (through a temporary and a rename).
@@ -408,6 +403,19 @@ impl Images {
         let src = self.module();
         replace_with(path, |tmp| fs::write(tmp, &src))
     }
+}
+
+/// FNV-1a (64-bit) over `parts`, each prefixed by its length (so that moving bytes from
+/// one part to the next changes the hash).
+pub fn fnv1a<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in (part.len() as u64).to_le_bytes().iter().chain(part) {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
 }
 
 struct Target {

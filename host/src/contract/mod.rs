@@ -25,11 +25,11 @@ pub use wgsl::{WgslSpec, fill_template, wgsl_block_fold, wgsl_sizing};
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::Erase;
 pub use crate::backend::Variant;
 pub use crate::backend::cuda::nvrtc::CudaSource;
 use crate::backend::wgpu::{PipelineDesc, WgpuBackend};
 use crate::backend::{Backend, BackendKind, Limits, RustKernels};
+use crate::backend::{Erase, KernelName};
 use crate::error::{Error, Result};
 use crate::measure::TimingOptions;
 
@@ -221,7 +221,10 @@ impl<K> Prepared<K> {
         variant: Variant,
         wgsl: Option<&dyn Fn(Variant) -> WgslSpec>,
         cuda: Option<&dyn Fn() -> CudaSource>,
-    ) -> Result<Prepared<K>> {
+    ) -> Result<Prepared<K>>
+    where
+        K: KernelName,
+    {
         if !backend.variants().contains(&variant) {
             return Err(Error::Unsupported {
                 backend: backend.kind(),
@@ -233,7 +236,8 @@ impl<K> Prepared<K> {
         backend.check_launch(entry, crate::backend::LaunchDims { grid, block, shared_bytes })?;
         let built = backend.build(&KernelSpec { entry, launch_bytes, wgsl, cuda }, variant)?;
         let name = match (variant, cuda, wgsl) {
-            (Variant::CudaStatic, Some(cuda), _) => cuda().name,
+            // The built kernel's name: it says which compiler built the twin.
+            (Variant::CudaStatic, Some(_), _) => built.kernel.name().to_string(),
             (Variant::WgslLiteral | Variant::WgslOverride, _, Some(wgsl)) => wgsl(variant).name,
             _ => entry.to_string(),
         };

@@ -36,7 +36,7 @@ use dynsmem_kernels::gpu::host::{Fault, FaultKind, ThreadContext, with_context};
 use dynsmem_kernels::{KernelEntry, ParamKind};
 
 use self::sync::WorkgroupSync;
-use super::{Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, RustKernels};
+use super::{Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, RustKernels, Variant};
 use crate::element::Element;
 use crate::error::{Error, Result};
 
@@ -150,6 +150,8 @@ pub struct CpuBackend {
     /// Families pick the configs they pick on a GPU, not small blocks
     /// ([`CpuBackend::gpu_shaped`]).
     gpu_shaped: bool,
+    /// Twins asked of it, where it captures them ([`CpuBackend::capturing_twins`]).
+    captured: Option<std::sync::Mutex<Vec<crate::backend::cuda::nvrtc::CudaSource>>>,
     /// A planted bug: launches of this kernel skip the first workgroup of their order
     /// (`DYNSMEM_CPU_PLANT_SKIP`), so that tests can see a wrong result surface as one.
     skip_first: Option<String>,
@@ -188,6 +190,27 @@ impl CpuBackend {
         b
     }
 
+    /// A CPU backend standing in for the GPU `info` describes, to list the CUDA C twins the
+    /// families build there without that GPU: families see its name, kind and limits (so
+    /// they choose its configs, tuning-database entries included), and each cuda-static
+    /// kernel asked of it is recorded ([`CpuBackend::captured_twins`]) and refused, never
+    /// compiled or run. `dynsmem sass` and the twin manifest use it.
+    pub fn capturing_twins(info: DeviceInfo) -> CpuBackend {
+        let mut b = CpuBackend::gpu_shaped();
+        b.info = info;
+        b.captured = Some(Default::default());
+        b
+    }
+
+    /// The twins asked of a [`CpuBackend::capturing_twins`] backend so far, oldest first
+    /// (taken: the list starts again empty).
+    pub fn captured_twins(&self) -> Vec<crate::backend::cuda::nvrtc::CudaSource> {
+        self.captured
+            .as_ref()
+            .map(|c| std::mem::take(&mut *c.lock().unwrap_or_else(|e| e.into_inner())))
+            .unwrap_or_default()
+    }
+
     /// The built-in kernels and those of `tables` (e.g. deliberately broken test kernels).
     pub fn with_kernels(tables: &[&'static [KernelEntry]]) -> CpuBackend {
         let mut kernels = HashMap::new();
@@ -202,6 +225,7 @@ impl CpuBackend {
             schedule,
             launches: AtomicU64::new(0),
             gpu_shaped: false,
+            captured: None,
             skip_first: std::env::var(PLANT_SKIP_ENV).ok().filter(|v| !v.is_empty()),
             info: DeviceInfo {
                 backend: BackendKind::Cpu,
@@ -510,5 +534,20 @@ impl Backend for CpuBackend {
 impl RustKernels for CpuBackend {
     fn rust_kernel(&self, name: &str) -> Result<Self::Kernel> {
         self.kernel(name)
+    }
+
+    fn rust_variants(&self) -> &'static [Variant] {
+        if self.captured.is_some() { &[Variant::LaunchSized, Variant::CudaStatic] } else { &[Variant::LaunchSized] }
+    }
+
+    /// Records the twin where this backend captures them (one CUDA would compile: within the
+    /// static limit), and refuses it either way.
+    fn static_kernel(&self, src: &crate::backend::cuda::nvrtc::CudaSource) -> Result<(Self::Kernel, u32)> {
+        if self.captured.is_some() {
+            src.check_static_limit(self.info.limits.static_shared_max)?;
+        }
+        let captured = self.captured.as_ref().map(|c| c.lock().unwrap_or_else(|e| e.into_inner()).push(src.clone()));
+        let why = if captured.is_some() { "captured for listing, not run" } else { "cuda-static runs on CUDA only" };
+        Err(Error::Unsupported { backend: BackendKind::Cpu, what: format!("{} ({why})", src.name) })
     }
 }

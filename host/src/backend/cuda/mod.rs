@@ -62,6 +62,9 @@ pub struct CudaBackend {
     static_kernels: RefCell<HashMap<StaticKey, Rc<CudaKernel>>>,
     /// Compute capability (major, minor): NVRTC compiles for exactly this device.
     capability: (i32, i32),
+    /// Cubins of CUDA C twins compiled ahead of time (nvcc, at build time), used instead of
+    /// NVRTC where one's key matches ([`CudaBackend::with_twin_cubins`]).
+    twin_cubins: TwinCubins,
     /// The loaded image's PTX target (its `.target` line, e.g. `sm_90a`).
     ptx_target: String,
     timer: (CudaEvent, CudaEvent),
@@ -79,6 +82,21 @@ fn ptx_target(ptx: &str) -> String {
 }
 
 type StaticKey = (&'static str, &'static str, Vec<(&'static str, String)>);
+
+/// CUDA C twins compiled ahead of time, as `dynsmem_build::twins` embeds them:
+/// `(key, arch, name, cubin)`.
+pub type TwinCubins = &'static [(u64, &'static str, &'static str, &'static [u8])];
+
+/// Set to `nvrtc`, the cuda-static kernels are compiled by NVRTC even where a cubin of the
+/// same twin is embedded: how the two compilers are compared on one binary.
+pub const TWIN_COMPILER_ENV: &str = "DYNSMEM_TWIN_COMPILER";
+
+/// What compiled a cuda-static kernel: an embedded cubin (nvcc) or NVRTC at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TwinCompiler {
+    Nvcc,
+    Nvrtc,
+}
 
 impl CudaBackend {
     /// Finds device `ordinal` and loads `ptx` on it; a missing driver or device is
@@ -174,10 +192,35 @@ impl CudaBackend {
             kernels: RefCell::new(HashMap::new()),
             static_kernels: RefCell::new(HashMap::new()),
             capability: (major, minor),
+            twin_cubins: &[],
             ptx_target: ptx_target(ptx),
             timer,
             observer: std::cell::OnceCell::new(),
         })
+    }
+
+    /// Uses `cubins` (nvcc's builds of CUDA C twins, `dynsmem_build::twins`) for the
+    /// cuda-static kernels whose program, architecture and options they were built from;
+    /// any other twin is compiled by NVRTC as before. `DYNSMEM_TWIN_COMPILER=nvrtc` ignores
+    /// them.
+    pub fn with_twin_cubins(mut self, cubins: TwinCubins) -> CudaBackend {
+        self.twin_cubins = cubins;
+        self
+    }
+
+    /// The embedded cubin of `src` for this device, unless NVRTC is asked for.
+    fn twin_cubin(&self, src: &CudaSource) -> Option<&'static [u8]> {
+        if std::env::var(TWIN_COMPILER_ENV).is_ok_and(|v| v == "nvrtc") || self.twin_cubins.is_empty() {
+            return None;
+        }
+        let arch = nvrtc::arch(self.capability.0, self.capability.1);
+        let key = nvrtc::twin_key(src, &arch);
+        self.twin_cubins.iter().find(|(k, a, ..)| *k == key && *a == arch).map(|(.., cubin)| *cubin)
+    }
+
+    /// Which compiler builds `src` here: nvcc where a cubin of it is embedded, else NVRTC.
+    pub fn twin_compiler(&self, src: &CudaSource) -> TwinCompiler {
+        if self.twin_cubin(src).is_some() { TwinCompiler::Nvcc } else { TwinCompiler::Nvrtc }
     }
 
     /// Compute capability (major, minor) of the device.
@@ -229,36 +272,32 @@ impl CudaBackend {
         Ok(k)
     }
 
-    /// The cuda-static kernel `src` (compiled through NVRTC for this device and loaded as
-    /// a module of its own on first use, cached after): refused before compiling when its
+    /// The cuda-static kernel `src` (an embedded nvcc cubin of it where there is one, else
+    /// compiled through NVRTC for this device; loaded as a module of its own on first use,
+    /// cached after): refused before compiling when its
     /// static arrays are over the static limit (48 KB per block: static `__shared__` arrays
     /// cannot opt in to more, only launch-sized memory can).
     pub fn nvrtc_kernel(&self, src: &CudaSource) -> Result<Rc<CudaKernel>> {
-        let limit = self.info.limits.static_shared_max;
-        if src.static_bytes > limit {
-            return Err(Error::SharedMemoryLimit {
-                kernel: src.name.clone(),
-                backend: BackendKind::Cuda,
-                kind: "static",
-                requested: src.static_bytes as u64,
-                limit: limit as u64,
-                limit_name: "MAX_SHARED_MEMORY_PER_BLOCK: static __shared__ arrays cannot opt in past it",
-            });
-        }
+        src.check_static_limit(self.info.limits.static_shared_max)?;
         let key: StaticKey = (src.entry, src.source, src.defines.clone());
         if let Some(k) = self.static_kernels.borrow().get(&key) {
             return Ok(k.clone());
         }
         let (major, minor) = self.capability;
-        let ptx = nvrtc::compile(src, major, minor)?;
-        let module = self.ctx.load_module(ptx).map_err(driver_err("cuModuleLoadData (NVRTC output)"))?;
+        // An embedded cubin is the same program, options and architecture built by nvcc;
+        // records tell the two apart by the kernel's name.
+        let (image, what, name) = match self.twin_cubin(src) {
+            Some(cubin) => (Ptx::from_binary(cubin.to_vec()), "nvcc cubin", format!("{} (nvcc)", src.name)),
+            None => (nvrtc::compile(src, major, minor)?, "NVRTC output", src.name.clone()),
+        };
+        let module = self.ctx.load_module(image).map_err(driver_err("cuModuleLoadData (cuda-static twin)"))?;
         let func = module.load_function(src.entry).map_err(|e| Error::MissingKernel {
             name: src.entry.into(),
             backend: BackendKind::Cuda,
-            detail: format!("{} (NVRTC output of {}): {e}", src.name, src.file),
+            detail: format!("{} ({what} of {}): {e}", src.name, src.file),
         })?;
         let k = Rc::new(CudaKernel {
-            name: src.name.clone(),
+            name,
             func,
             optin_bytes: Cell::new(self.info.limits.launch_shared_default),
             max_threads: std::cell::OnceCell::new(),

@@ -35,6 +35,23 @@ pub struct CudaSource {
 }
 
 impl CudaSource {
+    /// Refuses a twin whose static arrays pass `limit` (CUDA's 48 KB per block: static
+    /// `__shared__` arrays cannot opt in to more, only launch-sized memory can), before it
+    /// is compiled.
+    pub fn check_static_limit(&self, limit: u32) -> Result<()> {
+        if self.static_bytes > limit {
+            return Err(Error::SharedMemoryLimit {
+                kernel: self.name.clone(),
+                backend: crate::backend::BackendKind::Cuda,
+                kind: "static",
+                requested: self.static_bytes as u64,
+                limit: limit as u64,
+                limit_name: "MAX_SHARED_MEMORY_PER_BLOCK: static __shared__ arrays cannot opt in past it",
+            });
+        }
+        Ok(())
+    }
+
     /// The value of define `name`, if given.
     pub fn define(&self, name: &str) -> Option<&str> {
         self.defines.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
@@ -59,7 +76,20 @@ pub fn library_present() -> bool {
 /// 75, refused at launch). The GEMM gets 128 at most, the cap build.rs puts on the Rust
 /// GEMM entries, so both run two 256-thread blocks per SM.
 pub fn options(src: &CudaSource, major: i32, minor: i32) -> Vec<String> {
-    let mut o = vec![format!("--gpu-architecture=sm_{major}{minor}")];
+    let mut o = vec![dynsmem_build::twins::arch_option(&arch(major, minor))];
+    o.extend(source_options(src));
+    o
+}
+
+/// The architecture NVRTC compiles for on compute capability `major.minor` (`sm_90`).
+pub fn arch(major: i32, minor: i32) -> String {
+    format!("sm_{major}{minor}")
+}
+
+/// [`options`] but the architecture: the register cap and the defines, what an ahead-of-time
+/// build of the twin (nvcc, `dynsmem_build::twins`) passes too.
+pub fn source_options(src: &CudaSource) -> Vec<String> {
+    let mut o = Vec::new();
     let num = |name: &str| src.define(name).and_then(|v| v.parse::<u32>().ok());
     let threads = num("BLOCK").or_else(|| Some(num("BM")? * num("BN")? / 64));
     if let Some(t) = threads.filter(|&t| t > 0) {
@@ -74,7 +104,13 @@ pub fn options(src: &CudaSource, major: i32, minor: i32) -> Vec<String> {
 /// The text NVRTC compiles: the prelude, then the family's source with its line numbers
 /// restored (`#line`), so the log points into the `.cu` file.
 pub fn program_text(src: &CudaSource) -> String {
-    format!("{PRELUDE}\n#line 1 \"{}\"\n{}", src.file, src.source)
+    dynsmem_build::twins::program_text(PRELUDE, src.file, src.source)
+}
+
+/// The key under which an ahead-of-time build embeds the cubin of `src` for `arch`
+/// (`dynsmem_build::twins::key`).
+pub fn twin_key(src: &CudaSource, arch: &str) -> u64 {
+    dynsmem_build::twins::key(&program_text(src), arch, &source_options(src))
 }
 
 /// Compiles `src` to PTX for compute capability `major.minor`. A missing libnvrtc is

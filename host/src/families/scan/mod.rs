@@ -7,7 +7,7 @@ use dynsmem_kernels::scan::ScanConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::backend::{Arg, BackendKind, Buffer, LaunchDims};
+use crate::backend::{Arg, BackendKind, Buffer, KernelName, LaunchDims};
 use crate::contract::{
     Built, CudaSource, FamilyBackend, KernelInfo, KernelSpec, WgslSpec, Workload, fill_template, invalid,
     invalid_problem, wgsl_sizing,
@@ -207,8 +207,9 @@ pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
         backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes })?;
         let cuda = || cuda_source(problem.dtype, &config);
         let spec = KernelSpec { entry: kernel, launch_bytes, wgsl: None, cuda: Some(&cuda) };
-        let name = if variant == Variant::CudaStatic { cuda().name } else { kernel.to_string() };
-        (Plan::LookBack(backend.build(&spec, variant)?), name)
+        let built = backend.build(&spec, variant)?;
+        let name = built.kernel.name().to_string();
+        (Plan::LookBack(built), name)
     } else {
         let grid = tiles.min(WGSL_MAX_GRID) as u32;
         backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes: 0 })?;

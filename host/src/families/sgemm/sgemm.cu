@@ -36,13 +36,13 @@
 #define EB 2
 typedef u16 elem_t;
 // Four f16 (8 bytes).
-typedef uint2 quad_t;
+typedef uint2 quad4_t;
 __device__ __forceinline__ float h2f(u32 bits) {
     float f;
     asm("{ .reg .b16 h; cvt.u16.u32 h, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "r"(bits));
     return f;
 }
-__device__ __forceinline__ void quad_to_f32(quad_t q, float (&f)[4]) {
+__device__ __forceinline__ void quad_to_f32(quad4_t q, float (&f)[4]) {
     f[0] = h2f(q.x & 0xffff);
     f[1] = h2f(q.x >> 16);
     f[2] = h2f(q.y & 0xffff);
@@ -51,8 +51,8 @@ __device__ __forceinline__ void quad_to_f32(quad_t q, float (&f)[4]) {
 #else
 #define EB 4
 typedef float elem_t;
-typedef float4 quad_t;
-__device__ __forceinline__ void quad_to_f32(quad_t q, float (&f)[4]) {
+typedef float4 quad4_t;
+__device__ __forceinline__ void quad_to_f32(quad4_t q, float (&f)[4]) {
     f[0] = q.x;
     f[1] = q.y;
     f[2] = q.z;
@@ -233,8 +233,8 @@ extern "C" __global__ void sgemm_static(const elem_t* __restrict__ a, const elem
     __shared__ uint4 b_chunks[STAGES * BK * (BN * EB / 16)];
     elem_t* a_elems = (elem_t*)a_chunks;
     elem_t* b_elems = (elem_t*)b_chunks;
-    const quad_t* a_quads = (const quad_t*)a_chunks;
-    const quad_t* b_quads = (const quad_t*)b_chunks;
+    const quad4_t* a_quads = (const quad4_t*)a_chunks;
+    const quad4_t* b_quads = (const quad4_t*)b_chunks;
 
     const u32 tid = threadIdx.x;
     if (blockDim.x != THREADS) {
