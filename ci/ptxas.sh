@@ -7,14 +7,20 @@
 #                             command runs tests/ptxas.rs for real (ci/run does this);
 #   bash ci/ptxas.sh table F  regenerates the committed resource table F (every entry, sm_80 and
 #                             sm_90a: registers, spills, stack, static shared, barriers).
-CUDA_WHEELS_VERSION=13.5.37
+# The version is the H100 machine's toolkit (its NVRTC, and the driver's JIT, are CUDA 13.0): the
+# twins nvcc builds then match what NVRTC builds there, and ptxas -v reports what the driver's
+# JIT makes of the PTX.
+CUDA_WHEELS_VERSION=13.0.88
+# nvdisasm (dynsmem sass) has no 13.0 wheel; a newer one reads 13.0 cubins.
+NVDISASM_VERSION=13.5.37
 _root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 _wheels="$_root/target/cuda-wheels"
-if [ ! -x "$_wheels/nvidia/cu13/bin/ptxas" ]; then
+if [ "$(cat "$_wheels/VERSION" 2>/dev/null)" != "$CUDA_WHEELS_VERSION" ]; then
+  rm -rf "$_wheels"
   python3 -m pip install -q --disable-pip-version-check --no-deps --target "$_wheels" \
     "nvidia-cuda-nvcc==$CUDA_WHEELS_VERSION" "nvidia-nvvm==$CUDA_WHEELS_VERSION" \
-    "nvidia-cuda-crt==$CUDA_WHEELS_VERSION" "nvidia-cuda-nvdisasm==$CUDA_WHEELS_VERSION" \
-    "nvidia-cuda-runtime==$CUDA_WHEELS_VERSION" >&2
+    "nvidia-cuda-crt==$CUDA_WHEELS_VERSION" "nvidia-cuda-nvdisasm==$NVDISASM_VERSION" \
+    "nvidia-cuda-runtime==$CUDA_WHEELS_VERSION" >&2 && echo "$CUDA_WHEELS_VERSION" > "$_wheels/VERSION"
 fi
 export DYNSMEM_PTXAS="$_wheels/nvidia/cu13/bin/ptxas"
 export DYNSMEM_CUDA_ALSO="${DYNSMEM_CUDA_ALSO:-sm_80:ptx75}"

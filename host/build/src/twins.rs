@@ -111,7 +111,7 @@ pub struct Cubins {
 /// Compiles every twin of the manifest at `manifest` for each architecture of
 /// `DYNSMEM_TWIN_ARCHS` (comma-separated, default [`DEFAULT_ARCHS`]) into `out_dir`, with
 /// `prelude` prepended (see [`program_text`]); prints the `rerun-if` lines. A cubin whose
-/// key is already in `out_dir` is kept. Without nvcc this returns no cubins and the reason,
+/// key is already in `out_dir` for this nvcc's version is kept. Without nvcc this returns no cubins and the reason,
 /// and a twin nvcc rejects is listed in [`Cubins::rejected`]; both are errors under
 /// `DYNSMEM_REQUIRE_NVCC=1`. An unreadable manifest or source is an error.
 pub fn compile(manifest: &Path, prelude: &Path, out_dir: &Path) -> Result<Cubins, String> {
@@ -136,7 +136,10 @@ pub fn compile(manifest: &Path, prelude: &Path, out_dir: &Path) -> Result<Cubins
     let version = Command::new(&nvcc).arg("--version").output().ok();
     let version = version.and_then(|o| String::from_utf8_lossy(&o.stdout).lines().last().map(String::from));
     let archs = std::env::var("DYNSMEM_TWIN_ARCHS").unwrap_or_else(|_| DEFAULT_ARCHS.into());
-    let twins_dir = out_dir.join("twins");
+    // A new nvcc (its file, its version) rebuilds every cubin: they are kept per version.
+    println!("cargo:rerun-if-changed={}", nvcc.display());
+    let stamp = crate::fnv1a([version.as_deref().unwrap_or("").as_bytes()]);
+    let twins_dir = out_dir.join("twins").join(format!("{stamp:016x}"));
     fs::create_dir_all(&twins_dir).map_err(|e| format!("creating {}: {e}", twins_dir.display()))?;
     let mut jobs = Vec::new();
     for spec in &specs {
