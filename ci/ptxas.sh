@@ -2,9 +2,10 @@
 # The CUDA toolchain without a GPU: the pinned compiler wheels from PyPI (ptxas, nvcc, nvdisasm;
 # no driver), installed into target/cuda-wheels.
 #
-#   source ci/ptxas.sh        exports DYNSMEM_PTXAS (ptxas) and DYNSMEM_CUDA_ALSO (the sm_80
-#                             image beside the embedded sm_90a one), so that the README's test
-#                             command runs tests/ptxas.rs for real (ci/run does this);
+#   source ci/ptxas.sh        exports DYNSMEM_PTXAS (ptxas), DYNSMEM_CUDA_ALSO (the sm_80 image
+#                             beside the embedded sm_90a one), NVCC (the twins' cubins) and the
+#                             libnvrtc folder on LD_LIBRARY_PATH, so that the README's test command
+#                             runs tests/ptxas.rs and tests/twins.rs for real (ci/run does this);
 #   bash ci/ptxas.sh table F  regenerates the committed resource table F (every entry, sm_80 and
 #                             sm_90a: registers, spills, stack, static shared, barriers).
 # The version is the H100 machine's toolkit (its NVRTC, and the driver's JIT, are CUDA 13.0): the
@@ -15,16 +16,22 @@ CUDA_WHEELS_VERSION=13.0.88
 NVDISASM_VERSION=13.5.37
 _root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 _wheels="$_root/target/cuda-wheels"
-if [ "$(cat "$_wheels/VERSION" 2>/dev/null)" != "$CUDA_WHEELS_VERSION" ]; then
+_stamp="nvcc,nvvm,crt,runtime,nvrtc $CUDA_WHEELS_VERSION; nvdisasm $NVDISASM_VERSION"
+if [ "$(cat "$_wheels/VERSION" 2>/dev/null)" != "$_stamp" ]; then
   rm -rf "$_wheels"
   python3 -m pip install -q --disable-pip-version-check --no-deps --target "$_wheels" \
     "nvidia-cuda-nvcc==$CUDA_WHEELS_VERSION" "nvidia-nvvm==$CUDA_WHEELS_VERSION" \
     "nvidia-cuda-crt==$CUDA_WHEELS_VERSION" "nvidia-cuda-nvdisasm==$NVDISASM_VERSION" \
-    "nvidia-cuda-runtime==$CUDA_WHEELS_VERSION" >&2 && echo "$CUDA_WHEELS_VERSION" > "$_wheels/VERSION"
+    "nvidia-cuda-runtime==$CUDA_WHEELS_VERSION" "nvidia-cuda-nvrtc==$CUDA_WHEELS_VERSION" >&2 && echo "$_stamp" > "$_wheels/VERSION"
 fi
 export DYNSMEM_PTXAS="$_wheels/nvidia/cu13/bin/ptxas"
 export DYNSMEM_CUDA_ALSO="${DYNSMEM_CUDA_ALSO:-sm_80:ptx75}"
 export DYNSMEM_REQUIRE_PTXAS=1  # tests/ptxas.rs fails instead of skipping
+# nvcc for build.rs, which then embeds the CUDA C twins' cubins (dynsmem_build::twins), and
+# libnvrtc for `dynsmem sass`'s NVRTC column (no driver is needed to compile).
+export NVCC="$_wheels/nvidia/cu13/bin/nvcc"
+export DYNSMEM_REQUIRE_NVCC=1
+export LD_LIBRARY_PATH="$_wheels/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$DYNSMEM_PTXAS" --version | tail -1 >&2
 
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = table ]; then

@@ -1,4 +1,4 @@
-//! What the tuning commands share below them: writing their output files, and the variable
+//! What the commands share below them: writing and appending to their output files, and the variable
 //! that names the timing lock file. `tune_cmd` uses `kt_cmd` and `workers`; this module
 //! uses none of them, so the three need not name each other back.
 
@@ -17,6 +17,19 @@ pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The file at `path` opened for appending (created if missing), where a path is given: the
+/// `--json` record files.
+pub fn append_to(path: Option<&Path>) -> anyhow::Result<Option<std::fs::File>> {
+    path.map(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .with_context(|| format!("opening {}", p.display()))
+    })
+    .transpose()
 }
 
 /// Writes `v` to `path` as pretty-printed JSON.

@@ -1,7 +1,8 @@
 //! `dynsmem sass`: per family, the machine code of the launch-sized Rust entry beside that
-//! of its CUDA C twin at the config the bench runs on an H100, as instruction mixes with
-//! the classes that differ named. No GPU: ptxas compiles the embedded PTX, nvcc the twin
-//! (the options NVRTC gets), nvdisasm lists both (see `dynsmem_host::twins::sass`).
+//! of its CUDA C twin at the config the bench runs on an H100 (built by NVRTC, as the
+//! cuda-static variant runs it, and by nvcc), as instruction mixes with the classes that
+//! differ named. No GPU: ptxas compiles the embedded PTX and NVRTC's, nvcc the twin with the
+//! same options, nvdisasm lists them (see `dynsmem_host::twins::sass`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -30,36 +31,44 @@ pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option
     let dir = std::env::temp_dir().join(format!("dynsmem-sass-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let rust_arch = dynsmem::images::PTX_ARCH;
-    let twin_arch = "sm_90";
     let rust = tools.rust_cubin(dynsmem::images::PTX, rust_arch, &dir).map_err(|e| anyhow!(e))?;
     let rust = tools.disassemble(&rust).map_err(|e| anyhow!(e))?;
     say!(
         "SASS instruction mixes (static counts): Rust entries from the embedded PTX through {} for {rust_arch}; \
-         CUDA C twins through {} for {twin_arch} with NVRTC's options; configs of the bench on an H100.",
+         CUDA C twins through NVRTC (its PTX through ptxas, as the driver would JIT it) and through {}, for \
+         {TWIN_ARCH} with the same options; configs of the bench on an H100.",
         tools.ptxas.display(),
         tools.nvcc.display()
     );
-    let mut out = match json {
-        Some(p) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("opening {}", p.display()))?,
-        ),
-        None => None,
-    };
+    let mut out = crate::files::append_to(json)?;
+    let mut nvrtc_missing = None;
     for (n, twin) in list.iter().enumerate() {
-        let cubin = tools.twin_cubin(&twin.source, twin_arch, &dir, n).map_err(|e| anyhow!(e))?;
-        let funcs = tools.disassemble(&cubin).map_err(|e| anyhow!(e))?;
+        let entry = twin.source.entry;
+        let mix_of = |cubin: Result<std::path::PathBuf, String>| -> anyhow::Result<Mix> {
+            let funcs = tools.disassemble(&cubin.map_err(|e| anyhow!(e))?).map_err(|e| anyhow!(e))?;
+            Ok(sass::mix(funcs.get(entry).ok_or_else(|| anyhow!("{entry} is not in its cubin"))?))
+        };
         let r = rust.get(&twin.rust_entry).ok_or_else(|| anyhow!("{} is not in the PTX image", twin.rust_entry))?;
-        let c = funcs.get(twin.source.entry).ok_or_else(|| anyhow!("{} is not in its cubin", twin.source.entry))?;
-        let (rm, cm) = (sass::mix(r), sass::mix(c));
-        let diff = sass::differences(&rm, &cm);
+        let rust_mix = sass::mix(r);
+        let nvcc = mix_of(tools.twin_cubin(&twin.source, TWIN_ARCH, &dir, n))?;
+        // NVRTC's column needs libnvrtc; without it the comparison is with nvcc's build.
+        let nvrtc = match tools.nvrtc_cubin(&twin.source, TWIN_ARCH, &dir, n) {
+            Ok(c) => Some(mix_of(Ok(c))?),
+            Err(e) => {
+                nvrtc_missing.get_or_insert(e);
+                None
+            }
+        };
         say!("\n{} {}: {} (launch-sized) vs {}", twin.family, twin.problem, twin.rust_entry, twin.source.name);
-        print_table(&rm, &cm, markdown)?;
-        let named: Vec<String> = diff.iter().map(|(class, r, c)| format!("{class} {r} vs {c}")).collect();
-        say!("  differ (Rust vs CUDA C): {}", if named.is_empty() { "none".into() } else { named.join(", ") });
+        print_table(&rust_mix, nvrtc.as_ref(), &nvcc, markdown)?;
+        let (twin_mix, by) = match &nvrtc {
+            Some(m) => (m, "NVRTC"),
+            None => (&nvcc, "nvcc"),
+        };
+        say!("  differ, Rust vs CUDA C ({by}): {}", named(&sass::differences(&rust_mix, twin_mix)));
+        if let Some(m) = &nvrtc {
+            say!("  differ, CUDA C NVRTC vs nvcc: {}", named(&sass::differences(m, &nvcc)));
+        }
         if let Some(f) = out.as_mut() {
             let line = serde_json::json!({
                 "family": twin.family,
@@ -68,32 +77,50 @@ pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option
                 "rust_entry": twin.rust_entry,
                 "rust_arch": rust_arch,
                 "twin": twin.source.name,
-                "twin_arch": twin_arch,
-                "rust": rm,
-                "cuda": cm,
+                "twin_arch": TWIN_ARCH,
+                "rust": rust_mix,
+                "nvrtc": nvrtc,
+                "nvcc": nvcc,
                 "commit": dynsmem::COMMIT,
             });
             writeln!(f, "{line}").context("writing the JSON lines")?;
         }
     }
+    if let Some(why) = nvrtc_missing {
+        say!("\n(no NVRTC column: {why})");
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
-/// The classes either side has, one row each.
-fn print_table(rust: &BTreeMap<&str, u32>, cuda: &BTreeMap<&str, u32>, markdown: bool) -> anyhow::Result<()> {
-    let rows = sass::CLASSES.iter().filter(|c| rust.contains_key(*c) || cuda.contains_key(*c));
+type Mix = BTreeMap<&'static str, u32>;
+
+/// The twins' architecture: what NVRTC compiles for on an H100.
+const TWIN_ARCH: &str = "sm_90";
+
+/// `class a vs b, ...`, or `none`.
+fn named(diff: &[sass::Difference]) -> String {
+    let named: Vec<String> = diff.iter().map(|(class, a, b)| format!("{class} {a} vs {b}")).collect();
+    if named.is_empty() { "none".into() } else { named.join(", ") }
+}
+
+/// The classes any side has, one row each.
+fn print_table(rust: &Mix, nvrtc: Option<&Mix>, nvcc: &Mix, markdown: bool) -> anyhow::Result<()> {
+    let has = |m: &Mix, c: &str| m.contains_key(c);
+    let rows = sass::CLASSES.iter().filter(|c| has(rust, c) || has(nvcc, c) || nvrtc.is_some_and(|m| has(m, c)));
+    let get = |m: &Mix, c: &str| m.get(c).copied().unwrap_or(0);
+    let nvrtc_cell = |c: &str| nvrtc.map_or("-".to_string(), |m| get(m, c).to_string());
     if markdown {
-        say!("\n| class | Rust | CUDA C |\n|---|---:|---:|");
+        say!("\n| class | Rust | CUDA C (NVRTC) | CUDA C (nvcc) |\n|---|---:|---:|---:|");
     } else {
-        say!("  {:<11} {:>6} {:>7}", "class", "Rust", "CUDA C");
+        say!("  {:<11} {:>6} {:>13} {:>12}", "class", "Rust", "CUDA C NVRTC", "CUDA C nvcc");
     }
     for class in rows {
-        let (r, c) = (rust.get(class).copied().unwrap_or(0), cuda.get(class).copied().unwrap_or(0));
+        let (r, v, c) = (get(rust, class), nvrtc_cell(class), get(nvcc, class));
         if markdown {
-            say!("| {class} | {r} | {c} |");
+            say!("| {class} | {r} | {v} | {c} |");
         } else {
-            say!("  {class:<11} {r:>6} {c:>7}");
+            say!("  {class:<11} {r:>6} {v:>13} {c:>12}");
         }
     }
     Ok(())

@@ -35,16 +35,7 @@ pub fn spirv(families: &[String], json: Option<&Path>, db: Option<TuningDb>) -> 
     };
     let device = backend.info().name.clone();
     say!("{}", dynsmem::suite::describe(&backend));
-    let mut out = match json {
-        Some(p) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("opening {}", p.display()))?,
-        ),
-        None => None,
-    };
+    let mut out = crate::files::append_to(json)?;
     let sizes = Sizes::cpu_adapter();
     let mut seen: HashSet<String> = HashSet::new();
     let mut wrong = Vec::new();

@@ -100,9 +100,17 @@ fn sass_mixes_of_the_reduce_twin_and_its_rust_entry() {
     std::fs::create_dir_all(&dir).unwrap();
     let cuda = tools.disassemble(&tools.twin_cubin(&twin.source, "sm_90", &dir, 0).unwrap()).unwrap();
     let rust = tools.disassemble(&tools.rust_cubin(images::PTX, images::PTX_ARCH, &dir).unwrap()).unwrap();
+    let mut sides = vec![("CUDA C nvcc", cuda, twin.source.entry), ("Rust", rust, twin.rust_entry.as_str())];
+    // NVRTC's build, where libnvrtc loads (ci/ptxas.sh puts the wheel's on the loader path).
+    if dynsmem::host::backend::cuda::nvrtc::library_present() {
+        let nvrtc = tools.disassemble(&tools.nvrtc_cubin(&twin.source, "sm_90", &dir, 0).unwrap()).unwrap();
+        sides.push(("CUDA C NVRTC", nvrtc, twin.source.entry));
+    } else {
+        note("twins::sass_mixes...: no libnvrtc, the NVRTC build is not compared");
+    }
     let _ = std::fs::remove_dir_all(&dir);
-    for (side, funcs, entry) in [("CUDA C", &cuda, twin.source.entry), ("Rust", &rust, twin.rust_entry.as_str())] {
-        let mix = sass::mix(funcs.get(entry).unwrap_or_else(|| panic!("{side}: no function {entry}")));
+    for (side, funcs, entry) in &sides {
+        let mix = sass::mix(funcs.get(*entry).unwrap_or_else(|| panic!("{side}: no function {entry}")));
         // A block reduction: shared stores and loads, barriers, global loads.
         for class in ["STS.32", "LDS.32", "BAR", "LDG.128"] {
             assert!(mix.get(class).copied().unwrap_or(0) > 0, "{side} {entry}: no {class} in {mix:?}");

@@ -186,7 +186,7 @@ pub fn compile(manifest: &Path, prelude: &Path, out_dir: &Path) -> Result<Cubins
 
 /// nvcc, as the `cc` crate finds it (`NVCC`, else `nvcc`), if it runs.
 fn find_nvcc() -> Option<PathBuf> {
-    let tool = cc::Build::new().cuda(true).cargo_metadata(false).try_get_compiler().ok()?;
+    let tool = cc::Build::new().cuda(true).cargo_metadata(false).cargo_warnings(false).try_get_compiler().ok()?;
     let path = tool.path().to_path_buf();
     Command::new(&path).arg("--version").output().ok().filter(|o| o.status.success()).map(|_| path)
 }

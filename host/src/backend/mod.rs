@@ -62,6 +62,24 @@ pub struct Limits {
     pub memory_bytes: Option<u64>,
 }
 
+impl Limits {
+    /// The H100 (SXM, 80 GB HBM3) as the CUDA backend reads it there: what the CPU backend
+    /// checks launches against, and the GPU the twins are listed for without one.
+    pub fn h100() -> Limits {
+        Limits {
+            max_threads_per_block: 1024,
+            max_grid_x: i32::MAX as u64,
+            launch_shared_default: 49_152,
+            launch_shared_max: 232_448,
+            static_shared_max: 49_152,
+            shared_per_multiprocessor: Some(233_472),
+            multiprocessors: Some(132),
+            max_buffer_bytes: u64::MAX,
+            memory_bytes: Some(85_017_493_504),
+        }
+    }
+}
+
 /// The grid, block and launch-sized shared bytes of one launch (1-D).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LaunchDims {

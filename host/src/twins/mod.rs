@@ -29,17 +29,7 @@ pub fn h100() -> DeviceInfo {
         driver: "(listed without the device)".into(),
         api: "CUDA, sm_90".into(),
         is_cpu: false,
-        limits: Limits {
-            max_threads_per_block: 1024,
-            max_grid_x: i32::MAX as u64,
-            launch_shared_default: 49_152,
-            launch_shared_max: 232_448,
-            static_shared_max: 49_152,
-            shared_per_multiprocessor: Some(233_472),
-            multiprocessors: Some(132),
-            max_buffer_bytes: u64::MAX,
-            memory_bytes: Some(85_017_493_504),
-        },
+        limits: Limits::h100(),
     }
 }
 

@@ -1,8 +1,9 @@
 //! What the compiler makes of memory sized at launch against the same kernel with
 //! compile-time arrays: the SASS of a launch-sized Rust entry (the embedded PTX through
-//! ptxas) beside that of its CUDA C twin (the same config through nvcc), as instruction
-//! mixes. No GPU: the CUDA toolkit's ptxas, nvcc and nvdisasm (the wheels `ci/ptxas.sh`
-//! installs are enough).
+//! ptxas) beside that of its CUDA C twin at the same config, as NVRTC builds it (what the
+//! cuda-static variant runs) and as nvcc does, as instruction mixes. No GPU: the CUDA
+//! toolkit's ptxas, nvcc and nvdisasm, and libnvrtc for the NVRTC column (the wheels
+//! `ci/ptxas.sh` installs are enough).
 //!
 //! The counts are static (instructions in the code, not executed): a load in a loop body
 //! counts once. They say which instructions each compiler chose (vector widths of shared
@@ -29,7 +30,7 @@ impl Tools {
     pub fn find() -> Result<Tools, String> {
         let mut dirs: Vec<PathBuf> = ["DYNSMEM_PTXAS", "NVCC"]
             .iter()
-            .filter_map(|v| std::env::var_os(v))
+            .filter_map(std::env::var_os)
             .filter_map(|p| PathBuf::from(p).parent().map(Path::to_path_buf))
             .collect();
         dirs.extend(
@@ -65,6 +66,23 @@ impl Tools {
         let mut cmd = Command::new(&self.nvcc);
         cmd.arg("-cubin").arg(dynsmem_build::twins::arch_option(arch)).args(source_options(src));
         run(cmd.arg("-o").arg(&cubin).arg(&file)).map_err(|e| format!("{}: {e}", src.name))?;
+        Ok(cubin)
+    }
+
+    /// The twin as the cuda-static variant builds it: NVRTC's PTX for `arch` (`sm_XY`, the
+    /// device's own) through ptxas, as the driver would JIT it, into `dir/<n>-nvrtc.cubin`.
+    /// Needs libnvrtc on the loader path (the `nvidia-cuda-nvrtc` wheel's `lib` folder will do).
+    pub fn nvrtc_cubin(&self, src: &CudaSource, arch: &str, dir: &Path, n: usize) -> Result<PathBuf, String> {
+        let digits = arch.strip_prefix("sm_").filter(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()));
+        let (major, minor) = digits
+            .map(|d| d.split_at(d.len() - 1))
+            .and_then(|(ma, mi)| Some((ma.parse().ok()?, mi.parse().ok()?)))
+            .ok_or_else(|| format!("{arch} is not an sm_XY architecture"))?;
+        let ptx = crate::backend::cuda::nvrtc::compile(src, major, minor).map_err(|e| e.to_string())?;
+        let file = dir.join(format!("twin{n}-nvrtc.ptx"));
+        let cubin = dir.join(format!("twin{n}-nvrtc-{arch}.cubin"));
+        std::fs::write(&file, ptx.to_src()).map_err(|e| format!("writing {}: {e}", file.display()))?;
+        run(Command::new(&self.ptxas).args(["--gpu-name", arch, "-o"]).arg(&cubin).arg(&file))?;
         Ok(cubin)
     }
 
@@ -129,35 +147,14 @@ pub fn functions(listing: &str) -> BTreeMap<String, Vec<Instr>> {
 
 /// The instruction classes the comparison counts, in table order (`LDG.32` holds the narrower
 /// global loads too; `loops` are backward branches: loops the compiler did not unroll away).
+#[rustfmt::skip]
 pub const CLASSES: &[&str] = &[
-    "LDS.8/16",
-    "LDS.32",
-    "LDS.64",
-    "LDS.128",
-    "LDSM",
-    "STS.8/16",
-    "STS.32",
-    "STS.64",
-    "STS.128",
-    "ATOMS",
-    "LDG.32",
-    "LDG.64",
-    "LDG.128",
-    "STG",
-    "LDGSTS",
-    "TMA",
-    "LDL/STL",
-    "BAR",
-    "SYNCS",
-    "DEPBAR",
-    "FFMA",
-    "FMUL/FADD",
-    "HMMA/HGMMA",
-    "MUFU.RCP",
-    "MUFU",
-    "SHFL",
-    "loops",
-    "total",
+    "LDS.8/16", "LDS.32", "LDS.64", "LDS.128", "LDSM",
+    "STS.8/16", "STS.32", "STS.64", "STS.128", "ATOMS", "ATOM/RED",
+    "LDG.32", "LDG.64", "LDG.128", "STG", "LDGSTS", "TMA", "LDL/STL",
+    "BAR", "SYNCS", "DEPBAR",
+    "FFMA", "FMUL/FADD", "HMMA/HGMMA", "MUFU.RCP", "MUFU", "SHFL",
+    "loops", "total",
 ];
 
 /// The class an instruction counts in (besides `total`), if any.
@@ -182,6 +179,8 @@ fn class(op: &str) -> Option<&'static str> {
         "LDG" => width(&["LDG.32", "LDG.32", "LDG.64", "LDG.128"]),
         "LDSM" => "LDSM",
         "ATOMS" => "ATOMS",
+        // Global or generic-address atomics (a generic one may also get an ATOMS path).
+        "ATOM" | "ATOMG" | "RED" => "ATOM/RED",
         "STG" => "STG",
         "LDGSTS" => "LDGSTS",
         "UTMALDG" | "UTMASTG" | "UTMAPF" | "UBLKCP" | "UTMACCTL" => "TMA",

@@ -237,18 +237,14 @@ impl CpuBackend {
                 driver: "std::thread".into(),
                 api: "Rust kernels on the host, H100 limits".into(),
                 is_cpu: true,
+                // The H100's launch limits, the host's cores and memory: an allocation past the
+                // host's memory is refused (`OutOfMemory`) instead of being overcommitted and
+                // killed later.
                 limits: Limits {
-                    max_threads_per_block: 1024,
-                    max_grid_x: i32::MAX as u64,
-                    launch_shared_default: 49_152,
-                    launch_shared_max: 232_448,
-                    static_shared_max: 49_152,
                     shared_per_multiprocessor: None,
                     multiprocessors: Some(cores),
-                    max_buffer_bytes: u64::MAX,
-                    // The host's memory is the device's: an allocation past it is refused
-                    // (`OutOfMemory`) instead of being overcommitted and killed later.
                     memory_bytes: super::host_memory().map(|m| m.total),
+                    ..Limits::h100()
                 },
             },
             kernels,

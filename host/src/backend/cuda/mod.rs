@@ -87,16 +87,14 @@ type StaticKey = (&'static str, &'static str, Vec<(&'static str, String)>);
 /// `(key, arch, name, cubin)`.
 pub type TwinCubins = &'static [(u64, &'static str, &'static str, &'static [u8])];
 
-/// Set to `nvrtc`, the cuda-static kernels are compiled by NVRTC even where a cubin of the
-/// same twin is embedded: how the two compilers are compared on one binary.
+/// Set to `nvcc`, the cuda-static kernels run the embedded cubins nvcc built of them (where
+/// one was built for the twin: the bench's twins on an H100), else NVRTC compiles them at run
+/// time as by default. Opt-in, not the default where cubins exist: nvcc and NVRTC of one
+/// toolkit version make different code of the same source and options (nvcc's PTX addresses
+/// shared memory with 32-bit pointers, NVRTC's with 64-bit), so the default would make the
+/// cuda-static figures depend on whether the building machine had nvcc (see the twins'
+/// notes in `docs/backends.md`).
 pub const TWIN_COMPILER_ENV: &str = "DYNSMEM_TWIN_COMPILER";
-
-/// What compiled a cuda-static kernel: an embedded cubin (nvcc) or NVRTC at run time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TwinCompiler {
-    Nvcc,
-    Nvrtc,
-}
 
 impl CudaBackend {
     /// Finds device `ordinal` and loads `ptx` on it; a missing driver or device is
@@ -199,28 +197,23 @@ impl CudaBackend {
         })
     }
 
-    /// Uses `cubins` (nvcc's builds of CUDA C twins, `dynsmem_build::twins`) for the
-    /// cuda-static kernels whose program, architecture and options they were built from;
-    /// any other twin is compiled by NVRTC as before. `DYNSMEM_TWIN_COMPILER=nvrtc` ignores
-    /// them.
+    /// Holds `cubins` (nvcc's builds of CUDA C twins, `dynsmem_build::twins`) for the
+    /// cuda-static kernels whose program, architecture and options they were built from,
+    /// used under `DYNSMEM_TWIN_COMPILER=nvcc` ([`TWIN_COMPILER_ENV`]); any other twin is
+    /// compiled by NVRTC.
     pub fn with_twin_cubins(mut self, cubins: TwinCubins) -> CudaBackend {
         self.twin_cubins = cubins;
         self
     }
 
-    /// The embedded cubin of `src` for this device, unless NVRTC is asked for.
+    /// The embedded cubin of `src` for this device, where nvcc's builds are asked for.
     fn twin_cubin(&self, src: &CudaSource) -> Option<&'static [u8]> {
-        if std::env::var(TWIN_COMPILER_ENV).is_ok_and(|v| v == "nvrtc") || self.twin_cubins.is_empty() {
+        if !std::env::var(TWIN_COMPILER_ENV).is_ok_and(|v| v == "nvcc") || self.twin_cubins.is_empty() {
             return None;
         }
         let arch = nvrtc::arch(self.capability.0, self.capability.1);
         let key = nvrtc::twin_key(src, &arch);
         self.twin_cubins.iter().find(|(k, a, ..)| *k == key && *a == arch).map(|(.., cubin)| *cubin)
-    }
-
-    /// Which compiler builds `src` here: nvcc where a cubin of it is embedded, else NVRTC.
-    pub fn twin_compiler(&self, src: &CudaSource) -> TwinCompiler {
-        if self.twin_cubin(src).is_some() { TwinCompiler::Nvcc } else { TwinCompiler::Nvrtc }
     }
 
     /// Compute capability (major, minor) of the device.
@@ -272,8 +265,8 @@ impl CudaBackend {
         Ok(k)
     }
 
-    /// The cuda-static kernel `src` (an embedded nvcc cubin of it where there is one, else
-    /// compiled through NVRTC for this device; loaded as a module of its own on first use,
+    /// The cuda-static kernel `src` (its embedded nvcc cubin under
+    /// `DYNSMEM_TWIN_COMPILER=nvcc`, else compiled through NVRTC for this device; loaded as a module of its own on first use,
     /// cached after): refused before compiling when its
     /// static arrays are over the static limit (48 KB per block: static `__shared__` arrays
     /// cannot opt in to more, only launch-sized memory can).
