@@ -146,14 +146,15 @@ pub fn functions(listing: &str) -> BTreeMap<String, Vec<Instr>> {
 }
 
 /// The instruction classes the comparison counts, in table order (`LDG.32` holds the narrower
-/// global loads too; `loops` are backward branches: loops the compiler did not unroll away).
+/// global loads too; `IMAD/IADD/LEA` is integer arithmetic, mostly index and address
+/// computation; `loops` are backward branches: loops the compiler did not unroll away).
 #[rustfmt::skip]
 pub const CLASSES: &[&str] = &[
     "LDS.8/16", "LDS.32", "LDS.64", "LDS.128", "LDSM",
     "STS.8/16", "STS.32", "STS.64", "STS.128", "ATOMS", "ATOM/RED",
     "LDG.32", "LDG.64", "LDG.128", "STG", "LDGSTS", "TMA", "LDL/STL",
     "BAR", "SYNCS", "DEPBAR",
-    "FFMA", "FMUL/FADD", "HMMA/HGMMA", "MUFU.RCP", "MUFU", "SHFL",
+    "FFMA", "FMUL/FADD", "HMMA/HGMMA", "MUFU.RCP", "MUFU", "SHFL", "IMAD/IADD/LEA",
     "loops", "total",
 ];
 
@@ -195,6 +196,8 @@ fn class(op: &str) -> Option<&'static str> {
         "MUFU" if mods.first() == Some(&"RCP") => "MUFU.RCP",
         "MUFU" => "MUFU",
         "SHFL" => "SHFL",
+        // Integer arithmetic, mostly indices and addresses.
+        "IMAD" | "IADD3" | "IADD" | "VIADD" | "LEA" => "IMAD/IADD/LEA",
         _ => return None,
     })
 }
@@ -247,6 +250,7 @@ mod tests {
         /*00b0*/                   MUFU.RCP R3, R2 ;\n\
         /*00c0*/                   BRA `(.L_x_1) ;\n\
         .L_x_1:\n\
+        /*00d0*/                   IADD3 R1, R2, R3, RZ ;\n\
         \t.section\t.text.other,\"ax\",@progbits\n\
         /*0000*/                   EXIT ;\n";
 
@@ -269,11 +273,12 @@ mod tests {
             ("LDL/STL", 1),
             ("MUFU.RCP", 1),
             ("loops", 1),
-            ("total", 13),
+            ("IMAD/IADD/LEA", 1),
+            ("total", 14),
         ];
         assert_eq!(m, want.into_iter().collect());
         let other = mix(&f["other"]);
-        assert_eq!(differences(&m, &other).len(), 11);
+        assert_eq!(differences(&m, &other).len(), 12);
         assert_eq!(differences(&m, &m), vec![]);
         assert_eq!(differences(&other, &m)[0], ("LDS.8/16", 0, 1));
     }
