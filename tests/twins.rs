@@ -31,15 +31,20 @@ fn the_manifest_lists_the_h100_bench_twins() {
     let list = h100_twins();
     // Every family with a `.cu` file has a twin, each twin's source is that file and its
     // Rust entry is a kernel of the image.
-    for f in FAMILIES {
+    for f in FAMILIES.iter().filter(|_| families_dir().is_dir()) {
         let has_cu = families_dir().join(f.name()).join(format!("{}.cu", f.name())).is_file();
         assert_eq!(list.iter().any(|t| t.family == f.name()), has_cu, "{}: twins listed vs .cu file", f.name());
     }
     let entries: Vec<&str> = dynsmem::device::KERNELS.iter().flat_map(|t| t.iter()).map(|k| k.name).collect();
-    for t in &list {
+    // The source paths the manifest gives build.rs, where the source tree is at hand (a test
+    // executable copied to a GPU machine may run without it).
+    let tree = families_dir().is_dir();
+    for t in list.iter().filter(|_| tree) {
         let path = families_dir().join(twins::source_path(t));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(text, t.source.source, "{}: the twin's source is not {}", t.source.name, path.display());
+    }
+    for t in &list {
         assert!(entries.contains(&t.rust_entry.as_str()), "{}: no Rust entry {}", t.source.name, t.rust_entry);
         let options = dynsmem::host::backend::cuda::nvrtc::source_options(&t.source);
         assert!(options.iter().all(|o| !o.contains(char::is_whitespace)), "{}: {options:?}", t.source.name);
@@ -50,7 +55,7 @@ fn the_manifest_lists_the_h100_bench_twins() {
         std::fs::write(&file, &text).unwrap();
         return;
     }
-    let committed = std::fs::read_to_string(&file).unwrap();
+    let committed = include_str!("../host/src/families/twins.manifest");
     assert!(
         committed == text,
         "{} is not the list the bench gives on an H100 (a default config or a twin changed): \
