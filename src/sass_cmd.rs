@@ -31,12 +31,13 @@ pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option
     let dir = std::env::temp_dir().join(format!("dynsmem-sass-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let rust_arch = dynsmem::images::PTX_ARCH;
+    let twin_arch = dynsmem::host::backend::cuda::nvrtc::arch(TWIN_CAPABILITY.0, TWIN_CAPABILITY.1);
     let rust = tools.rust_cubin(dynsmem::images::PTX, rust_arch, &dir).map_err(|e| anyhow!(e))?;
     let rust = tools.disassemble(&rust).map_err(|e| anyhow!(e))?;
     say!(
         "SASS instruction mixes (static counts): Rust entries from the embedded PTX through {} for {rust_arch}; \
          CUDA C twins through NVRTC (its PTX through ptxas, as the driver would JIT it) and through {}, for \
-         {TWIN_ARCH} with the same options; configs of the bench on an H100.",
+         {twin_arch} with the same options; configs of the bench on an H100.",
         tools.ptxas.display(),
         tools.nvcc.display()
     );
@@ -50,9 +51,9 @@ pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option
         };
         let r = rust.get(&twin.rust_entry).ok_or_else(|| anyhow!("{} is not in the PTX image", twin.rust_entry))?;
         let rust_mix = sass::mix(r);
-        let nvcc = mix_of(tools.twin_cubin(&twin.source, TWIN_ARCH, &dir, n))?;
+        let nvcc = mix_of(tools.twin_cubin(&twin.source, TWIN_CAPABILITY, &dir, n))?;
         // NVRTC's column needs libnvrtc; without it the comparison is with nvcc's build.
-        let nvrtc = match tools.nvrtc_cubin(&twin.source, TWIN_ARCH, &dir, n) {
+        let nvrtc = match tools.nvrtc_cubin(&twin.source, TWIN_CAPABILITY, &dir, n) {
             Ok(c) => Some(mix_of(Ok(c))?),
             Err(e) => {
                 nvrtc_missing.get_or_insert(e);
@@ -77,7 +78,7 @@ pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option
                 "rust_entry": twin.rust_entry,
                 "rust_arch": rust_arch,
                 "twin": twin.source.name,
-                "twin_arch": TWIN_ARCH,
+                "twin_arch": twin_arch,
                 "rust": rust_mix,
                 "nvrtc": nvrtc,
                 "nvcc": nvcc,
@@ -95,8 +96,8 @@ pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option
 
 type Mix = BTreeMap<&'static str, u32>;
 
-/// The twins' architecture: what NVRTC compiles for on an H100.
-const TWIN_ARCH: &str = "sm_90";
+/// The twins' compute capability: the H100's (NVRTC compiles for `sm_90` there).
+const TWIN_CAPABILITY: (i32, i32) = (9, 0);
 
 /// `class a vs b, ...`, or `none`.
 fn named(diff: &[sass::Difference]) -> String {

@@ -103,12 +103,12 @@ fn sass_mixes_of_the_reduce_twin_and_its_rust_entry() {
     let twin = list.iter().find(|t| t.family == "reduce").expect("reduce has a twin");
     let dir = std::env::temp_dir().join(format!("dynsmem-twins-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let cuda = tools.disassemble(&tools.twin_cubin(&twin.source, "sm_90", &dir, 0).unwrap()).unwrap();
+    let cuda = tools.disassemble(&tools.twin_cubin(&twin.source, (9, 0), &dir, 0).unwrap()).unwrap();
     let rust = tools.disassemble(&tools.rust_cubin(images::PTX, images::PTX_ARCH, &dir).unwrap()).unwrap();
     let mut sides = vec![("CUDA C nvcc", cuda, twin.source.entry), ("Rust", rust, twin.rust_entry.as_str())];
     // NVRTC's build, where libnvrtc loads (ci/ptxas.sh puts the wheel's on the loader path).
     if dynsmem::host::backend::cuda::nvrtc::library_present() {
-        let nvrtc = tools.disassemble(&tools.nvrtc_cubin(&twin.source, "sm_90", &dir, 0).unwrap()).unwrap();
+        let nvrtc = tools.disassemble(&tools.nvrtc_cubin(&twin.source, (9, 0), &dir, 0).unwrap()).unwrap();
         sides.push(("CUDA C NVRTC", nvrtc, twin.source.entry));
     } else {
         note("twins::sass_mixes...: no libnvrtc, the NVRTC build is not compared");

@@ -161,7 +161,7 @@ pub fn compile(manifest: &Path, prelude: &Path, out_dir: &Path) -> Result<Cubins
                 let nvcc = &nvcc;
                 s.spawn(move || {
                     part.iter()
-                        .map(|(spec, arch, _, program, cubin)| nvcc_cubin(nvcc, spec, arch, program, cubin))
+                        .map(|(spec, arch, _, program, cubin)| build_cubin(nvcc, spec, arch, program, cubin))
                         .collect::<Vec<_>>()
                 })
             })
@@ -191,32 +191,40 @@ fn find_nvcc() -> Option<PathBuf> {
     Command::new(&path).arg("--version").output().ok().filter(|o| o.status.success()).map(|_| path)
 }
 
-/// One cubin: nvcc with the options NVRTC gets (`-cubin` in place of PTX output), unless
-/// it is there already.
-fn nvcc_cubin(nvcc: &Path, spec: &TwinSpec, arch: &str, program: &str, cubin: &Path) -> Result<(), String> {
+/// One cubin of `spec`, unless it is there already (see [`nvcc_cubin`]).
+fn build_cubin(nvcc: &Path, spec: &TwinSpec, arch: &str, program: &str, cubin: &Path) -> Result<(), String> {
     if cubin.exists() {
         return Ok(());
     }
+    nvcc_cubin(nvcc, program, arch, &spec.options, cubin).map_err(|e| {
+        format!(
+            "nvcc rejected the twin {} ({arch}, {} {}):\n{e}",
+            spec.name,
+            spec.path.display(),
+            spec.options.join(" ")
+        )
+    })
+}
+
+/// `program` compiled by `nvcc` into `cubin` for `arch` with `options` (every option but the
+/// architecture, as NVRTC gets them), `-cubin` in place of NVRTC's PTX output. The program is
+/// written beside the cubin (`.cu`), and the cubin appears only once nvcc succeeded. The
+/// error is nvcc's message.
+pub fn nvcc_cubin(nvcc: &Path, program: &str, arch: &str, options: &[String], cubin: &Path) -> Result<(), String> {
     let source = cubin.with_extension("cu");
     fs::write(&source, program).map_err(|e| format!("writing {}: {e}", source.display()))?;
     let tmp = cubin.with_extension("cubin.tmp");
     let out = Command::new(nvcc)
         .arg("-cubin")
         .arg(arch_option(arch))
-        .args(&spec.options)
+        .args(options)
         .arg("-o")
         .arg(&tmp)
         .arg(&source)
         .output()
         .map_err(|e| format!("starting {}: {e}", nvcc.display()))?;
     if !out.status.success() {
-        return Err(format!(
-            "nvcc rejected the twin {} ({arch}, {} {}):\n{}",
-            spec.name,
-            spec.path.display(),
-            spec.options.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
     fs::rename(&tmp, cubin).map_err(|e| format!("moving {}: {e}", tmp.display()))
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::backend::cuda::nvrtc::{CudaSource, program_text, source_options};
+use crate::backend::cuda::nvrtc::{self, CudaSource, program_text, source_options};
 
 /// The CUDA tools the comparison runs.
 #[derive(Debug, Clone)]
@@ -57,32 +57,26 @@ impl Tools {
         Ok(cubin)
     }
 
-    /// The twin compiled by nvcc for `arch` with the options NVRTC gets, into
-    /// `dir/<n>.cubin`.
-    pub fn twin_cubin(&self, src: &CudaSource, arch: &str, dir: &Path, n: usize) -> Result<PathBuf, String> {
-        let file = dir.join(format!("twin{n}.cu"));
+    /// The twin compiled by nvcc for compute capability `cc` (`sm_XY`, NVRTC's architecture
+    /// there) with the options NVRTC gets, into `dir/twin<n>-<arch>.cubin`.
+    pub fn twin_cubin(&self, src: &CudaSource, cc: (i32, i32), dir: &Path, n: usize) -> Result<PathBuf, String> {
+        let arch = nvrtc::arch(cc.0, cc.1);
         let cubin = dir.join(format!("twin{n}-{arch}.cubin"));
-        std::fs::write(&file, program_text(src)).map_err(|e| format!("writing {}: {e}", file.display()))?;
-        let mut cmd = Command::new(&self.nvcc);
-        cmd.arg("-cubin").arg(dynsmem_build::twins::arch_option(arch)).args(source_options(src));
-        run(cmd.arg("-o").arg(&cubin).arg(&file)).map_err(|e| format!("{}: {e}", src.name))?;
+        dynsmem_build::twins::nvcc_cubin(&self.nvcc, &program_text(src), &arch, &source_options(src), &cubin)
+            .map_err(|e| format!("{}: nvcc failed: {}", src.name, e.trim()))?;
         Ok(cubin)
     }
 
-    /// The twin as the cuda-static variant builds it: NVRTC's PTX for `arch` (`sm_XY`, the
-    /// device's own) through ptxas, as the driver would JIT it, into `dir/<n>-nvrtc.cubin`.
+    /// The twin as the cuda-static variant builds it on compute capability `cc`: NVRTC's PTX
+    /// through ptxas, as the driver would JIT it, into `dir/twin<n>-nvrtc-<arch>.cubin`.
     /// Needs libnvrtc on the loader path (the `nvidia-cuda-nvrtc` wheel's `lib` folder will do).
-    pub fn nvrtc_cubin(&self, src: &CudaSource, arch: &str, dir: &Path, n: usize) -> Result<PathBuf, String> {
-        let digits = arch.strip_prefix("sm_").filter(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()));
-        let (major, minor) = digits
-            .map(|d| d.split_at(d.len() - 1))
-            .and_then(|(ma, mi)| Some((ma.parse().ok()?, mi.parse().ok()?)))
-            .ok_or_else(|| format!("{arch} is not an sm_XY architecture"))?;
-        let ptx = crate::backend::cuda::nvrtc::compile(src, major, minor).map_err(|e| e.to_string())?;
+    pub fn nvrtc_cubin(&self, src: &CudaSource, cc: (i32, i32), dir: &Path, n: usize) -> Result<PathBuf, String> {
+        let arch = nvrtc::arch(cc.0, cc.1);
+        let ptx = nvrtc::compile(src, cc.0, cc.1).map_err(|e| e.to_string())?;
         let file = dir.join(format!("twin{n}-nvrtc.ptx"));
         let cubin = dir.join(format!("twin{n}-nvrtc-{arch}.cubin"));
         std::fs::write(&file, ptx.to_src()).map_err(|e| format!("writing {}: {e}", file.display()))?;
-        run(Command::new(&self.ptxas).args(["--gpu-name", arch, "-o"]).arg(&cubin).arg(&file))?;
+        run(Command::new(&self.ptxas).args(["--gpu-name", &arch, "-o"]).arg(&cubin).arg(&file))?;
         Ok(cubin)
     }
 
