@@ -61,6 +61,45 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Memory probes, sized at launch: workgroup-memory latency, bank conflicts (stride)
+    /// and access width, distributed shared memory (clusters), device-memory latency by
+    /// working set and bandwidth by width and cache hint, atomics by contention, fences by
+    /// scope, and the occupancy explorer (families' launch-sized bytes padded to the opt-in
+    /// limit, time against resident blocks). Then the run beside published Hopper figures.
+    /// Resumes from its --json file.
+    Probe {
+        /// Probes to run (default: every one).
+        #[arg(value_enum)]
+        probes: Vec<dynsmem_host::memprobe::ProbeKind>,
+        /// Backends to run (repeatable; default: every GPU backend present, and the WGSL
+        /// twins; the CPU backend only without a GPU).
+        #[arg(long, value_enum)]
+        backend: Vec<BackendArg>,
+        /// Families the occupancy explorer pads (repeatable; default: reduce, softmax, sgemm).
+        #[arg(long = "family", value_name = "FAMILY")]
+        families: Vec<String>,
+        /// Padding step of the occupancy explorer, in bytes.
+        #[arg(long, default_value_t = 4096)]
+        step: u32,
+        /// Small sweeps and sizes (default on CPU backends and CPU Vulkan adapters).
+        #[arg(long)]
+        quick: bool,
+        /// Append the records (JSON lines) to this file; points it already holds for this
+        /// device are kept, not measured again (an interrupted run resumes).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Print the tables as Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// Write SVG plots of the records (this run's and the file's) into this folder.
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
+        /// Seed of the rings the chases follow.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Each family's shape suite (`shapes.txt` in its folder): every shape beside its anchor
     /// measured in the same run (a copy of its bytes; cuBLAS for SGEMM), then per family the
     /// geometric mean and the minimum of the ratios. Resumes from its --json file.

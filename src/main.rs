@@ -38,6 +38,7 @@ fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
 
 mod files;
 mod kt_cmd;
+mod probe_cmd;
 mod sass_cmd;
 mod spirv_cmd;
 mod tune_cmd;
@@ -100,6 +101,22 @@ fn main() -> anyhow::Result<()> {
             spirv_cmd::spirv(&families, json.as_deref(), tuning_db(&db)?)
         }
         Parsed::Fixed(Command::Merge { out, inputs, top }) => tune_cmd::merge(&out, &inputs, top),
+        Parsed::Fixed(Command::Probe { probes, backend, families, step, quick, json, markdown, plots, seed, db }) => {
+            let args = probe_cmd::ProbeArgs {
+                probes,
+                backends: backend.into_iter().map(BackendKind::from).collect(),
+                families,
+                step,
+                quick,
+                json,
+                style: if markdown { TableStyle::Markdown } else { TableStyle::Text },
+                plots,
+                seed,
+                db: tuning_db(&db)?,
+                command: command_line(),
+            };
+            probe_cmd::probe(args)
+        }
         Parsed::Run { family, matches, common } => run(family, &matches, &common),
         Parsed::Tune { family, matches, tune } => tune_cmd::tune(family, &matches, &tune),
     }

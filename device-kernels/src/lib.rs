@@ -30,6 +30,7 @@ pub mod gpu;
 pub mod hgemm;
 pub mod histogram;
 pub mod layout;
+pub mod memprobe;
 pub mod nbody;
 pub mod reduce;
 pub mod rmsnorm;
@@ -57,6 +58,7 @@ pub const KERNELS: &[&[KernelEntry]] = &[
     nbody::KERNELS,
     sgemm::KERNELS,
     hgemm::KERNELS,
+    memprobe::KERNELS,
 ];
 
 /// Element types the kernels are instantiated for.

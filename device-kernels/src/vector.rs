@@ -8,6 +8,11 @@
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Vec4<T>(pub [T; 4]);
 
+/// Two elements, 8-byte aligned (one `ld.global.v2` of 4-byte elements).
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Vec2<T>(pub [T; 2]);
+
 impl<T: Copy> Vec4<T> {
     #[inline(always)]
     pub const fn splat(v: T) -> Vec4<T> {

@@ -15,6 +15,7 @@ pub mod error;
 pub mod families;
 pub mod family;
 pub mod measure;
+pub mod memprobe;
 pub mod observe;
 pub mod par;
 pub mod report;

@@ -166,6 +166,11 @@ pub(super) unsafe fn shared_atomic_add_u32(p: *mut u32, v: u32) {
     // SAFETY: `p` points into the workgroup's region, which its threads share.
     unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, core::sync::atomic::Ordering::Relaxed);
 }
+/// Nanoseconds since the first call in this process (the CPU backend's [`super::micro::clock`]).
+pub(super) fn clock_ns() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+}
 pub(super) fn exp2(x: f32) -> f32 {
     x.exp2()
 }

@@ -13,6 +13,7 @@ use crate::layout::Slice;
 
 #[cfg(not(gpu))]
 pub mod host;
+pub mod micro;
 mod tensor_core;
 pub use tensor_core::*;
 

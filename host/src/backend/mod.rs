@@ -88,6 +88,53 @@ pub struct LaunchDims {
     pub shared_bytes: u32,
 }
 
+/// One launch as a backend saw it, with the padding ([`Backend::set_launch_padding`]) in
+/// its shared bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchSeen {
+    pub kernel: String,
+    pub dims: LaunchDims,
+    /// Blocks of it that fit on one multiprocessor at once (the driver's occupancy
+    /// calculator), where the backend can tell.
+    pub resident_blocks: Option<u32>,
+}
+
+/// The log of launches a padded backend keeps: each kernel once, its last launch.
+#[derive(Default)]
+pub(crate) struct LaunchLog(std::sync::Mutex<(Option<u32>, Vec<LaunchSeen>)>);
+
+impl LaunchLog {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Option<u32>, Vec<LaunchSeen>)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    pub(crate) fn set(&self, bytes: Option<u32>) {
+        let mut log = self.lock();
+        log.0 = bytes;
+        if bytes.is_none() {
+            log.1.clear();
+        }
+    }
+    /// `dims` with the padding added (checked for overflow by the caller's limit check).
+    pub(crate) fn pad(&self, dims: LaunchDims) -> LaunchDims {
+        LaunchDims { shared_bytes: dims.shared_bytes.saturating_add(self.lock().0.unwrap_or(0)), ..dims }
+    }
+    /// Logs a launch while a padding is set; `resident` is asked only then.
+    pub(crate) fn note(&self, kernel: &str, dims: LaunchDims, resident: impl FnOnce() -> Option<u32>) {
+        let mut log = self.lock();
+        if log.0.is_none() {
+            return;
+        }
+        let seen = LaunchSeen { kernel: kernel.into(), dims, resident_blocks: resident() };
+        match log.1.iter_mut().find(|l| l.kernel == kernel) {
+            Some(l) => *l = seen,
+            None => log.1.push(seen),
+        }
+    }
+    pub(crate) fn take(&self) -> Vec<LaunchSeen> {
+        std::mem::take(&mut self.lock().1)
+    }
+}
+
 /// A device buffer of `len` elements of `T`, holding the backend's raw allocation `R`.
 /// One type for every backend; [`Backend`] fixes `R`.
 pub struct Buffer<R, T> {
@@ -312,6 +359,22 @@ pub trait Backend {
     /// `nvidia-smi -L` prints it): what tells apart GPUs of one model in one host.
     fn device_id(&self) -> Option<String> {
         None
+    }
+
+    /// Makes every later launch ask for `bytes` of launch-sized memory beyond its kernel's
+    /// own: memory nothing uses, which only lowers how many blocks fit on a multiprocessor
+    /// (`dynsmem probe occupancy`). While set (`Some`, 0 included), launches are logged
+    /// ([`Backend::take_launches`]); `None` ends both.
+    /// Only backends whose kernels take launch-sized memory pad (default: unsupported).
+    fn set_launch_padding(&self, bytes: Option<u32>) -> Result<()> {
+        let _ = bytes;
+        Err(Error::Unsupported { backend: self.kind(), what: "padding launch-sized memory".into() })
+    }
+
+    /// The launches queued since the last call while a padding was set, each kernel once
+    /// (its last launch), in order of first launch.
+    fn take_launches(&self) -> Vec<LaunchSeen> {
+        Vec::new()
     }
 
     /// The limit checks every launch must pass, against [`DeviceInfo::limits`]

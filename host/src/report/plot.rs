@@ -66,12 +66,12 @@ const PALETTE: [(u8, u8, u8); 10] = [
     (23, 190, 207),
 ];
 
-pub(super) fn series_colour(i: usize) -> RGBColor {
+pub(crate) fn series_colour(i: usize) -> RGBColor {
     let (r, g, b) = PALETTE[i % PALETTE.len()];
     RGBColor(r, g, b)
 }
 
-pub(super) fn plot_error(what: &str) -> impl Fn(String) -> Error + '_ {
+pub(crate) fn plot_error(what: &str) -> impl Fn(String) -> Error + '_ {
     move |reason| Error::Plot { what: what.into(), reason }
 }
 
@@ -207,7 +207,7 @@ impl Scale {
 
 /// Draws a legend (a coloured mark and a name per entry; an entry flagged as a tick is
 /// drawn as a black bar) in its own strip below a chart, so that it never covers a bar.
-pub(super) fn legend(
+pub(crate) fn legend(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     entries: &[(String, RGBColor, bool)],
 ) -> std::result::Result<(), String> {
@@ -226,7 +226,7 @@ pub(super) fn legend(
 }
 
 /// Height of the legend strip for `n` entries.
-pub(super) fn legend_px(n: usize) -> u32 {
+pub(crate) fn legend_px(n: usize) -> u32 {
     n as u32 * 18 + 16
 }
 
@@ -488,7 +488,7 @@ pub fn render(records: &[Record]) -> Result<Vec<Plot>> {
 
 /// A family name as a file name: anything but letters, digits, `-` and `_` becomes `_`
 /// (names come from record files, which may be anyone's).
-pub(super) fn file_stem(family: &str) -> String {
+pub(crate) fn file_stem(family: &str) -> String {
     let s: String =
         family.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     if s.is_empty() { "_".into() } else { s }
@@ -502,7 +502,7 @@ pub fn write(records: &[Record], dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Writes `plots` into `dir` (created if missing), replacing files of the same names;
 /// returns their paths.
-pub(super) fn save(plots: Vec<Plot>, dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn save(plots: Vec<Plot>, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.into(), source })?;
     let mut paths = Vec::new();
     for p in plots {

@@ -155,6 +155,8 @@ pub struct CpuBackend {
     /// A planted bug: launches of this kernel skip the first workgroup of their order
     /// (`DYNSMEM_CPU_PLANT_SKIP`), so that tests can see a wrong result surface as one.
     skip_first: Option<String>,
+    /// Padding of every launch's shared bytes, and the launches seen meanwhile.
+    launch_log: super::LaunchLog,
 }
 
 /// Names a kernel whose launches skip a workgroup on the CPU backend: a planted bug for
@@ -227,6 +229,7 @@ impl CpuBackend {
             gpu_shaped: false,
             captured: None,
             skip_first: std::env::var(PLANT_SKIP_ENV).ok().filter(|v| !v.is_empty()),
+            launch_log: Default::default(),
             info: DeviceInfo {
                 backend: BackendKind::Cpu,
                 name: format!(
@@ -468,8 +471,19 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn set_launch_padding(&self, bytes: Option<u32>) -> Result<()> {
+        self.launch_log.set(bytes);
+        Ok(())
+    }
+
+    fn take_launches(&self) -> Vec<super::LaunchSeen> {
+        self.launch_log.take()
+    }
+
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
+        let dims = self.launch_log.pad(dims);
         self.check_launch(kernel.name, dims)?;
+        self.launch_log.note(kernel.name, dims, || None);
         let kinds: Vec<ParamKind> = args
             .iter()
             .map(|a| match a {

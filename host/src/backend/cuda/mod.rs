@@ -70,6 +70,8 @@ pub struct CudaBackend {
     timer: (CudaEvent, CudaEvent),
     /// NVML for this GPU, opened at the first measurement (`None` inside: no NVML).
     observer: std::cell::OnceCell<Option<Box<crate::observe::nvml::NvmlObserver>>>,
+    /// Padding of every launch's shared bytes, and the launches seen meanwhile.
+    launch_log: super::LaunchLog,
 }
 
 /// The first word of a PTX module's `.target` directive (`sm_90a` of `.target sm_90a`).
@@ -194,6 +196,7 @@ impl CudaBackend {
             ptx_target: ptx_target(ptx),
             timer,
             observer: std::cell::OnceCell::new(),
+            launch_log: Default::default(),
         })
     }
 
@@ -445,7 +448,17 @@ impl Backend for CudaBackend {
         self.htod(words)
     }
 
+    fn set_launch_padding(&self, bytes: Option<u32>) -> Result<()> {
+        self.launch_log.set(bytes);
+        Ok(())
+    }
+
+    fn take_launches(&self) -> Vec<super::LaunchSeen> {
+        self.launch_log.take()
+    }
+
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
+        let dims = self.launch_log.pad(dims);
         self.check_launch(&kernel.name, dims)?;
         // A kernel's own ceiling can be below the device's: its registers times the block
         // must fit the register file (`CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES` otherwise).
@@ -477,6 +490,12 @@ impl Backend for CudaBackend {
                 .map_err(driver_err("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
             kernel.optin_bytes.set(dims.shared_bytes);
         }
+        self.launch_log.note(&kernel.name, dims, || {
+            kernel
+                .func
+                .occupancy_max_active_blocks_per_multiprocessor(dims.block, dims.shared_bytes as usize, None)
+                .ok()
+        });
         // Every argument gets an 8-byte slot; the driver reads each parameter's size
         // from the kernel's signature, so a u32 in the low half of a slot is right on
         // this little-endian ABI.

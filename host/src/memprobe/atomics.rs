@@ -1,0 +1,193 @@
+//! Atomics by operation, memory and contention (the question every histogram asks), and the
+//! cost of a fence by its scope.
+
+use dynsmem_kernels::gpu::micro::{AtomicOp, FenceScope};
+use dynsmem_kernels::memprobe::{Contention, TIMING_WORDS, atomics_bytes};
+use serde_json::json;
+
+use super::shared::Points;
+use super::{Cycles, Point, ProbeKind, ProbeOptions, launch, multiprocessors};
+use crate::backend::Variant;
+use crate::contract::FamilyBackend;
+use crate::verify::{Mismatch, Tolerance, check_slice};
+
+fn op_name(op: AtomicOp) -> &'static str {
+    match op {
+        AtomicOp::Add => "add",
+        AtomicOp::Min => "min",
+        AtomicOp::CasIncrement => "cas-increment",
+    }
+}
+
+fn contention_name(c: Contention) -> &'static str {
+    match c {
+        Contention::OneWord => "one-word",
+        Contention::OneBank => "one-bank",
+        Contention::Spread => "spread",
+    }
+}
+
+/// The words of `target` after the probe: what every thread's operations leave, merged
+/// over the blocks (the kernel's workgroup copies are merged with add, or min for min).
+fn expected_words(op: AtomicOp, mode: Contention, (grid, block, iters): (u32, u32, u32)) -> Vec<u32> {
+    let words = mode.words(block) as usize;
+    let mut out = vec![if op == AtomicOp::Min { u32::MAX } else { 0 }; words];
+    for b in 0..grid {
+        for t in 0..block {
+            let w = mode.word(t) as usize;
+            let gid = b * block + t;
+            out[w] = match op {
+                AtomicOp::Add | AtomicOp::CasIncrement => out[w].wrapping_add(iters),
+                // The smallest value a thread applies: at its last step, 1 + gid.
+                AtomicOp::Min if iters > 0 => out[w].min(1u32.wrapping_add(gid)),
+                AtomicOp::Min => out[w],
+            };
+        }
+    }
+    out
+}
+
+/// Every thread made at least `iters` attempts, and exactly `iters` unless it retried a
+/// compare-and-swap.
+fn check_tries(kernel: &str, op: AtomicOp, iters: u32, tries: &[u32]) -> Result<(), Mismatch> {
+    let bad = tries.iter().position(|&t| if op == AtomicOp::CasIncrement { t < iters } else { t != iters });
+    match bad {
+        None => Ok(()),
+        Some(i) => Err(Mismatch {
+            kernel: kernel.into(),
+            index: i,
+            expected: if op == AtomicOp::CasIncrement {
+                format!(">= {iters} attempts")
+            } else {
+                format!("{iters} attempts")
+            },
+            actual: tries[i].to_string(),
+            allowed: 0.0,
+            count: 1,
+            len: tries.len(),
+        }),
+    }
+}
+
+/// One point: `op` in `space` (0 workgroup memory, 1 device memory) under `mode`.
+fn atomics_point<'b, B: FamilyBackend>(
+    backend: &'b B,
+    variant: Variant,
+    (op, space, mode): (AtomicOp, u32, Contention),
+    (grid, block, iters): (u32, u32, u32),
+) -> Point<'b, B> {
+    let threads = grid * block;
+    let expected: Vec<f64> = expected_words(op, mode, (grid, block, iters)).into_iter().map(|v| v as f64).collect();
+    let init = vec![if op == AtomicOp::Min { u32::MAX } else { 0 }; mode.words(block) as usize];
+    let launch = launch(backend, "probe_atomics", atomics_bytes(block, space, mode), (grid, block), variant, None)
+        .and_then(|l| {
+            l.output(&init, move |k: &str, got: &[u32]| check_slice(k, &expected, got, |_| 1.0, Tolerance::EXACT))?
+                .arg(op as u32)
+                .arg(space)
+                .arg(mode as u32)
+                .arg(iters)
+                .output(&vec![0u32; threads as usize], move |k: &str, t: &[u32]| check_tries(k, op, iters, t))?
+                .output_unchecked(&vec![0u32; (grid * TIMING_WORDS) as usize])
+        });
+    let space_name = if space == 1 { "device" } else { "workgroup" };
+    Point {
+        probe: ProbeKind::Atomics,
+        variant,
+        point: json!({
+            "op": op_name(op), "memory": space_name, "contention": contention_name(mode),
+            "grid": grid, "block": block, "iters": iters,
+        }),
+        launch,
+        timing_output: 2,
+        cycles: Cycles::Median { per: iters as f64 },
+        steps: None,
+        bytes: 0,
+        ops: threads as u64 * iters as u64,
+    }
+}
+
+/// Operations per thread: fewer for a compare-and-swap under contention in device memory,
+/// where every thread of the grid retries against every other.
+fn iters_for(op: AtomicOp, space: u32, mode: Contention, quick: bool) -> u32 {
+    match (quick, op, space, mode) {
+        (true, _, _, _) => 4,
+        (false, AtomicOp::CasIncrement, 1, Contention::OneWord | Contention::OneBank) => 1,
+        (false, AtomicOp::CasIncrement, _, _) => 8,
+        (false, _, _, _) => 64,
+    }
+}
+
+/// Add, min and the CAS increment, in workgroup and in device memory, under each contention.
+pub(crate) fn atomics<'b, B: FamilyBackend>(backend: &'b B, variant: Variant, opts: &ProbeOptions) -> Points<'b, B> {
+    let (grid, block) = if opts.quick { (2, 64) } else { (multiprocessors(backend), 256) };
+    let mut points: Points<'b, B> = Vec::new();
+    for space in [0, 1] {
+        for op in AtomicOp::ALL {
+            for mode in Contention::ALL {
+                let iters = iters_for(op, space, mode, opts.quick);
+                points.push(Box::new(move || atomics_point(backend, variant, (op, space, mode), (grid, block, iters))));
+            }
+        }
+    }
+    points
+}
+
+fn scope_name(s: FenceScope) -> &'static str {
+    match s {
+        FenceScope::Block => "cta",
+        FenceScope::Cluster => "cluster",
+        FenceScope::Device => "gpu",
+        FenceScope::System => "sys",
+    }
+}
+
+/// A store then a fence of each scope, `iters` times per thread.
+pub(crate) fn fences<'b, B: FamilyBackend>(backend: &'b B, variant: Variant, opts: &ProbeOptions) -> Points<'b, B> {
+    let (grid, block, iters): (u32, u32, u32) =
+        if opts.quick { (2, 32, 8) } else { (multiprocessors(backend), 256, 256) };
+    let threads = grid * block;
+    FenceScope::ALL
+        .into_iter()
+        .map(|scope| {
+            Box::new(move || {
+                let launch = launch(backend, "probe_fence", Ok(0), (grid, block), variant, None).and_then(|l| {
+                    let expected = vec![iters as f64; threads as usize];
+                    l.output(&vec![0u32; threads as usize], move |k: &str, got: &[u32]| {
+                        check_slice(k, &expected, got, |_| 1.0, Tolerance::EXACT)
+                    })?
+                    .arg(scope as u32)
+                    .arg(iters)
+                    .output_unchecked(&vec![0u32; (grid * TIMING_WORDS) as usize])
+                });
+                Point {
+                    probe: ProbeKind::Fences,
+                    variant,
+                    point: json!({ "scope": scope_name(scope), "grid": grid, "block": block, "iters": iters }),
+                    launch,
+                    timing_output: 1,
+                    cycles: Cycles::Median { per: iters as f64 },
+                    steps: None,
+                    bytes: 0,
+                    ops: threads as u64 * iters as u64,
+                }
+            }) as Box<dyn FnOnce() -> Point<'b, B> + 'b>
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_words_count_every_thread_once_per_step() {
+        // 2 blocks of 64 threads, 3 steps: one word gets every increment.
+        assert_eq!(expected_words(AtomicOp::Add, Contention::OneWord, (2, 64, 3)), vec![384]);
+        // One bank: lanes 0..32 of both warps of both blocks on words 0, 32, ...
+        let bank = expected_words(AtomicOp::CasIncrement, Contention::OneBank, (2, 64, 3));
+        assert_eq!((bank[0], bank[32], bank[1]), (12, 12, 0));
+        // Min: thread gid's last step applies 1 + gid; word t's smallest is block 0's.
+        let min = expected_words(AtomicOp::Min, Contention::Spread, (2, 64, 3));
+        assert_eq!((min[0], min[63]), (1, 64));
+    }
+}
