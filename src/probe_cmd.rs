@@ -124,7 +124,14 @@ fn table(kind: ProbeKind, records: &[&ProbeRecord], style: TableStyle) -> String
             f(r.ns, 1),
             f(r.record.gbps, 1),
             f(r.gops, 2),
-            r.resident_blocks.map(|b| b.to_string()).unwrap_or_else(|| "-".into()),
+            match (r.resident_blocks, r.active_clusters) {
+                // Clusters matter only to the entries launched in clusters.
+                (Some(b), Some(c)) if matches!(kind, ProbeKind::DsmemLatency | ProbeKind::DsmemBandwidth) => {
+                    format!("{b} ({c} clusters at once)")
+                }
+                (Some(b), _) => b.to_string(),
+                (None, _) => "-".into(),
+            },
             match (&r.record.error, &r.record.note) {
                 (Some(e), _) => format!("ERROR: {e}"),
                 (None, Some(n)) => format!("ok; {n}"),

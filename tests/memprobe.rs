@@ -96,14 +96,21 @@ fn the_occupancy_explorer_pads_every_launch_and_checks_each_padding() {
 
 #[test]
 fn a_padding_past_the_limit_is_refused_before_launch() {
+    use dynsmem::host::backend::{LaunchDims, RustKernels};
     let cpu = CpuBackend::new();
     let limit = cpu.info().limits.launch_shared_max;
+    let kernel = cpu.rust_kernel("probe_fence").unwrap();
+    let (slots, timing) = (cpu.alloc::<u32>(32).unwrap(), cpu.alloc::<u32>(3).unwrap());
+    let args = [slots.arg(), dynsmem::host::backend::Arg::U32(0), dynsmem::host::backend::Arg::U32(1), timing.arg()];
+    let dims = LaunchDims { grid: 1, block: 32, shared_bytes: 16 };
     cpu.set_launch_padding(Some(limit)).unwrap();
-    let records = run_all(&cpu, &[ProbeKind::SharedLatency]);
+    let err = cpu.launch(&kernel, dims, &args).expect_err("padded past the limit").to_string();
+    assert!(err.contains("probe_fence") && err.contains(&limit.to_string()), "{err}");
+    // Refused before launch: the log holds nothing; without the padding the launch runs.
+    assert!(cpu.take_launches().is_empty());
     cpu.set_launch_padding(None).unwrap();
-    let err = records[0].record.error.clone().expect("refused");
-    assert!(err.contains("probe_shared_chase") && err.contains(&limit.to_string()), "{err}");
-    assert!(!records[0].record.wrong_result, "a refusal, not a wrong result");
+    cpu.launch(&kernel, dims, &args).unwrap();
+    assert_eq!(cpu.dtoh(&slots).unwrap(), vec![1; 32]);
 }
 
 #[test]

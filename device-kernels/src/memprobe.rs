@@ -17,19 +17,22 @@
 //!   region holds [`StrideConfig::elements`] elements, word `i` holding [`word_value`]`(i)`;
 //!   `sums[gid]` is the thread's sum of what it read. Cycles per warp request, against
 //!   stride, show the 32-bank structure.
-//! - `probe_global_chase(next, n, steps, hint, timing)`: block 0 first reads all `n` words
-//!   of `next` (a multiple of 4) with the load of [`CacheHint`] `hint` (so a working set
-//!   that fits a cache is in it, and one that does not has evicted what the previous launch
-//!   chased), then its thread 0 follows the ring `next` `steps` times with that load:
-//!   latency by working-set size (the host draws the ring over 128-byte lines).
+//! - `probe_global_chase(next, n, steps, hint, cursor, timing)`: block 0 first reads all `n`
+//!   words of `next` (a multiple of 4) with the load of [`CacheHint`] `hint` (a working set
+//!   that fits a cache is then in it), then its thread 0 follows the ring `next` `steps`
+//!   times with that load from `cursor[0]`, and leaves where it stopped there: successive
+//!   launches chase lines not chased recently, so a working set past the L2 misses it even
+//!   where the L2 keeps a small hot set through a streaming read. Latency by working-set
+//!   size (the host draws the ring over 128-byte lines).
 //! - `probe_global_read(src, n, hint, width, sums, timing)`: a grid-stride read of `n` words
 //!   (a multiple of 4, `src` 16-byte aligned) in loads of `width` bytes (4, 8, 16) with
 //!   `hint`, four independent loads in flight per thread; `sums[gid]` is the thread's
 //!   wrapping sum of the words it read: bandwidth by width and hint.
 //! - `probe_atomics(target, op, space, mode, iters, tries, timing)`: every thread applies
 //!   [`AtomicOp`] `op` `iters` times to a word chosen by [`Contention`] `mode`, in
-//!   workgroup memory (`space` 0, merged into `target` at the end) or in device memory
-//!   (`space` 1, on `target` itself); `tries[gid]` counts compare-and-swap attempts.
+//!   workgroup memory (`space` 0: by its index in the block, the block's words merged into
+//!   `target` at the end) or in device memory (`space` 1: by its index in the grid, on
+//!   `target` itself); `tries[gid]` counts compare-and-swap attempts.
 //! - `probe_fence(slots, scope, iters, timing)`: every thread stores to its slot and fences
 //!   with [`FenceScope`] `scope`, `iters` times.
 //! - `probe_dsmem_chase_c{2,4}(next, n, steps, timing)` and `probe_dsmem_read_c{2,4}(sums,
@@ -78,21 +81,22 @@ impl Contention {
             _ => None,
         }
     }
-    /// Words the probe's array holds for a block of `block` threads.
-    pub const fn words(self, block: u32) -> u32 {
+    /// Words the probe's array holds for `threads` threads (a block's in workgroup memory,
+    /// the grid's in device memory).
+    pub const fn words(self, threads: u32) -> u32 {
         match self {
             Contention::OneWord => 1,
             Contention::OneBank => 32 * 32,
-            Contention::Spread => block,
+            Contention::Spread => threads,
         }
     }
-    /// The word thread `tid` hits.
+    /// The word the thread of index `t` (in the block, or in the grid) hits.
     #[inline(always)]
-    pub const fn word(self, tid: u32) -> u32 {
+    pub const fn word(self, t: u32) -> u32 {
         match self {
             Contention::OneWord => 0,
-            Contention::OneBank => (tid % 32) * 32,
-            Contention::Spread => tid,
+            Contention::OneBank => (t % 32) * 32,
+            Contention::Spread => t,
         }
     }
 }
@@ -284,9 +288,9 @@ unsafe fn global_chase_steps<const H: u32>(next: *const u32, mut j: u32, steps: 
 ///
 /// # Safety
 /// As [`global_chase_steps`], `next` holding `n` words (a multiple of 4), 16-byte aligned;
-/// `timing` as for [`record`].
+/// `cursor` one word, an index of the ring; `timing` as for [`record`].
 #[inline(always)]
-unsafe fn global_chase<const H: u32>(next: *const u32, n: u32, steps: u32, timing: *mut u32) {
+unsafe fn global_chase<const H: u32>(next: *const u32, n: u32, steps: u32, cursor: *mut u32, timing: *mut u32) {
     let lines = next as *const Vec4<u32>;
     let mut v = gpu::thread_idx_x();
     while v < n / 4 {
@@ -298,10 +302,14 @@ unsafe fn global_chase<const H: u32>(next: *const u32, n: u32, steps: u32, timin
     if gpu::thread_idx_x() != 0 {
         return;
     }
+    let start = unsafe { cursor.read() };
     let t0 = micro::clock();
-    let j = unsafe { global_chase_steps::<H>(next, 0, steps) };
+    let j = unsafe { global_chase_steps::<H>(next, start, steps) };
     let t1 = micro::clock();
-    unsafe { record(timing, t1.wrapping_sub(t0), j) };
+    unsafe {
+        cursor.write(j);
+        record(timing, t1.wrapping_sub(t0), j);
+    }
 }
 
 /// This thread's wrapping sum of its grid-stride share of the `count` `T`s at `src`, four
@@ -367,7 +375,8 @@ unsafe fn timed_block<R>(timing: *mut u32, f: impl FnOnce() -> R) -> R {
 /// `probe_atomics` (see the module documentation).
 ///
 /// # Safety
-/// `target` holds `mode.words(block)` words (zeros for add and CAS, `u32::MAX` for min);
+/// `target` holds `mode.words(block)` words in workgroup memory, `mode.words(grid * block)`
+/// in device memory (zeros for add and CAS, `u32::MAX` for min);
 /// `tries` one word per thread; `timing` as for [`record`].
 #[inline(always)]
 unsafe fn atomics(target: *mut u32, op: u32, space: u32, mode: u32, iters: u32, tries: *mut u32, timing: *mut u32) {
@@ -375,13 +384,12 @@ unsafe fn atomics(target: *mut u32, op: u32, space: u32, mode: u32, iters: u32, 
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
     let gid = gpu::block_idx_x() * block + tid;
-    let words = mode.words(block);
-    let word = mode.word(tid);
     let init = if op == AtomicOp::Min { u32::MAX } else { 0 };
     // The value a min applies at step `i`: the final minimum depends on every thread.
     let value = |i: u32| if op == AtomicOp::Min { (iters - i).wrapping_add(gid) } else { 1 };
     let mut attempts = 0u32;
     if space == 1 {
+        let word = mode.word(gid);
         unsafe {
             timed_block(timing, || {
                 let mut i = 0;
@@ -392,6 +400,7 @@ unsafe fn atomics(target: *mut u32, op: u32, space: u32, mode: u32, iters: u32, 
             })
         };
     } else {
+        let (words, word) = (mode.words(block), mode.word(tid));
         let Ok(bytes) = atomics_bytes(block, 0, mode) else { gpu::trap() };
         let Ok(slice) = Carve::new().array::<u32>(words) else { gpu::trap() };
         let counters: SharedArray<u32> = gpu::launch_region(bytes).array(slice);
@@ -557,9 +566,9 @@ crate::kernels! { KERNELS;
     }
 
     /// Device-memory latency by working set and hint; see the module documentation.
-    pub fn probe_global_chase(next: *const u32, n: u32, steps: u32, hint: u32, timing: *mut u32) {
+    pub fn probe_global_chase(next: *const u32, n: u32, steps: u32, hint: u32, cursor: *mut u32, timing: *mut u32) {
         if gpu::block_idx_x() == 0 {
-            unsafe { for_hint!(hint, global_chase(next, n, steps, timing)) }
+            unsafe { for_hint!(hint, global_chase(next, n, steps, cursor, timing)) }
         }
     }
 

@@ -97,6 +97,9 @@ pub struct LaunchSeen {
     /// Blocks of it that fit on one multiprocessor at once (the driver's occupancy
     /// calculator), where the backend can tell.
     pub resident_blocks: Option<u32>,
+    /// Thread-block clusters of it that fit on the whole device at once (CUDA's
+    /// `cuOccupancyMaxActiveClusters`, for entries launched in clusters), where it can tell.
+    pub active_clusters: Option<u32>,
 }
 
 /// The log of launches a padded backend keeps: each kernel once, its last launch.
@@ -118,13 +121,15 @@ impl LaunchLog {
     pub(crate) fn pad(&self, dims: LaunchDims) -> LaunchDims {
         LaunchDims { shared_bytes: dims.shared_bytes.saturating_add(self.lock().0.unwrap_or(0)), ..dims }
     }
-    /// Logs a launch while a padding is set; `resident` is asked only then.
-    pub(crate) fn note(&self, kernel: &str, dims: LaunchDims, resident: impl FnOnce() -> Option<u32>) {
+    /// Logs a launch while a padding is set; `occupancy` (resident blocks per
+    /// multiprocessor, active clusters) is asked only then.
+    pub(crate) fn note(&self, kernel: &str, dims: LaunchDims, occupancy: impl FnOnce() -> (Option<u32>, Option<u32>)) {
         let mut log = self.lock();
         if log.0.is_none() {
             return;
         }
-        let seen = LaunchSeen { kernel: kernel.into(), dims, resident_blocks: resident() };
+        let (resident_blocks, active_clusters) = occupancy();
+        let seen = LaunchSeen { kernel: kernel.into(), dims, resident_blocks, active_clusters };
         match log.1.iter_mut().find(|l| l.kernel == kernel) {
             Some(l) => *l = seen,
             None => log.1.push(seen),

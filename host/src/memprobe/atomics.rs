@@ -27,15 +27,20 @@ fn contention_name(c: Contention) -> &'static str {
     }
 }
 
-/// The words of `target` after the probe: what every thread's operations leave, merged
-/// over the blocks (the kernel's workgroup copies are merged with add, or min for min).
-fn expected_words(op: AtomicOp, mode: Contention, (grid, block, iters): (u32, u32, u32)) -> Vec<u32> {
-    let words = mode.words(block) as usize;
-    let mut out = vec![if op == AtomicOp::Min { u32::MAX } else { 0 }; words];
+/// Words of `target`: a block's (workgroup memory, `space` 0) or the grid's (device memory).
+fn target_words(mode: Contention, space: u32, (grid, block): (u32, u32)) -> usize {
+    mode.words(if space == 1 { grid * block } else { block }) as usize
+}
+
+/// The words of `target` after the probe: what every thread's operations leave (in workgroup
+/// memory a thread's word is by its index in the block, merged over the blocks with add, or
+/// min for min; in device memory by its index in the grid).
+fn expected_words(op: AtomicOp, space: u32, mode: Contention, (grid, block, iters): (u32, u32, u32)) -> Vec<u32> {
+    let mut out = vec![if op == AtomicOp::Min { u32::MAX } else { 0 }; target_words(mode, space, (grid, block))];
     for b in 0..grid {
         for t in 0..block {
-            let w = mode.word(t) as usize;
             let gid = b * block + t;
+            let w = mode.word(if space == 1 { gid } else { t }) as usize;
             out[w] = match op {
                 AtomicOp::Add | AtomicOp::CasIncrement => out[w].wrapping_add(iters),
                 // The smallest value a thread applies: at its last step, 1 + gid.
@@ -77,8 +82,9 @@ fn atomics_point<'b, B: FamilyBackend>(
     (grid, block, iters): (u32, u32, u32),
 ) -> Point<'b, B> {
     let threads = grid * block;
-    let expected: Vec<f64> = expected_words(op, mode, (grid, block, iters)).into_iter().map(|v| v as f64).collect();
-    let init = vec![if op == AtomicOp::Min { u32::MAX } else { 0 }; mode.words(block) as usize];
+    let expected: Vec<f64> =
+        expected_words(op, space, mode, (grid, block, iters)).into_iter().map(|v| v as f64).collect();
+    let init = vec![if op == AtomicOp::Min { u32::MAX } else { 0 }; target_words(mode, space, (grid, block))];
     let launch = launch(backend, "probe_atomics", atomics_bytes(block, space, mode), (grid, block), variant, None)
         .and_then(|l| {
             l.output(&init, move |k: &str, got: &[u32]| check_slice(k, &expected, got, |_| 1.0, Tolerance::EXACT))?
@@ -182,12 +188,16 @@ mod tests {
     #[test]
     fn expected_words_count_every_thread_once_per_step() {
         // 2 blocks of 64 threads, 3 steps: one word gets every increment.
-        assert_eq!(expected_words(AtomicOp::Add, Contention::OneWord, (2, 64, 3)), vec![384]);
+        assert_eq!(expected_words(AtomicOp::Add, 0, Contention::OneWord, (2, 64, 3)), vec![384]);
         // One bank: lanes 0..32 of both warps of both blocks on words 0, 32, ...
-        let bank = expected_words(AtomicOp::CasIncrement, Contention::OneBank, (2, 64, 3));
+        let bank = expected_words(AtomicOp::CasIncrement, 0, Contention::OneBank, (2, 64, 3));
         assert_eq!((bank[0], bank[32], bank[1]), (12, 12, 0));
         // Min: thread gid's last step applies 1 + gid; word t's smallest is block 0's.
-        let min = expected_words(AtomicOp::Min, Contention::Spread, (2, 64, 3));
-        assert_eq!((min[0], min[63]), (1, 64));
+        let min = expected_words(AtomicOp::Min, 0, Contention::Spread, (2, 64, 3));
+        assert_eq!((min.len(), min[0], min[63]), (64, 1, 64));
+        // In device memory, spread is a word per thread of the grid.
+        let device = expected_words(AtomicOp::Min, 1, Contention::Spread, (2, 64, 3));
+        assert_eq!((device.len(), device[64], device[127]), (128, 65, 128));
+        assert!(expected_words(AtomicOp::Add, 1, Contention::Spread, (2, 64, 3)).iter().all(|&w| w == 3));
     }
 }

@@ -24,7 +24,8 @@ pub(crate) fn hint_name(h: CacheHint) -> &'static str {
 }
 
 /// The chase over `bytes` of device memory: a random ring of its lines, each line's first
-/// word holding the word index of the next line's.
+/// word holding the word index of the next line's. The check is of the first run, which
+/// starts at line 0; later runs go on along the ring.
 fn chase_point<'b, B: FamilyBackend>(
     backend: &'b B,
     variant: Variant,
@@ -46,6 +47,8 @@ fn chase_point<'b, B: FamilyBackend>(
             .arg(n)
             .arg(steps)
             .arg(hint as u32)
+            // Where the chase starts: each launch goes on from where the last stopped.
+            .input(&[0u32])?
             .output(&vec![0u32; TIMING_WORDS as usize], move |k: &str, t: &[u32]| check_results(k, t, &[expected]))
     });
     Point {

@@ -122,8 +122,12 @@ pub struct ProbeRecord {
     pub ns: Option<f64>,
     /// Billions of operations per second (atomics, fences), from device time.
     pub gops: Option<f64>,
-    /// Blocks resident per multiprocessor at this point's launch (occupancy explorer).
+    /// Blocks resident per multiprocessor at this point's launch (the driver's occupancy
+    /// calculator; CUDA).
     pub resident_blocks: Option<u32>,
+    /// Clusters active at once on the device, for a launch in clusters (CUDA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_clusters: Option<u32>,
     #[serde(flatten)]
     pub record: Record,
 }
@@ -203,8 +207,12 @@ pub(crate) fn measure<B: Backend>(backend: &B, p: Point<'_, B>, opts: &ProbeOpti
         ns: None,
         gops: None,
         resident_blocks: None,
+        active_clusters: None,
         record: rec,
     };
+    // The launch log gives the occupancy of the point's launch (padding 0: nothing added);
+    // a backend without launch-sized memory (WGSL) keeps none.
+    let logged = backend.set_launch_padding(Some(0)).is_ok();
     let result = p.launch.and_then(|launch| {
         let k = launch.kernel();
         out.record.kernel = k.name;
@@ -216,6 +224,12 @@ pub(crate) fn measure<B: Backend>(backend: &B, p: Point<'_, B>, opts: &ProbeOpti
         let timing = launch.output_values::<u32>(p.timing_output)?;
         Ok((t, warmups, block_cycles(&timing)))
     });
+    if logged {
+        let seen = backend.take_launches().into_iter().max_by_key(|l| l.dims.shared_bytes);
+        out.resident_blocks = seen.as_ref().and_then(|l| l.resident_blocks);
+        out.active_clusters = seen.and_then(|l| l.active_clusters);
+        let _ = backend.set_launch_padding(None);
+    }
     match result {
         Ok((t, warmups, blocks)) => {
             let ms = t.median_ms;

@@ -110,6 +110,7 @@ fn measure_padded<B: Backend>(backend: &B, family: &str, work: &dyn Workload, op
         ns: None,
         gops: None,
         resident_blocks: None,
+        active_clusters: None,
         record: rec,
     }
 }

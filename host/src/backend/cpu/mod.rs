@@ -483,7 +483,7 @@ impl Backend for CpuBackend {
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
         let dims = self.launch_log.pad(dims);
         self.check_launch(kernel.name, dims)?;
-        self.launch_log.note(kernel.name, dims, || None);
+        self.launch_log.note(kernel.name, dims, || (None, None));
         let kinds: Vec<ParamKind> = args
             .iter()
             .map(|a| match a {

@@ -491,10 +491,14 @@ impl Backend for CudaBackend {
             kernel.optin_bytes.set(dims.shared_bytes);
         }
         self.launch_log.note(&kernel.name, dims, || {
-            kernel
-                .func
-                .occupancy_max_active_blocks_per_multiprocessor(dims.block, dims.shared_bytes as usize, None)
-                .ok()
+            let f = &kernel.func;
+            let blocks = f.occupancy_max_active_blocks_per_multiprocessor(dims.block, dims.shared_bytes as usize, None);
+            let config = cudarc::driver::LaunchConfig {
+                grid_dim: (dims.grid, 1, 1),
+                block_dim: (dims.block, 1, 1),
+                shared_mem_bytes: dims.shared_bytes,
+            };
+            (blocks.ok(), f.occupancy_max_active_clusters(config, &self.stream).ok())
         });
         // Every argument gets an 8-byte slot; the driver reads each parameter's size
         // from the kernel's signature, so a u32 in the low half of a slot is right on
