@@ -219,6 +219,22 @@ impl AtomicOp {
     }
 }
 
+/// An increment by compare-and-swap, retried until one lands: `cas(expected, new)` returns
+/// the value it found (the swap happened where that is `expected`). `old` is the first
+/// guess. Returns the attempts.
+#[inline(always)]
+fn cas_increment(mut old: u32, cas: impl Fn(u32, u32) -> u32) -> u32 {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let seen = cas(old, old.wrapping_add(1));
+        if seen == old {
+            return tries;
+        }
+        old = seen;
+    }
+}
+
 /// The 32-bit shared-window address of a generic pointer into workgroup memory.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
@@ -256,19 +272,13 @@ pub unsafe fn shared_atomic(op: AtomicOp, p: *mut u32, v: u32) -> u32 {
                     core::arch::asm!("red.shared.min.u32 [{a}], {v};", a = in(reg32) a, v = in(reg32) v, options(nostack))
                 }
                 AtomicOp::CasIncrement => {
-                    let mut old: u32 = p.read_volatile();
-                    let mut tries = 0;
-                    loop {
-                        tries += 1;
+                    return cas_increment(p.read_volatile(), |old, new| {
                         let seen: u32;
                         core::arch::asm!("atom.shared.cas.b32 {s}, [{a}], {o}, {n};",
-                            s = out(reg32) seen, a = in(reg32) a, o = in(reg32) old, n = in(reg32) old.wrapping_add(1),
+                            s = out(reg32) seen, a = in(reg32) a, o = in(reg32) old, n = in(reg32) new,
                             options(nostack));
-                        if seen == old {
-                            return tries;
-                        }
-                        old = seen;
-                    }
+                        seen
+                    });
                 }
             }
         }
@@ -298,19 +308,13 @@ pub unsafe fn global_atomic(op: AtomicOp, p: *mut u32, v: u32) -> u32 {
                     core::arch::asm!("red.global.min.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack))
                 }
                 AtomicOp::CasIncrement => {
-                    let mut old: u32 = p.read_volatile();
-                    let mut tries = 0;
-                    loop {
-                        tries += 1;
+                    return cas_increment(p.read_volatile(), |old, new| {
                         let seen: u32;
                         core::arch::asm!("atom.global.cas.b32 {s}, [{p}], {o}, {n};",
-                            s = out(reg32) seen, p = in(reg64) p, o = in(reg32) old, n = in(reg32) old.wrapping_add(1),
+                            s = out(reg32) seen, p = in(reg64) p, o = in(reg32) old, n = in(reg32) new,
                             options(nostack));
-                        if seen == old {
-                            return tries;
-                        }
-                        old = seen;
-                    }
+                        seen
+                    });
                 }
             }
         }
@@ -341,17 +345,9 @@ unsafe fn core_atomic(op: AtomicOp, p: *mut u32, v: u32) -> u32 {
             word.fetch_min(v, Relaxed);
             1
         }
-        AtomicOp::CasIncrement => {
-            let mut old = word.load(Relaxed);
-            let mut tries = 0;
-            loop {
-                tries += 1;
-                match word.compare_exchange(old, old.wrapping_add(1), Relaxed, Relaxed) {
-                    Ok(_) => return tries,
-                    Err(seen) => old = seen,
-                }
-            }
-        }
+        AtomicOp::CasIncrement => cas_increment(word.load(Relaxed), |old, new| {
+            word.compare_exchange(old, new, Relaxed, Relaxed).unwrap_or_else(|seen| seen)
+        }),
     }
 }
 

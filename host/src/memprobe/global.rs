@@ -47,8 +47,9 @@ fn chase_point<'b, B: FamilyBackend>(
             .arg(n)
             .arg(steps)
             .arg(hint as u32)
-            // Where the chase starts: each launch goes on from where the last stopped.
-            .input(&[0u32])?
+            // Where the chase starts: each launch goes on from where the last stopped, so
+            // after the first (checked) run it holds where that one stopped.
+            .output(&[0u32], move |k: &str, c: &[u32]| check_results(k, &[0, 0, c[0]], &[expected]))?
             .output(&vec![0u32; TIMING_WORDS as usize], move |k: &str, t: &[u32]| check_results(k, t, &[expected]))
     });
     Point {
@@ -56,7 +57,7 @@ fn chase_point<'b, B: FamilyBackend>(
         variant,
         point: json!({ "bytes": lines as u64 * LINE_BYTES as u64, "hint": hint_name(hint), "steps": steps }),
         launch,
-        timing_output: 0,
+        timing_output: 1,
         cycles: Cycles::Block0 { per: steps as f64 },
         // Device time includes the block's read of the whole working set: no ns per step.
         steps: None,

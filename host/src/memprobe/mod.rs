@@ -132,6 +132,22 @@ pub struct ProbeRecord {
     pub record: Record,
 }
 
+impl ProbeRecord {
+    /// A record of `probe` at `point` with nothing measured yet.
+    pub fn new(probe: ProbeKind, point: Value, record: Record) -> ProbeRecord {
+        ProbeRecord {
+            probe,
+            point,
+            cycles: None,
+            ns: None,
+            gops: None,
+            resident_blocks: None,
+            active_clusters: None,
+            record,
+        }
+    }
+}
+
 /// What a sweep runs at: the timing, small sizes, the provenance of its records.
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
@@ -200,16 +216,7 @@ pub(crate) fn measure<B: Backend>(backend: &B, p: Point<'_, B>, opts: &ProbeOpti
         Record::new(&format!("probe:{}", p.probe), p.variant.name(), p.probe.name(), backend.info(), &opts.provenance);
     rec.problem = p.point.clone();
     rec.timer = crate::backend::timer_label(backend, &opts.timing);
-    let mut out = ProbeRecord {
-        probe: p.probe,
-        point: p.point,
-        cycles: None,
-        ns: None,
-        gops: None,
-        resident_blocks: None,
-        active_clusters: None,
-        record: rec,
-    };
+    let mut out = ProbeRecord::new(p.probe, p.point, rec);
     // The launch log gives the occupancy of the point's launch (padding 0: nothing added);
     // a backend without launch-sized memory (WGSL) keeps none.
     let logged = backend.set_launch_padding(Some(0)).is_ok();

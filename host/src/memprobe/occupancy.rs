@@ -103,16 +103,7 @@ fn measure_padded<B: Backend>(backend: &B, family: &str, work: &dyn Workload, op
         Ok((t, warmups)) => rec.set_measured(t, warmups, work.bytes(), work.flops(), None),
         Err(e) => rec.set_error(&e),
     }
-    ProbeRecord {
-        probe: ProbeKind::Occupancy,
-        point: serde_json::Value::Null,
-        cycles: None,
-        ns: None,
-        gops: None,
-        resident_blocks: None,
-        active_clusters: None,
-        record: rec,
-    }
+    ProbeRecord::new(ProbeKind::Occupancy, serde_json::Value::Null, rec)
 }
 
 #[cfg(test)]

@@ -87,15 +87,16 @@ const CHARTS: &[Chart] = &[
     },
     Chart { kind: ProbeKind::Fences, x: "scope", figure: Figure::Cycles, series: &[], file: "fences" },
     Chart {
+        // Padding, not the padded bytes: the families start from bytes of their own.
         kind: ProbeKind::Occupancy,
-        x: "shared_bytes",
+        x: "padding",
         figure: Figure::Slowdown,
         series: &["family"],
         file: "occupancy-time",
     },
     Chart {
         kind: ProbeKind::Occupancy,
-        x: "shared_bytes",
+        x: "padding",
         figure: Figure::Resident,
         series: &["family"],
         file: "occupancy-resident",
@@ -105,9 +106,9 @@ const CHARTS: &[Chart] = &[
 /// A point value as a label: byte counts in KB or MB.
 fn label(key: &str, v: &Value) -> String {
     match (key, v.as_u64()) {
-        ("bytes" | "shared_bytes", Some(b)) if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
-        ("bytes" | "shared_bytes", Some(b)) if b >= 1 << 20 => format!("{:.1}M", b as f64 / (1u64 << 20) as f64),
-        ("bytes" | "shared_bytes", Some(b)) if b >= 1024 => format!("{:.0}K", b as f64 / 1024.0),
+        ("bytes" | "padding", Some(b)) if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        ("bytes" | "padding", Some(b)) if b >= 1 << 20 => format!("{:.1}M", b as f64 / (1u64 << 20) as f64),
+        ("bytes" | "padding", Some(b)) if b >= 1024 => format!("{:.0}K", b as f64 / 1024.0),
         _ => match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),
