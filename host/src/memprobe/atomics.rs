@@ -112,14 +112,24 @@ fn atomics_point<'b, B: FamilyBackend>(
     }
 }
 
-/// Operations per thread: fewer for a compare-and-swap under contention in device memory,
-/// where every thread of the grid retries against every other.
+/// Operations per thread: enough that a launch takes about a millisecond or more, so its
+/// device time (and the operations per second from it) is the atomics', not the launch's;
+/// fewer for a compare-and-swap under contention, where every contending thread retries
+/// against every other.
 fn iters_for(op: AtomicOp, space: u32, mode: Contention, quick: bool) -> u32 {
+    use AtomicOp::{Add, CasIncrement, Min};
+    use Contention::{OneBank, OneWord, Spread};
     match (quick, op, space, mode) {
-        (true, _, _, _) => 4,
-        (false, AtomicOp::CasIncrement, 1, Contention::OneWord | Contention::OneBank) => 1,
-        (false, AtomicOp::CasIncrement, _, _) => 8,
-        (false, _, _, _) => 64,
+        (true, ..) => 4,
+        (false, Add | Min, 0, _) => 4096,
+        (false, CasIncrement, 0, OneWord) => 32,
+        (false, CasIncrement, 0, OneBank) => 512,
+        (false, CasIncrement, 0, Spread) => 2048,
+        (false, Add | Min, _, OneWord) => 64,
+        (false, Add | Min, _, OneBank) => 512,
+        (false, Add | Min, _, Spread) => 4096,
+        (false, CasIncrement, _, OneWord | OneBank) => 1,
+        (false, CasIncrement, _, Spread) => 1024,
     }
 }
 
@@ -150,7 +160,7 @@ fn scope_name(s: FenceScope) -> &'static str {
 /// A store then a fence of each scope, `iters` times per thread.
 pub(crate) fn fences<'b, B: FamilyBackend>(backend: &'b B, variant: Variant, opts: &ProbeOptions) -> Points<'b, B> {
     let (grid, block, iters): (u32, u32, u32) =
-        if opts.quick { (2, 32, 8) } else { (multiprocessors(backend), 256, 256) };
+        if opts.quick { (2, 32, 8) } else { (multiprocessors(backend), 256, 4096) };
     let threads = grid * block;
     FenceScope::ALL
         .into_iter()

@@ -83,7 +83,7 @@ fn read_sum(t: u32, block: u32, vectors: u32, iters: u32) -> u32 {
 /// region of `words` words.
 pub(crate) fn bandwidth<'b, B: FamilyBackend>(backend: &'b B, variant: Variant, opts: &ProbeOptions) -> Points<'b, B> {
     let (words, block, iters, grid) =
-        if opts.quick { (1024u32, 32u32, 2u32, 4u32) } else { (8192, 1024, 64, multiprocessors(backend) / 4 * 4) };
+        if opts.quick { (1024u32, 32u32, 2u32, 4u32) } else { (8192, 1024, 512, multiprocessors(backend) / 4 * 4) };
     SIZES
         .into_iter()
         .map(|(cluster, _, entry)| {

@@ -152,9 +152,10 @@ fn stride_point<'b, B: FamilyBackend>(
 }
 
 /// Grid, blocks and iterations of the throughput sweeps: one block per multiprocessor, so
-/// a block's cycles are the multiprocessor's.
+/// a block's cycles are the multiprocessor's; iterations enough that the launch's own cost
+/// is a small part of its device time (GB/s).
 fn throughput_shape<B: FamilyBackend>(backend: &B, opts: &ProbeOptions) -> (u32, Vec<u32>, u32) {
-    if opts.quick { (1, vec![64], 2) } else { (multiprocessors(backend), vec![256, 1024], 256) }
+    if opts.quick { (1, vec![64], 2) } else { (multiprocessors(backend), vec![256, 1024], 2048) }
 }
 
 /// Throughput against the stride between lanes, 4-byte elements: strides 1 to 64 words.
