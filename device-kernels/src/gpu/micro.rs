@@ -58,9 +58,10 @@ impl CacheHint {
     }
 }
 
-/// A free-running counter: SM clock cycles on NVIDIA (`%clock64`), the 100 MHz real-time
-/// counter on AMD (`s_memrealtime`), nanoseconds on the CPU backend. Read it before and
-/// after a dependent chain; the difference over the chain's length is the latency.
+/// A free-running counter: SM clock cycles on NVIDIA (`%clock64`), nanoseconds on the CPU
+/// backend. Read it before and after a dependent chain; the difference over the chain's
+/// length is the latency. AMD has no counter here (0: the probes record no cycles there):
+/// `s_memrealtime` is missing on RDNA3 (gfx1100), one of the images this crate builds.
 #[inline(always)]
 pub fn clock() -> u64 {
     #[cfg(target_arch = "nvptx64")]
@@ -72,7 +73,7 @@ pub fn clock() -> u64 {
     }
     #[cfg(target_arch = "amdgpu")]
     {
-        core::arch::amdgpu::s_memrealtime()
+        0
     }
     #[cfg(not(gpu))]
     {
