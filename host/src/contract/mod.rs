@@ -302,6 +302,29 @@ impl<W: Workload + ?Sized> Workload for Box<W> {
     }
 }
 
+/// A workload lent for one measurement (the occupancy explorer measures one prepared
+/// workload at every padding).
+impl<W: Workload + ?Sized> Workload for &W {
+    fn kernel(&self) -> KernelInfo {
+        (**self).kernel()
+    }
+    fn bytes(&self) -> u64 {
+        (**self).bytes()
+    }
+    fn flops(&self) -> f64 {
+        (**self).flops()
+    }
+    fn run(&self) -> Result<()> {
+        (**self).run()
+    }
+    fn check(&self) -> Result<()> {
+        (**self).check()
+    }
+    fn vendor_anchor(&self, timing: TimingOptions, seed: u64) -> Option<VendorAnchor> {
+        (**self).vendor_anchor(timing, seed)
+    }
+}
+
 /// What [`Workload::vendor_anchor`] measured: the library routine and its timing (with
 /// its warm-up runs), or why it could not be run or did not match.
 pub struct VendorAnchor {

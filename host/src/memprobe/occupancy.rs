@@ -13,7 +13,6 @@ use crate::backend::{Backend, Variant};
 use crate::contract::{FamilyBackend, Workload};
 use crate::error::{Error, Result};
 use crate::family::{DynFamily, Sizes};
-use crate::report::Record;
 use crate::tune::db::TuningDb;
 
 /// The families the explorer takes by default: a reduction (small tiles, many blocks), a
@@ -83,26 +82,22 @@ pub fn explore<B: FamilyBackend>(
     Ok(records)
 }
 
-/// One padded run: checked, then timed (GB/s or TFLOP/s as the family counts them).
+/// One padded run: checked, then timed (GB/s or TFLOP/s as the family counts them), as the
+/// bench measures a config.
 fn measure_padded<B: Backend>(backend: &B, family: &str, work: &dyn Workload, opts: &ProbeOptions) -> ProbeRecord {
-    let k = work.kernel();
-    let mut rec = Record::new(
-        &format!("probe:occupancy:{family}"),
-        Variant::LaunchSized.name(),
-        &k.name,
-        backend.info(),
-        &opts.provenance,
+    let name = format!("probe:occupancy:{family}");
+    let (null, prov) = (serde_json::Value::Null, &opts.provenance);
+    let rec = crate::bench::workload(
+        backend,
+        &name,
+        Variant::LaunchSized,
+        null.clone(),
+        null,
+        Ok(work),
+        opts.timing,
+        prov,
+        None,
     );
-    rec.timer = crate::backend::timer_label(backend, &opts.timing);
-    let result = (|| -> Result<_> {
-        work.run()?;
-        work.check()?;
-        crate::backend::time(backend, opts.timing, &mut || work.run())
-    })();
-    match result {
-        Ok((t, warmups)) => rec.set_measured(t, warmups, work.bytes(), work.flops(), None),
-        Err(e) => rec.set_error(&e),
-    }
     ProbeRecord::new(ProbeKind::Occupancy, serde_json::Value::Null, rec)
 }
 
