@@ -706,7 +706,7 @@ fn library_refusals_are_typed() {
         let p = histogram::HistogramProblem { n: 100, bins, out_of_range_pct: pct };
         histogram::prepare(&cpu, p, config, v, 1).refused()
     };
-    let ok = HistogramConfig { block: 32, grid: 2, copies: 1 };
+    let ok = HistogramConfig { block: 32, grid: 2, copies: 1, cluster: 1 };
     assert!(matches!(hist(0, 0, ok), Error::InvalidProblem { .. }));
     assert!(matches!(hist(16, 101, ok), Error::InvalidProblem { .. }));
     assert!(matches!(hist(100_000, 0, ok), Error::SharedMemoryLimit { .. }));
@@ -723,7 +723,7 @@ fn library_refusals_are_typed() {
     assert!(matches!(tr(1, u32::MAX - 3, ok), Error::IndexOverflow { .. }));
 
     let sm = |rows, cols, block| {
-        softmax::prepare(&cpu, softmax::SoftmaxProblem { rows, cols }, SoftmaxConfig { block }, v, 1).refused()
+        softmax::prepare(&cpu, softmax::SoftmaxProblem { rows, cols }, SoftmaxConfig::blocks(block), v, 1).refused()
     };
     assert!(matches!(sm(2, 0, 16), Error::InvalidProblem { .. }));
     assert!(matches!(sm(2, 100_000, 16), Error::SharedMemoryLimit { .. }));
@@ -779,7 +779,7 @@ fn mismatched_buffers_are_refused() {
         assert!(e.to_string().contains("buffers of u32 for a plan over f32"), "{e}");
 
         let sp = dynsmem::host::families::softmax::SoftmaxProblem { rows: 3, cols: 5 };
-        let cfg = dynsmem::host::device::softmax::SoftmaxConfig { block: 8 };
+        let cfg = dynsmem::host::device::softmax::SoftmaxConfig::blocks(8);
         let e = dynsmem::host::families::softmax::prepare_with(b, sp, cfg, b.variants()[0], vec![0.0; 14]).refused();
         assert!(e.to_string().contains("14 logits given for 3 x 5 = 15"), "{e}");
     }
@@ -788,7 +788,7 @@ fn mismatched_buffers_are_refused() {
     // A launch whose arguments do not match the kernel's parameters.
     let k = cpu.kernel("reduce_sum_f32").unwrap();
     let buf = cpu.alloc::<f32>(4).unwrap();
-    let e = cpu.launch(&k, LaunchDims { grid: 1, block: 4, shared_bytes: 16 }, &[buf.arg(), Arg::U32(4)]).refused();
+    let e = cpu.launch(&k, LaunchDims::new(1, 4, 16), &[buf.arg(), Arg::U32(4)]).refused();
     assert!(matches!(e, Error::ArgumentMismatch { .. }), "{e}");
     if let Some(w) = common::wgsl_or_skip("mismatched_buffers_are_refused") {
         on(&w);

@@ -113,8 +113,7 @@ fn fault(result: dynsmem::host::Result<()>) -> (String, u32, u32, FaultKind, Str
 
 #[test]
 fn an_overrun_of_the_carve_is_reported_with_its_offset() {
-    let (kernel, workgroup, thread, kind, msg) =
-        fault(launch("overrun_by_one", LaunchDims { grid: 3, block: 32, shared_bytes: 128 }));
+    let (kernel, workgroup, thread, kind, msg) = fault(launch("overrun_by_one", LaunchDims::new(3, 32, 128)));
     // Every workgroup overruns; whichever the seeded schedule ran first is reported.
     assert_eq!((kernel.as_str(), thread), ("overrun_by_one", 31));
     assert!(workgroup < 3, "{workgroup}");
@@ -135,16 +134,14 @@ fn an_overrun_of_the_carve_is_reported_with_its_offset() {
 
 #[test]
 fn a_carve_larger_than_the_launch_is_reported() {
-    let (_, workgroup, _, kind, _) =
-        fault(launch("carve_too_large", LaunchDims { grid: 1, block: 4, shared_bytes: 1024 }));
+    let (_, workgroup, _, kind, _) = fault(launch("carve_too_large", LaunchDims::new(1, 4, 1024)));
     assert_eq!(workgroup, 0);
     assert!(matches!(kind, FaultKind::CarveTooLarge { required: 4096, launched: 1024, .. }), "{kind:?}");
 }
 
 #[test]
 fn a_barrier_only_some_threads_reach_is_reported_not_hung() {
-    let (_, workgroup, _, kind, msg) =
-        fault(launch("barrier_in_branch", LaunchDims { grid: 2, block: 8, shared_bytes: 0 }));
+    let (_, workgroup, _, kind, msg) = fault(launch("barrier_in_branch", LaunchDims::new(2, 8, 0)));
     assert!(workgroup < 2, "{workgroup}");
     assert!(matches!(kind, FaultKind::BarrierDivergence(_)), "{kind:?}");
     assert!(msg.contains("cpu_faults.rs"), "names the barrier's source location: {msg}");
@@ -152,16 +149,14 @@ fn a_barrier_only_some_threads_reach_is_reported_not_hung() {
 
 #[test]
 fn barriers_at_different_source_locations_are_reported() {
-    let (_, _, _, kind, msg) =
-        fault(launch("barriers_in_both_branches", LaunchDims { grid: 1, block: 32, shared_bytes: 0 }));
+    let (_, _, _, kind, msg) = fault(launch("barriers_in_both_branches", LaunchDims::new(1, 32, 0)));
     let FaultKind::BarrierDivergence(detail) = kind else { panic!("{msg}") };
     assert!(detail.contains("while thread") && detail.matches("cpu_faults.rs").count() == 2, "{detail}");
 }
 
 #[test]
 fn a_trap_names_its_workgroup_and_thread() {
-    let (_, workgroup, thread, kind, _) =
-        fault(launch("trap_in_one_thread", LaunchDims { grid: 3, block: 8, shared_bytes: 0 }));
+    let (_, workgroup, thread, kind, _) = fault(launch("trap_in_one_thread", LaunchDims::new(3, 8, 0)));
     assert_eq!((workgroup, thread), (1, 3));
     assert!(matches!(kind, FaultKind::Trap { .. }), "{kind:?}");
 }
@@ -171,11 +166,11 @@ fn the_backend_survives_faults_and_runs_a_correct_kernel() {
     let cpu = CpuBackend::with_kernels(&[BROKEN]);
     let bad = cpu.kernel("overrun_by_one").unwrap();
     let out = cpu.alloc::<u32>(4).unwrap();
-    assert!(cpu.launch(&bad, LaunchDims { grid: 1, block: 16, shared_bytes: 64 }, &[out.arg()]).is_err());
+    assert!(cpu.launch(&bad, LaunchDims::new(1, 16, 64), &[out.arg()]).is_err());
     let input: Vec<u32> = (0..4 * 50).collect();
     let input = cpu.htod(&input).unwrap();
     let good = cpu.kernel("block_sums").unwrap();
-    cpu.launch(&good, LaunchDims { grid: 4, block: 50, shared_bytes: 200 }, &[input.arg(), out.arg()]).unwrap();
+    cpu.launch(&good, LaunchDims::new(4, 50, 200), &[input.arg(), out.arg()]).unwrap();
     let sums = cpu.dtoh(&out).unwrap();
     let expect: Vec<u32> = (0..4).map(|b| (b * 50..(b + 1) * 50).sum()).collect();
     assert_eq!(sums, expect);
@@ -186,6 +181,6 @@ fn arguments_that_do_not_match_the_kernel_are_refused() {
     let cpu = CpuBackend::with_kernels(&[BROKEN]);
     let good = cpu.kernel("block_sums").unwrap();
     let out = cpu.alloc::<u32>(4).unwrap();
-    let r = cpu.launch(&good, LaunchDims { grid: 1, block: 4, shared_bytes: 16 }, &[out.arg()]);
+    let r = cpu.launch(&good, LaunchDims::new(1, 4, 16), &[out.arg()]);
     assert!(matches!(r, Err(Error::ArgumentMismatch { .. })), "{r:?}");
 }

@@ -102,7 +102,7 @@ fn a_padding_past_the_limit_is_refused_before_launch() {
     let kernel = cpu.rust_kernel("probe_fence").unwrap();
     let (slots, timing) = (cpu.alloc::<u32>(32).unwrap(), cpu.alloc::<u32>(3).unwrap());
     let args = [slots.arg(), dynsmem::host::backend::Arg::U32(0), dynsmem::host::backend::Arg::U32(1), timing.arg()];
-    let dims = LaunchDims { grid: 1, block: 32, shared_bytes: 16 };
+    let dims = LaunchDims::new(1, 32, 16);
     cpu.set_launch_padding(Some(limit)).unwrap();
     let err = cpu.launch(&kernel, dims, &args).expect_err("padded past the limit").to_string();
     assert!(err.contains("probe_fence") && err.contains(&limit.to_string()), "{err}");

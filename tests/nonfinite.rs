@@ -177,7 +177,7 @@ fn softmax_nonfinite<B: FamilyBackend>(backend: &B) -> usize {
     assert!(row(&expected, 6).iter().all(|&v| v == 1.0 / cols as f64));
 
     let mut checked = 0;
-    for config in [SoftmaxConfig { block: 8 }, SoftmaxConfig { block: 33 }] {
+    for config in [SoftmaxConfig::blocks(8), SoftmaxConfig::blocks(33)] {
         for &variant in backend.variants() {
             let what = format!("{} {variant} {config:?}", backend.kind());
             let w =

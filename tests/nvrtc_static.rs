@@ -336,7 +336,7 @@ fn sources() -> Vec<CudaSource> {
     }
     for (bins, copies, block) in [(1, 8, 64), (256, 8, 512), (4096, 2, 512), (12_288, 1, 1024), (49_152, 1, 1024)] {
         let p = k::histogram::HistogramProblem { n: 1, bins, out_of_range_pct: 0 };
-        out.push(k::histogram::cuda_source(&p, &HistogramConfig { block, grid: 1, copies }));
+        out.push(k::histogram::cuda_source(&p, &HistogramConfig { block, grid: 1, copies, cluster: 1 }));
     }
     for dtype in Dtype::ALL {
         for (block, items_per_thread) in [(512, 48), (512, 20), (9, 12), (32, 4), (96, 8), (1024, 4)] {
@@ -363,9 +363,9 @@ fn sources() -> Vec<CudaSource> {
     for cols in [1, 37, 4099, 12_032, 32_768] {
         for block in [256, 33] {
             let p = k::softmax::SoftmaxProblem { rows: 1, cols };
-            out.push(k::softmax::cuda_source(&p, &SoftmaxConfig { block }));
+            out.push(k::softmax::cuda_source(&p, &SoftmaxConfig::blocks(block)));
             let p = k::rmsnorm::RmsnormProblem { rows: 1, cols, eps: 1e-5 };
-            out.push(k::rmsnorm::cuda_source(&p, &RmsnormConfig { block }));
+            out.push(k::rmsnorm::cuda_source(&p, &RmsnormConfig::blocks(block)));
         }
     }
     for (block, tile) in [(256, 256), (32, 7), (64, 200)] {
@@ -430,16 +430,21 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
 
     // Nothing fits: the config is kept, and building it is refused (below, on CUDA).
     let p = k::histogram::HistogramProblem { n: 1, bins: 49_152, out_of_range_pct: 0 };
-    let cfg = HistogramConfig { block: 1024, grid: 1, copies: 1 };
+    let cfg = HistogramConfig { block: 1024, grid: 1, copies: 1, cluster: 1 };
     assert_eq!(k::histogram::Histogram::fit_config(&cpu, s, &p, cfg), (cfg, None));
     let p = k::softmax::SoftmaxProblem { rows: 1, cols: 32_768 };
     assert_eq!(
-        k::softmax::Softmax::fit_config(&cpu, s, &p, SoftmaxConfig { block: 256 }),
-        (SoftmaxConfig { block: 256 }, None)
+        k::softmax::Softmax::fit_config(&cpu, s, &p, SoftmaxConfig::blocks(256)),
+        (SoftmaxConfig::blocks(256), None)
     );
     // Fewer copies of the bins where one copy fits.
     let p = k::histogram::HistogramProblem { n: 1, bins: 4096, out_of_range_pct: 0 };
-    let (c, _) = k::histogram::Histogram::fit_config(&cpu, s, &p, HistogramConfig { block: 512, grid: 1, copies: 8 });
+    let (c, _) = k::histogram::Histogram::fit_config(
+        &cpu,
+        s,
+        &p,
+        HistogramConfig { block: 512, grid: 1, copies: 8, cluster: 1 },
+    );
     assert_eq!(c.copies, 3);
     // The defaults of the rest fit as they are.
     let t = TransposeConfig { block: 256, tile: 64, pad: 1 };

@@ -15,6 +15,10 @@ const CONV1D_TAPS: [u32; 3] = [3, 33, 129];
 const STENCIL: [(u32, u32); 7] = [(1, 1), (1, 9), (7, 5), (70, 33), (130, 67), (64, 20), (132, 9)];
 const SCAN: [u64; 6] = [0, 1, 2, 191, 4097, 100_003];
 const NBODY: [u32; 5] = [1, 2, 100, 1000, 1001];
+// Rows of every start alignment, shorter than a cluster's blocks (1, 5) and longer.
+const ROWS_IN_CLUSTERS: [(u32, u32); 5] = [(3, 1), (4, 5), (4, 7), (3, 1001), (2, 4099)];
+// (threads, blocks per cluster): 5 and 3 threads are not warps or powers of two.
+const CLUSTER_CONFIGS: [(u32, u32); 3] = [(8, 2), (5, 4), (3, 8)];
 
 #[test]
 fn cpu_backend() {
@@ -25,6 +29,7 @@ fn cpu_backend() {
     assert_eq!(conformance::stencil2d(&cpu, &STENCIL), 7 * 4 * 2);
     assert_eq!(conformance::scan(&cpu, &SCAN), 6 * 4 * 2);
     assert_eq!(conformance::nbody(&cpu, &NBODY), 5 * 3);
+    assert_eq!(conformance::rows_in_clusters(&cpu, &ROWS_IN_CLUSTERS, &CLUSTER_CONFIGS), 5 * 3 * 2);
 }
 
 #[test]
@@ -51,4 +56,7 @@ fn cuda() {
     assert_eq!(conformance::stencil2d(&cuda, &[(1, 1), (7, 5), (1000, 777), (16384, 35)]), 4 * 4 * 2 * 2);
     assert_eq!(conformance::scan(&cuda, &[0, 1, 191, 100_003, 1 << 24]), 5 * 4 * 2 + 5 * 3 * 2);
     assert_eq!(conformance::nbody(&cuda, &[1, 100, 1001, 1 << 16]), 4 * 3 * 2);
+    let shapes = [(3, 1), (7, 1001), (5, 65536), (1000, 20000), (9, 32771)];
+    let configs = [(256, 2), (1024, 4), (512, 8), (33, 2)];
+    assert_eq!(conformance::rows_in_clusters(&cuda, &shapes, &configs), 5 * 4 * 2);
 }

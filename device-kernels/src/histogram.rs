@@ -1,5 +1,6 @@
 //! Histogram: counts of `u32` keys in `num_bins` bins, with per-workgroup bins in
-//! launch-sized shared memory.
+//! launch-sized shared memory, or bins split over a thread-block cluster's shared memory
+//! (distributed shared memory, sm_90) where one block cannot hold them.
 //!
 //! # Algorithm
 //! Each block zeroes `copies` private copies of the bins in shared memory, walks the keys
@@ -10,15 +11,23 @@
 //! copies and adds it to the global bins with one global atomic (skipped when zero).
 //! Keys `>= num_bins` are not counted. The global bins must be zeroed before the launch.
 //!
+//! In clusters of `size` blocks, block rank `r` holds bins `r * per .. (r + 1) * per`
+//! (`per` = [`HistogramConfig::per_block`]) in each copy: a key goes to the block that holds
+//! its bin (a shared atomic there when that is this block, a `red.shared::cluster` to a
+//! peer's otherwise), and each block merges only its own bins. Cluster barriers keep every
+//! block's counters zeroed before any peer adds to them, and every add landed before the
+//! merge.
+//!
 //! # Launch-sized memory ([`HistogramConfig::layout`])
-//! `counters`: `copies * num_bins` `u32`. One copy of 49152 bins is 192 KB: past the 48 KB
-//! a static array may hold, within an H100's 227 KB opt-in limit.
+//! `counters`: `copies * per` `u32` (`per = ceil(num_bins / size)`). One copy of 49152
+//! bins is 192 KB: past the 48 KB a static array may hold, within an H100's 227 KB opt-in
+//! limit; 131072 bins take 128 KB per block in clusters of 4.
 //!
 //! # Entry point
 //! `histogram_u32(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32)`,
-//! launched with `grid` blocks of `block` threads.
+//! launched with `grid` blocks of `block` threads in clusters of `cluster`.
 
-use crate::gpu::{self, SharedArray};
+use crate::gpu::{self, SharedArray, micro};
 use crate::layout::{Carve, LayoutError, Slice};
 
 /// The launch-time tunables of a histogram launch.
@@ -30,14 +39,29 @@ pub struct HistogramConfig {
     pub grid: u32,
     /// Private copies of the bins per block (1 for bin counts near the memory limit).
     pub copies: u32,
+    /// Blocks of the thread-block cluster whose shared memory holds the bins (1: every
+    /// block holds them all).
+    #[cfg_attr(feature = "serde", serde(default = "one"))]
+    pub cluster: u32,
+}
+
+#[cfg(feature = "serde")]
+fn one() -> u32 {
+    1
 }
 
 impl HistogramConfig {
+    /// Bins each block of a cluster holds (in each copy).
+    pub fn per_block(&self, num_bins: u32) -> u32 {
+        num_bins.div_ceil(self.cluster.max(1))
+    }
+
     /// The carve for `num_bins` bins.
     pub fn layout(&self, num_bins: u32) -> Result<Slice<u32>, LayoutError> {
-        let len = num_bins.checked_mul(self.copies).ok_or(LayoutError::Overflow {
+        let per = self.per_block(num_bins);
+        let len = per.checked_mul(self.copies).ok_or(LayoutError::Overflow {
             offset: 0,
-            len: num_bins,
+            len: per,
             elem_bytes: self.copies.saturating_mul(4),
         })?;
         Carve::new().array::<u32>(len)
@@ -58,24 +82,42 @@ type Keys4 = crate::vector::Vec4<u32>;
 unsafe fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32) {
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
-    let cfg = HistogramConfig { block, grid: gpu::grid_dim_x(), copies };
+    let (size, rank) = (micro::cluster_size(), micro::cluster_rank());
+    let cfg = HistogramConfig { block, grid: gpu::grid_dim_x(), copies, cluster: size };
     let Ok(slice) = cfg.layout(num_bins) else { gpu::trap() };
     if copies == 0 {
         gpu::trap();
     }
     let counters: SharedArray<u32> = gpu::launch_region(slice.bytes()).array(slice);
+    let per = cfg.per_block(num_bins);
+    // The owner of a bin is `bin / per`, as a multiply: exact for bins below 2^20 and `per`
+    // below 2^16 (the shared memory of 8 blocks holds fewer).
+    let magic = (1u64 << 40).div_ceil(per as u64);
+    let cluster_sync = || if size > 1 { micro::cluster_barrier() } else { gpu::barrier() };
 
     let mut i = tid;
     while i < counters.len() {
         unsafe { counters.write(i, 0) };
         i += block;
     }
-    gpu::barrier();
+    cluster_sync();
 
-    let base = ((tid / 32) % copies) * num_bins;
+    let base = ((tid / 32) % copies) * per;
     let count = |key: u32| {
-        if key < num_bins {
+        if key >= num_bins {
+            return;
+        }
+        if size == 1 {
             unsafe { counters.atomic_add(base + key, 1) };
+            return;
+        }
+        let owner = ((key as u64 * magic) >> 40) as u32;
+        let slot = base + (key - owner * per);
+        if owner == rank {
+            unsafe { counters.atomic_add(slot, 1) };
+        } else {
+            let p = unsafe { counters.range_ptr(slot, 1) } as *const u32;
+            unsafe { micro::cluster_red_add(micro::cluster_map(p, owner), 1) };
         }
     };
     let stride = cfg.grid as u64 * block as u64;
@@ -98,18 +140,20 @@ unsafe fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, cop
         count(unsafe { keys.add(g as usize).read() });
         g += stride;
     }
-    gpu::barrier();
+    cluster_sync();
 
+    // This block's bins: `rank * per ..`, the last block's cut at `num_bins`.
+    let first_bin = rank * per;
     let mut b = tid;
-    while b < num_bins {
+    while b < per && first_bin + b < num_bins {
         let mut sum = 0u32;
         let mut c = 0;
         while c < copies {
-            sum = sum.wrapping_add(unsafe { counters.read(c * num_bins + b) });
+            sum = sum.wrapping_add(unsafe { counters.read(c * per + b) });
             c += 1;
         }
         if sum != 0 {
-            unsafe { gpu::atomic_add_global_u32(bins.add(b as usize), sum) };
+            unsafe { gpu::atomic_add_global_u32(bins.add((first_bin + b) as usize), sum) };
         }
         b += block;
     }

@@ -1,41 +1,43 @@
 //! Row-wise RMSNorm forward of a row-major `rows x cols` f32 matrix with a weight of
-//! `cols` floats, one row per block, the row held in launch-sized shared memory:
+//! `cols` floats, one row per thread-block cluster (of one block by default), the row held
+//! in launch-sized shared memory:
 //! `y[r][c] = x[r][c] / sqrt(mean_c(x[r][c]^2) + eps) * g[c]`.
 //!
 //! # Algorithm
-//! On the row skeleton ([`crate::rows`]: its thread mapping and launch-sized layout), with
-//! vectors when `x`, `g` and `y` are 16-byte aligned: each thread copies its elements into
-//! the shared row, summing their squares; a fold gives the row's sum of squares `s`; with
-//! `inv = 1 / sqrt(s / cols + eps)`, each thread writes `x * inv * g` for the elements it
-//! stored, reading them back from the shared row. `g` is read once per row (it stays in
-//! L2). A row holding an infinity or NaN gives NaN.
+//! On the row skeleton ([`crate::rows`]: its thread mapping and launch-sized layout): each
+//! thread copies its vectors into the shared row, summing their squares; a fold over the
+//! cluster gives the row's sum of squares `s`; with `inv = 1 / sqrt(s / cols + eps)`, each
+//! thread writes `x * inv * g` for the elements it stored, reading them back from the
+//! shared row and `g` at the same columns (16-byte reads where `g`'s columns are aligned as
+//! the row's are). `g` is read once per row (it stays in L2). A row holding an infinity or NaN gives NaN.
 //!
 //! # Entry point
-//! `rmsnorm_f32(x, g, y, rows: u32, cols: u32, eps: f32)`, `grid = min(rows, 65535)`.
+//! `rmsnorm_f32(x, g, y, rows: u32, cols: u32, eps: f32)`, grid [`RmsnormConfig::grid`], in
+//! clusters of [`RmsnormConfig::cluster`] blocks.
 
 use crate::gpu;
+use crate::rows::Row;
 pub use crate::rows::{MAX_GRID, RowConfig as RmsnormConfig, RowLayout as RmsnormLayout};
-use crate::rows::{Row, aligned};
-use crate::vector::Vec4;
 
 /// # Safety
 /// `x` and `y` hold `rows * cols` floats, `g` holds `cols`; the launch gave the layout's
 /// bytes.
 #[inline(always)]
 unsafe fn rmsnorm(x: *const f32, g: *const f32, y: *mut f32, rows: u32, cols: u32, eps: f32) {
-    let row = unsafe { Row::new(cols, aligned(x) && aligned(g) && aligned(y)) };
+    let row = unsafe { Row::new(cols) };
     let inv_cols = 1.0 / cols as f32;
     row.each_row(rows, |r| {
         let offset = r as usize * cols as usize;
+        // Lanes outside the row are 0: no square.
         let squares4 = |s: f32, v: [f32; 4]| s + ((v[0] * v[0] + v[1] * v[1]) + (v[2] * v[2] + v[3] * v[3]));
-        let s = unsafe { row.load(x.add(offset), 0.0, squares4, |s, v| s + v * v) };
+        let (s, span) = unsafe { row.load(x.add(offset), 0.0, 0.0, squares4) };
         let s = row.fold(s, |a, b| a + b);
         let inv = 1.0 / gpu::sqrt(s * inv_cols + eps);
-        let scale4 = |i: u32, v: [f32; 4]| {
-            let w = unsafe { (g as *const Vec4<f32>).add(i as usize).read() }.0;
-            [v[0] * inv * w[0], v[1] * inv * w[1], v[2] * inv * w[2], v[3] * inv * w[3]]
+        let scale4 = |v: u32, x: [f32; 4]| {
+            let w = unsafe { row.gather(g, span, v, 0.0) };
+            [x[0] * inv * w[0], x[1] * inv * w[1], x[2] * inv * w[2], x[3] * inv * w[3]]
         };
-        unsafe { row.store(y.add(offset), scale4, |i, v| v * inv * g.add(i as usize).read()) };
+        unsafe { row.store(y.add(offset), span, scale4) };
     });
 }
 

@@ -36,6 +36,12 @@ pub enum Error {
     /// More blocks than the device allows in one dimension.
     #[error("{kernel}: a grid of {requested} blocks is over the {backend} maximum of {limit}")]
     GridTooLarge { kernel: String, backend: BackendKind, requested: u64, limit: u64 },
+    /// A thread-block cluster larger than the backend runs (1 where it has none).
+    #[error(
+        "{kernel}: clusters of {requested} blocks asked; {backend} runs clusters of at most {limit} \
+         (CUDA: compute capability 9.0 or later, 8 portable; HIP and WGSL have none)"
+    )]
+    ClusterTooLarge { kernel: String, backend: BackendKind, requested: u32, limit: u32 },
     /// A config the kernel cannot run with (zero sizes, unsupported combinations).
     #[error("{kernel}: invalid config: {reason}")]
     InvalidConfig { kernel: String, reason: String },

@@ -91,8 +91,8 @@ pub fn histogram<B: FamilyBackend>(backend: &B, sizes: &[u64], bins: &[u32]) -> 
             let problem = HistogramProblem { n, bins: b, out_of_range_pct: 10 };
             let configs = [
                 default_config(backend, &problem),
-                HistogramConfig { block: 64, grid: 3, copies: 2 },
-                HistogramConfig { block: 96, grid: 1, copies: 1 },
+                HistogramConfig { block: 64, grid: 3, copies: 2, cluster: 1 },
+                HistogramConfig { block: 96, grid: 1, copies: 1, cluster: 1 },
             ];
             for config in configs {
                 for &variant in backend.variants() {
@@ -133,12 +133,15 @@ pub fn transpose<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize 
 /// Softmax: row lengths from 1 up (odd, not multiples of 4 or of the block).
 pub fn softmax<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize {
     use dynsmem::host::device::softmax::SoftmaxConfig;
-    use dynsmem::host::families::softmax::{SoftmaxProblem, default_config, prepare};
+    use dynsmem::host::families::softmax::{Softmax, SoftmaxProblem, default_config, prepare};
+    use dynsmem::host::family::Family;
     let mut checked = 0;
     for &(rows, cols) in shapes {
         let problem = SoftmaxProblem { rows, cols };
-        for config in [default_config(backend), SoftmaxConfig { block: 33 }] {
+        for config in [default_config(backend, cols), SoftmaxConfig::blocks(33)] {
             for &variant in backend.variants() {
+                // The twins hold a row in one workgroup: a cluster default runs as one block.
+                let (config, _) = Softmax::fit_config(backend, variant, &problem, config);
                 let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                 checked +=
                     run_case(&what, prepare(backend, problem, config, variant, rows as u64 + cols as u64)) as usize;
@@ -146,6 +149,30 @@ pub fn softmax<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize {
         }
     }
     note(&format!("softmax conformance: {}: {checked} cases verified", backend.kind()));
+    checked
+}
+
+/// Softmax and RMSNorm with rows split over thread-block clusters (launch-sized only):
+/// every cluster size, blocks that are not powers of two, rows of every start alignment
+/// (row lengths not multiples of 4) and clusters whose last blocks hold none of a short row.
+pub fn rows_in_clusters<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)], configs: &[(u32, u32)]) -> usize {
+    use dynsmem::host::backend::Variant;
+    use dynsmem::host::device::rows::RowConfig;
+    use dynsmem::host::families::{rmsnorm, softmax};
+    let mut checked = 0;
+    for &(rows, cols) in shapes {
+        for &(block, cluster) in configs {
+            let config = RowConfig { block, cluster };
+            let seed = rows as u64 * 31 + cols as u64;
+            let what = format!("{} softmax {rows}x{cols} {config:?}", backend.kind());
+            let problem = softmax::SoftmaxProblem { rows, cols };
+            checked += run_case(&what, softmax::prepare(backend, problem, config, Variant::LaunchSized, seed)) as usize;
+            let what = format!("{} rmsnorm {rows}x{cols} {config:?}", backend.kind());
+            let problem = rmsnorm::RmsnormProblem { rows, cols, eps: 1e-5 };
+            checked += run_case(&what, rmsnorm::prepare(backend, problem, config, Variant::LaunchSized, seed)) as usize;
+        }
+    }
+    note(&format!("rows in clusters: {}: {checked} cases verified", backend.kind()));
     checked
 }
 

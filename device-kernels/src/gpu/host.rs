@@ -38,6 +38,21 @@ pub struct ThreadContext<'a> {
     pub region: *mut u8,
     pub region_bytes: u32,
     pub sync: &'a dyn Workgroup,
+    /// The thread-block cluster the workgroup runs in; `None`: a cluster of one.
+    pub cluster: Option<Cluster<'a>>,
+}
+
+/// A workgroup's place in its thread-block cluster, as the CPU backend emulates one: the
+/// cluster's workgroups run at once, each in its own region, and share a barrier.
+#[derive(Clone, Copy)]
+pub struct Cluster<'a> {
+    /// This workgroup's rank (its index in `regions`).
+    pub rank: u32,
+    /// Every workgroup's region, by rank (addresses: each of `region_bytes`).
+    pub regions: &'a [usize],
+    /// The barrier of all `regions.len() * block_dim` threads, numbered
+    /// `rank * block_dim + thread`.
+    pub sync: &'a dyn Workgroup,
 }
 
 /// What went wrong in a kernel thread.
@@ -154,6 +169,49 @@ pub(super) fn region_base() -> *mut u8 {
 pub(super) fn barrier() {
     let c = context();
     c.sync.barrier(c.thread, Location::caller());
+}
+
+pub(super) fn cluster_rank() -> u32 {
+    context().cluster.map_or(0, |c| c.rank)
+}
+pub(super) fn cluster_size() -> u32 {
+    context().cluster.map_or(1, |c| c.regions.len() as u32)
+}
+#[track_caller]
+pub(super) fn cluster_barrier() {
+    let c = context();
+    match c.cluster {
+        Some(k) => k.sync.barrier(k.rank * c.block_dim + c.thread, Location::caller()),
+        None => c.sync.barrier(c.thread, Location::caller()),
+    }
+}
+/// The address in block `rank`'s region of the byte at `p` in this block's; faults when `p`
+/// is outside this block's region or `rank` outside the cluster.
+#[track_caller]
+pub(super) fn cluster_map(p: *const u8, access_bytes: u32, rank: u32) -> *const u8 {
+    let c = context();
+    let offset = (p as usize).wrapping_sub(c.region as usize) as u64;
+    if offset + access_bytes as u64 > c.region_bytes as u64 {
+        fault(FaultKind::RegionOverrun {
+            offset,
+            access_bytes,
+            region_bytes: c.region_bytes,
+            index: 0,
+            len: 0,
+            at: Location::caller(),
+        });
+    }
+    let base = match c.cluster {
+        Some(k) => match k.regions.get(rank as usize) {
+            Some(&r) => r,
+            None => {
+                fault(FaultKind::Panic(std::format!("cluster_map to rank {rank} in a cluster of {}", k.regions.len())))
+            }
+        },
+        None if rank == 0 => c.region as usize,
+        None => fault(FaultKind::Panic(std::format!("cluster_map to rank {rank} outside a cluster"))),
+    };
+    (base + offset as usize) as *const u8
 }
 
 /// A global-memory synchronisation point of this thread (see [`Workgroup::interleave`]).

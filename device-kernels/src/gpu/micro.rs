@@ -5,7 +5,7 @@
 //! Each is one instruction where the hardware has one, in an `asm!` block (not `pure`), so
 //! the compiler neither merges, hoists nor drops it: a probe's loop runs exactly the
 //! accesses it names. On the CPU backend they are what the kernels need to give the same
-//! results (plain loads, `core` atomics and fences, a cluster of one block); the clock
+//! results (plain loads, `core` atomics and fences, clusters the backend emulates); the clock
 //! there counts nanoseconds.
 //!
 //! sm_90-only forms (cluster fences, cluster addressing) trap in an image built for an
@@ -403,8 +403,8 @@ pub fn fence(scope: FenceScope) {
     }
 }
 
-/// This block's rank in its thread-block cluster (`%cluster_ctarank`; 0 without clusters
-/// and on the CPU backend, which runs every block as a cluster of one).
+/// This block's rank in its thread-block cluster (`%cluster_ctarank`; 0 without clusters).
+/// The CPU backend emulates clusters: the rank of its launch's cluster.
 #[inline(always)]
 pub fn cluster_rank() -> u32 {
     #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
@@ -414,7 +414,11 @@ pub fn cluster_rank() -> u32 {
         unsafe { core::arch::asm!("mov.u32 {}, %cluster_ctarank;", out(reg32) r, options(pure, nomem, nostack)) };
         r
     }
-    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+    #[cfg(not(gpu))]
+    {
+        super::host::cluster_rank()
+    }
+    #[cfg(all(gpu, not(all(target_arch = "nvptx64", target_feature = "sm_90"))))]
     {
         0
     }
@@ -430,7 +434,11 @@ pub fn cluster_size() -> u32 {
         unsafe { core::arch::asm!("mov.u32 {}, %cluster_nctarank;", out(reg32) r, options(pure, nomem, nostack)) };
         r
     }
-    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+    #[cfg(not(gpu))]
+    {
+        super::host::cluster_size()
+    }
+    #[cfg(all(gpu, not(all(target_arch = "nvptx64", target_feature = "sm_90"))))]
     {
         1
     }
@@ -447,13 +455,16 @@ pub fn cluster_barrier() {
     unsafe {
         core::arch::asm!("barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;", options(nostack))
     }
-    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+    #[cfg(not(gpu))]
+    super::host::cluster_barrier();
+    #[cfg(all(gpu, not(all(target_arch = "nvptx64", target_feature = "sm_90"))))]
     super::barrier()
 }
 
 /// The address of the same element of block `rank`'s launch-sized region as `p` is of this
 /// block's (`mapa.shared::cluster`): a distributed-shared-memory address for
-/// [`cluster_load`]. Without clusters, and on the CPU backend, `rank` is this block.
+/// [`cluster_load`]. Without clusters `rank` is this block (on the CPU backend, `rank` must
+/// then be 0).
 #[inline(always)]
 pub fn cluster_map(p: *const u32, rank: u32) -> ClusterPtr {
     #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
@@ -467,7 +478,11 @@ pub fn cluster_map(p: *const u32, rank: u32) -> ClusterPtr {
         };
         ClusterPtr(m)
     }
-    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+    #[cfg(not(gpu))]
+    {
+        ClusterPtr(super::host::cluster_map(p.cast(), 4, rank).cast())
+    }
+    #[cfg(all(gpu, not(all(target_arch = "nvptx64", target_feature = "sm_90"))))]
     {
         let _ = rank;
         ClusterPtr(p)
@@ -539,5 +554,29 @@ pub unsafe fn cluster_load4(p: ClusterPtr) -> Vec4<u32> {
     #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
     unsafe {
         p.0.cast::<Vec4<u32>>().read_volatile()
+    }
+}
+
+/// Adds `v` to a word of some block of this cluster's shared memory, returning nothing
+/// (`red.relaxed.cluster.shared::cluster.add.u32`): the atomics of a histogram whose bins
+/// are split over a cluster.
+///
+/// # Safety
+/// As [`cluster_load`]; every concurrent access to the word is atomic.
+#[inline(always)]
+pub unsafe fn cluster_red_add(p: ClusterPtr, v: u32) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!("red.relaxed.cluster.shared::cluster.add.u32 [{p}], {v};",
+            p = in(reg32) p.0, v = in(reg32) v, options(nostack))
+    };
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+    {
+        // SAFETY: the caller's contract: the word is in a live region and accessed atomically.
+        unsafe { core::sync::atomic::AtomicU32::from_ptr(p.0 as *mut u32) }
+            .fetch_add(v, core::sync::atomic::Ordering::Relaxed);
+        #[cfg(not(gpu))]
+        host::interleave();
     }
 }

@@ -169,7 +169,7 @@ pub fn family(f: Family) {
             }
         }
         Family::Histogram { block, grid, copies, bins } => {
-            let cfg = histogram::HistogramConfig { block, grid, copies };
+            let cfg = histogram::HistogramConfig { block, grid, copies, cluster: 1 };
             let p = part(bins as u64 * copies as u64, 4, 4);
             match (cfg.layout(bins), model(&[p])) {
                 (Ok(s), Some((off, bytes))) => {
@@ -193,7 +193,7 @@ pub fn family(f: Family) {
             assert!((1..=transpose::MAX_GRID).contains(&cfg.grid(rows, cols)));
         }
         Family::Softmax { block, rows, cols } => {
-            let cfg = softmax::SoftmaxConfig { block };
+            let cfg = softmax::SoftmaxConfig::blocks(block);
             let parts = [part(cols as u64, 4, 16), part(block as u64, 4, 4)];
             match (cfg.layout(cols), model(&parts)) {
                 (Ok(l), Some((off, bytes))) => {

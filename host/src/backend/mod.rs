@@ -60,6 +60,15 @@ pub struct Limits {
     /// Largest single buffer a kernel may bind (wgpu's storage binding limit).
     pub max_buffer_bytes: u64,
     pub memory_bytes: Option<u64>,
+    /// Most blocks of a thread-block cluster a launch may ask for (1: no clusters). CUDA on
+    /// compute capability 9.0 and later: 8, the portable cluster size; the CPU backend
+    /// emulates clusters up to the same size.
+    #[serde(default = "one")]
+    pub max_cluster: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Limits {
@@ -76,16 +85,28 @@ impl Limits {
             multiprocessors: Some(132),
             max_buffer_bytes: u64::MAX,
             memory_bytes: Some(85_017_493_504),
+            max_cluster: 8,
         }
     }
 }
 
-/// The grid, block and launch-sized shared bytes of one launch (1-D).
+/// The grid, block, launch-sized shared bytes (per block) and cluster of one launch (1-D).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LaunchDims {
     pub grid: u32,
     pub block: u32,
     pub shared_bytes: u32,
+    /// Blocks per thread-block cluster: consecutive blocks `c * cluster ..` form cluster `c`
+    /// and may read each other's launch-sized memory. 1: plain blocks. `grid` is a multiple.
+    #[serde(default = "one")]
+    pub cluster: u32,
+}
+
+impl LaunchDims {
+    /// Plain blocks (no clusters).
+    pub fn new(grid: u32, block: u32, shared_bytes: u32) -> LaunchDims {
+        LaunchDims { grid, block, shared_bytes, cluster: 1 }
+    }
 }
 
 /// One launch as a backend saw it, with the padding ([`Backend::set_launch_padding`]) in
@@ -453,6 +474,25 @@ impl std::fmt::Display for Variant {
 /// `max_threads_per_block` threads, a grid of 1 to `max_grid_x` blocks, `dims.shared_bytes`
 /// of launch-sized memory within the opt-in limit, and `static_bytes` of static arrays
 /// within the static one.
+/// A cluster of 1 to [`Limits::max_cluster`] blocks that divides the grid.
+pub fn check_cluster(kernel: &str, backend: BackendKind, l: &Limits, dims: LaunchDims) -> Result<()> {
+    if dims.cluster == 0 || dims.cluster > l.max_cluster {
+        return Err(Error::ClusterTooLarge {
+            kernel: kernel.into(),
+            backend,
+            requested: dims.cluster,
+            limit: l.max_cluster,
+        });
+    }
+    if !dims.grid.is_multiple_of(dims.cluster) {
+        return Err(Error::InvalidConfig {
+            kernel: kernel.into(),
+            reason: format!("a grid of {} blocks is not whole clusters of {}", dims.grid, dims.cluster),
+        });
+    }
+    Ok(())
+}
+
 pub fn check_limits(kernel: &str, backend: BackendKind, l: &Limits, dims: LaunchDims, static_bytes: u32) -> Result<()> {
     if dims.block == 0 {
         return Err(Error::InvalidConfig { kernel: kernel.into(), reason: "block of 0 threads".into() });
@@ -473,6 +513,7 @@ pub fn check_limits(kernel: &str, backend: BackendKind, l: &Limits, dims: Launch
             limit: l.max_grid_x,
         });
     }
+    check_cluster(kernel, backend, l, dims)?;
     let (kind, requested, limit, limit_name) = if dims.shared_bytes > l.launch_shared_max {
         let name = match backend {
             BackendKind::Cuda => "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",

@@ -205,6 +205,16 @@ impl<'b, B: Backend> Launch<'b, B> {
         self
     }
 
+    /// Launches the grid as thread-block clusters of `cluster` consecutive blocks, checked
+    /// against the backend first (a typed error names the kernel and the backend's limit).
+    pub fn clustered(mut self, cluster: u32) -> Result<Launch<'b, B>> {
+        let dims = crate::backend::LaunchDims { cluster, ..self.dims };
+        let info = self.backend.info();
+        crate::backend::check_cluster(&self.kernel.name, info.backend, &info.limits, dims)?;
+        self.dims = dims;
+        Ok(self)
+    }
+
     /// Bytes one run must move (default: every buffer once).
     pub fn bytes(mut self, bytes: u64) -> Launch<'b, B> {
         self.bytes = Some(bytes);

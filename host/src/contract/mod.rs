@@ -233,7 +233,7 @@ impl<K> Prepared<K> {
         }
         let launch_bytes = layout_bytes.map_err(|source| Error::Layout { kernel: entry.into(), source })?;
         let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
-        backend.check_launch(entry, crate::backend::LaunchDims { grid, block, shared_bytes })?;
+        backend.check_launch(entry, crate::backend::LaunchDims::new(grid, block, shared_bytes))?;
         let built = backend.build(&KernelSpec { entry, launch_bytes, wgsl, cuda }, variant)?;
         let name = match (variant, cuda, wgsl) {
             // The built kernel's name: it says which compiler built the twin.
@@ -254,7 +254,7 @@ impl<K> Prepared<K> {
 
     /// Launch dimensions with this kernel's launch-sized bytes.
     pub fn dims(&self, grid: u32, block: u32) -> crate::backend::LaunchDims {
-        crate::backend::LaunchDims { grid, block, shared_bytes: self.built.launch_bytes }
+        crate::backend::LaunchDims::new(grid, block, self.built.launch_bytes)
     }
 }
 

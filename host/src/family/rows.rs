@@ -44,33 +44,91 @@ pub struct RowKernel {
 
 impl<F: RowFamily> Space for F {
     fn params(target: &Target, _: &F::Problem) -> Vec<Param> {
-        if target.is_cpu {
-            vec![Param::new("block", &[4, 8, 16, 32])]
-        } else {
-            vec![Param::new("block", &[32, 64, 128, 256, 512, 1024])]
-        }
+        let clusters: Vec<u32> = CLUSTERS
+            .into_iter()
+            .filter(|&c| c <= target.limits.max_cluster && (c == 1 || target.variant == Variant::LaunchSized))
+            .collect();
+        let block: &[u32] = if target.is_cpu { &[4, 8, 16, 32] } else { &[32, 64, 128, 256, 512, 1024] };
+        vec![Param::new("block", block), Param::new("cluster", &clusters)]
     }
 
     fn config_of(point: &[u32]) -> RowConfig {
-        RowConfig { block: point[0] }
+        RowConfig { block: point[0], cluster: point.get(1).copied().unwrap_or(1) }
     }
 
-    fn check(problem: &F::Problem, config: &RowConfig, _: &Target) -> std::result::Result<Footprint, String> {
+    fn check(problem: &F::Problem, config: &RowConfig, target: &Target) -> std::result::Result<Footprint, String> {
         let (rows, cols) = F::shape(problem);
         if config.block == 0 {
             return Err("block must be at least 1 thread".into());
         }
+        check_cluster(config, target.variant, target.limits.max_cluster)?;
         let launch_bytes = config.shared_bytes(cols).map_err(layout_reason)?;
         let static_bytes = wgsl_static_bytes(&F::KERNEL, cols, config);
         Ok(Footprint { threads: config.block, grid: config.grid(rows), launch_bytes, static_bytes })
     }
 }
 
+/// The cluster sizes the search space offers (where the backend runs them).
+pub const CLUSTERS: [u32; 4] = [1, 2, 4, 8];
+
+/// Blocks per row: a power of two up to the backend's clusters, and 1 for the twins, which
+/// hold a whole row in one workgroup (WGSL has no clusters; the CUDA C twin keeps the
+/// one-block form).
+fn check_cluster(config: &RowConfig, variant: Variant, max_cluster: u32) -> std::result::Result<(), String> {
+    let c = config.cluster;
+    if c == 0 || !c.is_power_of_two() {
+        return Err(format!("cluster must be a power of two blocks, not {c}"));
+    }
+    if c > 1 && variant != Variant::LaunchSized {
+        return Err(format!(
+            "clusters of {c} blocks: the {variant} twin holds a whole row in one workgroup (no cluster form)"
+        ));
+    }
+    if c > max_cluster {
+        return Err(format!("clusters of {c} blocks: this backend runs clusters of at most {max_cluster}"));
+    }
+    Ok(())
+}
+
+/// The default config on a GPU: rows split over the smallest cluster (up to `max_cluster`)
+/// that leaves each block at most [`PART_FLOATS`] floats, so that several blocks share a
+/// multiprocessor and one's reads overlap another's folds and writes; threads by the floats
+/// a block holds. `small`: the CPU backend's (16 threads, a block per row).
+pub fn default_config(small: bool, cols: u32, max_cluster: u32) -> RowConfig {
+    if small {
+        return RowConfig::blocks(16);
+    }
+    let mut config = RowConfig::blocks(256);
+    while config.part(cols) > PART_FLOATS && config.cluster * 2 <= max_cluster {
+        config.cluster *= 2;
+    }
+    config.block = match config.part(cols) {
+        0..=4096 => 256,
+        4097..=8192 => 512,
+        _ => 1024,
+    };
+    config
+}
+
+/// Floats of a row the default config leaves to one block (64 KB: three blocks per H100
+/// multiprocessor).
+pub const PART_FLOATS: u64 = 16_384;
+
+/// The twins' config for `asked`: a block per row (they have no cluster form), with a
+/// note saying so; `asked` itself for the Rust kernels.
+pub fn fit_config(variant: Variant, asked: RowConfig) -> (RowConfig, Option<String>) {
+    if variant == Variant::LaunchSized || asked.cluster == 1 {
+        return (asked, None);
+    }
+    let fitted = RowConfig::blocks(asked.block);
+    (fitted, Some(format!("the {variant} twin holds a whole row in one workgroup: ran {fitted:?}, not {asked:?}")))
+}
+
 /// The static forms' fallbacks: smaller blocks, down to 32. The row itself must fit beside
 /// the scratch (12032 floats with 256 threads): rows of 32768 floats (128 KB) have no
 /// static config, and their cuda-static row is refused with the bytes and the limit.
 pub fn static_fallbacks(config: &RowConfig) -> Vec<RowConfig> {
-    halvings(config.block, 32).map(|block| RowConfig { block }).collect()
+    halvings(config.block, 32).map(RowConfig::blocks).collect()
 }
 
 fn wgsl_row(k: &RowKernel, cols: u32) -> u32 {
@@ -99,8 +157,13 @@ pub fn wgsl_spec(k: &RowKernel, cols: u32, cfg: &RowConfig, variant: Variant) ->
     }
 }
 
+/// Bytes of the CUDA C twin's static arrays: the row, then `block` floats of scratch.
+pub fn static_bytes(cols: u32, cfg: &RowConfig) -> u32 {
+    ((cols as u64 + cfg.block as u64) * 4).min(u32::MAX as u64) as u32
+}
+
 /// The cuda-static form of `k`: the row length and block as defines; its static arrays are
-/// the Rust kernel's layout (the row, 16-byte aligned, then `block` floats of scratch).
+/// the row, 16-byte aligned, then `block` floats of scratch.
 pub fn cuda_source(k: &RowKernel, cols: u32, cfg: &RowConfig) -> CudaSource {
     CudaSource {
         name: format!("{}[cuda-static,cols={cols},block={}]", k.name, cfg.block),
@@ -108,7 +171,7 @@ pub fn cuda_source(k: &RowKernel, cols: u32, cfg: &RowConfig) -> CudaSource {
         file: k.cuda_file,
         entry: k.cuda_entry,
         defines: vec![("COLS", cols.to_string()), ("BLOCK", cfg.block.to_string())],
-        static_bytes: cfg.shared_bytes(cols).unwrap_or(u32::MAX),
+        static_bytes: static_bytes(cols, cfg),
     }
 }
 
@@ -131,6 +194,8 @@ pub fn build<'b, B: FamilyBackend>(
     if cols == 0 {
         return Err(invalid_problem(k.name, format!("rows of 0 elements have no {}", k.empty)));
     }
+    let max_cluster = backend.info().limits.max_cluster;
+    check_cluster(config, variant, max_cluster).map_err(|reason| invalid(k.name, reason))?;
     let elems = rows as u64 * cols as u64;
     let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
     check_index(k.name, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
@@ -147,5 +212,6 @@ pub fn build<'b, B: FamilyBackend>(
         variant,
         &wgsl,
         &cuda,
-    )
+    )?
+    .clustered(config.cluster)
 }

@@ -344,6 +344,7 @@ mod tests {
                 multiprocessors: None,
                 max_buffer_bytes: 0,
                 memory_bytes: None,
+                max_cluster: 1,
             },
         }
     }

@@ -272,6 +272,7 @@ pub(crate) mod tests {
             multiprocessors: None,
             max_buffer_bytes: u64::MAX,
             memory_bytes: None,
+            max_cluster: 8,
         }
     }
 

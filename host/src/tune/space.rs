@@ -241,6 +241,6 @@ fn check_limits(f: &Footprint, t: &Target) -> std::result::Result<(), String> {
     let launch_sized = t.variant == Variant::LaunchSized;
     let shared_bytes = if launch_sized { f.launch_bytes } else { 0 };
     let static_bytes = if launch_sized { 0 } else { f.static_bytes };
-    let dims = LaunchDims { grid: f.grid, block: f.threads, shared_bytes };
+    let dims = LaunchDims::new(f.grid, f.threads, shared_bytes);
     crate::backend::check_limits("config", t.backend, &t.limits, dims, static_bytes).map_err(|e| e.to_string())
 }

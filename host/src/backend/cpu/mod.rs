@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
-use dynsmem_kernels::gpu::host::{Fault, FaultKind, ThreadContext, with_context};
+use dynsmem_kernels::gpu::host::{Cluster, Fault, FaultKind, ThreadContext, with_context};
 use dynsmem_kernels::{KernelEntry, ParamKind};
 
 use self::sync::WorkgroupSync;
@@ -304,8 +304,11 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 }
 
 /// Runs one launch: `schedule.resident` workgroups at a time (each slot its own threads,
-/// region and barrier; slot `s` runs the `s`-th, `s + resident`-th, ... workgroup of a
-/// seeded order), `dims.block` threads each.
+/// region and barrier), `dims.block` threads each. Workgroups run in clusters of
+/// `dims.cluster`: a group of that many slots runs one cluster's workgroups at once (its
+/// slot `r` the workgroup of rank `r`), with a barrier over all their threads and each
+/// region reachable from the others ([`Cluster`]). Group `g` runs the `g`-th,
+/// `g + groups`-th, ... cluster of a seeded order (a cluster of one: a workgroup).
 fn execute(
     entry: &'static KernelEntry,
     dims: LaunchDims,
@@ -314,8 +317,11 @@ fn execute(
     seed: u64,
     skip_first: bool,
 ) -> std::result::Result<(), Fault> {
-    let resident = schedule.resident.clamp(1, dims.grid.max(1));
-    let order = Order::new(dims.grid, seed);
+    let size = dims.cluster.max(1);
+    let clusters = dims.grid / size;
+    let groups = (schedule.resident / size).clamp(1, clusters.max(1));
+    let resident = groups * size;
+    let order = Order::new(clusters, seed);
     let mut regions = Vec::with_capacity(resident as usize);
     for _ in 0..resident {
         regions.push(CpuMem::filled(dims.shared_bytes as usize, REGION_POISON).map_err(|e| Fault {
@@ -325,12 +331,15 @@ fn execute(
             kind: FaultKind::Panic(e.to_string()),
         })?);
     }
+    let region_addrs: Vec<usize> = regions.iter().map(|r| r.addr() as usize).collect();
     let abort = AtomicBool::new(false);
     let syncs: Vec<WorkgroupSync> =
         (0..resident).map(|s| WorkgroupSync::new(dims.block, &abort, seed ^ (s as u64) << 32)).collect();
+    let cluster_syncs: Vec<WorkgroupSync> =
+        (0..groups).map(|g| WorkgroupSync::new(size * dims.block, &abort, seed ^ (g as u64) << 40)).collect();
     let betweens: Vec<std::sync::Barrier> =
-        (0..resident).map(|_| std::sync::Barrier::new(dims.block as usize)).collect();
-    let stops: Vec<AtomicBool> = (0..resident).map(|_| AtomicBool::new(false)).collect();
+        (0..groups).map(|_| std::sync::Barrier::new((size * dims.block) as usize)).collect();
+    let stops: Vec<AtomicBool> = (0..groups).map(|_| AtomicBool::new(false)).collect();
     let first: Mutex<Option<Fault>> = Mutex::new(None);
     // Threads start only once all of them exist: if one cannot be created, the others
     // must not wait for it at a barrier.
@@ -338,10 +347,15 @@ fn execute(
 
     std::thread::scope(|scope| {
         'spawn: for slot in 0..resident {
-            let (sync, between) = (&syncs[slot as usize], &betweens[slot as usize]);
-            let region = &regions[slot as usize];
-            let stopped = &stops[slot as usize];
-            let region_addr = region.addr() as usize;
+            let (group, rank) = (slot / size, slot % size);
+            let group_slots = (group * size) as usize..((group + 1) * size) as usize;
+            let sync = &syncs[slot as usize];
+            let (cluster_sync, between) = (&cluster_syncs[group as usize], &betweens[group as usize]);
+            let stopped = &stops[group as usize];
+            let (group_regions, group_syncs) = (&regions[group_slots.clone()], &syncs[group_slots.clone()]);
+            let cluster =
+                (size > 1).then_some(Cluster { rank, regions: &region_addrs[group_slots], sync: cluster_sync });
+            let region_addr = region_addrs[slot as usize];
             for thread in 0..dims.block {
                 let (abort, first, gate, order) = (&abort, &first, &gate, &order);
                 let run = move || {
@@ -353,9 +367,9 @@ fn execute(
                         return;
                     }
                     drop(open);
-                    let mut k = if skip_first && slot == 0 { resident } else { slot };
-                    while k < dims.grid {
-                        let workgroup = order.at(k);
+                    let mut k = if skip_first && group == 0 { groups } else { group };
+                    while k < clusters {
+                        let workgroup = order.at(k) * size + rank;
                         let ctx = ThreadContext {
                             kernel: entry.name,
                             workgroup,
@@ -365,12 +379,16 @@ fn execute(
                             region: region_addr as *mut u8,
                             region_bytes: dims.shared_bytes,
                             sync,
+                            cluster,
                         };
                         let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
                             with_context(&ctx, || {
                                 // SAFETY: `slots` were checked against the kernel's parameters.
                                 unsafe { (entry.run)(slots) };
                                 sync.exit(thread);
+                                if size > 1 {
+                                    cluster_sync.exit(rank * dims.block + thread);
+                                }
                             })
                         }));
                         if let Err(payload) = ran {
@@ -392,23 +410,26 @@ fn execute(
                             drop(slot);
                             abort.store(true, Ordering::SeqCst);
                             sync.poison();
+                            cluster_sync.poison();
                         }
-                        // Between workgroups: thread 0 readies the slot and decides for
-                        // all of its threads whether to go on (each reading the launch's
-                        // `abort` itself could split them between stopping and waiting).
+                        // Between clusters: thread 0 of rank 0 readies the group's slots and
+                        // decides for all of their threads whether to go on (each reading
+                        // the launch's `abort` itself could split them between stopping and
+                        // waiting).
                         between.wait();
-                        if thread == 0 {
-                            sync.reset();
-                            // SAFETY: every thread of this slot waits at `between`; none
-                            // touches the region until the next workgroup starts.
-                            unsafe { region.poison() };
+                        if thread == 0 && rank == 0 {
+                            group_syncs.iter().for_each(WorkgroupSync::reset);
+                            cluster_sync.reset();
+                            // SAFETY: every thread of this group waits at `between`; none
+                            // touches the regions until the next cluster starts.
+                            group_regions.iter().for_each(|r| unsafe { r.poison() });
                             stopped.store(abort.load(Ordering::SeqCst), Ordering::SeqCst);
                         }
                         between.wait();
                         if stopped.load(Ordering::SeqCst) {
                             break;
                         }
-                        k += resident;
+                        k += groups;
                     }
                 };
                 let spawned = std::thread::Builder::new().stack_size(THREAD_STACK).spawn_scoped(scope, run);

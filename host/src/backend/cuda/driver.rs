@@ -88,3 +88,71 @@ pub(crate) fn multiprocessors(ordinal: usize) -> Option<(u32, u32)> {
         device_attribute(ordinal, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as u32,
     ))
 }
+
+/// The launch attribute that makes consecutive blocks `cluster` at a time one thread-block
+/// cluster (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`, 1-D).
+fn cluster_attribute(cluster: u32) -> sys::CUlaunchAttribute {
+    // SAFETY: an all-zero attribute is valid plain data; the id and the union field it
+    // names are set below.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: cluster, y: 1, z: 1 };
+    attr
+}
+
+fn launch_config(
+    (grid, block, shared_bytes): (u32, u32, u32),
+    stream: sys::CUstream,
+    attr: &mut sys::CUlaunchAttribute,
+) -> sys::CUlaunchConfig {
+    sys::CUlaunchConfig {
+        gridDimX: grid,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: shared_bytes,
+        hStream: stream,
+        attrs: attr,
+        numAttrs: 1,
+    }
+}
+
+/// `cuLaunchKernelEx` of `f` over `grid` blocks in clusters of `cluster`.
+///
+/// # Safety
+/// As `cuLaunchKernel`: `f` belongs to the current context, `params` matches its
+/// signature and what they point to outlives the launch.
+pub(crate) unsafe fn launch_clustered(
+    f: sys::CUfunction,
+    geometry: (u32, u32, u32),
+    cluster: u32,
+    stream: sys::CUstream,
+    params: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    let mut attr = cluster_attribute(cluster);
+    let config = launch_config(geometry, stream, &mut attr);
+    // SAFETY: the caller's contract; `config` and `attr` outlive the call.
+    unsafe { sys::cuLaunchKernelEx(&config, f, params.as_mut_ptr(), std::ptr::null_mut()) }
+        .result()
+        .map_err(driver_err("cuLaunchKernelEx"))
+}
+
+/// Clusters of `cluster` blocks of `f` that fit on the device at once
+/// (`cuOccupancyMaxActiveClusters` with the cluster attribute).
+pub(crate) fn max_active_clusters(
+    f: sys::CUfunction,
+    geometry: (u32, u32, u32),
+    cluster: u32,
+    stream: sys::CUstream,
+) -> Result<u32> {
+    let mut attr = cluster_attribute(cluster);
+    let config = launch_config(geometry, stream, &mut attr);
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: writes one int; `config` and `attr` outlive the call.
+    unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f, &config) }
+        .result()
+        .map_err(driver_err("cuOccupancyMaxActiveClusters"))?;
+    Ok(n as u32)
+}

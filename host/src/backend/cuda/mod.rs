@@ -168,8 +168,11 @@ impl CudaBackend {
             multiprocessors: Some(attribute(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32),
             max_buffer_bytes: u64::MAX,
             memory_bytes: Some(ctx.total_mem().map_err(driver_err("cuDeviceTotalMem"))? as u64),
+            // Thread-block clusters from compute capability 9.0; 8 blocks is the portable size.
+            max_cluster: 1,
         };
         let (major, minor) = ctx.compute_capability().map_err(driver_err("cuDeviceGetAttribute"))?;
+        let limits = Limits { max_cluster: if major >= 9 { 8 } else { 1 }, ..limits };
         let api = driver::api_version();
         let info = DeviceInfo {
             backend: BackendKind::Cuda,
@@ -498,7 +501,13 @@ impl Backend for CudaBackend {
                 block_dim: (dims.block, 1, 1),
                 shared_mem_bytes: dims.shared_bytes,
             };
-            (blocks.ok(), f.occupancy_max_active_clusters(config, &self.stream).ok())
+            let clusters = if dims.cluster > 1 {
+                let geometry = (dims.grid, dims.block, dims.shared_bytes);
+                driver::max_active_clusters(f.cu_function(), geometry, dims.cluster, self.stream.cu_stream()).ok()
+            } else {
+                f.occupancy_max_active_clusters(config, &self.stream).ok()
+            };
+            (blocks.ok(), clusters)
         });
         // Every argument gets an 8-byte slot; the driver reads each parameter's size
         // from the kernel's signature, so a u32 in the low half of a slot is right on
@@ -516,6 +525,19 @@ impl Backend for CudaBackend {
         // SAFETY: the function belongs to this context; `params` matches the kernel's
         // signature (the family launchers pass the documented arguments in order), and
         // the buffers outlive the launch because the caller holds them until sync.
+        if dims.cluster > 1 {
+            let geometry = (dims.grid, dims.block, dims.shared_bytes);
+            // SAFETY: as below; `check_launch` checked the cluster against the device.
+            return unsafe {
+                driver::launch_clustered(
+                    kernel.func.cu_function(),
+                    geometry,
+                    dims.cluster,
+                    self.stream.cu_stream(),
+                    &mut params,
+                )
+            };
+        }
         unsafe {
             cudarc::driver::result::launch_kernel(
                 kernel.func.cu_function(),

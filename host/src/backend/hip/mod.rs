@@ -157,6 +157,7 @@ impl HipBackend {
                 multiprocessors: Some(api.attribute(attr::MULTIPROCESSOR_COUNT, dev)? as u32),
                 max_buffer_bytes: u64::MAX,
                 memory_bytes: Some(total as u64),
+                max_cluster: 1,
             },
         };
         let mut timer: (ffi::Event, ffi::Event) = (std::ptr::null_mut(), std::ptr::null_mut());

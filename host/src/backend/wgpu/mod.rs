@@ -250,6 +250,7 @@ impl WgpuBackend {
                 multiprocessors: sm_facts.map(|f| f.0),
                 max_buffer_bytes: alimits.max_storage_buffer_binding_size.min(alimits.max_buffer_size),
                 memory_bytes: None,
+                max_cluster: 1,
             },
         };
         Ok(WgpuBackend {
@@ -535,7 +536,7 @@ impl Backend for WgpuBackend {
         let grid = n_vec4.div_ceil(256).clamp(1, self.info.limits.max_grid_x.min(65_535) as u32);
         self.launch(
             &kernel,
-            LaunchDims { grid, block: 256, shared_bytes: 0 },
+            LaunchDims::new(grid, 256, 0),
             &[Arg::Buffer(src.raw()), Arg::Buffer(&dst.raw), Arg::U32(n_vec4)],
         )
     }

@@ -32,6 +32,10 @@ pub struct ConfigArgs {
     /// Private copies of the bins per block.
     #[arg(long)]
     pub copies: Option<u32>,
+    /// Blocks of the thread-block cluster whose shared memory holds the bins (1, 2, 4 or
+    /// 8; CUDA sm_90+ and the CPU backend). Default: the fewest that hold them.
+    #[arg(long)]
+    pub cluster: Option<u32>,
 }
 
 impl Family for Histogram {
@@ -53,6 +57,7 @@ impl Family for Histogram {
             block: a.block.unwrap_or(d.block),
             grid: a.grid.unwrap_or(d.grid),
             copies: a.copies.unwrap_or(d.copies),
+            cluster: a.cluster.unwrap_or(d.cluster),
         }
     }
     fn default_config<B: FamilyBackend>(backend: &B, p: &HistogramProblem) -> HistogramConfig {
@@ -66,6 +71,21 @@ impl Family for Histogram {
     /// of 4 bytes are 192 KB, four times the 48 KB a static array may hold).
     fn static_fallbacks(_: &HistogramProblem, c: &HistogramConfig) -> Vec<HistogramConfig> {
         (1..c.copies).rev().map(|copies| HistogramConfig { copies, ..*c }).collect()
+    }
+    /// The twins hold every bin in one workgroup: a cluster config runs as plain blocks
+    /// (one copy each where the bins need a cluster), with a note.
+    fn fit_config<B: FamilyBackend>(
+        backend: &B,
+        variant: Variant,
+        problem: &HistogramProblem,
+        config: HistogramConfig,
+    ) -> (HistogramConfig, Option<String>) {
+        let (config, note) = super::fit_twin(variant, config);
+        let limit = backend.info().limits.static_shared_max;
+        let fallbacks = Self::static_fallbacks(problem, &config);
+        let (config, fitted) =
+            crate::contract::fit_static(variant, limit, config, fallbacks, |c| Self::static_bytes(problem, c));
+        (config, note.into_iter().chain(fitted).reduce(|a, b| format!("{a}; {b}")))
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,

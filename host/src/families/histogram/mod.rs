@@ -52,22 +52,61 @@ pub(crate) fn resident_grid<B: Backend>(backend: &B, block: u32, shared: u32) ->
     }
 }
 
-/// The default config for `problem` on `backend`: 8 private copies where they fit a
+/// The default config for `problem` on `backend`: bins split over the smallest cluster
+/// whose blocks hold them (up to the backend's largest); 8 private copies where they fit a
 /// 32 KB budget (less contention on popular bins), one copy otherwise; one resident wave
-/// of blocks walking the keys grid-stride.
+/// of blocks walking the keys grid-stride, in whole clusters.
 pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem) -> HistogramConfig {
     let is_cpu_backend = backend.small_configs();
+    let limits = &backend.info().limits;
+    let mut cluster = 1;
+    while problem.bins.div_ceil(cluster) as u64 * 4 > limits.launch_shared_max as u64
+        && cluster * 2 <= limits.max_cluster
+    {
+        cluster *= 2;
+    }
+    let per = problem.bins.div_ceil(cluster).max(1);
     let block = if is_cpu_backend {
         32
-    } else if problem.bins > 16_384 {
+    } else if per > 16_384 {
         1024
     } else {
         512
     };
-    let copies = (32 * 1024 / (problem.bins.max(1) * 4)).clamp(1, 8);
-    let shared = problem.bins.saturating_mul(copies).saturating_mul(4);
+    let copies = (32 * 1024 / (per * 4)).clamp(1, 8);
+    let shared = per.saturating_mul(copies).saturating_mul(4);
     let grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) };
-    HistogramConfig { block, grid, copies }
+    HistogramConfig { block, grid: (grid / cluster).max(1) * cluster, copies, cluster }
+}
+
+/// A cluster of 1 to `max_cluster` blocks, and 1 for the twins: they hold every bin in one
+/// workgroup (WGSL has no clusters; the CUDA C twin keeps the one-block form).
+pub(crate) fn check_cluster(
+    cfg: &HistogramConfig,
+    variant: Variant,
+    max_cluster: u32,
+) -> std::result::Result<(), String> {
+    let c = cfg.cluster;
+    if c > 1 && variant != Variant::LaunchSized {
+        return Err(format!("clusters of {c} blocks: the {variant} twin holds every bin in one workgroup"));
+    }
+    if c == 0 || c > max_cluster {
+        return Err(format!("clusters of {c} blocks: this backend runs clusters of 1 to {max_cluster}"));
+    }
+    if !cfg.grid.is_multiple_of(c) {
+        return Err(format!("a grid of {} blocks is not whole clusters of {c}", cfg.grid));
+    }
+    Ok(())
+}
+
+/// The twins' config for `asked`: plain blocks (they hold every bin in one workgroup), with
+/// a note saying so; `asked` itself for the Rust kernel.
+pub(crate) fn fit_twin(variant: Variant, asked: HistogramConfig) -> (HistogramConfig, Option<String>) {
+    if variant == Variant::LaunchSized || asked.cluster == 1 {
+        return (asked, None);
+    }
+    let fitted = HistogramConfig { cluster: 1, ..asked };
+    (fitted, Some(format!("the {variant} twin holds every bin in one workgroup: ran {fitted:?}, not {asked:?}")))
 }
 
 pub(crate) fn wgsl_spec(problem: &HistogramProblem, cfg: &HistogramConfig, variant: Variant) -> WgslSpec {
@@ -102,7 +141,7 @@ pub fn cuda_source(problem: &HistogramProblem, cfg: &HistogramConfig) -> CudaSou
             ("COPIES", cfg.copies.to_string()),
             ("BLOCK", cfg.block.to_string()),
         ],
-        static_bytes: cfg.shared_bytes(problem.bins).unwrap_or(u32::MAX),
+        static_bytes: (problem.bins as u64 * cfg.copies as u64 * 4).min(u32::MAX as u64) as u32,
     }
 }
 
@@ -148,6 +187,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     if config.copies == 0 || config.block == 0 || config.grid == 0 {
         return Err(invalid(KERNEL, format!("block, grid and copies must be at least 1 (got {config:?})")));
     }
+    check_cluster(&config, variant, backend.info().limits.max_cluster).map_err(|reason| invalid(KERNEL, reason))?;
     if problem.out_of_range_pct > 100 {
         return Err(invalid_problem(
             KERNEL,
@@ -168,7 +208,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
     let geometry = (config.shared_bytes(problem.bins), config.grid, config.block);
-    let launch = Launch::prepare(backend, KERNEL, geometry, variant, &wgsl, &cuda)?;
+    let launch = Launch::prepare(backend, KERNEL, geometry, variant, &wgsl, &cuda)?.clustered(config.cluster)?;
     let data = inputs(&problem, seed);
     let expected: Vec<f64> = reference(&data, problem.bins).into_iter().map(f64::from).collect();
     let check = move |name: &str, got: &[u32]| check_slice(name, &expected, got, |_| 0.0, Tolerance::EXACT);

@@ -1,5 +1,5 @@
 //! Histogram: block, private copies of the bins per block, grid (in whole waves of the
-//! device's multiprocessors where it reports them).
+//! device's multiprocessors where it reports them), blocks per cluster sharing the bins.
 
 use dynsmem_kernels::histogram::HistogramConfig;
 
@@ -11,6 +11,14 @@ use crate::families::histogram::{HistogramProblem, wgsl_spec};
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
 
+/// Cluster sizes where the target runs them (the twins: 1).
+fn clusters(target: &Target) -> Vec<u32> {
+    [1, 2, 4, 8]
+        .into_iter()
+        .filter(|&c| c <= target.limits.max_cluster && (c == 1 || target.variant == Variant::LaunchSized))
+        .collect()
+}
+
 impl Space for Histogram {
     fn params(target: &Target, _: &HistogramProblem) -> Vec<Param> {
         if target.backend == BackendKind::Cpu {
@@ -19,6 +27,7 @@ impl Space for Histogram {
                 Param::new("block", &[8, 16, 32, 64]),
                 Param::new("copies", &[1, 2, 4]),
                 Param::new("grid", &[1, 2, 4, 8]),
+                Param::new("cluster", &clusters(target)),
             ];
         }
         let grids: Vec<u32> = match target.limits.multiprocessors {
@@ -29,22 +38,29 @@ impl Space for Histogram {
             Param::new("block", &[128, 256, 512, 1024]),
             Param::new("copies", &[1, 2, 4, 8, 16]),
             Param { name: "grid", values: grids, absent: None },
+            Param::new("cluster", &clusters(target)),
         ]
     }
 
     fn config_of(point: &[u32]) -> HistogramConfig {
-        HistogramConfig { block: point[0], copies: point[1], grid: point[2] }
+        HistogramConfig {
+            block: point[0],
+            copies: point[1],
+            grid: point[2],
+            cluster: point.get(3).copied().unwrap_or(1),
+        }
     }
 
     fn check(
         problem: &HistogramProblem,
         config: &HistogramConfig,
-        _: &Target,
+        target: &Target,
     ) -> std::result::Result<Footprint, String> {
         let cfg = *config;
         if cfg.block == 0 || cfg.copies == 0 || cfg.grid == 0 {
             return Err("block, copies and grid must be at least 1".into());
         }
+        super::check_cluster(&cfg, target.variant, target.limits.max_cluster)?;
         let launch_bytes = cfg.shared_bytes(problem.bins).map_err(layout_reason)?;
         let static_bytes = wgsl_spec(problem, &cfg, Variant::WgslLiteral).static_bytes;
         Ok(Footprint { threads: cfg.block, grid: cfg.grid, launch_bytes, static_bytes })

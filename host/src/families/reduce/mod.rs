@@ -249,7 +249,7 @@ impl<'b, B: FamilyBackend> ReducePlan<'b, B> {
                     config.block, config.items_per_thread
                 )));
             }
-            let dims = LaunchDims { grid, block: config.block, shared_bytes };
+            let dims = LaunchDims::new(grid, config.block, shared_bytes);
             backend.check_launch(name, dims)?;
             passes.push(Pass { n: len, dims });
             if grid == 1 {

@@ -17,7 +17,7 @@ pub struct ProblemArgs {
     /// Rows (default: 65536 on a GPU).
     #[arg(long)]
     pub rows: Option<u32>,
-    /// Row length, 1..=32768 fits an H100's launch-sized limit.
+    /// Row length: up to 57344 floats in one block on an H100, 458752 in clusters of 8.
     #[arg(long, default_value_t = 4096)]
     pub cols: u32,
     /// Added to the mean square before the square root.
@@ -29,6 +29,10 @@ pub struct ProblemArgs {
 pub struct ConfigArgs {
     #[arg(long)]
     pub block: Option<u32>,
+    /// Blocks of the thread-block cluster that shares a row (1, 2, 4 or 8; CUDA sm_90+ and
+    /// the CPU backend).
+    #[arg(long)]
+    pub cluster: Option<u32>,
 }
 
 /// A GPU-sized square case runs where the sizes are a GPU's.
@@ -49,16 +53,30 @@ impl Family for Rmsnorm {
         RmsnormProblem { rows: a.rows.unwrap_or(sizes.rows), cols: a.cols, eps: a.eps }
     }
     fn config(a: &ConfigArgs, d: &RmsnormConfig) -> RmsnormConfig {
-        RmsnormConfig { block: a.block.unwrap_or(d.block) }
+        RmsnormConfig { block: a.block.unwrap_or(d.block), cluster: a.cluster.unwrap_or(d.cluster) }
     }
     fn default_config<B: FamilyBackend>(backend: &B, p: &RmsnormProblem) -> RmsnormConfig {
         super::default_config(backend, p.cols)
     }
     fn static_bytes(p: &RmsnormProblem, c: &RmsnormConfig) -> Option<u32> {
-        c.shared_bytes(p.cols).ok()
+        Some(rows::static_bytes(p.cols, c))
     }
     fn static_fallbacks(_: &RmsnormProblem, c: &RmsnormConfig) -> Vec<RmsnormConfig> {
         rows::static_fallbacks(c)
+    }
+    fn fit_config<B: FamilyBackend>(
+        backend: &B,
+        variant: Variant,
+        problem: &RmsnormProblem,
+        config: RmsnormConfig,
+    ) -> (RmsnormConfig, Option<String>) {
+        let (config, note) = rows::fit_config(variant, config);
+        let limit = backend.info().limits.static_shared_max;
+        let fallbacks = rows::static_fallbacks(&config);
+        let (config, fitted) = crate::contract::fit_static(variant, limit, config, fallbacks, |c| {
+            Some(rows::static_bytes(problem.cols, c))
+        });
+        (config, note.into_iter().chain(fitted).reduce(|a, b| format!("{a}; {b}")))
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -77,7 +95,7 @@ impl Family for Rmsnorm {
     /// 65537 rows, one block each: past the 65535-block grid.
     fn edge_cases() -> Vec<BenchCase<Self>> {
         let problem = RmsnormProblem { rows: 65_537, cols: 5, eps: 1e-5 };
-        vec![BenchCase { problem, config: RmsnormConfig { block: 4 } }]
+        vec![BenchCase { problem, config: RmsnormConfig::blocks(4) }]
     }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         let mut shapes = vec![(sizes.rows, 4096), ((sizes.rows / 8).max(1), 32_768)];

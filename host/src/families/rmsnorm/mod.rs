@@ -29,18 +29,9 @@ pub struct RmsnormProblem {
     pub eps: f32,
 }
 
-/// 256 threads per row (16 on the CPU backend).
-/// 16 threads per row on the CPU backend. On a GPU, more threads for longer rows: a row
-/// past ~16K floats takes most of a multiprocessor's shared memory, so one block of 1024
-/// threads is all that runs there (the measurements behind the steps are in `NOTES.md`).
+/// The row skeleton's default for rows of `cols` ([`rows::default_config`]).
 pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> RmsnormConfig {
-    let block = match cols {
-        _ if backend.small_configs() => 16,
-        0..=4096 => 256,
-        4097..=16384 => 512,
-        _ => 1024,
-    };
-    RmsnormConfig { block }
+    rows::default_config(backend.small_configs(), cols, backend.info().limits.max_cluster)
 }
 
 pub(crate) const KERNEL: RowKernel = RowKernel {

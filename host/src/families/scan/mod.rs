@@ -204,7 +204,7 @@ pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
         let grid = u32::try_from(tiles)
             .map_err(|_| invalid_problem(kernel, format!("{tiles} tiles: more blocks than a grid holds")))?;
         let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
-        backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes })?;
+        backend.check_launch(kernel, LaunchDims::new(grid, config.block, shared_bytes))?;
         let cuda = || cuda_source(problem.dtype, &config);
         let spec = KernelSpec { entry: kernel, launch_bytes, wgsl: None, cuda: Some(&cuda) };
         let built = backend.build(&spec, variant)?;
@@ -212,7 +212,7 @@ pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
         (Plan::LookBack(built), name)
     } else {
         let grid = tiles.min(WGSL_MAX_GRID) as u32;
-        backend.check_launch(kernel, LaunchDims { grid, block: config.block, shared_bytes: 0 })?;
+        backend.check_launch(kernel, LaunchDims::new(grid, config.block, 0))?;
         let sums_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "tile_sums");
         let tiles_spec = |v: Variant| wgsl_spec(problem.dtype, &config, v, "scan_tiles");
         let sums_kernel = KernelSpec { entry: kernel, launch_bytes: 0, wgsl: Some(&sums_spec), cuda: None };
@@ -263,7 +263,7 @@ impl<B: FamilyBackend, T: Element> ScanWorkload<'_, B, T> {
     ) -> Result<()> {
         let tile = self.config.block as u64 * self.config.items_per_thread as u64;
         let grid = |len: u64| len.div_ceil(tile).clamp(1, WGSL_MAX_GRID) as u32;
-        let dims = |len: u64| LaunchDims { grid: grid(len), block: self.config.block, shared_bytes: 0 };
+        let dims = |len: u64| LaunchDims::new(grid(len), self.config.block, 0);
         if n <= tile {
             return self.backend.launch(
                 &tiles.kernel,
@@ -301,7 +301,7 @@ impl<B: FamilyBackend, T: Element> Workload for ScanWorkload<'_, B, T> {
                 let grid = self.config.tiles(self.problem.n) as u32;
                 self.backend.launch(
                     &built.kernel,
-                    LaunchDims { grid, block: self.config.block, shared_bytes: built.launch_bytes },
+                    LaunchDims::new(grid, self.config.block, built.launch_bytes),
                     &[
                         self.input.arg(),
                         self.output.arg(),

@@ -17,7 +17,7 @@ pub struct ProblemArgs {
     /// Rows (default: 65536 on a GPU).
     #[arg(long)]
     pub rows: Option<u32>,
-    /// Row length, 1..=32768 fits an H100's launch-sized limit.
+    /// Row length: up to 57344 floats in one block on an H100, 458752 in clusters of 8.
     #[arg(long, default_value_t = 4096)]
     pub cols: u32,
 }
@@ -26,6 +26,10 @@ pub struct ProblemArgs {
 pub struct ConfigArgs {
     #[arg(long)]
     pub block: Option<u32>,
+    /// Blocks of the thread-block cluster that shares a row (1, 2, 4 or 8; CUDA sm_90+ and
+    /// the CPU backend).
+    #[arg(long)]
+    pub cluster: Option<u32>,
 }
 
 impl Family for Softmax {
@@ -43,16 +47,30 @@ impl Family for Softmax {
         SoftmaxProblem { rows: a.rows.unwrap_or(sizes.rows), cols: a.cols }
     }
     fn config(a: &ConfigArgs, d: &SoftmaxConfig) -> SoftmaxConfig {
-        SoftmaxConfig { block: a.block.unwrap_or(d.block) }
+        SoftmaxConfig { block: a.block.unwrap_or(d.block), cluster: a.cluster.unwrap_or(d.cluster) }
     }
-    fn default_config<B: FamilyBackend>(backend: &B, _: &SoftmaxProblem) -> SoftmaxConfig {
-        super::default_config(backend)
+    fn default_config<B: FamilyBackend>(backend: &B, p: &SoftmaxProblem) -> SoftmaxConfig {
+        super::default_config(backend, p.cols)
     }
     fn static_bytes(p: &SoftmaxProblem, c: &SoftmaxConfig) -> Option<u32> {
-        c.shared_bytes(p.cols).ok()
+        Some(rows::static_bytes(p.cols, c))
     }
     fn static_fallbacks(_: &SoftmaxProblem, c: &SoftmaxConfig) -> Vec<SoftmaxConfig> {
         rows::static_fallbacks(c)
+    }
+    fn fit_config<B: FamilyBackend>(
+        backend: &B,
+        variant: Variant,
+        problem: &SoftmaxProblem,
+        config: SoftmaxConfig,
+    ) -> (SoftmaxConfig, Option<String>) {
+        let (config, note) = rows::fit_config(variant, config);
+        let limit = backend.info().limits.static_shared_max;
+        let fallbacks = rows::static_fallbacks(&config);
+        let (config, fitted) = crate::contract::fit_static(variant, limit, config, fallbacks, |c| {
+            Some(rows::static_bytes(problem.cols, c))
+        });
+        (config, note.into_iter().chain(fitted).reduce(|a, b| format!("{a}; {b}")))
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
@@ -69,14 +87,14 @@ impl Family for Softmax {
     /// Rows of 4096, and rows of 32768 floats (128 KB: past any static limit).
     /// 65537 rows, one block each: past the 65535-block grid.
     fn edge_cases() -> Vec<BenchCase<Self>> {
-        vec![BenchCase { problem: SoftmaxProblem { rows: 65_537, cols: 5 }, config: SoftmaxConfig { block: 4 } }]
+        vec![BenchCase { problem: SoftmaxProblem { rows: 65_537, cols: 5 }, config: SoftmaxConfig::blocks(4) }]
     }
     fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
         [(sizes.rows, 4096), ((sizes.rows / 8).max(1), 32_768)]
             .into_iter()
             .map(|(rows, cols)| BenchCase {
                 problem: SoftmaxProblem { rows, cols },
-                config: super::default_config(backend),
+                config: super::default_config(backend, cols),
             })
             .collect()
     }

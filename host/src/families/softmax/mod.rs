@@ -27,9 +27,9 @@ pub struct SoftmaxProblem {
     pub cols: u32,
 }
 
-/// 256 threads per row (16 on the CPU backend).
-pub fn default_config<B: FamilyBackend>(backend: &B) -> SoftmaxConfig {
-    SoftmaxConfig { block: if backend.small_configs() { 16 } else { 256 } }
+/// The row skeleton's default for rows of `cols` ([`rows::default_config`]).
+pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> SoftmaxConfig {
+    rows::default_config(backend.small_configs(), cols, backend.info().limits.max_cluster)
 }
 
 pub(crate) const KERNEL: RowKernel = RowKernel {

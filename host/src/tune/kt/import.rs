@@ -167,6 +167,7 @@ fn import_target() -> Target {
             multiprocessors: None,
             max_buffer_bytes: u64::MAX,
             memory_bytes: None,
+            max_cluster: 8,
         },
         is_cpu: false,
     }
