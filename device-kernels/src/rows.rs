@@ -20,7 +20,8 @@
 //! in flight.
 //!
 //! # Launch-sized memory ([`RowConfig::layout`])
-//! `part`: [`RowConfig::part`] f32, 16-byte aligned; `scratch`: `block` f32; `partials`:
+//! `part`: [`RowConfig::part`] f32, 16-byte aligned; `scratch`: `block` f32, 16-byte
+//! aligned; `partials`:
 //! 2 f32, the block's result of the last two folds, read by the cluster's other blocks.
 //! Rows of 32768 floats take 128 KB in one block, 64 KB per block in clusters of two; rows
 //! of 65536 (256 KB) fit only split over a cluster.
@@ -73,7 +74,7 @@ impl RowConfig {
         // Past u32 the carve reports the overflow.
         let part = self.part(cols).min(u32::MAX as u64) as u32;
         let part = carve.array_aligned::<f32>(part, 16)?;
-        let scratch = carve.array::<f32>(self.block)?;
+        let scratch = carve.array_aligned::<f32>(self.block, 16)?;
         let partials = carve.array::<f32>(2)?;
         Ok(RowLayout { part, scratch, partials, bytes: carve.bytes() })
     }
@@ -168,9 +169,9 @@ impl Row {
         Span { lo: clamp(shift), hi: clamp(shift + self.cols), shift }
     }
 
-    /// Vector `v` of the part, read from the row whose column 0 is at `col0` (lanes
-    /// outside the span are `fill`): one 16-byte read where the whole vector is in the
-    /// span and aligned, else lane by lane.
+    /// Vector `v` of the part, read from the row whose column 0 is at `col0`, lane by lane:
+    /// lanes outside the span are `fill` (the span's edge vectors, and every vector of a
+    /// row whose `col0` is not aligned as the span's).
     ///
     /// # Safety
     /// `col0` holds `cols` floats.
@@ -178,17 +179,44 @@ impl Row {
     pub unsafe fn gather(&self, col0: *const f32, s: Span, v: u32, fill: f32) -> [f32; 4] {
         let j = 4 * v;
         let p = col0.wrapping_add((self.base + j) as usize).wrapping_sub(s.shift as usize);
-        if j >= s.lo && j + 4 <= s.hi && (p as usize).is_multiple_of(16) {
-            return unsafe { (p as *const Vec4<f32>).read() }.0;
+        // No array written lane by lane: it would live in local memory.
+        let lane = |l: u32| if j + l >= s.lo && j + l < s.hi { unsafe { p.add(l as usize).read() } } else { fill };
+        [lane(0), lane(1), lane(2), lane(3)]
+    }
+
+    /// Whether `col0`'s whole vectors of span `s` are 16-byte aligned.
+    #[inline(always)]
+    pub fn aligned(&self, col0: *const f32, s: Span) -> bool {
+        (col0 as usize).is_multiple_of(4) && ((col0 as usize / 4) % 4) as u32 == s.shift
+    }
+
+    /// Vector `v` of the row whose column 0 is at `col0` (lanes outside the span 0): one
+    /// 16-byte read where the vector is whole and `aligned`, else lane by lane.
+    ///
+    /// # Safety
+    /// `col0` holds `cols` floats; `aligned` is [`Row::aligned`] of it.
+    #[inline(always)]
+    pub unsafe fn read(&self, col0: *const f32, s: Span, v: u32, aligned: bool) -> [f32; 4] {
+        let j = 4 * v;
+        if aligned && j >= s.lo && j + 4 <= s.hi {
+            let p = col0.wrapping_add((self.base + j) as usize).wrapping_sub(s.shift as usize);
+            unsafe { (p as *const Vec4<f32>).read() }.0
+        } else {
+            unsafe { self.gather(col0, s, v, 0.0) }
         }
-        let mut out = [fill; 4];
-        for (l, o) in out.iter_mut().enumerate() {
-            let slot = j + l as u32;
-            if slot >= s.lo && slot < s.hi {
-                *o = unsafe { p.add(l).read() };
-            }
-        }
-        out
+    }
+
+    /// The span's edge vectors (lanes outside it), each with the thread that handles it:
+    /// the vector holding `lo` where `lo` is not on a vector boundary (thread 0), and the
+    /// one holding `hi` where `hi` is not and it is another vector (thread 1, or 0 in a
+    /// block of one). Every other vector of the span is whole: `lo.div_ceil(4)..hi / 4`.
+    #[inline(always)]
+    fn edges(&self, s: Span) -> (Option<u32>, Option<u32>) {
+        let (lo, hi) = (s.lo, s.hi);
+        let first = (lo < hi && !lo.is_multiple_of(4)).then_some(lo / 4);
+        let last = (lo < hi && !hi.is_multiple_of(4) && hi / 4 >= lo.div_ceil(4)).then_some(hi / 4);
+        let mine = |v: Option<u32>, t: u32| v.filter(|_| self.tid == t % self.block);
+        (mine(first, 0), mine(last, 1))
     }
 
     /// Copies this thread's vectors of the row at `src` into shared memory (lanes outside
@@ -206,30 +234,42 @@ impl Row {
         fold4: impl Fn(f32, [f32; 4]) -> f32,
     ) -> (f32, Span) {
         let s = self.span(src);
-        let (block, end) = (self.block, s.hi.div_ceil(4));
-        let mut v = s.lo / 4 + self.tid;
-        // Four reads in flight before any is stored.
+        let block = self.block;
+        let end = s.hi / 4;
+        let mut v = s.lo.div_ceil(4) + self.tid;
+        let p = src.wrapping_add(self.base as usize).wrapping_sub(s.shift as usize) as *const Vec4<f32>;
+        // Whole vectors, four reads in flight before any is stored.
         while v + 3 * block < end {
-            let x = unsafe {
-                [
-                    self.gather(src, s, v, fill),
-                    self.gather(src, s, v + block, fill),
-                    self.gather(src, s, v + 2 * block, fill),
-                    self.gather(src, s, v + 3 * block, fill),
-                ]
-            };
-            for (k, x) in x.into_iter().enumerate() {
-                acc = fold4(acc, x);
-                unsafe { self.part4.write(v + k as u32 * block, Vec4(x)) };
+            let x0 = unsafe { p.add(v as usize).read() };
+            let x1 = unsafe { p.add((v + block) as usize).read() };
+            let x2 = unsafe { p.add((v + 2 * block) as usize).read() };
+            let x3 = unsafe { p.add((v + 3 * block) as usize).read() };
+            acc = fold4(fold4(fold4(fold4(acc, x0.0), x1.0), x2.0), x3.0);
+            unsafe {
+                self.part4.write(v, x0);
+                self.part4.write(v + block, x1);
+                self.part4.write(v + 2 * block, x2);
+                self.part4.write(v + 3 * block, x3);
             }
             v += 4 * block;
         }
         while v < end {
-            let x = unsafe { self.gather(src, s, v, fill) };
-            acc = fold4(acc, x);
-            unsafe { self.part4.write(v, Vec4(x)) };
+            let x = unsafe { p.add(v as usize).read() };
+            acc = fold4(acc, x.0);
+            unsafe { self.part4.write(v, x) };
             v += block;
         }
+        // Each edge apart: an array of them would live in local memory.
+        let (first, last) = self.edges(s);
+        let mut edge = |v: Option<u32>| {
+            if let Some(v) = v {
+                let x = unsafe { self.gather(src, s, v, fill) };
+                acc = fold4(acc, x);
+                unsafe { self.part4.write(v, Vec4(x)) };
+            }
+        };
+        edge(first);
+        edge(last);
         (acc, s)
     }
 
@@ -248,48 +288,74 @@ impl Row {
         acc
     }
 
-    /// Writes `f4(v, vector v)` of this thread's stored vectors of span `s` to the row at
-    /// `dst` (its lanes inside the row; one 16-byte write where the whole vector is in the
-    /// span and aligned).
+    /// Writes `f4(v, vector v)` of the stored vectors of span `s` to the row at `dst` (its
+    /// lanes inside the row; whole vectors as 16-byte writes where `dst` is aligned as the
+    /// span is).
     ///
     /// # Safety
     /// `dst` holds `cols` floats.
     #[inline(always)]
     pub unsafe fn store(&self, dst: *mut f32, s: Span, f4: impl Fn(u32, [f32; 4]) -> [f32; 4]) {
-        let mut v = s.lo / 4 + self.tid;
-        while v < s.hi.div_ceil(4) {
-            let o = f4(v, unsafe { self.part4.read(v) }.0);
+        let put = |v: u32, o: [f32; 4]| {
             let j = 4 * v;
             let p = dst.wrapping_add((self.base + j) as usize).wrapping_sub(s.shift as usize);
-            if j >= s.lo && j + 4 <= s.hi && (p as usize).is_multiple_of(16) {
-                unsafe { (p as *mut Vec4<f32>).write(Vec4(o)) };
-            } else {
-                for (l, o) in o.into_iter().enumerate() {
-                    let slot = j + l as u32;
-                    if slot >= s.lo && slot < s.hi {
-                        unsafe { p.add(l).write(o) };
-                    }
+            let lane = |l: u32, x: f32| {
+                if j + l >= s.lo && j + l < s.hi {
+                    unsafe { p.add(l as usize).write(x) };
                 }
+            };
+            lane(0, o[0]);
+            lane(1, o[1]);
+            lane(2, o[2]);
+            lane(3, o[3]);
+        };
+        let (end, mut v) = (s.hi / 4, s.lo.div_ceil(4) + self.tid);
+        if self.aligned(dst, s) {
+            let p = dst.wrapping_add(self.base as usize).wrapping_sub(s.shift as usize) as *mut Vec4<f32>;
+            while v < end {
+                let o = f4(v, unsafe { self.part4.read(v) }.0);
+                unsafe { p.add(v as usize).write(Vec4(o)) };
+                v += self.block;
             }
-            v += self.block;
+        } else {
+            while v < end {
+                put(v, f4(v, unsafe { self.part4.read(v) }.0));
+                v += self.block;
+            }
         }
+        let (first, last) = self.edges(s);
+        let edge = |v: Option<u32>| {
+            if let Some(v) = v {
+                put(v, f4(v, unsafe { self.part4.read(v) }.0));
+            }
+        };
+        edge(first);
+        edge(last);
     }
 
     /// Folds every thread's `value` of the whole cluster with `op`; every thread gets the
-    /// result. Within the block: 32 threads fold the scratch in strides of 32, then every
-    /// thread folds those 32 (three barriers). Across the cluster: each block publishes its
-    /// result in a partials slot (the two alternate, so a slot is rewritten only after a
-    /// cluster barrier that every reader of it has passed) and folds all of them in rank
-    /// order, so every block gets the same value.
+    /// result. Within the block: thread `t < 32` folds the scratch's values `t, t + 32, ...`
+    /// into slot `t` (a warp's loads hit 32 banks), then every thread folds slots `0..32`
+    /// (two barriers; loads of a step are independent, so several are in flight). Across the cluster: each block publishes its result in a partials slot
+    /// (the two alternate, so a slot is rewritten only after a cluster barrier that every
+    /// reader of it has passed) and folds all of them in rank order, so every block gets the
+    /// same value. Blocks are at most 1024 threads: 32 values per slot.
     #[inline(always)]
     pub fn fold(&self, value: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
-        let (tid, scratch) = (self.tid, self.scratch);
+        let (tid, scratch, block) = (self.tid, self.scratch, self.block);
         unsafe { scratch.write(tid, value) };
         gpu::barrier();
         if tid < 32 {
+            // Four reads in flight per step. A loop of constant trip count here would have
+            // its 31 addresses hoisted out of the row loop, live in registers throughout.
             let mut a = unsafe { scratch.read(tid) };
             let mut j = tid + 32;
-            while j < self.block {
+            while j + 96 < block {
+                let x = unsafe { [scratch.read(j), scratch.read(j + 32), scratch.read(j + 64), scratch.read(j + 96)] };
+                a = op(a, op(op(x[0], x[1]), op(x[2], x[3])));
+                j += 128;
+            }
+            while j < block {
                 a = op(a, unsafe { scratch.read(j) });
                 j += 32;
             }
@@ -297,8 +363,18 @@ impl Row {
         }
         gpu::barrier();
         let mut result = unsafe { scratch.read(0) };
-        for j in 1..self.block.min(32) {
-            result = op(result, unsafe { scratch.read(j) });
+        if block >= 32 {
+            // Slots 0..32 as eight 16-byte reads (the scratch is 16-byte aligned).
+            let slots: SharedArray<Vec4<f32>> = unsafe { scratch.cast() };
+            let v: [Vec4<f32>; 8] = core::array::from_fn(|i| unsafe { slots.read(i as u32) });
+            result = op(op(result, v[0].0[1]), op(v[0].0[2], v[0].0[3]));
+            for x in &v[1..] {
+                result = op(result, op(op(x.0[0], x.0[1]), op(x.0[2], x.0[3])));
+            }
+        } else {
+            for t in 1..block {
+                result = op(result, unsafe { scratch.read(t) });
+            }
         }
         if self.size == 1 {
             // The scratch is written by the next fold.

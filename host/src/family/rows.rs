@@ -92,8 +92,8 @@ fn check_cluster(config: &RowConfig, variant: Variant, max_cluster: u32) -> std:
 
 /// The default config on a GPU: rows split over the smallest cluster (up to `max_cluster`)
 /// that leaves each block at most [`PART_FLOATS`] floats, so that several blocks share a
-/// multiprocessor and one's reads overlap another's folds and writes; threads by the floats
-/// a block holds. `small`: the CPU backend's (16 threads, a block per row).
+/// multiprocessor and one's reads overlap another's folds and writes; 256 threads.
+/// `small`: the CPU backend's (16 threads, a block per row).
 pub fn default_config(small: bool, cols: u32, max_cluster: u32) -> RowConfig {
     if small {
         return RowConfig::blocks(16);
@@ -102,11 +102,6 @@ pub fn default_config(small: bool, cols: u32, max_cluster: u32) -> RowConfig {
     while config.part(cols) > PART_FLOATS && config.cluster * 2 <= max_cluster {
         config.cluster *= 2;
     }
-    config.block = match config.part(cols) {
-        0..=4096 => 256,
-        4097..=8192 => 512,
-        _ => 1024,
-    };
     config
 }
 
