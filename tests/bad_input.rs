@@ -127,7 +127,10 @@ const SCAN_WGSL: &[Case] = &[
 
 const HISTOGRAM_CPU: &[Case] = &[
     refused("run histogram --backend cpu --bins 0", &["histogram_u32", "at least one bin"]),
-    refused("run histogram --backend cpu --bins 100000", &["histogram_u32", "400000 bytes of launch-sized", "232448"]),
+    // 10^6 bins: clusters of 8 would hold 125000 each.
+    refused("run histogram --backend cpu --bins 1000000", &["histogram_u32", "500000 bytes of launch-sized", "232448"]),
+    refused("run histogram --backend cpu --cluster 16 --grid 16", &["histogram_u32", "clusters of 16", "1 to 8"]),
+    refused("run histogram --backend cpu --cluster 2 --grid 3", &["histogram_u32", "not whole clusters of 2"]),
     refused("run histogram --backend cpu --copies 0", &["histogram_u32", "block, grid and copies must be at least 1"]),
     refused("run histogram --backend cpu --grid 0", &["histogram_u32", "block, grid and copies must be at least 1"]),
     refused("run histogram --backend cpu --block 0", &["histogram_u32", "block, grid and copies must be at least 1"]),
@@ -211,7 +214,9 @@ const TRANSPOSE_WGSL: &[Case] = &[
 
 const SOFTMAX_CPU: &[Case] = &[
     refused("run softmax --backend cpu --cols 0", &["softmax_f32", "rows of 0 elements have no softmax"]),
-    refused("run softmax --backend cpu --cols 100000", &["softmax_f32", "400064 bytes of launch-sized", "232448"]),
+    refused("run softmax --backend cpu --cols 100000", &["softmax_f32", "400088 bytes of launch-sized", "232448"]),
+    refused("run softmax --backend cpu --cluster 3", &["softmax_f32", "cluster must be a power of two blocks, not 3"]),
+    refused("run softmax --backend cpu --cluster 16", &["softmax_f32", "clusters of 16", "at most 8"]),
     refused(
         "run softmax --backend cpu --rows 4294967295 --cols 1",
         &["softmax_f32", "rows + grid = 4295032830", "row counter"],

@@ -7,7 +7,9 @@ mod common;
 use common::{conformance, cuda_or_skip, wgsl_or_skip};
 use dynsmem::host::backend::cpu::CpuBackend;
 
-const TRANSPOSE: [(u32, u32); 6] = [(0, 0), (1, 1), (1, 37), (37, 1), (33, 65), (130, 97)];
+// (3, 1001) to (2, 5): thin matrices, cut in slabs (one side of at most 8).
+const TRANSPOSE: [(u32, u32); 10] =
+    [(0, 0), (1, 1), (1, 37), (37, 1), (33, 65), (130, 97), (3, 1001), (1001, 7), (8, 333), (2, 5)];
 const SOFTMAX: [(u32, u32); 5] = [(1, 1), (3, 7), (2, 33), (5, 1000), (2, 4097)];
 const CONV1D_SIZES: [u64; 4] = [1, 5, 1000, 10_007];
 const CONV1D_TAPS: [u32; 3] = [3, 33, 129];
@@ -23,7 +25,7 @@ const CLUSTER_CONFIGS: [(u32, u32); 3] = [(8, 2), (5, 4), (3, 8)];
 #[test]
 fn cpu_backend() {
     let cpu = CpuBackend::new();
-    assert_eq!(conformance::transpose(&cpu, &TRANSPOSE), 6 * 3);
+    assert_eq!(conformance::transpose(&cpu, &TRANSPOSE), 10 * 3);
     assert_eq!(conformance::softmax(&cpu, &SOFTMAX), 5 * 2);
     assert_eq!(conformance::conv1d(&cpu, &CONV1D_SIZES, &CONV1D_TAPS), 4 * 3 * 3);
     assert_eq!(conformance::stencil2d(&cpu, &STENCIL), 7 * 4 * 2);
@@ -35,7 +37,7 @@ fn cpu_backend() {
 #[test]
 fn wgsl() {
     let Some(wgsl) = wgsl_or_skip("suite::wgsl") else { return };
-    assert_eq!(conformance::transpose(&wgsl, &TRANSPOSE), 6 * 3 * 2);
+    assert_eq!(conformance::transpose(&wgsl, &TRANSPOSE), 10 * 3 * 2);
     assert_eq!(conformance::softmax(&wgsl, &SOFTMAX), 5 * 2 * 2);
     assert_eq!(conformance::conv1d(&wgsl, &CONV1D_SIZES, &CONV1D_TAPS), 4 * 3 * 3 * 2);
     assert_eq!(conformance::stencil2d(&wgsl, &STENCIL), 7 * 4 * 2 * 2);
@@ -50,7 +52,9 @@ fn cuda() {
     // of static arrays cannot hold (before building anything): rows of 32768 floats (both
     // configs), and the scan default of 512 x 48 (100752 B; the other three scan configs
     // fit).
+    let thin = [(3, 1_000_003), (777_777, 7), (8, 4099)];
     assert_eq!(conformance::transpose(&cuda, &[(0, 0), (1, 37), (1000, 1003), (4096, 4100)]), 4 * 3 * 2);
+    assert_eq!(conformance::transpose(&cuda, &thin), 3 * 3 * 2);
     assert_eq!(conformance::softmax(&cuda, &[(1, 1), (7, 1000), (3, 4096), (5, 32768), (1000, 4099)]), 5 * 2 * 2 - 2);
     assert_eq!(conformance::conv1d(&cuda, &[1, 1000, 1 << 20], &[3, 33, 129]), 3 * 3 * 3 * 2);
     assert_eq!(conformance::stencil2d(&cuda, &[(1, 1), (7, 5), (1000, 777), (16384, 35)]), 4 * 4 * 2 * 2);

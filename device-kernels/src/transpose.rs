@@ -11,6 +11,16 @@
 //! a column read hits 32 different banks, with `pad = 0` a 32-wide tile puts the whole
 //! column in one bank; `pad` is chosen at launch, so its effect can be measured.
 //!
+//! # Thin matrices ([`TransposeConfig::slab`])
+//! Where one side is at most [`SLAB_SIDE`] (3 x 1000003, 1000003 x 7), square tiles would
+//! leave most of a tile empty. The same launch-sized memory then holds a *slab*: all
+//! `short` lines of `width = tile * (tile + pad) / short` consecutive positions along the
+//! long side. Block `b` walks slabs `b, b + grid, ...`. The short-side-major form (element
+//! `(s, l)` at `s * long + l`: the input of a wide matrix, the output of a tall one) is
+//! `short` runs of `width` floats; the long-side-major form (`l * short + s`) is one run of
+//! `short * width` floats. Threads copy both as consecutive elements, four loads in flight
+//! each, so every global access is coalesced; the slab is `short` rows of `width` floats.
+//!
 //! # Launch-sized memory ([`TransposeConfig::layout`]): `tile * (tile + pad)` f32.
 //!
 //! # Entry point
@@ -55,6 +65,19 @@ impl core::fmt::Display for TransposeRefusal {
 /// Most blocks a launch uses; blocks loop over the tiles past it.
 pub const MAX_GRID: u32 = 65_535;
 
+/// Longest short side a matrix is transposed by slabs at ([`TransposeConfig::slab`]).
+pub const SLAB_SIDE: u32 = 8;
+
+/// How a thin matrix is cut: `short` lines of `width` positions along the long side per
+/// slab; `wide`: the short side is the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slab {
+    pub short: u32,
+    pub long: u32,
+    pub width: u32,
+    pub wide: bool,
+}
+
 impl TransposeConfig {
     pub fn layout(&self) -> Result<Slice<f32>, LayoutError> {
         let row = self.tile.checked_add(self.pad);
@@ -80,10 +103,28 @@ impl TransposeConfig {
         self.shared_bytes().map_err(TransposeRefusal::Layout)
     }
 
-    /// Tiles of a `rows x cols` matrix.
-    pub fn tiles(&self, rows: u32, cols: u32) -> u64 {
+    /// The slab a `rows x cols` matrix is cut in, where one side is 1 to [`SLAB_SIDE`]
+    /// and the tile's floats hold at least one position per line.
+    pub fn slab(&self, rows: u32, cols: u32) -> Option<Slab> {
+        let (short, long, wide) = if rows <= cols { (rows, cols, true) } else { (cols, rows, false) };
+        let floats = self.tile.checked_add(self.pad)?.checked_mul(self.tile)?;
+        let width = floats / short.max(1);
+        (short >= 1 && short <= SLAB_SIDE && width >= 1).then_some(Slab { short, long, width, wide })
+    }
+
+    /// Square tiles of a `rows x cols` matrix (what the twins walk).
+    pub fn square_tiles(&self, rows: u32, cols: u32) -> u64 {
         let t = self.tile.max(1);
         rows.div_ceil(t) as u64 * cols.div_ceil(t) as u64
+    }
+
+    /// Tiles of a `rows x cols` matrix: slabs where [`TransposeConfig::slab`] cuts it so,
+    /// square tiles otherwise.
+    pub fn tiles(&self, rows: u32, cols: u32) -> u64 {
+        match self.slab(rows, cols) {
+            Some(s) => s.long.div_ceil(s.width) as u64,
+            None => self.square_tiles(rows, cols),
+        }
     }
 
     pub fn grid(&self, rows: u32, cols: u32) -> u32 {
@@ -104,6 +145,10 @@ unsafe fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, t
     }
     let Ok(slice) = cfg.layout() else { gpu::trap() };
     let shared: SharedArray<f32> = gpu::launch_region(slice.bytes()).array(slice);
+    if let Some(slab) = cfg.slab(rows, cols) {
+        unsafe { transpose_slab(input, output, slab, shared) };
+        return;
+    }
     let (tx, ty, step) = (tid % tile, tid / tile, block / tile);
     let stride = tile + pad;
     // At least 1, so the division below needs no zero check (an empty matrix has no tiles).
@@ -154,6 +199,87 @@ unsafe fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, t
         // The next tile overwrites the shared tile.
         gpu::barrier();
         t += gpu::grid_dim_x() as u64;
+    }
+}
+
+/// `i / d` and `i % d` as a multiply: exact for `i * d < 2^40` (a slab's floats times its
+/// width, both under 2^20).
+#[derive(Clone, Copy)]
+struct FastDiv {
+    d: u32,
+    m: u64,
+}
+
+impl FastDiv {
+    #[inline(always)]
+    fn new(d: u32) -> FastDiv {
+        FastDiv { d, m: (1u64 << 40).div_ceil(d.max(1) as u64) }
+    }
+    #[inline(always)]
+    fn div_rem(self, i: u32) -> (u32, u32) {
+        let q = ((i as u64 * self.m) >> 40) as u32;
+        (q, i - q * self.d)
+    }
+}
+
+/// The slab path of [`transpose`] (see the module documentation): slab `t` holds long-side
+/// positions `t * width ..`, line `s` of it at `s * width` of `shared`.
+///
+/// # Safety
+/// As [`transpose`]; `shared` holds `short * width` floats.
+#[inline(always)]
+unsafe fn transpose_slab(input: *const f32, output: *mut f32, slab: Slab, shared: SharedArray<f32>) {
+    let Slab { short, long, width, wide } = slab;
+    let (tid, block) = (gpu::thread_idx_x(), gpu::block_dim_x());
+    let by_short = FastDiv::new(short);
+    let mut t = gpu::block_idx_x();
+    let slabs = long.div_ceil(width);
+    while t < slabs {
+        let l0 = t * width;
+        let w = width.min(long - l0);
+        let n = w * short;
+        let by_w = FastDiv::new(w);
+        // Element `i` of the slab in short-side-major order: line `i / w`, position `i % w`;
+        // in long-side-major order: position `i / short`, line `i % short`.
+        let strided = |i: u32| {
+            let (s, l) = by_w.div_rem(i);
+            (s * width + l, s as usize * long as usize + (l0 + l) as usize)
+        };
+        let packed = |i: u32| {
+            let (l, s) = by_short.div_rem(i);
+            (s * width + l, l0 as usize * short as usize + i as usize)
+        };
+        let at = |i: u32, input_side: bool| if wide == input_side { strided(i) } else { packed(i) };
+        // Copy in: four loads in flight before their stores.
+        let mut i = tid;
+        while i + 3 * block < n {
+            let (k0, k1, k2, k3) = (at(i, true), at(i + block, true), at(i + 2 * block, true), at(i + 3 * block, true));
+            let x = unsafe {
+                [input.add(k0.1).read(), input.add(k1.1).read(), input.add(k2.1).read(), input.add(k3.1).read()]
+            };
+            unsafe {
+                shared.write(k0.0, x[0]);
+                shared.write(k1.0, x[1]);
+                shared.write(k2.0, x[2]);
+                shared.write(k3.0, x[3]);
+            }
+            i += 4 * block;
+        }
+        while i < n {
+            let (k, g) = at(i, true);
+            unsafe { shared.write(k, input.add(g).read()) };
+            i += block;
+        }
+        gpu::barrier();
+        let mut i = tid;
+        while i < n {
+            let (k, g) = at(i, false);
+            unsafe { output.add(g).write(shared.read(k)) };
+            i += block;
+        }
+        // The next slab overwrites this one.
+        gpu::barrier();
+        t += gpu::grid_dim_x();
     }
 }
 

@@ -332,7 +332,7 @@ impl<F: Family> DynFamily for Entry<F> {
         // as given (and refused with the limit where it does not fit).
         let given = config != fitted;
         let note = note.filter(|_| !given);
-        let origin = if given { format!("the command line, over the default from the {origin}") } else { origin };
+        let origin = if given { format!("command line, over the default from the {origin}") } else { origin };
         Ok(Resolved { problem: to_json(&problem), config: to_json(&config), note, origin })
     }
     fn bench_cases(

@@ -7,7 +7,7 @@ use dynsmem_kernels::rows::RowConfig;
 
 use super::space::Space;
 use super::{Family, Footprint, Target};
-use crate::backend::{BackendKind, Variant};
+use crate::backend::{BackendKind, Limits, Variant};
 use crate::contract::{
     CudaSource, FamilyBackend, Launch, WgslSpec, check_footprint, check_index, fill_template, halvings, invalid,
     invalid_problem, layout_reason, wgsl_block_fold, wgsl_sizing,
@@ -90,24 +90,28 @@ fn check_cluster(config: &RowConfig, variant: Variant, max_cluster: u32) -> std:
     Ok(())
 }
 
-/// The default config on a GPU: rows split over the smallest cluster (up to `max_cluster`)
-/// that leaves each block at most [`PART_FLOATS`] floats, so that several blocks share a
-/// multiprocessor and one's reads overlap another's folds and writes; 256 threads.
-/// `small`: the CPU backend's (16 threads, a block per row).
-pub fn default_config(small: bool, cols: u32, max_cluster: u32) -> RowConfig {
+/// The default config on a GPU: 256 threads, rows split over the smallest cluster (up to
+/// `limits.max_cluster`) whose blocks fit [`RESIDENT_BLOCKS`] to a multiprocessor's shared
+/// memory, so that one block's reads overlap the others' folds and writes. `small`: the
+/// CPU backend's (16 threads, a block per row).
+pub fn default_config(small: bool, cols: u32, limits: &Limits) -> RowConfig {
     if small {
         return RowConfig::blocks(16);
     }
+    let per_sm = limits.shared_per_multiprocessor.unwrap_or(RESIDENT_BLOCKS * 64 * 1024);
+    let fits = |c: &RowConfig| {
+        // The driver reserves 1 KB of each block's shared memory.
+        c.shared_bytes(cols).is_ok_and(|b| RESIDENT_BLOCKS as u64 * (b as u64 + 1024) <= per_sm as u64)
+    };
     let mut config = RowConfig::blocks(256);
-    while config.part(cols) > PART_FLOATS && config.cluster * 2 <= max_cluster {
+    while !fits(&config) && config.cluster * 2 <= limits.max_cluster {
         config.cluster *= 2;
     }
     config
 }
 
-/// Floats of a row the default config leaves to one block (64 KB: three blocks per H100
-/// multiprocessor).
-pub const PART_FLOATS: u64 = 16_384;
+/// Blocks the default config leaves room for on one multiprocessor.
+pub const RESIDENT_BLOCKS: u32 = 3;
 
 /// The twins' config for `asked`: a block per row (they have no cluster form), with a
 /// note saying so; `asked` itself for the Rust kernels.

@@ -31,7 +31,7 @@ pub struct RmsnormProblem {
 
 /// The row skeleton's default for rows of `cols` ([`rows::default_config`]).
 pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> RmsnormConfig {
-    rows::default_config(backend.small_configs(), cols, backend.info().limits.max_cluster)
+    rows::default_config(backend.small_configs(), cols, &backend.info().limits)
 }
 
 pub(crate) const KERNEL: RowKernel = RowKernel {

@@ -29,7 +29,7 @@ pub struct SoftmaxProblem {
 
 /// The row skeleton's default for rows of `cols` ([`rows::default_config`]).
 pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> SoftmaxConfig {
-    rows::default_config(backend.small_configs(), cols, backend.info().limits.max_cluster)
+    rows::default_config(backend.small_configs(), cols, &backend.info().limits)
 }
 
 pub(crate) const KERNEL: RowKernel = RowKernel {

@@ -101,7 +101,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     crate::contract::check_index(KERNEL, "cols", cols as u64, side_limit, "u32 (tile column)")?;
     if backend.kind() == BackendKind::Wgsl {
         crate::contract::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
-        let tiles_plus_grid = config.tiles(rows, cols) + config.grid(rows, cols) as u64;
+        let tiles_plus_grid = config.square_tiles(rows, cols) + config.grid(rows, cols) as u64;
         crate::contract::check_index(
             KERNEL,
             "tiles + grid",
