@@ -127,8 +127,11 @@ const SCAN_WGSL: &[Case] = &[
 
 const HISTOGRAM_CPU: &[Case] = &[
     refused("run histogram --backend cpu --bins 0", &["histogram_u32", "at least one bin"]),
-    // 10^6 bins: clusters of 8 would hold 125000 each.
-    refused("run histogram --backend cpu --bins 1000000", &["histogram_u32", "500000 bytes of launch-sized", "232448"]),
+    // Every bin held, none counted in device memory: 4 MB of counters.
+    refused(
+        "run histogram --backend cpu --bins 1000000 --held 0",
+        &["histogram_u32", "4000000 bytes of launch-sized", "232448"],
+    ),
     refused("run histogram --backend cpu --cluster 16 --grid 16", &["histogram_u32", "clusters of 16", "1 to 8"]),
     refused("run histogram --backend cpu --cluster 2 --grid 3", &["histogram_u32", "not whole clusters of 2"]),
     refused("run histogram --backend cpu --copies 0", &["histogram_u32", "block, grid and copies must be at least 1"]),
@@ -711,7 +714,7 @@ fn library_refusals_are_typed() {
         let p = histogram::HistogramProblem { n: 100, bins, out_of_range_pct: pct };
         histogram::prepare(&cpu, p, config, v, 1).refused()
     };
-    let ok = HistogramConfig { block: 32, grid: 2, copies: 1, cluster: 1 };
+    let ok = HistogramConfig { block: 32, grid: 2, copies: 1, cluster: 1, held: 0 };
     assert!(matches!(hist(0, 0, ok), Error::InvalidProblem { .. }));
     assert!(matches!(hist(16, 101, ok), Error::InvalidProblem { .. }));
     assert!(matches!(hist(100_000, 0, ok), Error::SharedMemoryLimit { .. }));

@@ -37,7 +37,7 @@ fn cuda() {
 /// them: the CPU backend (H100 limits) here, the H100 itself in `cuda`.
 fn bins_past_48k<B: dynsmem::host::contract::FamilyBackend>(backend: &B, n: u64) {
     let problem = HistogramProblem { n, bins: 49_152, out_of_range_pct: 5 };
-    let config = HistogramConfig { block: 256, grid: 2, copies: 1, cluster: 1 };
+    let config = HistogramConfig { block: 256, grid: 2, copies: 1, cluster: 1, held: 0 };
     let w = prepare(backend, problem, config, Variant::LaunchSized, 9).unwrap();
     use dynsmem::host::contract::Workload;
     assert_eq!(w.kernel().shared_bytes, 196_608);
@@ -61,7 +61,7 @@ fn wgsl_cannot_express_bins_past_its_static_limit() {
     let Some(wgsl) = wgsl_or_skip("histogram::wgsl_cannot_express_bins_past_its_static_limit") else { return };
     let limit = wgsl.info().limits.static_shared_max;
     let problem = HistogramProblem { n: 1000, bins: 49_152, out_of_range_pct: 0 };
-    let config = HistogramConfig { block: 256, grid: 2, copies: 1, cluster: 1 };
+    let config = HistogramConfig { block: 256, grid: 2, copies: 1, cluster: 1, held: 0 };
     for variant in [Variant::WgslLiteral, Variant::WgslOverride] {
         match prepare(&wgsl, problem, config, variant, 1) {
             Err(Error::SharedMemoryLimit { kind: "static", requested: 196_608, limit: l, .. }) => {
@@ -73,26 +73,41 @@ fn wgsl_cannot_express_bins_past_its_static_limit() {
     }
 }
 
-/// Bins past one block's memory, split over a thread-block cluster's shared memory: 65537
-/// bins (the default config: clusters of 2) and 131072 (clusters of 4), then every cluster
-/// size at bin counts that do not divide evenly, copies 1 and 3, 7% of keys out of range.
+/// Bins past one block's memory: 65537 and 131072 bins with the default config (as many
+/// bins as fit held in shared memory, the rest counted with device atomics) and split over a
+/// thread-block cluster's shared memory (clusters of 2 and 4); then every cluster size and
+/// held counts at bin counts that do not divide evenly, copies 1 and 3, 7% of keys out of
+/// range.
 fn bins_in_clusters<B: dynsmem::host::contract::FamilyBackend>(backend: &B, n: u64, grid: u32) -> usize {
     use dynsmem::host::contract::Workload;
     use dynsmem::host::families::histogram::default_config;
     let mut checked = 0;
-    for bins in [65_537, 131_072] {
+    for (bins, cluster) in [(65_537, 2), (131_072, 4)] {
         let problem = HistogramProblem { n, bins, out_of_range_pct: 3 };
-        let config = default_config(backend, &problem);
-        assert!(config.cluster > 1, "{bins} bins need a cluster: {config:?}");
-        let w = prepare(backend, problem, config, Variant::LaunchSized, bins as u64).unwrap();
-        assert!(w.kernel().shared_bytes <= backend.info().limits.launch_shared_max);
-        w.run().unwrap();
-        w.check().unwrap();
-        checked += 1;
+        let default = default_config(backend, &problem);
+        assert!(default.held > 0 && default.held < bins, "{bins} bins: {default:?}");
+        let split = HistogramConfig { cluster, grid: grid * cluster, held: 0, ..default };
+        for config in [default, split] {
+            let w = prepare(backend, problem, config, Variant::LaunchSized, bins as u64).unwrap();
+            assert!(w.kernel().shared_bytes <= backend.info().limits.launch_shared_max);
+            w.run().unwrap();
+            w.check().unwrap();
+            checked += 1;
+        }
     }
-    for (bins, cluster, copies) in [(1, 2, 1), (1001, 2, 3), (1001, 4, 1), (4097, 8, 3), (9, 8, 1)] {
+    let cases = [
+        (1, 2, 1, 0),
+        (1001, 2, 3, 0),
+        (1001, 4, 1, 0),
+        (4097, 8, 3, 0),
+        (9, 8, 1, 0),
+        (1001, 1, 1, 100),
+        (4097, 2, 3, 1000),
+        (5, 1, 2, 1),
+    ];
+    for (bins, cluster, copies, held) in cases {
         let problem = HistogramProblem { n: n / 8, bins, out_of_range_pct: 7 };
-        let config = HistogramConfig { block: 32, grid: grid * cluster, copies, cluster };
+        let config = HistogramConfig { block: 32, grid: grid * cluster, copies, cluster, held };
         let what = format!("{} {problem:?} {config:?}", backend.kind());
         checked += conformance::run_case(&what, prepare(backend, problem, config, Variant::LaunchSized, 5)) as usize;
     }
@@ -101,13 +116,13 @@ fn bins_in_clusters<B: dynsmem::host::contract::FamilyBackend>(backend: &B, n: u
 
 #[test]
 fn cpu_backend_bins_in_clusters() {
-    assert_eq!(bins_in_clusters(&CpuBackend::new(), 40_000, 1), 7);
+    assert_eq!(bins_in_clusters(&CpuBackend::new(), 40_000, 1), 12);
 }
 
 #[test]
 fn cuda_bins_in_clusters() {
     let Some(cuda) = cuda_or_skip("histogram::cuda_bins_in_clusters") else { return };
-    assert_eq!(bins_in_clusters(&cuda, 100_000_000, 132), 7);
+    assert_eq!(bins_in_clusters(&cuda, 100_000_000, 132), 12);
 }
 
 /// Clusters are refused before anything launches where the form has none: the WGSL twins
@@ -116,7 +131,7 @@ fn cuda_bins_in_clusters() {
 fn clusters_are_refused_where_the_form_has_none() {
     let cpu = CpuBackend::new();
     let problem = HistogramProblem { n: 100, bins: 1000, out_of_range_pct: 0 };
-    let config = HistogramConfig { block: 32, grid: 2, copies: 1, cluster: 2 };
+    let config = HistogramConfig { block: 32, grid: 2, copies: 1, cluster: 2, held: 0 };
     match prepare(&cpu, problem, HistogramConfig { grid: 3, ..config }, Variant::LaunchSized, 1) {
         Err(Error::InvalidConfig { kernel, reason }) => {
             assert_eq!(kernel, "histogram_u32");

@@ -11,6 +11,10 @@
 //! copies and adds it to the global bins with one global atomic (skipped when zero).
 //! Keys `>= num_bins` are not counted. The global bins must be zeroed before the launch.
 //!
+//! Bins past what the launch's shared memory holds ([`HistogramConfig::held`]: the kernel
+//! takes as many as the launch's bytes fit) are counted with device atomics on the global
+//! bins directly: a histogram of any size runs, its first bins in shared memory.
+//!
 //! In clusters of `size` blocks, block rank `r` holds bins `r * per .. (r + 1) * per`
 //! (`per` = [`HistogramConfig::per_block`]) in each copy: a key goes to the block that holds
 //! its bin (a shared atomic there when that is this block, a `red.shared::cluster` to a
@@ -43,6 +47,10 @@ pub struct HistogramConfig {
     /// block holds them all).
     #[cfg_attr(feature = "serde", serde(default = "one"))]
     pub cluster: u32,
+    /// Bins held in shared memory (the first `held`; 0: all of them). Keys of the bins past
+    /// them are counted with device atomics on the global bins.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub held: u32,
 }
 
 #[cfg(feature = "serde")]
@@ -51,9 +59,14 @@ fn one() -> u32 {
 }
 
 impl HistogramConfig {
+    /// Bins held in the cluster's shared memory: `held`, or all of them.
+    pub fn held_bins(&self, num_bins: u32) -> u32 {
+        if self.held == 0 { num_bins } else { self.held.min(num_bins) }
+    }
+
     /// Bins each block of a cluster holds (in each copy).
     pub fn per_block(&self, num_bins: u32) -> u32 {
-        num_bins.div_ceil(self.cluster.max(1))
+        self.held_bins(num_bins).div_ceil(self.cluster.max(1))
     }
 
     /// The carve for `num_bins` bins.
@@ -83,11 +96,15 @@ unsafe fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, cop
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
     let (size, rank) = (micro::cluster_size(), micro::cluster_rank());
-    let cfg = HistogramConfig { block, grid: gpu::grid_dim_x(), copies, cluster: size };
-    let Ok(slice) = cfg.layout(num_bins) else { gpu::trap() };
     if copies == 0 {
         gpu::trap();
     }
+    // The launch's bytes say how many bins the cluster holds: as many as fit, all at most.
+    let fit = gpu::dynamic_smem_size() / 4 / copies * size;
+    let held = if fit >= num_bins { 0 } else { fit };
+    let cfg = HistogramConfig { block, grid: gpu::grid_dim_x(), copies, cluster: size, held };
+    let held_bins = if held == 0 { num_bins } else { held };
+    let Ok(slice) = cfg.layout(num_bins) else { gpu::trap() };
     let counters: SharedArray<u32> = gpu::launch_region(slice.bytes()).array(slice);
     let per = cfg.per_block(num_bins);
     // The owner of a bin is `bin / per`, as a multiply: exact for bins below 2^20 and `per`
@@ -105,6 +122,10 @@ unsafe fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, cop
     let base = ((tid / 32) % copies) * per;
     let count = |key: u32| {
         if key >= num_bins {
+            return;
+        }
+        if key >= held_bins {
+            unsafe { gpu::atomic_add_global_u32(bins.add(key as usize), 1) };
             return;
         }
         if size == 1 {
@@ -145,7 +166,7 @@ unsafe fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, cop
     // This block's bins: `rank * per ..`, the last block's cut at `num_bins`.
     let first_bin = rank * per;
     let mut b = tid;
-    while b < per && first_bin + b < num_bins {
+    while b < per && first_bin + b < held_bins {
         let mut sum = 0u32;
         let mut c = 0;
         while c < copies {

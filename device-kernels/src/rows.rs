@@ -13,11 +13,10 @@
 //! row (the first and last of a row that does not start or end on a boundary) is read
 //! lane by lane, its lanes outside the row filled with the pass's identity.
 //!
-//! A pass ([`Row::load`], [`Row::map`], [`Row::store`]) touches only the vectors its thread
-//! owns, so passes need no barrier between them; [`Row::fold`] combines one value per
-//! thread of the whole cluster and is the only synchronisation inside a row. The row is
-//! read from and written to device memory once. `load` keeps four vector reads per thread
-//! in flight.
+//! [`Row::fold`] combines one value per thread of the whole cluster; its barriers separate
+//! the passes ([`Row::load`], [`Row::map`], [`Row::store`]), and a barrier separates rows
+//! (the vectors a thread owns move with the row's shift). The row is read from and written
+//! to device memory once; `load` and `store` keep four vectors per thread in flight.
 //!
 //! # Launch-sized memory ([`RowConfig::layout`])
 //! `part`: [`RowConfig::part`] f32, 16-byte aligned; `scratch`: `block` f32, 16-byte
@@ -145,14 +144,17 @@ impl Row {
         }
     }
 
-    /// Runs `f(r)` for each row `r < rows` of this block's cluster; at the end, waits until
-    /// the cluster's blocks are done reading each other's partials.
+    /// Runs `f(r)` for each row `r < rows` of this block's cluster, with a barrier after
+    /// each (which vectors a thread owns depends on where a row starts, so the next row's
+    /// load may overwrite a vector another thread is still storing); at the end, waits
+    /// until the cluster's blocks are done reading each other's partials.
     #[inline(always)]
     pub fn each_row(&self, rows: u32, mut f: impl FnMut(u32)) {
         let clusters = gpu::grid_dim_x() / self.size;
         let mut r = gpu::block_idx_x() / self.size;
         while r < rows {
             f(r);
+            gpu::barrier();
             r += clusters;
         }
         if self.size > 1 {
@@ -312,10 +314,23 @@ impl Row {
         let (end, mut v) = (s.hi / 4, s.lo.div_ceil(4) + self.tid);
         if self.aligned(dst, s) {
             let p = dst.wrapping_add(self.base as usize).wrapping_sub(s.shift as usize) as *mut Vec4<f32>;
+            let block = self.block;
+            let out = |v: u32| f4(v, unsafe { self.part4.read(v) }.0);
+            // Four vectors made before any is written, so reads `f4` makes (RMSNorm's
+            // weights) are in flight together.
+            while v + 3 * block < end {
+                let o = [out(v), out(v + block), out(v + 2 * block), out(v + 3 * block)];
+                unsafe {
+                    p.add(v as usize).write(Vec4(o[0]));
+                    p.add((v + block) as usize).write(Vec4(o[1]));
+                    p.add((v + 2 * block) as usize).write(Vec4(o[2]));
+                    p.add((v + 3 * block) as usize).write(Vec4(o[3]));
+                }
+                v += 4 * block;
+            }
             while v < end {
-                let o = f4(v, unsafe { self.part4.read(v) }.0);
-                unsafe { p.add(v as usize).write(Vec4(o)) };
-                v += self.block;
+                unsafe { p.add(v as usize).write(Vec4(out(v))) };
+                v += block;
             }
         } else {
             while v < end {

@@ -169,7 +169,7 @@ pub fn family(f: Family) {
             }
         }
         Family::Histogram { block, grid, copies, bins } => {
-            let cfg = histogram::HistogramConfig { block, grid, copies, cluster: 1 };
+            let cfg = histogram::HistogramConfig { block, grid, copies, cluster: 1, held: 0 };
             let p = part(bins as u64 * copies as u64, 4, 4);
             match (cfg.layout(bins), model(&[p])) {
                 (Ok(s), Some((off, bytes))) => {

@@ -33,9 +33,13 @@ pub struct ConfigArgs {
     #[arg(long)]
     pub copies: Option<u32>,
     /// Blocks of the thread-block cluster whose shared memory holds the bins (1, 2, 4 or
-    /// 8; CUDA sm_90+ and the CPU backend). Default: the fewest that hold them.
+    /// 8; CUDA sm_90+ and the CPU backend).
     #[arg(long)]
     pub cluster: Option<u32>,
+    /// Bins held in shared memory, the first ones (0: all); keys of the others are counted
+    /// with device atomics. Default: all where they fit one block, else as many as fit.
+    #[arg(long)]
+    pub held: Option<u32>,
 }
 
 impl Family for Histogram {
@@ -58,6 +62,7 @@ impl Family for Histogram {
             grid: a.grid.unwrap_or(d.grid),
             copies: a.copies.unwrap_or(d.copies),
             cluster: a.cluster.unwrap_or(d.cluster),
+            held: a.held.unwrap_or(d.held),
         }
     }
     fn default_config<B: FamilyBackend>(backend: &B, p: &HistogramProblem) -> HistogramConfig {

@@ -52,20 +52,17 @@ pub(crate) fn resident_grid<B: Backend>(backend: &B, block: u32, shared: u32) ->
     }
 }
 
-/// The default config for `problem` on `backend`: bins split over the smallest cluster
-/// whose blocks hold them (up to the backend's largest); 8 private copies where they fit a
-/// 32 KB budget (less contention on popular bins), one copy otherwise; one resident wave
-/// of blocks walking the keys grid-stride, in whole clusters.
+/// The default config for `problem` on `backend`: every bin in each block's shared memory
+/// where one copy fits, else as many bins as fit (the rest counted with device atomics:
+/// faster than splitting the bins over a cluster, whose remote atomics are slow; see
+/// `NOTES.md`); 8 private copies where they fit a 32 KB budget (less contention on popular
+/// bins), one copy otherwise; one resident wave of blocks walking the keys grid-stride.
 pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem) -> HistogramConfig {
     let is_cpu_backend = backend.small_configs();
     let limits = &backend.info().limits;
-    let mut cluster = 1;
-    while problem.bins.div_ceil(cluster) as u64 * 4 > limits.launch_shared_max as u64
-        && cluster * 2 <= limits.max_cluster
-    {
-        cluster *= 2;
-    }
-    let per = problem.bins.div_ceil(cluster).max(1);
+    let fit = limits.launch_shared_max / 4;
+    let held = if problem.bins > fit { fit } else { 0 };
+    let per = if held > 0 { held } else { problem.bins.max(1) };
     let block = if is_cpu_backend {
         32
     } else if per > 16_384 {
@@ -76,7 +73,7 @@ pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem)
     let copies = (32 * 1024 / (per * 4)).clamp(1, 8);
     let shared = per.saturating_mul(copies).saturating_mul(4);
     let grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) };
-    HistogramConfig { block, grid: (grid / cluster).max(1) * cluster, copies, cluster }
+    HistogramConfig { block, grid, copies, cluster: 1, held }
 }
 
 /// A cluster of 1 to `max_cluster` blocks, and 1 for the twins: they hold every bin in one
@@ -87,8 +84,11 @@ pub(crate) fn check_cluster(
     max_cluster: u32,
 ) -> std::result::Result<(), String> {
     let c = cfg.cluster;
-    if c > 1 && variant != Variant::LaunchSized {
-        return Err(format!("clusters of {c} blocks: the {variant} twin holds every bin in one workgroup"));
+    if (c > 1 || cfg.held > 0) && variant != Variant::LaunchSized {
+        return Err(format!(
+            "clusters of {c} blocks, {} bins held: the {variant} twin holds every bin in one workgroup",
+            cfg.held
+        ));
     }
     if c == 0 || c > max_cluster {
         return Err(format!("clusters of {c} blocks: this backend runs clusters of 1 to {max_cluster}"));
@@ -99,13 +99,14 @@ pub(crate) fn check_cluster(
     Ok(())
 }
 
-/// The twins' config for `asked`: plain blocks (they hold every bin in one workgroup), with
+/// The twins' config for `asked`: plain blocks holding every bin (they hold every bin in one
+/// workgroup and have no device-atomic path), with
 /// a note saying so; `asked` itself for the Rust kernel.
 pub(crate) fn fit_twin(variant: Variant, asked: HistogramConfig) -> (HistogramConfig, Option<String>) {
-    if variant == Variant::LaunchSized || asked.cluster == 1 {
+    if variant == Variant::LaunchSized || (asked.cluster == 1 && asked.held == 0) {
         return (asked, None);
     }
-    let fitted = HistogramConfig { cluster: 1, ..asked };
+    let fitted = HistogramConfig { cluster: 1, held: 0, ..asked };
     (fitted, Some(format!("the {variant} twin holds every bin in one workgroup: ran {fitted:?}, not {asked:?}")))
 }
 

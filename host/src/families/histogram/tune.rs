@@ -48,6 +48,7 @@ impl Space for Histogram {
             copies: point[1],
             grid: point[2],
             cluster: point.get(3).copied().unwrap_or(1),
+            held: 0,
         }
     }
 
