@@ -125,7 +125,7 @@ unsafe fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, cop
             return;
         }
         if key >= held_bins {
-            unsafe { gpu::atomic_add_global_u32(bins.add(key as usize), 1) };
+            unsafe { count_in_device_memory(bins.add(key as usize)) };
             return;
         }
         if size == 1 {
@@ -178,6 +178,25 @@ unsafe fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, cop
         }
         b += block;
     }
+}
+
+/// One key of a bin past the held ones: a device atomic on its global bin. On AMD it is a
+/// subtraction of `u32::MAX` (the same add, modulo 2^32; LLVM makes it a compare-and-swap
+/// loop): an identical add would be merged by LLVM with the LDS add of the held bins into one
+/// flat (generic) atomic on a pointer of either space, and every held key would pay for it.
+///
+/// # Safety
+/// `p` is a global bin.
+#[inline(always)]
+unsafe fn count_in_device_memory(p: *mut u32) {
+    #[cfg(target_arch = "amdgpu")]
+    unsafe {
+        core::sync::atomic::AtomicU32::from_ptr(p).fetch_sub(u32::MAX, core::sync::atomic::Ordering::Relaxed);
+    }
+    #[cfg(not(target_arch = "amdgpu"))]
+    unsafe {
+        gpu::atomic_add_global_u32(p, 1)
+    };
 }
 
 crate::kernels! { KERNELS;
