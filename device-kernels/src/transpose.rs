@@ -109,7 +109,7 @@ impl TransposeConfig {
         let (short, long, wide) = if rows <= cols { (rows, cols, true) } else { (cols, rows, false) };
         let floats = self.tile.checked_add(self.pad)?.checked_mul(self.tile)?;
         let width = floats / short.max(1);
-        (short >= 1 && short <= SLAB_SIDE && width >= 1).then_some(Slab { short, long, width, wide })
+        ((1..=SLAB_SIDE).contains(&short) && width >= 1).then_some(Slab { short, long, width, wide })
     }
 
     /// Square tiles of a `rows x cols` matrix (what the twins walk).

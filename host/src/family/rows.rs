@@ -49,7 +49,8 @@ impl<F: RowFamily> Space for F {
             .filter(|&c| c <= target.limits.max_cluster && (c == 1 || target.variant == Variant::LaunchSized))
             .collect();
         let block: &[u32] = if target.is_cpu { &[4, 8, 16, 32] } else { &[32, 64, 128, 256, 512, 1024] };
-        vec![Param::new("block", block), Param::new("cluster", &clusters)]
+        // Caches recorded before clusters existed read as clusters of 1.
+        vec![Param::new("block", block), Param { name: "cluster", values: clusters, absent: Some(1) }]
     }
 
     fn config_of(point: &[u32]) -> RowConfig {

@@ -1,5 +1,7 @@
 //! Histogram: block, private copies of the bins per block, grid (in whole waves of the
-//! device's multiprocessors where it reports them), blocks per cluster sharing the bins.
+//! device's multiprocessors where it reports them). Clusters and held bins are configs
+//! (`--cluster`, `--held`), not searched: the split over a cluster ran slower than holding
+//! what fits (`NOTES.md`).
 
 use dynsmem_kernels::histogram::HistogramConfig;
 
@@ -11,14 +13,6 @@ use crate::families::histogram::{HistogramProblem, wgsl_spec};
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
 
-/// Cluster sizes where the target runs them (the twins: 1).
-fn clusters(target: &Target) -> Vec<u32> {
-    [1, 2, 4, 8]
-        .into_iter()
-        .filter(|&c| c <= target.limits.max_cluster && (c == 1 || target.variant == Variant::LaunchSized))
-        .collect()
-}
-
 impl Space for Histogram {
     fn params(target: &Target, _: &HistogramProblem) -> Vec<Param> {
         if target.backend == BackendKind::Cpu {
@@ -27,7 +21,6 @@ impl Space for Histogram {
                 Param::new("block", &[8, 16, 32, 64]),
                 Param::new("copies", &[1, 2, 4]),
                 Param::new("grid", &[1, 2, 4, 8]),
-                Param::new("cluster", &clusters(target)),
             ];
         }
         let grids: Vec<u32> = match target.limits.multiprocessors {
@@ -38,7 +31,6 @@ impl Space for Histogram {
             Param::new("block", &[128, 256, 512, 1024]),
             Param::new("copies", &[1, 2, 4, 8, 16]),
             Param { name: "grid", values: grids, absent: None },
-            Param::new("cluster", &clusters(target)),
         ]
     }
 
