@@ -9,8 +9,8 @@ use super::space::Space;
 use super::{Family, Footprint, Target};
 use crate::backend::{BackendKind, Limits, Variant};
 use crate::contract::{
-    CudaSource, FamilyBackend, Launch, WgslSpec, check_footprint, check_index, fill_template, halvings, invalid,
-    invalid_problem, layout_reason, wgsl_block_fold, wgsl_sizing,
+    CudaSource, FamilyBackend, Launch, WgslSpec, check_footprint, check_index, fill_template, fit_static, halvings,
+    invalid, invalid_problem, layout_reason, wgsl_block_fold, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::tune::Param;
@@ -114,14 +114,25 @@ pub fn default_config(small: bool, cols: u32, limits: &Limits) -> RowConfig {
 /// Blocks the default config leaves room for on one multiprocessor.
 pub const RESIDENT_BLOCKS: u32 = 3;
 
-/// The twins' config for `asked`: a block per row (they have no cluster form), with a
-/// note saying so; `asked` itself for the Rust kernels.
-pub fn fit_config(variant: Variant, asked: RowConfig) -> (RowConfig, Option<String>) {
-    if variant == Variant::LaunchSized || asked.cluster == 1 {
-        return (asked, None);
-    }
-    let fitted = RowConfig::blocks(asked.block);
-    (fitted, Some(format!("the {variant} twin holds a whole row in one workgroup: ran {fitted:?}, not {asked:?}")))
+/// The config `variant` runs for `asked` on rows of `cols`: `asked` for the Rust kernels; for
+/// the twins, a block per row (they have no cluster form), then the static forms' fallbacks
+/// where its arrays pass the static limit, with a note for each change.
+pub fn fit_config<B: FamilyBackend>(
+    backend: &B,
+    variant: Variant,
+    cols: u32,
+    asked: RowConfig,
+) -> (RowConfig, Option<String>) {
+    let (config, note) = if variant == Variant::LaunchSized || asked.cluster == 1 {
+        (asked, None)
+    } else {
+        let fitted = RowConfig::blocks(asked.block);
+        (fitted, Some(format!("the {variant} twin holds a whole row in one workgroup: ran {fitted:?}, not {asked:?}")))
+    };
+    let limit = backend.info().limits.static_shared_max;
+    let fallbacks = static_fallbacks(&config);
+    let (config, fitted) = fit_static(variant, limit, config, fallbacks, |c| Some(static_bytes(cols, c)));
+    (config, note.into_iter().chain(fitted).reduce(|a, b| format!("{a}; {b}")))
 }
 
 /// The static forms' fallbacks: smaller blocks, down to 32. The row itself must fit beside

@@ -64,13 +64,7 @@ impl Family for Softmax {
         problem: &SoftmaxProblem,
         config: SoftmaxConfig,
     ) -> (SoftmaxConfig, Option<String>) {
-        let (config, note) = rows::fit_config(variant, config);
-        let limit = backend.info().limits.static_shared_max;
-        let fallbacks = rows::static_fallbacks(&config);
-        let (config, fitted) = crate::contract::fit_static(variant, limit, config, fallbacks, |c| {
-            Some(rows::static_bytes(problem.cols, c))
-        });
-        (config, note.into_iter().chain(fitted).reduce(|a, b| format!("{a}; {b}")))
+        rows::fit_config(backend, variant, problem.cols, config)
     }
     fn prepare<'b, B: FamilyBackend>(
         backend: &'b B,
