@@ -27,7 +27,14 @@ fuzz_target!(|bytes: &[u8]| {
     }
     if let Some(c) = parse::<d::histogram::HistogramConfig>(bytes) {
         let bins = parse::<k::histogram::HistogramProblem>(bytes).map_or(256, |p| p.bins);
-        dynsmem_fuzz::family(Family::Histogram { block: c.block, grid: c.grid, copies: c.copies, bins });
+        dynsmem_fuzz::family(Family::Histogram {
+            block: c.block,
+            grid: c.grid,
+            copies: c.copies,
+            cluster: c.cluster,
+            held: c.held,
+            bins,
+        });
     }
     if let Some(c) = parse::<d::transpose::TransposeConfig>(bytes) {
         let (rows, cols) = parse::<k::transpose::TransposeProblem>(bytes).map_or((64, 64), |p| (p.rows, p.cols));
@@ -35,7 +42,7 @@ fuzz_target!(|bytes: &[u8]| {
     }
     if let Some(c) = parse::<d::softmax::SoftmaxConfig>(bytes) {
         let (rows, cols) = parse::<k::softmax::SoftmaxProblem>(bytes).map_or((4, 4096), |p| (p.rows, p.cols));
-        dynsmem_fuzz::family(Family::Softmax { block: c.block, rows, cols });
+        dynsmem_fuzz::family(Family::Softmax { block: c.block, cluster: c.cluster, rows, cols });
     }
     if let Some(c) = parse::<d::nbody::NbodyConfig>(bytes) {
         let n = parse::<k::nbody::NbodyProblem>(bytes).map_or(1024, |p| p.n);

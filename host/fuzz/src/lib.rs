@@ -125,9 +125,9 @@ pub fn carve_sequence(asks: &[Ask]) {
 #[derive(Debug, Clone, Copy, arbitrary::Arbitrary)]
 pub enum Family {
     Reduce { block: u32, ipt: u32, staged: bool, n: u64 },
-    Histogram { block: u32, grid: u32, copies: u32, bins: u32 },
+    Histogram { block: u32, grid: u32, copies: u32, cluster: u32, held: u32, bins: u32 },
     Transpose { block: u32, tile: u32, pad: u32, rows: u32, cols: u32 },
-    Softmax { block: u32, rows: u32, cols: u32 },
+    Softmax { block: u32, cluster: u32, rows: u32, cols: u32 },
     Nbody { block: u32, tile: u32, n: u32 },
     Scan { block: u32, ipt: u32, n: u64 },
     Conv1d { block: u32, outputs_per_thread: u32, taps: u32, n: u64 },
@@ -168,9 +168,12 @@ pub fn family(f: Family) {
                 None => assert!(chunk == 1 && grid > 1, "{cfg:?}: no pass count for {n} with a chunk of {chunk}"),
             }
         }
-        Family::Histogram { block, grid, copies, bins } => {
-            let cfg = histogram::HistogramConfig { block, grid, copies, cluster: 1, held: 0 };
-            let p = part(bins as u64 * copies as u64, 4, 4);
+        Family::Histogram { block, grid, copies, cluster, held, bins } => {
+            let cfg = histogram::HistogramConfig { block, grid, copies, cluster, held };
+            // Each block of a cluster holds its share of the held bins, in every copy.
+            let held_bins = if held == 0 { bins } else { held.min(bins) };
+            let per = (held_bins as u64).div_ceil(cluster.max(1) as u64);
+            let p = part(per * copies as u64, 4, 4);
             match (cfg.layout(bins), model(&[p])) {
                 (Ok(s), Some((off, bytes))) => {
                     check_slice("counters", s, off[0], p, bytes as u32);
@@ -192,19 +195,27 @@ pub fn family(f: Family) {
             assert_eq!(cfg.tiles(rows, cols), (rows as u64).div_ceil(t) * (cols as u64).div_ceil(t));
             assert!((1..=transpose::MAX_GRID).contains(&cfg.grid(rows, cols)));
         }
-        Family::Softmax { block, rows, cols } => {
-            let cfg = softmax::SoftmaxConfig::blocks(block);
-            let parts = [part(cols as u64, 4, 16), part(block as u64, 4, 4)];
+        Family::Softmax { block, cluster, rows, cols } => {
+            // Softmax and RMSNorm share this layout: each block of a cluster holds its share
+            // of the `cols + 3` slots a row may take (whole vectors), then a float per thread
+            // and two fold partials.
+            let cfg = softmax::SoftmaxConfig { block, cluster };
+            let size = cluster.max(1) as u64;
+            let slots = (cols as u64 + 3).div_ceil(size).next_multiple_of(4);
+            let parts = [part(slots, 4, 16), part(block as u64, 4, 16), part(2, 4, 4)];
             match (cfg.layout(cols), model(&parts)) {
                 (Ok(l), Some((off, bytes))) => {
                     assert_eq!(l.bytes as u64, bytes);
-                    check_slice("row", l.row, off[0], parts[0], l.bytes);
+                    check_slice("part", l.part, off[0], parts[0], l.bytes);
                     check_slice("scratch", l.scratch, off[1], parts[1], l.bytes);
+                    check_slice("partials", l.partials, off[2], parts[2], l.bytes);
                 }
                 (Err(_), None) => {}
                 (got, want) => panic!("{cfg:?} cols {cols}: layout {got:?}, model {want:?}"),
             }
-            assert!((1..=softmax::MAX_GRID).contains(&cfg.grid(rows)));
+            let grid = cfg.grid(rows);
+            assert!((1..=softmax::MAX_GRID.max(size as u32)).contains(&grid), "{cfg:?} grid({rows}) = {grid}");
+            assert_eq!(grid as u64 % size, 0, "{cfg:?}: the grid is whole clusters");
         }
         Family::Nbody { block, tile, n } => {
             let cfg = nbody::NbodyConfig { block, tile };
