@@ -714,7 +714,7 @@ fn library_refusals_are_typed() {
         let p = histogram::HistogramProblem { n: 100, bins, out_of_range_pct: pct };
         histogram::prepare(&cpu, p, config, v, 1).refused()
     };
-    let ok = HistogramConfig { block: 32, grid: 2, copies: 1, cluster: 1, held: 0 };
+    let ok = HistogramConfig { block: 32, grid: 2, copies: 1, cluster: 1, held: 0, bits: 32, merge: false };
     assert!(matches!(hist(0, 0, ok), Error::InvalidProblem { .. }));
     assert!(matches!(hist(16, 101, ok), Error::InvalidProblem { .. }));
     assert!(matches!(hist(100_000, 0, ok), Error::SharedMemoryLimit { .. }));

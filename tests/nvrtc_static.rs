@@ -336,7 +336,10 @@ fn sources() -> Vec<CudaSource> {
     }
     for (bins, copies, block) in [(1, 8, 64), (256, 8, 512), (4096, 2, 512), (12_288, 1, 1024), (49_152, 1, 1024)] {
         let p = k::histogram::HistogramProblem { n: 1, bins, out_of_range_pct: 0 };
-        out.push(k::histogram::cuda_source(&p, &HistogramConfig { block, grid: 1, copies, cluster: 1, held: 0 }));
+        out.push(k::histogram::cuda_source(
+            &p,
+            &HistogramConfig { block, grid: 1, copies, cluster: 1, held: 0, bits: 32, merge: false },
+        ));
     }
     for dtype in Dtype::ALL {
         for (block, items_per_thread) in [(512, 48), (512, 20), (9, 12), (32, 4), (96, 8), (1024, 4)] {
@@ -430,7 +433,7 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
 
     // Nothing fits: the config is kept, and building it is refused (below, on CUDA).
     let p = k::histogram::HistogramProblem { n: 1, bins: 49_152, out_of_range_pct: 0 };
-    let cfg = HistogramConfig { block: 1024, grid: 1, copies: 1, cluster: 1, held: 0 };
+    let cfg = HistogramConfig { block: 1024, grid: 1, copies: 1, cluster: 1, held: 0, bits: 32, merge: false };
     assert_eq!(k::histogram::Histogram::fit_config(&cpu, s, &p, cfg), (cfg, None));
     let p = k::softmax::SoftmaxProblem { rows: 1, cols: 32_768 };
     assert_eq!(
@@ -443,7 +446,7 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
         &cpu,
         s,
         &p,
-        HistogramConfig { block: 512, grid: 1, copies: 8, cluster: 1, held: 0 },
+        HistogramConfig { block: 512, grid: 1, copies: 8, cluster: 1, held: 0, bits: 32, merge: false },
     );
     assert_eq!(c.copies, 3);
     // The defaults of the rest fit as they are.

@@ -34,8 +34,8 @@ unsafe fn rmsnorm(x: *const f32, g: *const f32, y: *mut f32, rows: u32, cols: u3
         let s = row.fold(s, |a, b| a + b);
         let inv = 1.0 / gpu::sqrt(s * inv_cols + eps);
         let g_aligned = row.aligned(g, span);
-        let scale4 = |v: u32, x: [f32; 4]| {
-            let w = unsafe { row.read(g, span, v, g_aligned) };
+        let scale4 = |v: u32, x: [f32; 4], whole: bool| {
+            let w = unsafe { row.read(g, span, v, whole && g_aligned) };
             [x[0] * inv * w[0], x[1] * inv * w[1], x[2] * inv * w[2], x[3] * inv * w[3]]
         };
         unsafe { row.store(y.add(offset), span, scale4) };

@@ -9,14 +9,17 @@
 //! 16-byte boundary, so that slots `4v .. 4v + 4` are one aligned 16-byte vector of the
 //! row wherever the row starts. The `cols + shift` slots are split in `size` parts of
 //! [`RowConfig::part`] slots (whole vectors); block rank `r` holds part `r` in its shared
-//! memory. Thread `t` owns the part's vectors `t, t + block, ...`; a vector half outside the
-//! row (the first and last of a row that does not start or end on a boundary) is read
-//! lane by lane, its lanes outside the row filled with the pass's identity.
+//! memory. Thread `t` owns the part's vectors `t, t + block, ...` whatever the row's shift:
+//! it alone copies them in, maps them and writes them out, so neither the passes of a row
+//! nor consecutive rows need a barrier between them. A vector partly outside the row (the
+//! first and last of a row that does not start or end on a boundary) is read lane by lane,
+//! its lanes outside the row filled with the pass's identity.
 //!
-//! [`Row::fold`] combines one value per thread of the whole cluster; its barriers separate
-//! the passes ([`Row::load`], [`Row::map`], [`Row::store`]), and a barrier separates rows
-//! (the vectors a thread owns move with the row's shift). The row is read from and written
-//! to device memory once; `load` and `store` keep four vectors per thread in flight.
+//! [`Row::load`] starts asynchronous copies (`cp.async` on NVIDIA) of all of a thread's
+//! whole vectors at once, so a block has its whole part in flight, then folds them from
+//! shared memory. [`Row::fold`] combines one value per thread of the whole cluster. The row
+//! is read from and written to device memory once; `store` keeps four vectors per thread in
+//! flight.
 //!
 //! # Launch-sized memory ([`RowConfig::layout`])
 //! `part`: [`RowConfig::part`] f32, 16-byte aligned; `scratch`: `block` f32, 16-byte
@@ -144,17 +147,15 @@ impl Row {
         }
     }
 
-    /// Runs `f(r)` for each row `r < rows` of this block's cluster, with a barrier after
-    /// each (which vectors a thread owns depends on where a row starts, so the next row's
-    /// load may overwrite a vector another thread is still storing); at the end, waits
-    /// until the cluster's blocks are done reading each other's partials.
+    /// Runs `f(r)` for each row `r < rows` of this block's cluster; at the end, waits until
+    /// the cluster's blocks are done reading each other's partials. No barrier between rows:
+    /// a thread's vectors are the same in every row.
     #[inline(always)]
     pub fn each_row(&self, rows: u32, mut f: impl FnMut(u32)) {
         let clusters = gpu::grid_dim_x() / self.size;
         let mut r = gpu::block_idx_x() / self.size;
         while r < rows {
             f(r);
-            gpu::barrier();
             r += clusters;
         }
         if self.size > 1 {
@@ -193,37 +194,53 @@ impl Row {
     }
 
     /// Vector `v` of the row whose column 0 is at `col0` (lanes outside the span 0): one
-    /// 16-byte read where the vector is whole and `aligned`, else lane by lane.
+    /// 16-byte read where `whole`, else lane by lane.
     ///
     /// # Safety
-    /// `col0` holds `cols` floats; `aligned` is [`Row::aligned`] of it.
+    /// `col0` holds `cols` floats; where `whole`, vector `v` is inside the span and `col0`
+    /// is [`Row::aligned`].
     #[inline(always)]
-    pub unsafe fn read(&self, col0: *const f32, s: Span, v: u32, aligned: bool) -> [f32; 4] {
-        let j = 4 * v;
-        if aligned && j >= s.lo && j + 4 <= s.hi {
-            let p = col0.wrapping_add((self.base + j) as usize).wrapping_sub(s.shift as usize);
+    pub unsafe fn read(&self, col0: *const f32, s: Span, v: u32, whole: bool) -> [f32; 4] {
+        if whole {
+            let p = col0.wrapping_add((self.base + 4 * v) as usize).wrapping_sub(s.shift as usize);
             unsafe { (p as *const Vec4<f32>).read() }.0
         } else {
             unsafe { self.gather(col0, s, v, 0.0) }
         }
     }
 
-    /// The span's edge vectors (lanes outside it), each with the thread that handles it:
-    /// the vector holding `lo` where `lo` is not on a vector boundary (thread 0), and the
-    /// one holding `hi` where `hi` is not and it is another vector (thread 1, or 0 in a
-    /// block of one). Every other vector of the span is whole: `lo.div_ceil(4)..hi / 4`.
+    /// This thread's edge vectors of the span (lanes outside it): the vector holding `lo`
+    /// where `lo` is not on a vector boundary, and the one holding `hi` where `hi` is not
+    /// and it is another vector, each where this thread owns it. Every other vector of the
+    /// span is whole: `lo.div_ceil(4)..hi / 4`. (`lo` is the shift in rank 0's part, else
+    /// 0: the first edge is vector 0.)
     #[inline(always)]
     fn edges(&self, s: Span) -> (Option<u32>, Option<u32>) {
         let (lo, hi) = (s.lo, s.hi);
         let first = (lo < hi && !lo.is_multiple_of(4)).then_some(lo / 4);
         let last = (lo < hi && !hi.is_multiple_of(4) && hi / 4 >= lo.div_ceil(4)).then_some(hi / 4);
-        let mine = |v: Option<u32>, t: u32| v.filter(|_| self.tid == t % self.block);
-        (mine(first, 0), mine(last, 1))
+        let mine = |v: Option<u32>| v.filter(|v| v % self.block == self.tid);
+        (mine(first), mine(last))
+    }
+
+    /// This thread's first whole vector of the span (its vectors are `tid, tid + block, ...`;
+    /// the whole ones start at `lo.div_ceil(4)`, 0 or 1).
+    #[inline(always)]
+    fn first_whole(&self, s: Span) -> u32 {
+        if self.tid < s.lo.div_ceil(4) { self.tid + self.block } else { self.tid }
+    }
+
+    /// The end of the span's vectors, edges included (0 for an empty span).
+    #[inline(always)]
+    fn vectors(&self, s: Span) -> u32 {
+        if s.lo < s.hi { s.hi.div_ceil(4) } else { 0 }
     }
 
     /// Copies this thread's vectors of the row at `src` into shared memory (lanes outside
     /// the row: `fill`) and folds them into `acc` with `fold4`; returns the fold and the
-    /// span the other passes of this row take.
+    /// span the other passes of this row take. The whole vectors are asynchronous copies,
+    /// all started before any is waited for; the fold reads them back from shared memory
+    /// (each thread its own, so no barrier).
     ///
     /// # Safety
     /// `src` holds `cols` floats.
@@ -238,40 +255,32 @@ impl Row {
         let s = self.span(src);
         let block = self.block;
         let end = s.hi / 4;
-        let mut v = s.lo.div_ceil(4) + self.tid;
         let p = src.wrapping_add(self.base as usize).wrapping_sub(s.shift as usize) as *const Vec4<f32>;
-        // Whole vectors, four reads in flight before any is stored.
-        while v + 3 * block < end {
-            let x0 = unsafe { p.add(v as usize).read() };
-            let x1 = unsafe { p.add((v + block) as usize).read() };
-            let x2 = unsafe { p.add((v + 2 * block) as usize).read() };
-            let x3 = unsafe { p.add((v + 3 * block) as usize).read() };
-            acc = fold4(fold4(fold4(fold4(acc, x0.0), x1.0), x2.0), x3.0);
-            unsafe {
-                self.part4.write(v, x0);
-                self.part4.write(v + block, x1);
-                self.part4.write(v + 2 * block, x2);
-                self.part4.write(v + 3 * block, x3);
-            }
-            v += 4 * block;
-        }
+        let mut v = self.first_whole(s);
         while v < end {
-            let x = unsafe { p.add(v as usize).read() };
-            acc = fold4(acc, x.0);
-            unsafe { self.part4.write(v, x) };
+            unsafe { self.part4.copy_async(v, p.add(v as usize)) };
             v += block;
         }
+        gpu::copy_async_commit();
         // Each edge apart: an array of them would live in local memory.
         let (first, last) = self.edges(s);
-        let mut edge = |v: Option<u32>| {
+        let edge = |v: Option<u32>| {
             if let Some(v) = v {
-                let x = unsafe { self.gather(src, s, v, fill) };
-                acc = fold4(acc, x);
-                unsafe { self.part4.write(v, Vec4(x)) };
+                unsafe { self.part4.write(v, Vec4(self.gather(src, s, v, fill))) };
             }
         };
         edge(first);
         edge(last);
+        gpu::copy_async_wait();
+        let (end, mut v) = (self.vectors(s), self.tid);
+        while v + block < end {
+            let (x0, x1) = unsafe { (self.part4.read(v), self.part4.read(v + block)) };
+            acc = fold4(fold4(acc, x0.0), x1.0);
+            v += 2 * block;
+        }
+        if v < end {
+            acc = fold4(acc, unsafe { self.part4.read(v) }.0);
+        }
         (acc, s)
     }
 
@@ -280,8 +289,8 @@ impl Row {
     /// load's fill, and `f4` must map them to values that leave `acc` as it is.
     #[inline(always)]
     pub fn map(&self, s: Span, mut acc: f32, f4: impl Fn(f32, [f32; 4]) -> (f32, [f32; 4])) -> f32 {
-        let mut v = s.lo / 4 + self.tid;
-        while v < s.hi.div_ceil(4) {
+        let (end, mut v) = (self.vectors(s), self.tid);
+        while v < end {
             let (a, e) = f4(acc, unsafe { self.part4.read(v) }.0);
             acc = a;
             unsafe { self.part4.write(v, Vec4(e)) };
@@ -290,14 +299,14 @@ impl Row {
         acc
     }
 
-    /// Writes `f4(v, vector v)` of the stored vectors of span `s` to the row at `dst` (its
-    /// lanes inside the row; whole vectors as 16-byte writes where `dst` is aligned as the
-    /// span is).
+    /// Writes `f4(v, vector v, whole)` of the stored vectors of span `s` to the row at `dst`
+    /// (its lanes inside the row; whole vectors as 16-byte writes where `dst` is aligned as
+    /// the span is). `whole`: every lane of the vector is inside the row.
     ///
     /// # Safety
     /// `dst` holds `cols` floats.
     #[inline(always)]
-    pub unsafe fn store(&self, dst: *mut f32, s: Span, f4: impl Fn(u32, [f32; 4]) -> [f32; 4]) {
+    pub unsafe fn store(&self, dst: *mut f32, s: Span, f4: impl Fn(u32, [f32; 4], bool) -> [f32; 4]) {
         let put = |v: u32, o: [f32; 4]| {
             let j = 4 * v;
             let p = dst.wrapping_add((self.base + j) as usize).wrapping_sub(s.shift as usize);
@@ -311,11 +320,11 @@ impl Row {
             lane(2, o[2]);
             lane(3, o[3]);
         };
-        let (end, mut v) = (s.hi / 4, s.lo.div_ceil(4) + self.tid);
+        let (end, mut v) = (s.hi / 4, self.first_whole(s));
         if self.aligned(dst, s) {
             let p = dst.wrapping_add(self.base as usize).wrapping_sub(s.shift as usize) as *mut Vec4<f32>;
             let block = self.block;
-            let out = |v: u32| f4(v, unsafe { self.part4.read(v) }.0);
+            let out = |v: u32| f4(v, unsafe { self.part4.read(v) }.0, true);
             // Four vectors made before any is written, so reads `f4` makes (RMSNorm's
             // weights) are in flight together.
             while v + 3 * block < end {
@@ -334,14 +343,14 @@ impl Row {
             }
         } else {
             while v < end {
-                put(v, f4(v, unsafe { self.part4.read(v) }.0));
+                put(v, f4(v, unsafe { self.part4.read(v) }.0, true));
                 v += self.block;
             }
         }
         let (first, last) = self.edges(s);
         let edge = |v: Option<u32>| {
             if let Some(v) = v {
-                put(v, f4(v, unsafe { self.part4.read(v) }.0));
+                put(v, f4(v, unsafe { self.part4.read(v) }.0, false));
             }
         };
         edge(first);

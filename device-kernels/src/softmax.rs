@@ -34,7 +34,7 @@ unsafe fn softmax(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
         };
         let s = row.map(span, 0.0, exp4);
         let inv = 1.0 / row.fold(s, |a, b| a + b);
-        let scale4 = |_, e: [f32; 4]| [e[0] * inv, e[1] * inv, e[2] * inv, e[3] * inv];
+        let scale4 = |_, e: [f32; 4], _| [e[0] * inv, e[1] * inv, e[2] * inv, e[3] * inv];
         unsafe { row.store(output.add(offset), span, scale4) };
     });
 }

@@ -91,8 +91,8 @@ pub fn histogram<B: FamilyBackend>(backend: &B, sizes: &[u64], bins: &[u32]) -> 
             let problem = HistogramProblem { n, bins: b, out_of_range_pct: 10 };
             let configs = [
                 default_config(backend, &problem),
-                HistogramConfig { block: 64, grid: 3, copies: 2, cluster: 1, held: 0 },
-                HistogramConfig { block: 96, grid: 1, copies: 1, cluster: 1, held: 0 },
+                HistogramConfig { block: 64, grid: 3, copies: 2, cluster: 1, held: 0, bits: 32, merge: false },
+                HistogramConfig { block: 96, grid: 1, copies: 1, cluster: 1, held: 0, bits: 32, merge: false },
             ];
             for config in configs {
                 for &variant in backend.variants() {

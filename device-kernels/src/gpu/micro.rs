@@ -291,6 +291,33 @@ pub unsafe fn shared_atomic(op: AtomicOp, p: *mut u32, v: u32) -> u32 {
     }
 }
 
+/// Adds `v` to the `u32` at `p` in workgroup memory and returns the value before the add
+/// (`atom.shared.add.u32`; [`shared_atomic`]'s add returns nothing).
+///
+/// # Safety
+/// As [`shared_atomic`].
+#[inline(always)]
+pub unsafe fn shared_fetch_add(p: *mut u32, v: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let a = shared_window(p);
+        let old: u32;
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!("atom.shared.add.u32 {o}, [{a}], {v};",
+                o = out(reg32) old, a = in(reg32) a, v = in(reg32) v, options(nostack))
+        };
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        #[cfg(not(gpu))]
+        host::interleave();
+        // SAFETY: the caller's contract (valid, aligned, only accessed atomically).
+        unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// `op` on the `u32` at `p` in device memory; as [`shared_atomic`].
 ///
 /// # Safety

@@ -33,6 +33,8 @@ fuzz_target!(|bytes: &[u8]| {
             copies: c.copies,
             cluster: c.cluster,
             held: c.held,
+            bits: c.bits,
+            merge: c.merge,
             bins,
         });
     }

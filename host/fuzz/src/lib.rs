@@ -125,7 +125,7 @@ pub fn carve_sequence(asks: &[Ask]) {
 #[derive(Debug, Clone, Copy, arbitrary::Arbitrary)]
 pub enum Family {
     Reduce { block: u32, ipt: u32, staged: bool, n: u64 },
-    Histogram { block: u32, grid: u32, copies: u32, cluster: u32, held: u32, bins: u32 },
+    Histogram { block: u32, grid: u32, copies: u32, cluster: u32, held: u32, bits: u32, merge: bool, bins: u32 },
     Transpose { block: u32, tile: u32, pad: u32, rows: u32, cols: u32 },
     Softmax { block: u32, cluster: u32, rows: u32, cols: u32 },
     Nbody { block: u32, tile: u32, n: u32 },
@@ -168,13 +168,21 @@ pub fn family(f: Family) {
                 None => assert!(chunk == 1 && grid > 1, "{cfg:?}: no pass count for {n} with a chunk of {chunk}"),
             }
         }
-        Family::Histogram { block, grid, copies, cluster, held, bins } => {
-            let cfg = histogram::HistogramConfig { block, grid, copies, cluster, held };
-            // Each block of a cluster holds its share of the held bins, in every copy.
+        Family::Histogram { block, grid, copies, cluster, held, bits, merge, bins } => {
+            // Half the cases at a valid width (arbitrary u32s are rarely 8, 16 or 32).
+            let bits = if bits % 2 == 0 { [32, 16, 8][(bits / 2 % 3) as usize] } else { bits };
+            let cfg = histogram::HistogramConfig { block, grid, copies, cluster, held, bits, merge };
+            // Each block holds its share of the held bins (all of them where the cluster
+            // merges), in every copy, rounded up to whole words of 32 / bits counters.
+            let split = if merge { 1 } else { cluster.max(1) as u64 };
             let held_bins = if held == 0 { bins } else { held.min(bins) };
-            let per = (held_bins as u64).div_ceil(cluster.max(1) as u64);
-            let p = part(per * copies as u64, 4, 4);
-            match (cfg.layout(bins), model(&[p])) {
+            let per = (held_bins as u64).div_ceil(split);
+            let valid = [8, 16, 32].contains(&bits) && (bits == 32 || split == 1);
+            let k = 32 / bits.clamp(8, 32) as u64;
+            let lanes = per.next_multiple_of(k) * copies as u64;
+            let p = part(lanes / k, 4, 4);
+            let modelled = if valid && lanes <= U32_MAX { model(&[p]) } else { None };
+            match (cfg.layout(bins), modelled) {
                 (Ok(s), Some((off, bytes))) => {
                     check_slice("counters", s, off[0], p, bytes as u32);
                     assert_eq!(cfg.shared_bytes(bins), Ok(bytes as u32));

@@ -32,10 +32,19 @@ pub struct ConfigArgs {
     /// Private copies of the bins per block.
     #[arg(long)]
     pub copies: Option<u32>,
-    /// Blocks of the thread-block cluster whose shared memory holds the bins (1, 2, 4 or
-    /// 8; CUDA sm_90+ and the CPU backend).
+    /// Blocks of a thread-block cluster (1, 2, 4 or 8; CUDA sm_90+ and the CPU backend):
+    /// their shared memory holds the bins split between them, or with `--merge true` each
+    /// holds them all and the cluster sums them before the device atomics.
     #[arg(long)]
     pub cluster: Option<u32>,
+    /// In a cluster: each block holds every bin, the cluster sums them (true), or the
+    /// blocks split the bins (false).
+    #[arg(long)]
+    pub merge: Option<bool>,
+    /// Bits of a shared-memory counter: 32, or 16 / 8 (two / four bins to a word; a counter
+    /// that wraps carries into the device bins).
+    #[arg(long)]
+    pub bits: Option<u32>,
     /// Bins held in shared memory, the first ones (0: all); keys of the others are counted
     /// with device atomics. Default: all where they fit one block, else as many as fit.
     #[arg(long)]
@@ -63,6 +72,8 @@ impl Family for Histogram {
             copies: a.copies.unwrap_or(d.copies),
             cluster: a.cluster.unwrap_or(d.cluster),
             held: a.held.unwrap_or(d.held),
+            bits: a.bits.unwrap_or(d.bits),
+            merge: a.merge.unwrap_or(d.merge),
         }
     }
     fn default_config<B: FamilyBackend>(backend: &B, p: &HistogramProblem) -> HistogramConfig {

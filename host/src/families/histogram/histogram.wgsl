@@ -15,6 +15,10 @@ struct Params {
     n_hi: u32,
     num_bins: u32,
     copies: u32,
+    // The Rust kernel's counter width and cluster merge: the twin counts in 32 bits in one
+    // workgroup (the host runs it only with 32 and 0).
+    bits: u32,
+    merge: u32,
 }
 
 @group(0) @binding(0) var<storage, read> keys: array<vec4<u32>>;
@@ -35,7 +39,18 @@ fn histogram(ids: Ids) {
     let stride = ids.nwg.x * BLOCK;
     let first = ids.wid.x * BLOCK + ids.tid;
     let n_vec = n / 4u;
-    for (var g = first; g < n_vec; g += stride) {
+    var g = first;
+    // Four vectors read before any is counted: their loads are in flight together.
+    for (; g + 3u * stride < n_vec; g += 4u * stride) {
+        var k = array<vec4<u32>, 4>(keys[g], keys[g + stride], keys[g + 2u * stride], keys[g + 3u * stride]);
+        for (var j = 0u; j < 4u; j++) {
+            if (k[j].x < BINS) { atomicAdd(&counters[base + k[j].x], 1u); }
+            if (k[j].y < BINS) { atomicAdd(&counters[base + k[j].y], 1u); }
+            if (k[j].z < BINS) { atomicAdd(&counters[base + k[j].z], 1u); }
+            if (k[j].w < BINS) { atomicAdd(&counters[base + k[j].w], 1u); }
+        }
+    }
+    for (; g < n_vec; g += stride) {
         let k = keys[g];
         if (k.x < BINS) { atomicAdd(&counters[base + k.x], 1u); }
         if (k.y < BINS) { atomicAdd(&counters[base + k.y], 1u); }

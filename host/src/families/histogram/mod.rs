@@ -52,16 +52,31 @@ pub(crate) fn resident_grid<B: Backend>(backend: &B, block: u32, shared: u32) ->
     }
 }
 
+/// Blocks of the cluster that merges packed bins by default (where the backend has
+/// clusters): pairs of multiprocessors, which every GPC holds (larger clusters leave
+/// multiprocessors of a GPC idle).
+const MERGE_CLUSTER: u32 = 2;
+
 /// The default config for `problem` on `backend`: every bin in each block's shared memory
-/// where one copy fits, else as many bins as fit (the rest counted with device atomics:
-/// faster than splitting the bins over a cluster, whose remote atomics are slow; see
-/// `NOTES.md`); 8 private copies where they fit a 32 KB budget (less contention on popular
-/// bins), one copy otherwise; one resident wave of blocks walking the keys grid-stride.
+/// where one copy of 32-bit counters fits; else 16- or 8-bit counters where they fit (a
+/// block per multiprocessor, summed over clusters of [`MERGE_CLUSTER`] before the device
+/// atomics where the backend has clusters); else as many 32-bit bins as fit, the rest
+/// counted with device atomics (faster than splitting the bins over a cluster, whose remote
+/// atomics are slow; see `NOTES.md`). 8 private copies where they fit a 32 KB budget (less
+/// contention on popular bins), one copy otherwise; one resident wave of blocks walking the
+/// keys grid-stride.
 pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem) -> HistogramConfig {
     let is_cpu_backend = backend.small_configs();
     let limits = &backend.info().limits;
+    let bins = problem.bins.max(1) as u64;
+    let bytes = limits.launch_shared_max as u64;
+    // The narrowest counters past 32 bits whose one copy fits (whole words).
+    let bits = [32u32, 16, 8].into_iter().find(|&b| bins.next_multiple_of(32 / b as u64) * b as u64 / 8 <= bytes);
     let fit = limits.launch_shared_max / 4;
-    let held = if problem.bins > fit { fit } else { 0 };
+    let (bits, held) = match bits {
+        Some(b) => (b, 0),
+        None => (32, fit),
+    };
     let per = if held > 0 { held } else { problem.bins.max(1) };
     let block = if is_cpu_backend {
         32
@@ -70,10 +85,11 @@ pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem)
     } else {
         512
     };
-    let copies = (32 * 1024 / (per * 4)).clamp(1, 8);
-    let shared = per.saturating_mul(copies).saturating_mul(4);
-    let grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) };
-    HistogramConfig { block, grid, copies, cluster: 1, held }
+    let copies = if bits < 32 { 1 } else { (32 * 1024 / (per * 4)).clamp(1, 8) };
+    let shared = (per as u64 * copies as u64 * bits as u64 / 8).min(u32::MAX as u64) as u32;
+    let cluster = if bits < 32 && !is_cpu_backend && limits.max_cluster >= MERGE_CLUSTER { MERGE_CLUSTER } else { 1 };
+    let grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) / cluster * cluster };
+    HistogramConfig { block, grid: grid.max(cluster), copies, cluster, held, bits, merge: cluster > 1 }
 }
 
 /// A cluster of 1 to `max_cluster` blocks, and 1 for the twins: they hold every bin in one
@@ -84,10 +100,21 @@ pub(crate) fn check_cluster(
     max_cluster: u32,
 ) -> std::result::Result<(), String> {
     let c = cfg.cluster;
-    if (c > 1 || cfg.held > 0) && variant != Variant::LaunchSized {
+    if (c > 1 || cfg.held > 0 || cfg.bits != 32) && variant != Variant::LaunchSized {
         return Err(format!(
-            "clusters of {c} blocks, {} bins held: the {variant} twin holds every bin in one workgroup",
-            cfg.held
+            "clusters of {c} blocks, {} bins held, {}-bit counters: the {variant} twin holds every bin in one \
+             workgroup as 32-bit counters",
+            cfg.held, cfg.bits
+        ));
+    }
+    if !dynsmem_kernels::histogram::BITS.contains(&cfg.bits) {
+        return Err(format!("{}-bit counters: the kernel counts in 32, 16 or 8 bits", cfg.bits));
+    }
+    if cfg.bits < 32 && c > 1 && !cfg.merge {
+        return Err(format!(
+            "{}-bit counters split over clusters of {c}: packed counters need each block to hold its bins \
+             (merge: true, or 32-bit counters)",
+            cfg.bits
         ));
     }
     if c == 0 || c > max_cluster {
@@ -103,10 +130,10 @@ pub(crate) fn check_cluster(
 /// workgroup and have no device-atomic path), with
 /// a note saying so; `asked` itself for the Rust kernel.
 pub(crate) fn fit_twin(variant: Variant, asked: HistogramConfig) -> (HistogramConfig, Option<String>) {
-    if variant == Variant::LaunchSized || (asked.cluster == 1 && asked.held == 0) {
+    if variant == Variant::LaunchSized || (asked.cluster == 1 && asked.held == 0 && asked.bits == 32) {
         return (asked, None);
     }
-    let fitted = HistogramConfig { cluster: 1, held: 0, ..asked };
+    let fitted = HistogramConfig { cluster: 1, held: 0, bits: 32, merge: false, ..asked };
     (fitted, Some(format!("the {variant} twin holds every bin in one workgroup: ran {fitted:?}, not {asked:?}")))
 }
 
@@ -219,6 +246,8 @@ pub fn prepare<'b, B: FamilyBackend>(
         .accumulator(problem.bins as usize, check)?
         .arg(problem.bins)
         .arg(config.copies)
+        .arg(config.bits)
+        .arg(config.merge as u32)
         .bytes(problem.n * 4 + problem.bins as u64 * 4))
 }
 

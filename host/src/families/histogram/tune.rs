@@ -41,6 +41,8 @@ impl Space for Histogram {
             grid: point[2],
             cluster: point.get(3).copied().unwrap_or(1),
             held: 0,
+            bits: 32,
+            merge: false,
         }
     }
 
