@@ -416,6 +416,14 @@ pub trait Backend {
 pub trait RustKernels: Backend {
     fn rust_kernel(&self, name: &str) -> Result<Self::Kernel>;
 
+    /// Clusters of `cluster` blocks of `kernel` (`block` threads, `shared_bytes` launch-sized
+    /// bytes each) the device runs at once (CUDA's `cuOccupancyMaxActiveClusters`), where the
+    /// backend can say.
+    fn max_active_clusters(&self, kernel: &Self::Kernel, block: u32, shared_bytes: u32, cluster: u32) -> Option<u32> {
+        let _ = (kernel, block, shared_bytes, cluster);
+        None
+    }
+
     /// The variants this backend runs: the launch-sized Rust kernels everywhere, and on
     /// CUDA also cuda-static (the same algorithms in CUDA C with static arrays, NVRTC).
     fn rust_variants(&self) -> &'static [Variant] {

@@ -106,11 +106,24 @@ pub trait FamilyBackend: Backend + Erase + 'static {
     /// The variants this backend runs.
     fn variants(&self) -> &'static [Variant];
     fn build(&self, spec: &KernelSpec<'_>, variant: Variant) -> Result<Built<Self::Kernel>>;
+
+    /// Clusters of `cluster` blocks of the Rust kernel `entry` the device runs at once
+    /// ([`RustKernels::max_active_clusters`]); `None` where the backend cannot say. A grid
+    /// that walks its work grid-stride is sized by it: past it, blocks wait for a second wave.
+    fn max_active_clusters_of(&self, entry: &str, block: u32, shared_bytes: u32, cluster: u32) -> Option<u32> {
+        let _ = (entry, block, shared_bytes, cluster);
+        None
+    }
 }
 
 impl<B: RustKernels + Erase + 'static> FamilyBackend for B {
     fn variants(&self) -> &'static [Variant] {
         self.rust_variants()
+    }
+
+    fn max_active_clusters_of(&self, entry: &str, block: u32, shared_bytes: u32, cluster: u32) -> Option<u32> {
+        let kernel = self.rust_kernel(entry).ok()?;
+        self.max_active_clusters(&kernel, block, shared_bytes, cluster)
     }
 
     fn build(&self, spec: &KernelSpec<'_>, variant: Variant) -> Result<Built<Self::Kernel>> {

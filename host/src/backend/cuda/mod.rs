@@ -593,6 +593,23 @@ impl RustKernels for CudaBackend {
         self.kernel(name)
     }
 
+    fn max_active_clusters(&self, kernel: &Self::Kernel, block: u32, shared_bytes: u32, cluster: u32) -> Option<u32> {
+        self.ctx.bind_to_thread().ok()?;
+        if shared_bytes > kernel.optin_bytes.get() {
+            // The driver counts a function past 48 KB only once it is opted in, as a launch does.
+            kernel
+                .func
+                .set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_bytes as i32,
+                )
+                .ok()?;
+            kernel.optin_bytes.set(shared_bytes);
+        }
+        let geometry = (cluster, block, shared_bytes);
+        driver::max_active_clusters(kernel.func.cu_function(), geometry, cluster, self.stream.cu_stream()).ok()
+    }
+
     fn rust_variants(&self) -> &'static [crate::backend::Variant] {
         &[crate::backend::Variant::LaunchSized, crate::backend::Variant::CudaStatic]
     }

@@ -52,14 +52,15 @@ pub(crate) fn resident_grid<B: Backend>(backend: &B, block: u32, shared: u32) ->
     }
 }
 
-/// Blocks of the cluster that merges packed bins by default (where the backend has
-/// clusters): pairs of multiprocessors, which every GPC holds (larger clusters leave
-/// multiprocessors of a GPC idle).
-const MERGE_CLUSTER: u32 = 2;
+/// Blocks of the cluster that merges packed bins by default, largest first: a larger
+/// cluster makes the merge's device atomics fewer. The first the backend says it runs at
+/// once is taken, with as many clusters as it runs at once; where it cannot say, pairs
+/// (every GPC holds them), one per two multiprocessors.
+const MERGE_CLUSTERS: [u32; 3] = [8, 4, 2];
 
 /// The default config for `problem` on `backend`: every bin in each block's shared memory
 /// where one copy of 32-bit counters fits; else 16- or 8-bit counters where they fit (a
-/// block per multiprocessor, summed over clusters of [`MERGE_CLUSTER`] before the device
+/// block per multiprocessor, summed over clusters of [`MERGE_CLUSTERS`] before the device
 /// atomics where the backend has clusters); else as many 32-bit bins as fit, the rest
 /// counted with device atomics (faster than splitting the bins over a cluster, whose remote
 /// atomics are slow; see `NOTES.md`). 8 private copies where they fit a 32 KB budget (less
@@ -87,9 +88,21 @@ pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem)
     };
     let copies = if bits < 32 { 1 } else { (32 * 1024 / (per * 4)).clamp(1, 8) };
     let shared = (per as u64 * copies as u64 * bits as u64 / 8).min(u32::MAX as u64) as u32;
-    let cluster = if bits < 32 && !is_cpu_backend && limits.max_cluster >= MERGE_CLUSTER { MERGE_CLUSTER } else { 1 };
-    let grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) / cluster * cluster };
-    HistogramConfig { block, grid: grid.max(cluster), copies, cluster, held, bits, merge: cluster > 1 }
+    let mut cluster = 1;
+    let mut grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) };
+    if bits < 32 && !is_cpu_backend {
+        let asked = MERGE_CLUSTERS.iter().filter(|&&c| c <= limits.max_cluster);
+        let resident = |c: u32| backend.max_active_clusters_of(KERNEL, block, shared, c).filter(|&n| n > 0);
+        match asked.clone().find_map(|&c| Some((c, resident(c)?))) {
+            Some((c, n)) => (cluster, grid) = (c, c * n),
+            None => {
+                if let Some(&c) = asked.last() {
+                    (cluster, grid) = (c, (grid / c * c).max(c));
+                }
+            }
+        }
+    }
+    HistogramConfig { block, grid, copies, cluster, held, bits, merge: cluster > 1 }
 }
 
 /// A cluster of 1 to `max_cluster` blocks, and 1 for the twins: they hold every bin in one

@@ -29,9 +29,20 @@ pub struct RmsnormProblem {
     pub eps: f32,
 }
 
-/// The row skeleton's default for rows of `cols` ([`rows::default_config`]).
+/// RMSNorm's default for rows of `cols`: a block per row wherever the row fits one block
+/// (256 threads up to 4096 columns, 512 past them), else the row skeleton's smallest cluster
+/// ([`rows::default_config`]). Unlike softmax, RMSNorm lost at every measured shape when
+/// its row was split over a cluster it did not need (`NOTES.md`).
 pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> RmsnormConfig {
-    rows::default_config(backend.small_configs(), cols, &backend.info().limits)
+    let limits = &backend.info().limits;
+    if backend.small_configs() {
+        return rows::default_config(true, cols, limits);
+    }
+    let one = RmsnormConfig::blocks(if cols <= 4096 { 256 } else { 512 });
+    if one.shared_bytes(cols).is_ok_and(|b| b <= limits.launch_shared_max) {
+        return one;
+    }
+    rows::default_config(false, cols, limits)
 }
 
 pub(crate) const KERNEL: RowKernel = RowKernel {
