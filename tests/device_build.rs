@@ -96,7 +96,11 @@ fn ptx_entry_directives_come_from_the_kernels_table() {
         capped += (e.max_registers > 0) as usize;
         clustered += (e.cluster > 1) as usize;
     }
-    assert_eq!((capped, clustered), (24, 7), "the GEMM entries' caps, the hgemm _c2 clusters, the cluster probes");
+    assert_eq!(
+        (capped, clustered),
+        (25, 7),
+        "the GEMM entries' caps and RMSNorm's, the hgemm _c2 clusters, the cluster probes"
+    );
 }
 
 #[test]
@@ -232,6 +236,7 @@ const AMD_SPILLS_EXPECTED: &[(&str, &str)] = &[
     ("hgemm_f16_f32", "the f16 GEMM's accumulators, just over the 128-VGPR budget on gfx90a"),
     ("stencil2d_f32_r1", "SGPR spills of the 3x3 weights held in scalar registers"),
     ("stencil2d_f32_r2", "the 5x5 weights and the register tile, over 128 VGPRs"),
+    ("histogram_u32", "SGPR spills (into VGPR lanes, no scratch) of its three counter widths' loops on gfx90a"),
 ];
 
 #[test]
