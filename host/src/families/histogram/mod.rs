@@ -91,12 +91,12 @@ pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem)
     let mut cluster = 1;
     let mut grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) };
     if bits < 32 && !is_cpu_backend {
-        let asked = MERGE_CLUSTERS.iter().filter(|&&c| c <= limits.max_cluster);
+        let mut asked = MERGE_CLUSTERS.iter().filter(|&&c| c <= limits.max_cluster);
         let resident = |c: u32| backend.max_active_clusters_of(KERNEL, block, shared, c).filter(|&n| n > 0);
         match asked.clone().find_map(|&c| Some((c, resident(c)?))) {
             Some((c, n)) => (cluster, grid) = (c, c * n),
             None => {
-                if let Some(&c) = asked.last() {
+                if let Some(&c) = asked.next_back() {
                     (cluster, grid) = (c, (grid / c * c).max(c));
                 }
             }
