@@ -254,10 +254,10 @@ impl Row {
     ) -> (f32, Span) {
         let s = self.span(src);
         let block = self.block;
-        let end = s.hi / 4;
+        let whole_end = s.hi / 4;
         let p = src.wrapping_add(self.base as usize).wrapping_sub(s.shift as usize) as *const Vec4<f32>;
         let mut v = self.first_whole(s);
-        while v < end {
+        while v < whole_end {
             unsafe { self.part4.copy_async(v, p.add(v as usize)) };
             v += block;
         }

@@ -12,7 +12,7 @@
 //! column in one bank; `pad` is chosen at launch, so its effect can be measured.
 //!
 //! # Thin matrices ([`TransposeConfig::slab`])
-//! Where one side is at most [`SLAB_SIDE`] (3 x 1000003, 1000003 x 7), square tiles would
+//! Where one side is at most [`SLAB_SIDE`] (a few rows or columns), square tiles would
 //! leave most of a tile empty. The same launch-sized memory then holds a *slab*: all
 //! `short` lines of `width = tile * (tile + pad) / short` consecutive positions along the
 //! long side. Block `b` walks slabs `b, b + grid, ...`. The short-side-major form (element

@@ -2,7 +2,7 @@
 //! (`histogram.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
 //! documented in `dynsmem_kernels::histogram`.
 
-use dynsmem_kernels::histogram::HistogramConfig;
+use dynsmem_kernels::histogram::{BITS, HistogramConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
@@ -69,14 +69,12 @@ const MERGE_CLUSTERS: [u32; 3] = [8, 4, 2];
 pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem) -> HistogramConfig {
     let is_cpu_backend = backend.small_configs();
     let limits = &backend.info().limits;
-    let bins = problem.bins.max(1) as u64;
-    let bytes = limits.launch_shared_max as u64;
-    // The narrowest counters past 32 bits whose one copy fits (whole words).
-    let bits = [32u32, 16, 8].into_iter().find(|&b| bins.next_multiple_of(32 / b as u64) * b as u64 / 8 <= bytes);
-    let fit = limits.launch_shared_max / 4;
-    let (bits, held) = match bits {
+    let one_copy = |bits| HistogramConfig { block: 1, grid: 1, copies: 1, cluster: 1, held: 0, bits, merge: false };
+    let fits = |c: HistogramConfig| c.shared_bytes(problem.bins).is_ok_and(|b| b <= limits.launch_shared_max);
+    // The widest counters whose one copy of every bin fits, else as many 32-bit bins as fit.
+    let (bits, held) = match BITS.into_iter().find(|&b| fits(one_copy(b))) {
         Some(b) => (b, 0),
-        None => (32, fit),
+        None => (32, limits.launch_shared_max / 4),
     };
     let per = if held > 0 { held } else { problem.bins.max(1) };
     let block = if is_cpu_backend {
@@ -87,7 +85,8 @@ pub fn default_config<B: FamilyBackend>(backend: &B, problem: &HistogramProblem)
         512
     };
     let copies = if bits < 32 { 1 } else { (32 * 1024 / (per * 4)).clamp(1, 8) };
-    let shared = (per as u64 * copies as u64 * bits as u64 / 8).min(u32::MAX as u64) as u32;
+    // The launch's bytes: the same for any merging cluster (each block holds every bin).
+    let shared = HistogramConfig { copies, held, ..one_copy(bits) }.shared_bytes(problem.bins).unwrap_or(u32::MAX);
     let mut cluster = 1;
     let mut grid = if is_cpu_backend { 4 } else { resident_grid(backend, block, shared) };
     if bits < 32 && !is_cpu_backend {

@@ -31,8 +31,8 @@ pub struct RmsnormProblem {
 
 /// RMSNorm's default for rows of `cols`: a block per row wherever the row fits one block
 /// (256 threads up to 4096 columns, 512 past them), else the row skeleton's smallest cluster
-/// ([`rows::default_config`]). Unlike softmax, RMSNorm lost at every measured shape when
-/// its row was split over a cluster it did not need (`NOTES.md`).
+/// ([`rows::default_config`]). A row split over a cluster it does not need costs RMSNorm
+/// more than softmax (`NOTES.md`).
 pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> RmsnormConfig {
     let limits = &backend.info().limits;
     if backend.small_configs() {
