@@ -116,6 +116,17 @@ pub enum Command {
         /// The suites' small shapes (default on CPU backends and CPU Vulkan adapters).
         #[arg(long)]
         small: bool,
+        /// Only the suite shapes of these labels (repeatable).
+        #[arg(long, value_name = "LABEL")]
+        label: Vec<String>,
+        /// Draw this many shapes from each family's `[random]` template (M, N, K of SGEMM
+        /// log-uniform in [64, 8192]), instead of its suite (or besides the shapes --label
+        /// names).
+        #[arg(long, value_name = "N")]
+        random: Option<usize>,
+        /// The seed of --random's draw (default: the clock's seconds; the labels carry it).
+        #[arg(long, value_name = "S", requires = "random")]
+        random_seed: Option<u64>,
         /// Append the records (JSON lines) to this file; shapes it already holds for this
         /// device are kept, not measured again (an interrupted run resumes).
         #[arg(long)]
@@ -277,9 +288,23 @@ pub struct DbArgs {
     /// built-in one and DYNSMEM_TUNING_DB (repeatable).
     #[arg(long, value_name = "FILE")]
     pub tuning_db: Vec<PathBuf>,
-    /// Take every default config from the families' heuristics, not the tuning database.
+    /// Take every default config from the families' heuristics: no tuning database, no
+    /// tuning on first use.
     #[arg(long)]
     pub no_tuning_db: bool,
+    /// Tuning on first use, for a problem no tuned config is within range of: the few
+    /// configs the family's cost model ranks first are verified and timed (about two
+    /// seconds) and the fastest kept in the autotune cache. `gpu`: on GPU backends (the
+    /// default, or DYNSMEM_AUTOTUNE); `all`: the CPU backend too; `off`.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub autotune: Option<crate::host::tune::autotune::AutotuneMode>,
+    /// The same as `--autotune off`: the heuristic default where nothing tuned is in range.
+    #[arg(long, conflicts_with = "autotune")]
+    pub no_autotune: bool,
+    /// The autotune cache directory (default: DYNSMEM_AUTOTUNE_CACHE, else
+    /// $XDG_CACHE_HOME/dynsmem/autotune or ~/.cache/dynsmem/autotune).
+    #[arg(long, value_name = "DIR")]
+    pub autotune_cache: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Clone, Copy)]

@@ -79,8 +79,26 @@ fn main() -> anyhow::Result<()> {
         Parsed::Fixed(Command::Compare { records, markdown, plots }) => {
             compare(&records, if markdown { TableStyle::Markdown } else { TableStyle::Text }, plots.as_deref())
         }
-        Parsed::Fixed(Command::Shapes { families, backend, variant, small, json, markdown, plots, timing, db }) => {
+        Parsed::Fixed(Command::Shapes {
+            families,
+            backend,
+            variant,
+            small,
+            label,
+            random,
+            random_seed,
+            json,
+            markdown,
+            plots,
+            timing,
+            db,
+        }) => {
+            let seed = random_seed.unwrap_or_else(|| {
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+            });
             let opts = shapes::ShapesOptions {
+                labels: label,
+                random: random.map(|n| (n, seed)),
                 families,
                 backends: backend.into_iter().map(BackendKind::from).collect(),
                 variants: variant.into_iter().map(Variant::from).collect(),
@@ -88,17 +106,17 @@ fn main() -> anyhow::Result<()> {
                 timing: timing_options(&timing)?,
                 seed: timing.seed,
                 command: command_line(),
-                db: tuning_db(&db)?,
+                db: tuning_db(&db, true)?,
                 done: Vec::new(),
             };
             run_shapes(opts, json, markdown, plots)
         }
         Parsed::Fixed(Command::CodeObjects { block, lds, markdown }) => code_objects(block, lds, markdown),
         Parsed::Fixed(Command::Sass { families, markdown, json, db }) => {
-            sass_cmd::sass(&families, markdown, json.as_deref(), tuning_db(&db)?)
+            sass_cmd::sass(&families, markdown, json.as_deref(), tuning_db(&db, false)?)
         }
         Parsed::Fixed(Command::Spirv { families, json, db }) => {
-            spirv_cmd::spirv(&families, json.as_deref(), tuning_db(&db)?)
+            spirv_cmd::spirv(&families, json.as_deref(), tuning_db(&db, false)?)
         }
         Parsed::Fixed(Command::Merge { out, inputs, top }) => tune_cmd::merge(&out, &inputs, top),
         Parsed::Fixed(Command::Probe { probes, backend, families, step, quick, json, markdown, plots, seed, db }) => {
@@ -112,7 +130,7 @@ fn main() -> anyhow::Result<()> {
                 style: if markdown { TableStyle::Markdown } else { TableStyle::Text },
                 plots,
                 seed,
-                db: tuning_db(&db)?,
+                db: tuning_db(&db, true)?,
                 command: command_line(),
             };
             probe_cmd::probe(args)
@@ -303,7 +321,7 @@ fn run_on<B: FamilyBackend>(
     let seed = common.timing.seed;
     say!("{}", suite::describe(backend));
     let refused = || format!("{} on {}: refused, nothing launched", family.name(), backend.kind());
-    let db = tuning_db(&common.db)?;
+    let db = tuning_db(&common.db, true)?;
     let case = family.resolve(matches, backend.erase(), variant, &sizes, db.as_ref()).with_context(refused)?;
     say!("config: {} (from the {})", case.config, case.origin);
     if common.config_only {
@@ -361,12 +379,29 @@ fn describe_observation(o: &dynsmem::host::observe::Observation) -> String {
     format!("{} ({} samples): {}", o.source, o.samples, parts.join("; "))
 }
 
-/// The tuning database default configs come from (`None` with `--no-tuning-db`).
-fn tuning_db(args: &DbArgs) -> anyhow::Result<Option<dynsmem::host::tune::db::TuningDb>> {
+/// The tuning database default configs come from (`None` with `--no-tuning-db`), with
+/// tuning on first use where `runs_kernels` (a command that measures) and not turned off.
+fn tuning_db(args: &DbArgs, runs_kernels: bool) -> anyhow::Result<Option<dynsmem::host::tune::db::TuningDb>> {
+    use dynsmem::host::tune::autotune::{self, Autotune, AutotuneMode};
     if args.no_tuning_db {
         return Ok(None);
     }
-    Ok(Some(dynsmem::host::tune::db::TuningDb::load(&args.tuning_db).context("reading the tuning database")?))
+    let mut db = dynsmem::host::tune::db::TuningDb::load(&args.tuning_db).context("reading the tuning database")?;
+    let mode = match (args.no_autotune, args.autotune) {
+        (true, _) => AutotuneMode::Off,
+        (false, Some(m)) => m,
+        (false, None) => AutotuneMode::from_env()?.unwrap_or(AutotuneMode::Gpu),
+    };
+    let dir = args.autotune_cache.clone().or_else(autotune::default_dir);
+    // Off, it is still there to say so in the records of the heuristic defaults.
+    if let (true, Some(dir)) = (runs_kernels, dir) {
+        let command = command_line();
+        let identify = Box::new(move |kind| (tune_cmd::image_hash(kind), dynsmem::provenance(kind, &command)));
+        let at = Autotune::new(mode, &dir, identify)
+            .with_context(|| format!("reading the autotune cache {}", dir.display()))?;
+        db.autotune = Some(std::sync::Arc::new(at));
+    }
+    Ok(Some(db))
 }
 
 /// Appends the records (each one whole line, synced), then prints them (so a failure to
@@ -452,7 +487,7 @@ fn run_bench(
         quick,
         seed: timing.seed,
         command: command_line(),
-        db: tuning_db(db)?,
+        db: tuning_db(db, true)?,
         lock_clocks: timing.lock_clocks,
     };
     if let Some(n) = n {

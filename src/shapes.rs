@@ -31,6 +31,11 @@ pub struct ShapesOptions {
     pub seed: u64,
     pub command: String,
     pub db: Option<TuningDb>,
+    /// Only the suite's shapes of these labels (empty: every one, or none with `random`).
+    pub labels: Vec<String>,
+    /// `(count, seed)`: that many shapes drawn from each family's `[random]` template
+    /// ([`shapes::Suite::random`]), after the suite's shapes `labels` names.
+    pub random: Option<(usize, u64)>,
     /// Records of an earlier run of the same suite (its `--json` file): a shape measured
     /// there by this build on the same device, backend and variant is kept, not measured
     /// again.
@@ -128,7 +133,23 @@ fn backend<B: FamilyBackend>(
                 continue;
             }
         };
-        let list = suite.section(section);
+        let named = |sh: &&shapes::Shape| opts.labels.contains(&sh.label);
+        let mut list: Vec<shapes::Shape> = match (&opts.random, opts.labels.is_empty()) {
+            (_, false) => suite.section(section).iter().filter(named).cloned().collect(),
+            (None, true) => suite.section(section).to_vec(),
+            (Some(_), true) => Vec::new(),
+        };
+        if let Some((count, seed)) = opts.random {
+            let drawn = suite.random(section, count, seed);
+            if drawn.is_empty() {
+                report.backends.push(format!(
+                    "{kind}: {}: no [random] `{}:` template in its suite",
+                    family.name(),
+                    section.name()
+                ));
+            }
+            list.extend(drawn);
+        }
         for (i, shape) in list.iter().enumerate() {
             // The shape's copy anchor, measured once for all its variants, before the first.
             let mut copy: Option<Record> = None;

@@ -53,7 +53,7 @@ pub struct Outputs<'a> {
 /// objects, the WGSL templates; for the CPU backend the host build of the same kernel
 /// source, which the PTX (compiled from that source by this build) stands for, with the
 /// host architecture and compiler.
-fn image_hash(kind: BackendKind) -> String {
+pub fn image_hash(kind: BackendKind) -> String {
     use dynsmem::host::tune::image_hash;
     use dynsmem::images;
     match kind {

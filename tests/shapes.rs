@@ -18,6 +18,8 @@ fn options(backend: BackendKind) -> ShapesOptions {
         seed: 7,
         command: "tests/shapes.rs".into(),
         db: None,
+        labels: Vec::new(),
+        random: None,
         done: Vec::new(),
     }
 }
@@ -62,4 +64,31 @@ fn wgsl() {
         dynsmem::host::backend::Probe::Ready(_) => check(BackendKind::Wgsl, 2),
         dynsmem::host::backend::Probe::Unavailable(_, why) => println!("SKIPPED: no Vulkan adapter ({why})"),
     }
+}
+
+/// `--random`: shapes drawn from SGEMM's `[random]` template, the same for one seed and
+/// others for another, each verified, beside the suite shapes `--label` names.
+#[test]
+fn random_shapes_are_drawn_per_seed_and_verified() {
+    let mut opts = options(BackendKind::Cpu);
+    opts.families = vec!["sgemm".into()];
+    opts.random = Some((3, 11));
+    opts.labels = vec!["odd-67".into()];
+    let problems = |opts: &ShapesOptions| -> Vec<(String, serde_json::Value)> {
+        let report = run(opts, &mut |_| {}, &mut |_| {});
+        let measured: Vec<_> = report.records.iter().filter(|r| r.variant != "anchor").collect();
+        for r in &measured {
+            assert!(r.verified, "{:?}: {:?}", r.shape, r.error);
+        }
+        measured.iter().map(|r| (r.shape.clone().unwrap(), r.problem.clone())).collect()
+    };
+    let first = problems(&opts);
+    let labels: Vec<&str> = first.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(labels, ["odd-67", "random-11-00", "random-11-01", "random-11-02"]);
+    assert_eq!(problems(&opts), first, "one seed, one draw");
+    opts.random = Some((3, 12));
+    opts.labels.clear();
+    let other = problems(&opts);
+    assert_eq!(other.len(), 3, "no suite shape without --label");
+    assert_ne!(other.iter().map(|(_, p)| p).collect::<Vec<_>>(), first[1..].iter().map(|(_, p)| p).collect::<Vec<_>>());
 }

@@ -127,7 +127,7 @@ fn the_bench_takes_the_database_config_only_for_its_default_cases() {
         commit: "test".into(),
         unix_time: 0,
     };
-    let db = TuningDb { entries: vec![entry], sources: vec!["test".into()] };
+    let db = TuningDb { entries: vec![entry], sources: vec!["test".into()], autotune: None };
     let with_db = reduce.bench_cases(cpu.erase(), Variant::LaunchSized, &sizes, Some(&db));
     assert_eq!(with_db.len(), own.len());
     let db_config = serde_json::json!({"block": 8, "items_per_thread": 4, "staged": false});

@@ -15,10 +15,12 @@ pub fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The binary with `args`, without backtraces, with a runtime folder for Vulkan loaders.
+/// The binary with `args`, without backtraces, with a runtime folder for Vulkan loaders,
+/// and without tuning on first use (which keeps its cache in the user's home): a test of it
+/// turns it on with its own cache folder.
 pub fn dynsmem(args: &[&str]) -> Command {
     let mut cmd = Command::new(super::dynsmem_bin());
-    cmd.args(args).env("RUST_BACKTRACE", "0");
+    cmd.args(args).env("RUST_BACKTRACE", "0").env("DYNSMEM_AUTOTUNE", "off");
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
         cmd.env("XDG_RUNTIME_DIR", std::env::temp_dir());
     }

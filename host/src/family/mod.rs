@@ -34,7 +34,7 @@ use crate::contract::{FamilyBackend, Workload};
 pub use crate::contract::{Footprint, Target};
 use crate::error::{Error, Result};
 use crate::tune::db::TuningDb;
-use crate::tune::{DynTunable, Tunable};
+use crate::tune::{DynTunable, Tunable, TuneBackend};
 
 /// Default problem sizes on one backend: GPU sizes move at least 1 GiB (far past an
 /// H100's 50 MB L2); CPU sizes (lavapipe, the CPU backend) only show that the path runs
@@ -319,10 +319,12 @@ impl<F: Family> DynFamily for Entry<F> {
         let pargs = F::ProblemArgs::from_arg_matches(m).map_err(|e| clap_error(F::NAME, e))?;
         let cargs = F::ConfigArgs::from_arg_matches(m).map_err(|e| clap_error(F::NAME, e))?;
         let problem = F::problem(&pargs, sizes);
+        // Tuning on first use only where the default is asked: no config option given.
+        let asks_default = !config_given::<F>(m);
         let (fitted, note, origin) = crate::with_backend!(backend, b => {
-            let (d, origin) = match db.and_then(|db| from_db::<F, _>(db, b, variant, &problem)) {
-                Some((c, why)) => (c, why),
-                None => (F::default_config(b, &problem), heuristic::<F, _>(db, b)),
+            let (d, origin) = match tuned::<F, _>(db, b, variant, &problem, asks_default) {
+                (Some(c), why) => (c, why),
+                (None, why) => (F::default_config(b, &problem), why),
             };
             let (fitted, note) = F::fit_config(b, variant, &problem, F::select(&cargs, d));
             (fitted, note, origin)
@@ -348,10 +350,12 @@ impl<F: Family> DynFamily for Entry<F> {
             // 48 KB, transpose's unpadded case the bank conflicts).
             let cases = F::bench_cases(b, sizes).into_iter().map(|c| {
                 let is_default = c.config == F::default_config(b, &c.problem);
-                match db.filter(|_| is_default).and_then(|db| from_db::<F, _>(db, b, variant, &c.problem)) {
-                    Some((config, why)) => (BenchCase { problem: c.problem, config }, why),
-                    None if is_default => (c, heuristic::<F, _>(db, b)),
-                    None => (c, "the bench case's own config (it picks its kernel)".to_string()),
+                if !is_default {
+                    return (c, "the bench case's own config (it picks its kernel)".to_string());
+                }
+                match tuned::<F, _>(db, b, variant, &c.problem, true) {
+                    (Some(config), why) => (BenchCase { problem: c.problem, config }, why),
+                    (None, why) => (c, why),
                 }
             });
             fitted(b, variant, cases)
@@ -397,18 +401,43 @@ fn fitted<F: Family, B: FamilyBackend>(
         .collect()
 }
 
-/// The tuning database's config for `problem` on `b` (see [`TuningDb::lookup`]) and the
-/// line saying where it came from.
-fn from_db<F: Family, B: FamilyBackend>(
-    db: &TuningDb,
+/// The tuned config for `problem` on `b` and the line saying where it came from: the tuning
+/// database's (see [`TuningDb::lookup`]), else, where `autotune` and `db` carries it,
+/// tuning on first use's ([`crate::tune::autotune`]). `(None, why)`: the heuristic default
+/// runs, and why.
+fn tuned<F: Family, B: TuneBackend>(
+    db: Option<&TuningDb>,
     b: &B,
     variant: Variant,
     problem: &F::Problem,
-) -> Option<(F::Config, String)> {
-    let tunable = F::tunable(problem.clone())?;
-    let answer = db.lookup(&tunable, &Target::of(b, variant), &b.info().name)?;
-    let config = serde_json::from_value(answer.config.clone()).ok()?;
-    Some((config, answer.why()))
+    autotune: bool,
+) -> (Option<F::Config>, String) {
+    let Some(db) = db else { return (None, heuristic::<F, _>(None, b)) };
+    let Some(tunable) = F::tunable(problem.clone()) else { return (None, heuristic::<F, _>(Some(db), b)) };
+    if let Some(answer) = db.lookup(&tunable, &Target::of(b, variant), &b.info().name)
+        && let Ok(config) = serde_json::from_value(answer.config.clone())
+    {
+        return (Some(config), answer.why());
+    }
+    let why = heuristic::<F, _>(Some(db), b);
+    let Some(at) = db.autotune.as_ref().filter(|_| autotune) else { return (None, why) };
+    match at.config_for(b, &tunable, variant) {
+        Ok((config, origin)) => match serde_json::from_value(config) {
+            Ok(config) => (Some(config), origin),
+            Err(e) => (None, format!("{why}; autotune: its config does not parse: {e}")),
+        },
+        Err(reason) => (None, format!("{why}; {reason}")),
+    }
+}
+
+/// Whether the command line of `m` gives any of the family's config options.
+fn config_given<F: Family>(m: &clap::ArgMatches) -> bool {
+    let cmd = <F::ConfigArgs as clap::Args>::augment_args(clap::Command::new(F::NAME));
+    let given = |id: &str| {
+        m.try_get_raw(id).is_ok_and(|v| v.is_some())
+            && m.value_source(id).is_some_and(|s| s == clap::parser::ValueSource::CommandLine)
+    };
+    cmd.get_arguments().any(|a| given(a.get_id().as_str()))
 }
 
 /// Why the heuristic default runs.

@@ -6,10 +6,14 @@
 //! comment. Lines under `[gpu]` are for GPUs; lines under `[small]` are for CPU backends and
 //! CPU Vulkan adapters (CI), small enough to run there in seconds and shaped like the GPU
 //! ones (odd sides, rows that are not multiples of 4). Labels are unique within a section.
+//! Under `[random]`, a `gpu:` and a `small:` line give templates for shapes drawn at run
+//! time (`dynsmem shapes --random N --random-seed S`): an option's value `A..B` is drawn
+//! log-uniformly from that range ([`Suite::random`]).
 
 use super::{AnyBackend, DynFamily, Resolved, Sizes};
 use crate::backend::Variant;
 use crate::error::{Error, Result};
+use crate::rng::SplitMix64;
 use crate::tune::db::TuningDb;
 
 /// Which of a suite's sections.
@@ -43,6 +47,9 @@ pub struct Shape {
 pub struct Suite {
     pub gpu: Vec<Shape>,
     pub small: Vec<Shape>,
+    /// The `[random]` section's templates, per section: options whose values may be ranges
+    /// `A..B`, drawn log-uniformly ([`Suite::random`]).
+    pub random: Vec<(Section, Shape)>,
 }
 
 impl Suite {
@@ -52,10 +59,54 @@ impl Suite {
             Section::Small => &self.small,
         }
     }
+
+    /// `count` shapes drawn from `section`'s `[random]` template with `seed`: every range
+    /// `A..B` (inclusive) drawn log-uniformly, each independently (so skinny, deep and
+    /// odd-sided shapes all come up), labelled `random-SEED-I`. Empty where the suite has
+    /// no template for the section.
+    pub fn random(&self, section: Section, count: usize, seed: u64) -> Vec<Shape> {
+        let Some((_, template)) = self.random.iter().find(|(s, _)| *s == section) else { return Vec::new() };
+        let mut rng = SplitMix64::new(seed);
+        (0..count)
+            .map(|i| Shape {
+                label: format!("random-{seed}-{i:02}"),
+                args: template
+                    .args
+                    .iter()
+                    .map(|a| match parse_range(a) {
+                        Some((lo, hi)) => log_uniform(&mut rng, lo, hi).to_string(),
+                        None => a.clone(),
+                    })
+                    .collect(),
+                line: template.line,
+            })
+            .collect()
+    }
+}
+
+/// `A..B` with `0 < A <= B`, as `(A, B)`.
+fn parse_range(arg: &str) -> Option<(u64, u64)> {
+    let (lo, hi) = arg.split_once("..")?;
+    let (lo, hi) = (lo.parse::<u64>().ok()?, hi.parse::<u64>().ok()?);
+    (lo > 0 && lo <= hi).then_some((lo, hi))
+}
+
+/// An integer in `[lo, hi]` whose logarithm is uniform over `[ln lo, ln (hi + 1))`.
+fn log_uniform(rng: &mut SplitMix64, lo: u64, hi: u64) -> u64 {
+    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let (a, b) = ((lo as f64).ln(), ((hi + 1) as f64).ln());
+    ((a + u * (b - a)).exp().floor() as u64).clamp(lo, hi)
 }
 
 fn suite_error(family: &str, line: usize, reason: impl Into<String>) -> Error {
     Error::InvalidProblem { kernel: format!("{family} shape suite, line {line}"), reason: reason.into() }
+}
+
+/// Where a suite line goes: a section of fixed shapes, or the random templates.
+#[derive(Clone, Copy)]
+enum Place {
+    Fixed(Section),
+    Random,
 }
 
 /// Parses `text` as `family`'s suite (see the module documentation). Only the layout is
@@ -70,10 +121,15 @@ pub fn parse(family: &str, text: &str) -> Result<Suite> {
             continue;
         }
         match content {
-            "[gpu]" => section = Some(Section::Gpu),
-            "[small]" => section = Some(Section::Small),
+            "[gpu]" => section = Some(Place::Fixed(Section::Gpu)),
+            "[small]" => section = Some(Place::Fixed(Section::Small)),
+            "[random]" => section = Some(Place::Random),
             _ if content.starts_with('[') => {
-                return Err(suite_error(family, line, format!("unknown section {content} (sections: [gpu], [small])")));
+                return Err(suite_error(
+                    family,
+                    line,
+                    format!("unknown section {content} (sections: [gpu], [small], [random])"),
+                ));
             }
             _ => {
                 let Some(s) = section else {
@@ -86,6 +142,28 @@ pub fn parse(family: &str, text: &str) -> Result<Suite> {
                 if label.is_empty() || label.contains(char::is_whitespace) {
                     return Err(suite_error(family, line, format!("label `{label}` must be one word")));
                 }
+                let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
+                let shape = Shape { label: label.to_string(), args, line };
+                let s = match s {
+                    Place::Fixed(s) => s,
+                    Place::Random => {
+                        let s = match label {
+                            "gpu" => Section::Gpu,
+                            "small" => Section::Small,
+                            _ => {
+                                return Err(suite_error(family, line, "a [random] line is `gpu: ...` or `small: ...`"));
+                            }
+                        };
+                        if suite.random.iter().any(|(r, _)| *r == s) {
+                            return Err(suite_error(family, line, format!("[random] has two `{label}` lines")));
+                        }
+                        if !shape.args.iter().any(|a| parse_range(a).is_some()) {
+                            return Err(suite_error(family, line, "a [random] line needs a range `A..B` (0 < A <= B)"));
+                        }
+                        suite.random.push((s, shape));
+                        continue;
+                    }
+                };
                 let list = match s {
                     Section::Gpu => &mut suite.gpu,
                     Section::Small => &mut suite.small,
@@ -93,8 +171,7 @@ pub fn parse(family: &str, text: &str) -> Result<Suite> {
                 if list.iter().any(|sh| sh.label == label) {
                     return Err(suite_error(family, line, format!("label `{label}` repeats in [{}]", s.name())));
                 }
-                let args = args.split_whitespace().map(str::to_string).collect();
-                list.push(Shape { label: label.to_string(), args, line });
+                list.push(shape);
             }
         }
     }
@@ -196,5 +273,29 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 4") && e.contains("--nope"), "{e}");
+    }
+
+    #[test]
+    fn random_templates_draw_log_uniformly_within_their_ranges() {
+        let suite = parse("sgemm", "[random]\ngpu: --m 64..8192 --n 7 --k 100..100\nsmall: --m 1..3").unwrap();
+        let shapes = suite.random(Section::Gpu, 400, 5);
+        assert_eq!(shapes[7].label, "random-5-07");
+        let m: Vec<u64> = shapes.iter().map(|s| s.args[1].parse().unwrap()).collect();
+        assert!(shapes.iter().all(|s| s.args[2..] == ["--n", "7", "--k", "100"]), "{:?}", shapes[0]);
+        assert!(m.iter().all(|v| (64..=8192).contains(v)));
+        // Log-uniform: about as many draws in [64, 724) as in [724, 8192] (the geometric
+        // midpoint), where a uniform draw would put 93% above it.
+        let low = m.iter().filter(|&&v| v < 724).count();
+        assert!((150..250).contains(&low), "{low} of 400 below the geometric midpoint");
+        assert!(m.iter().any(|v| v % 4 != 0), "odd sides come up");
+        assert_eq!(suite.random(Section::Gpu, 3, 5), suite.random(Section::Gpu, 3, 5));
+        assert_ne!(suite.random(Section::Gpu, 3, 5)[0].args, suite.random(Section::Gpu, 3, 6)[0].args);
+        assert!(suite.random(Section::Small, 50, 1).iter().all(|s| ["1", "2", "3"].contains(&s.args[1].as_str())));
+        let bad = |text: &str| parse("sgemm", text).unwrap_err().to_string();
+        assert!(bad("[random]\nhuge: --m 1..4").contains("`gpu: ...`"));
+        assert!(bad("[random]\ngpu: --m 4").contains("range"));
+        assert!(bad("[random]\ngpu: --m 9..4").contains("range"));
+        assert!(bad("[random]\ngpu: --m 1..4\ngpu: --m 1..5").contains("two"));
+        assert!(parse("sgemm", "[gpu]\na: --m 4").unwrap().random(Section::Gpu, 3, 1).is_empty());
     }
 }

@@ -85,6 +85,9 @@ pub struct TuningDb {
     pub entries: Vec<DbEntry>,
     /// Where the entries came from, for messages.
     pub sources: Vec<String>,
+    /// Tuning on first use, for a problem none of the entries answers: where it runs and
+    /// its cache ([`super::autotune`]). `None`: such a problem runs the heuristic default.
+    pub autotune: Option<std::sync::Arc<super::autotune::Autotune>>,
 }
 
 /// A lookup's answer.

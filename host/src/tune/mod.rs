@@ -18,12 +18,15 @@
 //!   killed at any point loses no finished config.
 //! - [`shard`]: one sweep split between processes (GPUs of a host, Slurm array tasks),
 //!   each with its own cache, and the merge that joins their caches.
+//! - [`autotune`]: tuning on first use: a problem no tuned config answers measures the
+//!   few configs its family's cost model ranks first, and keeps the winner per user.
 //! - [`t4`]: export in Kernel Tuner's T4 results format; [`plot`]: SVG plots;
 //!   [`progress`]: the terminal progress bar.
 //!
 //! A kernel joins the tuner with one impl of [`Tunable`] ([`tunable`]): a built-in family
 //! through `family::space::Tuner`, a user's [`crate::contract::Kernel`] directly.
 
+pub mod autotune;
 pub mod cache;
 pub mod confirm;
 pub mod db;

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use crate::backend::{AnyBackend, Variant};
 use crate::contract::{FamilyBackend, Footprint, Target, Workload};
 use crate::error::Result;
+use crate::tune::space::SearchSpace;
 
 /// One tunable parameter and its candidate values, in the order neighbourhood-based
 /// strategies walk them (so they should be sorted).
@@ -81,6 +82,15 @@ pub trait Tunable {
     ) -> Result<Box<dyn Workload + 'b>>
     where
         Self: Sized;
+
+    /// The points of `space` most likely to be fastest, best first, at most `limit`, as the
+    /// family's cost model ranks them: what tuning on first use ([`super::autotune`])
+    /// measures. `None` (the default): the family has no model, and a problem without a
+    /// tuned config keeps the heuristic default.
+    fn candidates(&self, space: &SearchSpace, limit: usize) -> Option<Vec<usize>> {
+        let _ = (space, limit);
+        None
+    }
 }
 
 /// [`Tunable`], erased (object-safe): what the registry hands the tuner. Problems and

@@ -4,6 +4,7 @@
 //! The device algorithm, and which of its parameters are launch-time and which compiled
 //! in, is documented in `dynsmem_kernels::sgemm`.
 
+pub mod cost;
 pub mod cublas;
 
 use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, SgemmConfig, entry_name};

@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::families::sgemm::{
     HostInputs, SgemmProblem, prepare_with, tma_check, tma_problem_check, wgsl_check, wgsl_grid, wgsl_static_bytes,
 };
-use crate::tune::{Footprint, Param, Target, Tunable};
+use crate::tune::{Footprint, Param, SearchSpace, Target, Tunable};
 
 /// The split-K values of the CUDA f32 space, where the problem has one ([`wants_split_k`]).
 pub const SPLIT_K: [u32; 7] = [1, 2, 3, 4, 6, 8, 16];
@@ -175,6 +175,12 @@ impl Tunable for SgemmTunable {
     ) -> Result<Box<dyn Workload + 'b>> {
         let inputs = || self.inputs(seed);
         Ok(Box::new(prepare_with(backend, self.problem, self.config(point), false, variant, inputs)?))
+    }
+
+    fn candidates(&self, space: &SearchSpace, limit: usize) -> Option<Vec<usize>> {
+        let configs: Vec<(SgemmConfig, Footprint)> =
+            space.points.iter().zip(&space.footprints).map(|(p, fp)| (self.config(p), *fp)).collect();
+        Some(super::cost::ranked(&self.problem, &configs, &space.target.limits, limit))
     }
 }
 
