@@ -83,11 +83,11 @@ fn a_problem_is_measured_once_then_answered_from_the_cache() {
     assert!(db2.autotune.as_ref().unwrap().runs().is_empty(), "nothing measured");
     assert_eq!(lines(&dir.join(MEASUREMENTS)), measured_before);
 
-    // Within the shape class (1.5x on every side) the winner answers too; past it, a new
+    // Within the shape class (10% on every side) the winner answers too; past it, a new
     // autotune runs.
-    let (_, why) = origin(&db2, &["--m", "50", "--n", "30", "--k", "40"]);
+    let (_, why) = origin(&db2, &["--m", "43", "--n", "35", "--k", "30"]);
     assert!(why.starts_with("autotune cache: nearest tuned problem"), "{why}");
-    let (_, why) = origin(&db2, &["--m", "80", "--n", "37", "--k", "29"]);
+    let (_, why) = origin(&db2, &["--m", "46", "--n", "37", "--k", "29"]);
     assert!(why.starts_with("autotune, measured now"), "{why}");
 
     // Another kernel image: its own autotune (the measurements of image-a do not count).
@@ -104,6 +104,62 @@ fn a_problem_is_measured_once_then_answered_from_the_cache() {
     assert_eq!(config["bm"], 8);
     assert!(why.starts_with("command line"), "{why}");
     assert!(db4.autotune.as_ref().unwrap().runs().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn db_entry(m: u32, n: u32, k: u32, params: &[(&str, u32)]) -> DbEntry {
+    use dynsmem::host::backend::Backend;
+    let cpu = CpuBackend::new();
+    DbEntry {
+        fingerprint: dynsmem::host::tune::db::Fingerprint {
+            device: cpu.info().name.clone(),
+            backend: cpu.info().backend,
+            multiprocessors: cpu.info().limits.multiprocessors,
+            driver: cpu.info().driver.clone(),
+            image_hash: "an older image".into(),
+            sm_clock_mhz: None,
+        },
+        family: "sgemm".into(),
+        variant: "launch-sized".into(),
+        problem: serde_json::json!({"m": m, "n": n, "k": k, "f16_inputs": false}),
+        objective: "time".into(),
+        params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        score: 1.0,
+        median_ms: 1.0,
+        gbps: None,
+        tflops: None,
+        verified_configs: 1,
+        commit: "test".into(),
+        unix_time: 0,
+    }
+}
+
+/// With autotune, the database answers its own problems only; a problem it would lend a
+/// nearby problem's config to is measured, that config first among the candidates. Without
+/// autotune the nearby config is taken as before.
+#[test]
+fn autotune_measures_the_database_nearest_config_first_and_keeps_its_exact_entries() {
+    let dir = temp_dir("autotune-db");
+    let params = [("bm", 8), ("bn", 16), ("bk", 8), ("stages", 1)];
+    let tuned = vec![db_entry(48, 40, 30, &params), db_entry(64, 64, 64, &params)];
+    let db = TuningDb { entries: tuned.clone(), autotune: Some(autotune(&dir, "image-a")), ..TuningDb::default() };
+    let (config, why) = origin(&db, &["--m", "64", "--n", "64", "--k", "64"]);
+    assert!(why.starts_with("tuning database: this problem"), "{why}");
+    assert_eq!((config["bm"].as_u64(), config["bn"].as_u64()), (Some(8), Some(16)));
+    assert!(db.autotune.as_ref().unwrap().runs().is_empty());
+
+    let (_, why) = origin(&db, &["--m", "40", "--n", "37", "--k", "29"]);
+    assert!(why.starts_with("autotune, measured now"), "{why}");
+    let (measured, _) = entries(&dir.join(MEASUREMENTS));
+    let first = &measured[0].tune.params;
+    for (k, v) in params {
+        assert_eq!(first.get(k), Some(&v), "the database's nearest config is measured first: {first:?}");
+    }
+
+    let off = TuningDb { entries: tuned, ..TuningDb::default() };
+    let (config, why) = origin(&off, &["--m", "40", "--n", "37", "--k", "29"]);
+    assert!(why.starts_with("tuning database: nearest tuned problem"), "{why}");
+    assert_eq!(config["bn"].as_u64(), Some(16));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

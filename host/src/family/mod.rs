@@ -401,10 +401,12 @@ fn fitted<F: Family, B: FamilyBackend>(
         .collect()
 }
 
-/// The tuned config for `problem` on `b` and the line saying where it came from: the tuning
-/// database's (see [`TuningDb::lookup`]), else, where `autotune` and `db` carries it,
-/// tuning on first use's ([`crate::tune::autotune`]). `(None, why)`: the heuristic default
-/// runs, and why.
+/// The tuned config for `problem` on `b` and the line saying where it came from (`(None,
+/// why)`: the heuristic default runs, and why), in this order:
+/// - the tuning database's entry for this problem (see [`TuningDb::lookup`]);
+/// - where `autotune` and `db` carries it, tuning on first use ([`crate::tune::autotune`]),
+///   which measures the database's nearest problem's config among its candidates;
+/// - the database's nearest tuned problem's config, where autotune does not run.
 fn tuned<F: Family, B: TuneBackend>(
     db: Option<&TuningDb>,
     b: &B,
@@ -414,19 +416,30 @@ fn tuned<F: Family, B: TuneBackend>(
 ) -> (Option<F::Config>, String) {
     let Some(db) = db else { return (None, heuristic::<F, _>(None, b)) };
     let Some(tunable) = F::tunable(problem.clone()) else { return (None, heuristic::<F, _>(Some(db), b)) };
-    if let Some(answer) = db.lookup(&tunable, &Target::of(b, variant), &b.info().name)
-        && let Ok(config) = serde_json::from_value(answer.config.clone())
+    let parse = |a: &crate::tune::db::Answer| serde_json::from_value::<F::Config>(a.config.clone()).ok();
+    let nearest = db.lookup(&tunable, &Target::of(b, variant), &b.info().name);
+    if let Some(a) = nearest.as_ref().filter(|a| a.distance == 0.0)
+        && let Some(config) = parse(a)
     {
-        return (Some(config), answer.why());
+        return (Some(config), a.why());
     }
-    let why = heuristic::<F, _>(Some(db), b);
-    let Some(at) = db.autotune.as_ref().filter(|_| autotune) else { return (None, why) };
-    match at.config_for(b, &tunable, variant) {
-        Ok((config, origin)) => match serde_json::from_value(config) {
-            Ok(config) => (Some(config), origin),
-            Err(e) => (None, format!("{why}; autotune: its config does not parse: {e}")),
-        },
-        Err(reason) => (None, format!("{why}; {reason}")),
+    let mut autotune_why = None;
+    if let Some(at) = db.autotune.as_ref().filter(|_| autotune) {
+        match at.config_for(b, &tunable, variant, nearest.as_ref().map(|a| &a.entry.params)) {
+            Ok((config, origin)) => match serde_json::from_value(config) {
+                Ok(config) => return (Some(config), origin),
+                Err(e) => autotune_why = Some(format!("autotune: its config does not parse: {e}")),
+            },
+            Err(reason) => autotune_why = Some(reason),
+        }
+    }
+    let with = |why: String| match &autotune_why {
+        Some(a) => format!("{why}; {a}"),
+        None => why,
+    };
+    match nearest.as_ref().and_then(|a| parse(a).map(|c| (c, a.why()))) {
+        Some((config, why)) => (Some(config), with(why)),
+        None => (None, with(heuristic::<F, _>(Some(db), b))),
     }
 }
 

@@ -1,10 +1,12 @@
-//! Tuning on first use (CubeCL's autotune, Triton's `autotune`). Where neither the tuning
-//! database nor this user's autotune cache has a config for a problem within range (the
-//! database's [`MAX_RATIO`](super::db::MAX_RATIO) on every numeric problem field: the problem's shape class), the
-//! few configs the family's cost model ranks first ([`Tunable::candidates`]) are built,
-//! verified against the reference and timed, within [`Autotune::budget`]; the fastest
-//! verified one runs, and is kept for the next process. A family without a cost model
-//! keeps its heuristic default.
+//! Tuning on first use (CubeCL's autotune, Triton's `autotune`). Where the tuning database
+//! has no entry for the problem itself and this user's autotune cache none within
+//! [`WINNER_RATIO`] on every numeric problem field (the problem's shape class), the few
+//! configs the family's cost model ranks first ([`Tunable::candidates`]) are built, verified
+//! against the reference and timed, within [`Autotune::budget`], after the config of the
+//! database's nearest tuned problem where it has one; the fastest verified one runs, and is
+//! kept for the next process. A family without a cost model, or where autotune does not
+//! run, takes the database's nearest tuned problem's config (within its
+//! [`MAX_RATIO`](super::db::MAX_RATIO)) or its heuristic default.
 //!
 //! The cache is a directory of two append-only JSON-lines files, each line written whole
 //! and synced ([`crate::report::JsonlWriter`]): a process killed at any point leaves at most
@@ -22,11 +24,12 @@
 //! [`AUTOTUNE_ENV`] or the CLI): by default on GPUs only, since the CPU backend's timings
 //! are of an emulation.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::db::{DbEntry, TuningDb, distil};
+use super::db::{DbEntry, TuningDb, distil, fit_point};
 use super::objective::Objective;
 use super::runner::RealRunner;
 use super::space::SearchSpace;
@@ -48,6 +51,10 @@ pub const AUTOTUNE_CACHE_ENV: &str = "DYNSMEM_AUTOTUNE_CACHE";
 pub const AUTOTUNE_ENV: &str = "DYNSMEM_AUTOTUNE";
 /// The strategy name candidates are recorded under in the measurements' cache.
 pub const STRATEGY: &str = "autotune";
+/// A winner answers problems within this ratio of its own on every numeric field (its shape
+/// class): tighter than the database's borrowing, since a tile's waves change with the
+/// shape and measuring a new problem costs about two seconds once.
+pub const WINNER_RATIO: f64 = 1.1;
 
 /// Where tuning on first use runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -72,7 +79,8 @@ impl AutotuneMode {
         })
     }
 
-    fn runs_on(self, is_cpu: bool) -> bool {
+    /// Whether it runs on a device that is (`is_cpu`) or is not a CPU.
+    pub fn runs_on(self, is_cpu: bool) -> bool {
         match self {
             AutotuneMode::Off => false,
             AutotuneMode::Gpu => !is_cpu,
@@ -180,11 +188,15 @@ impl Autotune {
     /// or the best candidate measured now. `Ok((config, where it came from))`; `Err(why
     /// not)` where autotune does not run (mode, no cost model, no candidate verified), for
     /// the heuristic default's record.
+    ///
+    /// `first`: a config to measure before the cost model's (the tuning database's nearest
+    /// tuned problem's), so the winner is never slower than it, within the timing's noise.
     pub fn config_for<B: TuneBackend, T: Tunable>(
         &self,
         backend: &B,
         tunable: &T,
         variant: Variant,
+        first: Option<&BTreeMap<String, u32>>,
     ) -> std::result::Result<(serde_json::Value, String), String> {
         let info = backend.info();
         if !self.mode.runs_on(info.is_cpu) {
@@ -198,7 +210,12 @@ impl Autotune {
         let cached = {
             let winners = self.winners.lock().expect("autotune winners");
             let same_image = winners.iter().filter(|e| e.fingerprint.image_hash == image).cloned().collect();
-            TuningDb { entries: same_image, ..TuningDb::default() }.lookup(tunable, &target, &info.name)
+            TuningDb { entries: same_image, ..TuningDb::default() }.lookup_within(
+                tunable,
+                &target,
+                &info.name,
+                WINNER_RATIO,
+            )
         };
         if let Some(answer) = cached {
             let why = answer.why().replacen("tuning database", "autotune cache", 1);
@@ -206,9 +223,13 @@ impl Autotune {
         }
         let space = SearchSpace::build(tunable, &target, &[]).map_err(|e| format!("autotune: {e}"))?;
         let limit = self.budget.max_evaluations(space.len());
-        let Some(candidates) = tunable.candidates(&space, limit) else {
+        let Some(ranked) = tunable.candidates(&space, limit) else {
             return Err(format!("autotune: {} has no cost model", tunable.family()));
         };
+        let first = first.and_then(|p| fit_point(tunable, &target, p)).and_then(|p| space.index_of(&p));
+        let mut candidates: Vec<usize> = first.into_iter().collect();
+        candidates.extend(ranked.into_iter().filter(|i| Some(*i) != first));
+        candidates.truncate(limit);
         if candidates.is_empty() {
             return Err("autotune: no config of the space fits".into());
         }

@@ -162,6 +162,18 @@ impl TuningDb {
     /// The best config this database has for `tunable`'s problem on the device `target`
     /// and `device` describe (see the module docs), checked against the problem.
     pub fn lookup<T: Tunable + ?Sized>(&self, tunable: &T, target: &Target, device: &str) -> Option<Answer> {
+        self.lookup_within(tunable, target, device, MAX_RATIO)
+    }
+
+    /// [`TuningDb::lookup`] with `max_ratio` in place of [`MAX_RATIO`] (1: the same problem
+    /// only).
+    pub fn lookup_within<T: Tunable + ?Sized>(
+        &self,
+        tunable: &T,
+        target: &Target,
+        device: &str,
+        max_ratio: f64,
+    ) -> Option<Answer> {
         let asked = serde_json::to_value(tunable.problem()).ok()?;
         let mut candidates: Vec<(f64, &DbEntry)> = self
             .entries
@@ -178,7 +190,7 @@ impl TuningDb {
                         || fp.multiprocessors == target.limits.multiprocessors)
             })
             .filter_map(|e| problem_distance(&asked, &e.problem).map(|d| (d, e)))
-            .filter(|(d, _)| *d <= MAX_RATIO.ln() + 1e-12)
+            .filter(|(d, _)| *d <= max_ratio.ln() + 1e-12)
             .collect();
         let newest_image =
             candidates.iter().max_by_key(|(_, e)| e.unix_time).map(|(_, e)| e.fingerprint.image_hash.clone());
@@ -199,7 +211,11 @@ impl TuningDb {
 
 /// The point of `params` if it is a valid config of `tunable`'s problem on `target`: the
 /// one-config search space of those values, built (and so checked) as the tuner does.
-fn fit_point<T: Tunable + ?Sized>(tunable: &T, target: &Target, params: &BTreeMap<String, u32>) -> Option<Vec<u32>> {
+pub fn fit_point<T: Tunable + ?Sized>(
+    tunable: &T,
+    target: &Target,
+    params: &BTreeMap<String, u32>,
+) -> Option<Vec<u32>> {
     let space_params = tunable.params(target);
     // Every parameter of the space, from the entry or (one added since) its `absent`
     // value; none the space lacks.

@@ -24,7 +24,7 @@ use crate::families::sgemm::{
 use crate::tune::{Footprint, Param, SearchSpace, Target, Tunable};
 
 /// The split-K values of the CUDA f32 space, where the problem has one ([`wants_split_k`]).
-pub const SPLIT_K: [u32; 7] = [1, 2, 3, 4, 6, 8, 16];
+pub const SPLIT_K: [u32; 10] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
 
 /// Whether a problem's space has a `splits` parameter: where 128 x 128 tiles give fewer than
 /// two per multiprocessor and k is at least 256 (elsewhere a tile size fills the GPU, and
