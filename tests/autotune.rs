@@ -155,6 +155,10 @@ fn autotune_measures_the_database_nearest_config_first_and_keeps_its_exact_entri
     for (k, v) in params {
         assert_eq!(first.get(k), Some(&v), "the database's nearest config is measured first: {first:?}");
     }
+    // The heuristic default second.
+    let problem = dynsmem::host::families::sgemm::SgemmProblem { m: 40, n: 37, k: 29, f16_inputs: false };
+    let heuristic = dynsmem::host::families::sgemm::default_config(&CpuBackend::new(), &problem);
+    assert_eq!(measured[1].record.config, serde_json::to_value(heuristic).unwrap(), "the heuristic default second");
 
     let off = TuningDb { entries: tuned, ..TuningDb::default() };
     let (config, why) = origin(&off, &["--m", "40", "--n", "37", "--k", "29"]);

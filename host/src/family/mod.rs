@@ -405,7 +405,7 @@ fn fitted<F: Family, B: FamilyBackend>(
 /// why)`: the heuristic default runs, and why), in this order:
 /// - the tuning database's entry for this problem (see [`TuningDb::lookup`]);
 /// - where `autotune` and `db` carries it, tuning on first use ([`crate::tune::autotune`]),
-///   which measures the database's nearest problem's config among its candidates;
+///   which measures the database's nearest problem's config and the heuristic default first;
 /// - the database's nearest tuned problem's config, where autotune does not run.
 fn tuned<F: Family, B: TuneBackend>(
     db: Option<&TuningDb>,
@@ -425,7 +425,9 @@ fn tuned<F: Family, B: TuneBackend>(
     }
     let mut autotune_why = None;
     if let Some(at) = db.autotune.as_ref().filter(|_| autotune) {
-        match at.config_for(b, &tunable, variant, nearest.as_ref().map(|a| &a.entry.params)) {
+        let first: Vec<Value> =
+            nearest.iter().map(|a| a.config.clone()).chain([to_json(&F::default_config(b, problem))]).collect();
+        match at.config_for(b, &tunable, variant, &first) {
             Ok((config, origin)) => match serde_json::from_value(config) {
                 Ok(config) => return (Some(config), origin),
                 Err(e) => autotune_why = Some(format!("autotune: its config does not parse: {e}")),

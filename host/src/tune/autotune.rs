@@ -24,12 +24,11 @@
 //! [`AUTOTUNE_ENV`] or the CLI): by default on GPUs only, since the CPU backend's timings
 //! are of an emulation.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::db::{DbEntry, TuningDb, distil, fit_point};
+use super::db::{DbEntry, TuningDb, distil};
 use super::objective::Objective;
 use super::runner::RealRunner;
 use super::space::SearchSpace;
@@ -115,7 +114,7 @@ pub struct Autotune {
     /// The cache directory.
     pub dir: PathBuf,
     /// Per problem: at most this many candidates, and no new candidate after this many
-    /// seconds (the one running then finishes).
+    /// seconds from the end of the first (the one running then finishes).
     pub budget: Budget,
     pub timing: TimingOptions,
     /// The inputs' seed.
@@ -147,7 +146,7 @@ pub fn default_dir() -> Option<PathBuf> {
 }
 
 impl Autotune {
-    /// Budget per problem: a dozen candidates, none started after two seconds.
+    /// Budget per problem: a dozen candidates, none started two seconds after the first.
     pub const BUDGET: Budget = Budget { evaluations: Some(12), seconds: Some(2.0) };
     /// Timing of a candidate: short (a few runs after a brief warm-up): the candidates differ
     /// by far more than the noise this leaves, and a later `tune` sweep can refine.
@@ -189,14 +188,15 @@ impl Autotune {
     /// not)` where autotune does not run (mode, no cost model, no candidate verified), for
     /// the heuristic default's record.
     ///
-    /// `first`: a config to measure before the cost model's (the tuning database's nearest
-    /// tuned problem's), so the winner is never slower than it, within the timing's noise.
+    /// `first`: configs (as records carry them) to measure before the cost model's, those of
+    /// the space among them: the heuristic default and the tuning database's nearest tuned
+    /// problem's, so that the winner is never slower than either, within the timing's noise.
     pub fn config_for<B: TuneBackend, T: Tunable>(
         &self,
         backend: &B,
         tunable: &T,
         variant: Variant,
-        first: Option<&BTreeMap<String, u32>>,
+        first: &[serde_json::Value],
     ) -> std::result::Result<(serde_json::Value, String), String> {
         let info = backend.info();
         if !self.mode.runs_on(info.is_cpu) {
@@ -226,10 +226,15 @@ impl Autotune {
         let Some(ranked) = tunable.candidates(&space, limit) else {
             return Err(format!("autotune: {} has no cost model", tunable.family()));
         };
-        let first = first.and_then(|p| fit_point(tunable, &target, p)).and_then(|p| space.index_of(&p));
-        let mut candidates: Vec<usize> = first.into_iter().collect();
-        candidates.extend(ranked.into_iter().filter(|i| Some(*i) != first));
-        candidates.truncate(limit);
+        let firsts = first
+            .iter()
+            .filter_map(|config| (0..space.len()).find(|&i| tunable.config_json(&space.points[i]) == *config));
+        let mut candidates: Vec<usize> = Vec::new();
+        for i in firsts.chain(ranked) {
+            if !candidates.contains(&i) && candidates.len() < limit {
+                candidates.push(i);
+            }
+        }
         if candidates.is_empty() {
             return Err("autotune: no config of the space fits".into());
         }
@@ -277,11 +282,16 @@ impl Autotune {
         let mut runner =
             RealRunner::new(backend, tunable, &mut cache, variant, image, self.timing, self.seed, prov, STRATEGY);
         let group = runner.group().clone();
-        let mut ev = Evaluator::new(space, &mut runner, self.budget);
+        // The seconds count from the end of the first candidate, which also made the
+        // problem's inputs and reference (seconds of their own at large shapes).
+        let mut ev = Evaluator::new(space, &mut runner, Budget { seconds: None, ..self.budget });
+        let mut clock: Option<Instant> = None;
+        let seconds = self.budget.seconds.unwrap_or(f64::INFINITY);
         for &i in candidates {
-            if ev.cost(i).is_none() {
+            if clock.is_some_and(|c| c.elapsed().as_secs_f64() >= seconds) || ev.cost(i).is_none() {
                 break;
             }
+            clock.get_or_insert_with(Instant::now);
         }
         let result = ev.finish(STRATEGY, Stop::Finished);
         let (measured, from_cache) = (runner.measured, runner.from_cache);

@@ -31,7 +31,7 @@ const CLOCK_HZ: f64 = 1.755e9;
 /// DRAM bandwidth, bytes per second (H100 HBM3 as the copy anchor measures it).
 const DRAM_BYTES_PER_S: f64 = 3.0e12;
 /// Bytes per second of atomic adds into C at L2 (split-K).
-const ATOMIC_BYTES_PER_S: f64 = 1.5e12;
+const ATOMIC_BYTES_PER_S: f64 = 0.3e12;
 /// Seconds one kernel launch costs beyond its blocks' work.
 const LAUNCH_S: f64 = 4e-6;
 /// Operand bytes per multiply-add a tile may ask before its loads slow it (the `I / (I +
