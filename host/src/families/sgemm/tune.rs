@@ -27,10 +27,12 @@ use crate::tune::{Footprint, Param, SearchSpace, Target, Tunable};
 pub const SPLIT_K: [u32; 10] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
 
 /// Whether a problem's space has a `splits` parameter: where 128 x 128 tiles give fewer than
-/// two per multiprocessor and k is at least 256 (elsewhere a tile size fills the GPU, and
-/// the space stays as it was, so that older caches still match it).
+/// four per multiprocessor and k is at least 256. Below four waves of big tiles, the last
+/// partial wave costs up to half the time, and splits even the waves out; past it a tile size
+/// fills the GPU, and the space stays as it was, so that the large problems' caches still
+/// match it.
 pub fn wants_split_k(problem: &SgemmProblem, sms: u64) -> bool {
-    SgemmConfig::new(128, 128, 32, 1).grid(problem.m, problem.n) < 2 * sms && problem.k >= 256
+    SgemmConfig::new(128, 128, 32, 1).grid(problem.m, problem.n) < 4 * sms && problem.k >= 256
 }
 
 pub struct SgemmTunable {
