@@ -116,11 +116,7 @@ pub fn predicted_seconds(problem: &SgemmProblem, cfg: &SgemmConfig, fp: &Footpri
     seconds
 }
 
-/// How far behind the best prediction a config may be predicted and still be measured.
-const MAX_BEHIND: f64 = 1.5;
-
-/// The points of a space to measure first: ranked by [`predicted_seconds`] (none predicted more
-/// than [`MAX_BEHIND`] times the best), the best config
+/// The points of a space to measure first: ranked by [`predicted_seconds`], the best config
 /// of each block tile and kernel (`bm`, `bn`, `tm`, tensor-map, splits) before a second
 /// config of any, so that a list of a dozen spans a dozen tile shapes instead of one tile's
 /// depths and stage counts (the model orders tiles better than it orders depths).
@@ -133,9 +129,6 @@ pub fn ranked(
     let mut order: Vec<(f64, usize)> =
         configs.iter().enumerate().map(|(i, (c, fp))| (predicted_seconds(problem, c, fp, limits), i)).collect();
     order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    // Configs predicted far behind the best are not worth a measurement, whatever their tile.
-    let cutoff = order.first().map_or(f64::INFINITY, |b| b.0 * MAX_BEHIND);
-    order.retain(|(t, _)| *t <= cutoff);
     let key = |c: &SgemmConfig| (c.bm, c.bn, c.tm, c.tma, c.splits);
     let mut out: Vec<usize> = Vec::new();
     let mut taken = vec![false; configs.len()];
@@ -216,15 +209,7 @@ mod tests {
             assert!(r.iter().filter(|&&i| configs[i].0.bm == bm).count() <= 2, "{bm}: {r:?}");
         }
         let all = ranked(&p, &configs, &Limits::h100(), 100);
-        let t = |i: usize| predicted_seconds(&p, &configs[i].0, &configs[i].1, &Limits::h100());
-        let best = (0..configs.len()).map(t).fold(f64::INFINITY, f64::min);
-        let near = (0..configs.len()).filter(|&i| t(i) <= MAX_BEHIND * best).count();
-        assert!(near < configs.len(), "the test needs a config predicted far behind");
-        assert!(all.iter().all(|&i| t(i) <= MAX_BEHIND * best), "none far behind the best");
-        let near_of =
-            |bm: u32| (0..configs.len()).filter(|&i| configs[i].0.bm == bm && t(i) <= MAX_BEHIND * best).count();
-        let expected: usize = [32, 64, 128, 256].into_iter().map(|bm| near_of(bm).min(2)).sum();
-        assert_eq!(all.len(), expected, "two per tile of four tiles, of those near the best");
+        assert_eq!(all.len(), 8, "two per tile of four tiles");
     }
 
     /// The model's dozen against thirteen H100 sweeps (`testdata/h100-sweeps.csv`, every
