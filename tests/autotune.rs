@@ -108,30 +108,8 @@ fn a_problem_is_measured_once_then_answered_from_the_cache() {
 }
 
 fn db_entry(m: u32, n: u32, k: u32, params: &[(&str, u32)]) -> DbEntry {
-    use dynsmem::host::backend::Backend;
-    let cpu = CpuBackend::new();
-    DbEntry {
-        fingerprint: dynsmem::host::tune::db::Fingerprint {
-            device: cpu.info().name.clone(),
-            backend: cpu.info().backend,
-            multiprocessors: cpu.info().limits.multiprocessors,
-            driver: cpu.info().driver.clone(),
-            image_hash: "an older image".into(),
-            sm_clock_mhz: None,
-        },
-        family: "sgemm".into(),
-        variant: "launch-sized".into(),
-        problem: serde_json::json!({"m": m, "n": n, "k": k, "f16_inputs": false}),
-        objective: "time".into(),
-        params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        score: 1.0,
-        median_ms: 1.0,
-        gbps: None,
-        tflops: None,
-        verified_configs: 1,
-        commit: "test".into(),
-        unix_time: 0,
-    }
+    let problem = serde_json::json!({"m": m, "n": n, "k": k, "f16_inputs": false});
+    common::cpu_db_entry("sgemm", problem, params, "an older image")
 }
 
 /// With autotune, the database answers its own problems only; a problem it would lend a

@@ -92,41 +92,18 @@ fn run_takes_its_default_from_the_database_for_the_tuned_problem_and_its_neighbo
 /// its config.
 #[test]
 fn the_bench_takes_the_database_config_only_for_its_default_cases() {
-    use dynsmem::host::backend::Backend;
     use dynsmem::host::backend::Variant;
     use dynsmem::host::backend::cpu::CpuBackend;
     use dynsmem::host::families::FAMILIES;
     use dynsmem::host::family::{Erase, Sizes, find};
-    use dynsmem::host::tune::db::{DbEntry, Fingerprint, TuningDb};
+    use dynsmem::host::tune::db::TuningDb;
 
     let cpu = CpuBackend::new();
     let sizes = Sizes::cpu_backend();
     let reduce = find(FAMILIES, "reduce").unwrap();
     let own = reduce.bench_cases(cpu.erase(), Variant::LaunchSized, &sizes, None);
     let problem = own[0].problem.clone();
-    let params = [("block".to_string(), 8u32), ("ipt".to_string(), 4), ("staged".to_string(), 0)];
-    let entry = DbEntry {
-        fingerprint: Fingerprint {
-            device: cpu.info().name.clone(),
-            backend: cpu.info().backend,
-            multiprocessors: cpu.info().limits.multiprocessors,
-            driver: cpu.info().driver.clone(),
-            image_hash: "test".into(),
-            sm_clock_mhz: None,
-        },
-        family: "reduce".into(),
-        variant: "launch-sized".into(),
-        problem: problem.clone(),
-        objective: "time".into(),
-        params: params.into_iter().collect(),
-        score: 1.0,
-        median_ms: 1.0,
-        gbps: None,
-        tflops: None,
-        verified_configs: 1,
-        commit: "test".into(),
-        unix_time: 0,
-    };
+    let entry = common::cpu_db_entry("reduce", problem.clone(), &[("block", 8), ("ipt", 4), ("staged", 0)], "test");
     let db = TuningDb { entries: vec![entry], sources: vec!["test".into()], autotune: None };
     let with_db = reduce.bench_cases(cpu.erase(), Variant::LaunchSized, &sizes, Some(&db));
     assert_eq!(with_db.len(), own.len());

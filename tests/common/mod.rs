@@ -75,3 +75,38 @@ pub fn dynsmem_bin() -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     exe.parent().expect("a directory").join("dynsmem")
 }
+
+/// A tuning-database entry on the CPU backend's device: `family`'s `problem` tuned to
+/// `params`, measured on the kernel image `image`.
+pub fn cpu_db_entry(
+    family: &str,
+    problem: serde_json::Value,
+    params: &[(&str, u32)],
+    image: &str,
+) -> dynsmem::host::tune::db::DbEntry {
+    use dynsmem::host::backend::Backend;
+    let cpu = dynsmem::host::backend::cpu::CpuBackend::new();
+    let info = cpu.info();
+    dynsmem::host::tune::db::DbEntry {
+        fingerprint: dynsmem::host::tune::db::Fingerprint {
+            device: info.name.clone(),
+            backend: info.backend,
+            multiprocessors: info.limits.multiprocessors,
+            driver: info.driver.clone(),
+            image_hash: image.into(),
+            sm_clock_mhz: None,
+        },
+        family: family.into(),
+        variant: "launch-sized".into(),
+        problem,
+        objective: "time".into(),
+        params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        score: 1.0,
+        median_ms: 1.0,
+        gbps: None,
+        tflops: None,
+        verified_configs: 1,
+        commit: "test".into(),
+        unix_time: 0,
+    }
+}
