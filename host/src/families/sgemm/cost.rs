@@ -93,9 +93,8 @@ pub fn predicted_seconds(problem: &SgemmProblem, cfg: &SgemmConfig, fp: &Footpri
         16 => 0.95,
         _ => 1.0,
     };
-    // The 16-row kernel with fewer than 8 rows of threads (bm 32 or 64): its tile copies and
-    // its shared reads are spread over too few threads; the autotune measurements have these
-    // tiles 2-6x behind each problem's best (median), those of 8 or 16 rows 1.1-1.3x.
+    // The 16-row kernel with fewer than 8 rows of threads (bm 32 or 64) runs far behind the
+    // other tiles in every autotune measurement (NOTES.md; why is not known).
     let thread_rows = if !cfg.tma && cfg.tm == 16 { ((cfg.bm / 16) as f64 / 8.0).min(1.0) } else { 1.0 };
     // The launch-time `bk` entry (8-row tiles of a depth with no compiled-in entry) spills.
     let spills = if !cfg.tma && cfg.tm == 8 && !COMPILED_BK.contains(&cfg.bk) { 0.9 } else { 1.0 };
