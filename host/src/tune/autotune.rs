@@ -202,7 +202,7 @@ impl Autotune {
         if !self.mode.runs_on(info.is_cpu) {
             return Err(match self.mode {
                 AutotuneMode::Off => "autotune off".into(),
-                _ => format!("autotune runs on GPUs only (mode {:?}) and {} is a CPU device", self.mode, info.name),
+                _ => "autotune runs on GPUs only (--autotune all for CPU devices)".into(),
             });
         }
         let target = Target::of(backend, variant);
@@ -238,12 +238,9 @@ impl Autotune {
         if candidates.is_empty() {
             return Err("autotune: no config of the space fits".into());
         }
-        let started = Instant::now();
         let (run, entry) = self
             .measure(backend, tunable, variant, &space, &candidates, &image, prov)
             .map_err(|e| format!("autotune failed: {e}"))?;
-        let mut run = run;
-        run.seconds = started.elapsed().as_secs_f64();
         self.runs.lock().expect("autotune log").push(run.clone());
         let (Some(config), Some(entry)) = (run.config.clone(), entry) else {
             return Err(format!("autotune: none of {} candidates verified", run.evaluated));
@@ -281,7 +278,6 @@ impl Autotune {
         let mut cache = TuneCache::open(&path)?;
         let mut runner =
             RealRunner::new(backend, tunable, &mut cache, variant, image, self.timing, self.seed, prov, STRATEGY);
-        let group = runner.group().clone();
         // The seconds count from the end of the first candidate, which also made the
         // problem's inputs and reference (seconds of their own at large shapes).
         let mut ev = Evaluator::new(space, &mut runner, Budget { seconds: None, ..self.budget });
@@ -300,7 +296,7 @@ impl Autotune {
             return Err(Error::Io { path, source: std::io::Error::other(e.clone()) });
         }
         let best = result.best();
-        let mut run = AutotuneRun {
+        let run = AutotuneRun {
             family: tunable.family().into(),
             problem: serde_json::to_value(tunable.problem()).expect("problems serialize"),
             candidates: candidates.len(),
@@ -311,18 +307,18 @@ impl Autotune {
             seconds: result.seconds,
             config: best.map(|b| tunable.config_json(&space.points[b.index])),
         };
-        let Some(best) = best else { return Ok((run, None)) };
+        if best.is_none() {
+            return Ok((run, None));
+        }
         // The winner among this autotune's candidates only: the measurements' file may hold
         // the same problem's configs from a `tune` sweep pointed at it, or an older run.
         let evaluated: Vec<_> = result.evaluations.iter().filter_map(|e| e.entry.clone()).collect();
         let ours = TuneCache::from_entries(&path, evaluated);
-        let mut entry =
-            distil(&ours, Objective::Time).into_iter().find(|e| e.fingerprint.image_hash == group.image_hash);
+        let mut entry = distil(&ours, Objective::Time).into_iter().next();
         if let Some(e) = entry.as_mut() {
             e.verified_configs = run.verified;
             JsonlWriter::append(&self.dir.join(WINNERS))?.write(e)?;
         }
-        run.config = Some(tunable.config_json(&space.points[best.index]));
         Ok((run, entry))
     }
 }

@@ -211,11 +211,7 @@ impl TuningDb {
 
 /// The point of `params` if it is a valid config of `tunable`'s problem on `target`: the
 /// one-config search space of those values, built (and so checked) as the tuner does.
-pub fn fit_point<T: Tunable + ?Sized>(
-    tunable: &T,
-    target: &Target,
-    params: &BTreeMap<String, u32>,
-) -> Option<Vec<u32>> {
+fn fit_point<T: Tunable + ?Sized>(tunable: &T, target: &Target, params: &BTreeMap<String, u32>) -> Option<Vec<u32>> {
     let space_params = tunable.params(target);
     // Every parameter of the space, from the entry or (one added since) its `absent`
     // value; none the space lacks.
