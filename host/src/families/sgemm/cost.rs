@@ -132,22 +132,20 @@ pub fn ranked(
     let mut order: Vec<(f64, usize)> =
         configs.iter().enumerate().map(|(i, (c, fp))| (predicted_seconds(problem, c, fp, limits), i)).collect();
     order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let key = |c: &SgemmConfig| (c.bm, c.bn, c.tm, c.tma, c.splits);
-    let mut out: Vec<usize> = Vec::new();
-    let mut taken = vec![false; configs.len()];
-    // Round r takes the r-th best config of each tile, in the order of the model.
-    for round in 0..2 {
-        let mut per_tile: std::collections::HashMap<_, usize> = Default::default();
-        for &(_, i) in &order {
-            let seen = per_tile.entry(key(&configs[i].0)).or_insert(0);
-            *seen += 1;
-            if *seen == round + 1 && !taken[i] && out.len() < limit {
-                taken[i] = true;
-                out.push(i);
-            }
-        }
-    }
-    out
+    // Each config's rank within its tile; the first of every tile, then the second, each
+    // round in the model's order (the sort is stable).
+    let mut per_tile: std::collections::HashMap<_, usize> = Default::default();
+    let mut picks: Vec<(usize, usize)> = order
+        .iter()
+        .filter_map(|&(_, i)| {
+            let c = &configs[i].0;
+            let rank = per_tile.entry((c.bm, c.bn, c.tm, c.tma, c.splits)).or_insert(0);
+            *rank += 1;
+            (*rank <= 2).then_some((*rank, i))
+        })
+        .collect();
+    picks.sort_by_key(|&(rank, _)| rank);
+    picks.into_iter().map(|(_, i)| i).take(limit).collect()
 }
 
 #[cfg(test)]
