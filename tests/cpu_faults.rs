@@ -10,6 +10,7 @@ use dynsmem::host::backend::{Backend, LaunchDims};
 use dynsmem_kernels::gpu;
 use dynsmem_kernels::gpu::host::FaultKind;
 use dynsmem_kernels::layout::Carve;
+use dynsmem_kernels::vector::Vec4;
 
 dynsmem_kernels::kernels! { BROKEN;
     /// Thread `t` writes element `t + 1` of a `block`-element scratch: the last thread
@@ -23,14 +24,14 @@ dynsmem_kernels::kernels! { BROKEN;
         unsafe { shared.write(t + 1, t) };
         gpu::barrier();
         if t == 0 {
-            unsafe { out.write(shared.read(1)) };
+            unsafe { gpu::write_global(out, shared.read(1)) };
         }
     }
 
     /// Carves 4096 bytes whatever the launch gave.
     pub fn carve_too_large(out: *mut u32) {
         let _ = gpu::launch_region(4096);
-        unsafe { out.write(1) };
+        unsafe { gpu::write_global(out, 1) };
     }
 
     /// A barrier inside a thread-dependent branch: only even threads reach it.
@@ -39,7 +40,7 @@ dynsmem_kernels::kernels! { BROKEN;
             gpu::barrier();
         }
         if gpu::thread_idx_x() == 0 {
-            unsafe { out.write(7) };
+            unsafe { gpu::write_global(out, 7) };
         }
     }
 
@@ -52,7 +53,7 @@ dynsmem_kernels::kernels! { BROKEN;
             gpu::barrier();
         }
         if gpu::thread_idx_x() == 0 {
-            unsafe { out.write(7) };
+            unsafe { gpu::write_global(out, 7) };
         }
     }
 
@@ -63,7 +64,7 @@ dynsmem_kernels::kernels! { BROKEN;
             gpu::trap();
         }
         gpu::barrier();
-        unsafe { out.write(1) };
+        unsafe { gpu::write_global(out, 1) };
     }
 
     /// A correct kernel: workgroup sums of `input` through launch-sized scratch.
@@ -72,15 +73,53 @@ dynsmem_kernels::kernels! { BROKEN;
         let mut carve = Carve::new();
         let scratch = carve.array::<u32>(block).unwrap_or_else(|_| gpu::trap());
         let shared = gpu::launch_region(carve.bytes()).array(scratch);
-        unsafe { shared.write(t, input.add((b * block + t) as usize).read()) };
+        unsafe { shared.write(t, gpu::read_global(input.add((b * block + t) as usize))) };
         gpu::barrier();
         if t == 0 {
             let mut sum = 0u32;
             for i in 0..block {
                 sum = sum.wrapping_add(unsafe { shared.read(i) });
             }
-            unsafe { out.add(b as usize).write(sum) };
+            unsafe { gpu::write_global(out.add(b as usize), sum) };
         }
+    }
+
+    /// Thread `t` of block `b` copies `input[b * block + t + 1]`: the grid's last thread
+    /// reads one element past `input`.
+    pub fn reads_one_past(input: *const u32, out: *mut u32) {
+        let g = gpu::block_idx_x() * gpu::block_dim_x() + gpu::thread_idx_x();
+        unsafe { gpu::write_global(out.add(g as usize), gpu::read_global(input.add(g as usize + 1))) };
+    }
+
+    /// Thread 3 stores to the element before `out`.
+    pub fn writes_one_before(input: *const u32, out: *mut u32) {
+        let t = gpu::thread_idx_x();
+        let v = unsafe { gpu::read_global(input.add(t as usize)) };
+        let at = if t == 3 { out.wrapping_sub(1) } else { out.wrapping_add(t as usize) };
+        unsafe { gpu::write_global(at, v) };
+    }
+
+    /// Thread 0 reads the last element of a second `input` just past the first: the
+    /// address is in `input`'s guard zone, never in the buffer allocated next.
+    pub fn reads_a_whole_buffer_past(input: *const u32, out: *mut u32) {
+        let n = gpu::block_dim_x() as usize;
+        let t = gpu::thread_idx_x() as usize;
+        let i = if t == 0 { 2 * n - 1 } else { t };
+        unsafe { gpu::write_global(out.add(t), gpu::read_global(input.add(i))) };
+    }
+
+    /// Thread `t` starts an async copy of vector `t` of `input` into the block's tile (a
+    /// tile's staging copy): with fewer than `block` whole vectors in `input`, the last
+    /// thread's copy runs off its end.
+    pub fn copies_past_the_end(input: *const Vec4<u32>, out: *mut u32) {
+        let t = gpu::thread_idx_x();
+        let mut carve = Carve::new();
+        let tile = carve.array::<Vec4<u32>>(gpu::block_dim_x()).unwrap_or_else(|_| gpu::trap());
+        let shared = gpu::launch_region(carve.bytes()).array(tile);
+        let src = input.wrapping_add(t as usize);
+        unsafe { shared.copy_async(t, src) };
+        gpu::copy_async_wait();
+        unsafe { gpu::write_global(out.add(t as usize), shared.read(t).0[0]) };
     }
 }
 
@@ -183,4 +222,76 @@ fn arguments_that_do_not_match_the_kernel_are_refused() {
     let out = cpu.alloc::<u32>(4).unwrap();
     let r = cpu.launch(&good, LaunchDims::new(1, 4, 16), &[out.arg()]);
     assert!(matches!(r, Err(Error::ArgumentMismatch { .. })), "{r:?}");
+}
+
+/// Launches `kernel` with an `input` of `input_len` `u32`s (`0, 1, ...`) and a 64-element
+/// `out`, as [`launch`] does.
+fn launch_with_input(kernel: &'static str, input_len: usize, dims: LaunchDims) -> dynsmem::host::Result<()> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let cpu = CpuBackend::with_kernels(&[BROKEN]);
+        let result = (|| {
+            let input = cpu.htod(&(0..input_len as u32).collect::<Vec<_>>())?;
+            let out = cpu.alloc::<u32>(64)?;
+            let k = cpu.kernel(kernel)?;
+            cpu.launch(&k, dims, &[input.arg(), out.arg()])
+        })();
+        let _ = tx.send(result);
+    });
+    rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("{kernel} hung the CPU backend"))
+}
+
+/// The fault's buffer, load or store, element index, byte offset, access size, buffer
+/// size and source file.
+fn global_overrun(kind: &FaultKind) -> (&'static str, bool, i64, i64, u32, u64, &'static str) {
+    match *kind {
+        FaultKind::GlobalOverrun { param, write, index, offset, access_bytes, buffer_bytes, at } => {
+            (param, write, index, offset, access_bytes, buffer_bytes, at.file())
+        }
+        ref other => panic!("expected a device-memory overrun, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_load_one_element_past_a_buffer_is_reported_with_buffer_and_index() {
+    let (kernel, workgroup, thread, kind, msg) =
+        fault(launch_with_input("reads_one_past", 64, LaunchDims::new(2, 32, 0)));
+    assert_eq!((kernel.as_str(), workgroup, thread), ("reads_one_past", 1, 31));
+    let (param, write, index, offset, access, bytes, file) = global_overrun(&kind);
+    assert_eq!((param, write, index, offset, access, bytes), ("input", false, 64, 256, 4, 256));
+    assert!(file.ends_with("cpu_faults.rs"), "the kernel's line, not the accessor's: {file}");
+    assert!(msg.contains("workgroup 1 thread 31") && msg.contains("load of element 64 of `input`"), "{msg}");
+}
+
+#[test]
+fn a_store_before_a_buffer_is_reported() {
+    let (_, workgroup, thread, kind, msg) = fault(launch_with_input("writes_one_before", 8, LaunchDims::new(1, 8, 0)));
+    assert_eq!((workgroup, thread), (0, 3));
+    let (param, write, index, offset, access, bytes, _) = global_overrun(&kind);
+    assert_eq!((param, write, index, offset, access, bytes), ("out", true, -1, -4, 4, 256));
+    assert!(msg.contains("store of element -1 of `out`"), "{msg}");
+}
+
+#[test]
+fn an_overrun_by_a_whole_buffer_is_charged_to_the_buffer_overrun() {
+    let (_, _, thread, kind, _) = fault(launch_with_input("reads_a_whole_buffer_past", 16, LaunchDims::new(1, 16, 0)));
+    assert_eq!(thread, 0);
+    let (param, write, index, ..) = global_overrun(&kind);
+    assert_eq!((param, write, index), ("input", false, 31));
+}
+
+#[test]
+fn an_async_copy_that_runs_off_a_buffer_is_reported() {
+    // 30 elements: 7.5 vectors. Thread 7 copies elements 28..32, two past the end.
+    let (_, _, thread, kind, msg) = fault(launch_with_input("copies_past_the_end", 30, LaunchDims::new(1, 8, 8 * 16)));
+    assert_eq!(thread, 7, "{msg}");
+    let (param, write, _, offset, access, bytes, _) = global_overrun(&kind);
+    assert_eq!((param, write, offset, access, bytes), ("input", false, 112, 16, 120));
+}
+
+#[test]
+fn a_kernel_inside_its_buffers_runs_clean() {
+    // The kernels above with launches that stay inside: the checks refuse nothing valid.
+    launch_with_input("reads_one_past", 65, LaunchDims::new(2, 32, 0)).unwrap();
+    launch_with_input("copies_past_the_end", 32, LaunchDims::new(1, 8, 8 * 16)).unwrap();
 }

@@ -135,7 +135,7 @@ unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u
     let mut j = tid;
     while j < kp {
         let k = j.wrapping_sub(shift);
-        let wk = if j >= shift && k < taps { unsafe { w.add(k as usize).read() } } else { 0.0 };
+        let wk = if j >= shift && k < taps { unsafe { gpu::read_global(w.add(k as usize)) } } else { 0.0 };
         unsafe { wt_f32.write(j, wk) };
         j += block;
     }

@@ -6,7 +6,10 @@
 //!
 //! and adds a table of [`KernelEntry`]s naming each kernel and its parameters, which the
 //! CPU backend launches by name and against which every backend's argument packing is
-//! checked. Kernel parameters are raw pointers and the scalars of [`ParamKind`].
+//! checked. Kernel parameters are raw pointers and the scalars of [`ParamKind`]; a kernel
+//! reads and writes the memory they point to through [`gpu::read_global`](crate::gpu::read_global)
+//! and [`gpu::write_global`](crate::gpu::write_global) (or the atomics and async copies of
+//! [`gpu`](crate::gpu)), which the CPU backend checks against each buffer's bounds.
 //!
 //! After the parameter list an entry may name what PTX needs and Rust has no attribute for:
 //! `[max_registers = 128]` (ptxas keeps the entry's registers per thread at or under it:
@@ -22,7 +25,7 @@
 //!         let t = dynsmem_kernels::gpu::block_idx_x() * dynsmem_kernels::gpu::block_dim_x()
 //!             + dynsmem_kernels::gpu::thread_idx_x();
 //!         if t < n {
-//!             unsafe { out.add(t as usize).write(t) };
+//!             unsafe { dynsmem_kernels::gpu::write_global(out.add(t as usize), t) };
 //!         }
 //!     }
 //! }
@@ -115,6 +118,8 @@ impl KernelParam for f32 {
 pub struct KernelEntry {
     pub name: &'static str,
     pub params: &'static [ParamKind],
+    /// The parameters' names, as in the source (faults name the buffer by them).
+    pub param_names: &'static [&'static str],
     /// Registers per thread ptxas may use at most (`[max_registers = N]`); 0: no cap.
     pub max_registers: u32,
     /// Blocks per thread-block cluster (`[cluster = N]`); 1: launched as plain blocks.
@@ -165,6 +170,7 @@ macro_rules! kernels {
             $crate::KernelEntry {
                 name: stringify!($name),
                 params: &[$(<$ty as $crate::KernelParam>::KIND),*],
+                param_names: &[$(stringify!($arg)),*],
                 max_registers: 0 $(+ $regs)?,
                 cluster: 1 $(* $cluster)?,
                 spills: concat!("" $(, $spills)?),

@@ -229,11 +229,11 @@ unsafe fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, 
             let w = gpu::pack_half2::<BF16>(v0, v1);
             let p = c.cast::<u16>().add(at);
             if both && n % 2 == 0 {
-                p.cast::<u32>().write(w);
+                gpu::write_global(p.cast::<u32>(), w);
             } else {
-                p.write(w as u16);
+                gpu::write_global(p, w as u16);
                 if both {
-                    p.add(1).write((w >> 16) as u16);
+                    gpu::write_global(p.add(1), (w >> 16) as u16);
                 }
             }
         } else {
@@ -241,11 +241,11 @@ unsafe fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, 
             if both && n % 2 == 0 {
                 // One 8-byte store (`at` is even, so 8-byte aligned): an `[f32; 2]` is only
                 // 4-byte aligned and would be stored as two words.
-                p.cast::<u64>().write(u64::from(v0.to_bits()) | (u64::from(v1.to_bits()) << 32));
+                gpu::write_global(p.cast::<u64>(), u64::from(v0.to_bits()) | (u64::from(v1.to_bits()) << 32));
             } else {
-                p.write(v0);
+                gpu::write_global(p, v0);
                 if both {
-                    p.add(1).write(v1);
+                    gpu::write_global(p.add(1), v1);
                 }
             }
         }

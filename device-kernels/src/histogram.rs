@@ -236,10 +236,10 @@ unsafe fn count<const BITS: u32>(keys: *const u32, n: u64, bins: *mut u32, num_b
     // Four vectors read before any is counted: their loads are in flight together. (No
     // array of them: it would live in local memory.)
     while g + 3 * grid_stride < n_vec {
-        let x0 = unsafe { v.add(g as usize).read() };
-        let x1 = unsafe { v.add((g + grid_stride) as usize).read() };
-        let x2 = unsafe { v.add((g + 2 * grid_stride) as usize).read() };
-        let x3 = unsafe { v.add((g + 3 * grid_stride) as usize).read() };
+        let x0 = unsafe { gpu::read_global(v.add(g as usize)) };
+        let x1 = unsafe { gpu::read_global(v.add((g + grid_stride) as usize)) };
+        let x2 = unsafe { gpu::read_global(v.add((g + 2 * grid_stride) as usize)) };
+        let x3 = unsafe { gpu::read_global(v.add((g + 3 * grid_stride) as usize)) };
         count4(x0);
         count4(x1);
         count4(x2);
@@ -247,13 +247,13 @@ unsafe fn count<const BITS: u32>(keys: *const u32, n: u64, bins: *mut u32, num_b
         g += 4 * grid_stride;
     }
     while g < n_vec {
-        count4(unsafe { v.add(g as usize).read() });
+        count4(unsafe { gpu::read_global(v.add(g as usize)) });
         g += grid_stride;
     }
     // The keys past the last whole vector (all of them if `keys` is not 16-byte aligned).
     let mut g = n_vec * 4 + first;
     while g < n {
-        count(unsafe { keys.add(g as usize).read() });
+        count(unsafe { gpu::read_global(keys.add(g as usize)) });
         g += grid_stride;
     }
     cluster_sync();

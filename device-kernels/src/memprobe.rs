@@ -151,9 +151,9 @@ pub fn dsmem_read_layout(words: u32) -> Result<Slice<Vec4<u32>>, LayoutError> {
 unsafe fn record(timing: *mut u32, cycles: u64, result: u32) {
     let at = gpu::block_idx_x() as usize * TIMING_WORDS as usize;
     unsafe {
-        timing.add(at).write(cycles as u32);
-        timing.add(at + 1).write((cycles >> 32) as u32);
-        timing.add(at + 2).write(result);
+        gpu::write_global(timing.add(at), cycles as u32);
+        gpu::write_global(timing.add(at + 1), (cycles >> 32) as u32);
+        gpu::write_global(timing.add(at + 2), result);
     }
 }
 
@@ -168,7 +168,7 @@ unsafe fn load_ring(next: *const u32, n: u32) -> SharedArray<u32> {
     let ring: SharedArray<u32> = gpu::launch_region(slice.bytes()).array(slice);
     let mut i = gpu::thread_idx_x();
     while i < n {
-        unsafe { ring.write(i, next.add(i as usize).read()) };
+        unsafe { ring.write(i, gpu::read_global(next.add(i as usize))) };
         i += gpu::block_dim_x();
     }
     gpu::barrier();
@@ -302,12 +302,12 @@ unsafe fn global_chase<const H: u32>(next: *const u32, n: u32, steps: u32, curso
     if gpu::thread_idx_x() != 0 {
         return;
     }
-    let start = unsafe { cursor.read() };
+    let start = unsafe { gpu::read_global(cursor) };
     let t0 = micro::clock();
     let j = unsafe { global_chase_steps::<H>(next, start, steps) };
     let t1 = micro::clock();
     unsafe {
-        cursor.write(j);
+        gpu::write_global(cursor, j);
         record(timing, t1.wrapping_sub(t0), j);
     }
 }
@@ -431,7 +431,7 @@ unsafe fn atomics(target: *mut u32, op: u32, space: u32, mode: u32, iters: u32, 
             w += block;
         }
     }
-    unsafe { tries.add(gid as usize).write(attempts) };
+    unsafe { gpu::write_global(tries.add(gid as usize), attempts) };
 }
 
 /// `probe_fence` (see the module documentation).
@@ -447,13 +447,13 @@ unsafe fn fences(slots: *mut u32, scope: u32, iters: u32, timing: *mut u32) {
         timed_block(timing, || {
             let mut i = 0;
             while i < iters {
-                slot.write_volatile(i);
+                micro::global_store_volatile(slot, i);
                 micro::fence(scope);
                 i += 1;
             }
         })
     };
-    unsafe { slot.write_volatile(iters) };
+    unsafe { micro::global_store_volatile(slot, iters) };
 }
 
 /// The block of this cluster whose memory this block reads: the next rank.
@@ -527,7 +527,7 @@ unsafe fn dsmem_read(sums: *mut u32, words: u32, iters: u32, timing: *mut u32) {
         })
     };
     let gid = gpu::block_idx_x() * block + tid;
-    unsafe { sums.add(gid as usize).write(acc) };
+    unsafe { gpu::write_global(sums.add(gid as usize), acc) };
     micro::cluster_barrier();
 }
 
@@ -562,7 +562,7 @@ crate::kernels! { KERNELS;
             })
         };
         let gid = gpu::block_idx_x() * block + tid;
-        unsafe { sums.add(gid as usize).write(acc) };
+        unsafe { gpu::write_global(sums.add(gid as usize), acc) };
     }
 
     /// Device-memory latency by working set and hint; see the module documentation.
@@ -576,7 +576,7 @@ crate::kernels! { KERNELS;
     pub fn probe_global_read(src: *const u32, n: u64, hint: u32, width: u32, sums: *mut u32, timing: *mut u32) {
         let acc = unsafe { timed_block(timing, || for_hint!(hint, global_read_width(src, n, width))) };
         let gid = gpu::block_idx_x() * gpu::block_dim_x() + gpu::thread_idx_x();
-        unsafe { sums.add(gid as usize).write(acc) };
+        unsafe { gpu::write_global(sums.add(gid as usize), acc) };
     }
 
     /// Atomics by operation, memory and contention; see the module documentation.

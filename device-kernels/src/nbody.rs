@@ -71,7 +71,7 @@ unsafe fn step(
     }
     let shared: SharedArray<Body> = gpu::launch_region(slice.bytes()).array(slice);
     let i = gpu::block_idx_x() * block + tid;
-    let me = if i < n { unsafe { pos.add(i as usize).read() }.0 } else { [0.0; 4] };
+    let me = if i < n { unsafe { gpu::read_global(pos.add(i as usize)) }.0 } else { [0.0; 4] };
     let (mut ax, mut ay, mut az) = (0.0f32, 0.0f32, 0.0f32);
 
     let mut j0 = 0;
@@ -79,7 +79,7 @@ unsafe fn step(
         let mut k = tid;
         while k < tile {
             let j = j0 + k;
-            let b = if j < n { unsafe { pos.add(j as usize).read() }.0 } else { [0.0; 4] };
+            let b = if j < n { unsafe { gpu::read_global(pos.add(j as usize)) }.0 } else { [0.0; 4] };
             unsafe { shared.write(k, Body([b[0], b[1], b[2], b[3]])) };
             k += block;
         }
@@ -102,11 +102,11 @@ unsafe fn step(
         j0 += tile;
     }
     if i < n {
-        let v = unsafe { vel.add(i as usize).read() }.0;
+        let v = unsafe { gpu::read_global(vel.add(i as usize)) }.0;
         let nv = [gpu::fma(ax, dt, v[0]), gpu::fma(ay, dt, v[1]), gpu::fma(az, dt, v[2]), 0.0];
         let np = [gpu::fma(nv[0], dt, me[0]), gpu::fma(nv[1], dt, me[1]), gpu::fma(nv[2], dt, me[2]), me[3]];
-        unsafe { new_vel.add(i as usize).write(Body(nv)) };
-        unsafe { new_pos.add(i as usize).write(Body(np)) };
+        unsafe { gpu::write_global(new_vel.add(i as usize), Body(nv)) };
+        unsafe { gpu::write_global(new_pos.add(i as usize), Body(np)) };
     }
 }
 

@@ -321,10 +321,10 @@ pub unsafe fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
                 while k + 4 <= vectors {
                     let (a, b, c2, d) = unsafe {
                         (
-                            v.add((k * block + tid) as usize).read(),
-                            v.add(((k + 1) * block + tid) as usize).read(),
-                            v.add(((k + 2) * block + tid) as usize).read(),
-                            v.add(((k + 3) * block + tid) as usize).read(),
+                            gpu::read_global(v.add((k * block + tid) as usize)),
+                            gpu::read_global(v.add(((k + 1) * block + tid) as usize)),
+                            gpu::read_global(v.add(((k + 2) * block + tid) as usize)),
+                            gpu::read_global(v.add(((k + 3) * block + tid) as usize)),
                         )
                     };
                     let ab = Op::combine(fold4::<T, Op>(a), fold4::<T, Op>(b));
@@ -333,19 +333,22 @@ pub unsafe fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
                     k += 4;
                 }
                 while k < vectors {
-                    acc = Op::combine(acc, fold4::<T, Op>(unsafe { v.add((k * block + tid) as usize).read() }));
+                    acc = Op::combine(
+                        acc,
+                        fold4::<T, Op>(unsafe { gpu::read_global(v.add((k * block + tid) as usize)) }),
+                    );
                     k += 1;
                 }
                 let rest = unsafe { base.add((vectors * 4 * block) as usize) };
                 let mut k = 0;
                 while k < ipt % 4 {
-                    acc = Op::combine(acc, unsafe { rest.add((k * block + tid) as usize).read() });
+                    acc = Op::combine(acc, unsafe { gpu::read_global(rest.add((k * block + tid) as usize)) });
                     k += 1;
                 }
             } else {
                 let mut k = 0;
                 while k < ipt {
-                    acc = Op::combine(acc, unsafe { base.add((k * block + tid) as usize).read() });
+                    acc = Op::combine(acc, unsafe { gpu::read_global(base.add((k * block + tid) as usize)) });
                     k += 1;
                 }
             }
@@ -357,7 +360,7 @@ pub unsafe fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
             while k < ipt {
                 let i = k as u64 * block as u64 + tid as u64;
                 if i < rem {
-                    acc = Op::combine(acc, unsafe { base.add(i as usize).read() });
+                    acc = Op::combine(acc, unsafe { gpu::read_global(base.add(i as usize)) });
                 }
                 k += 1;
             }
@@ -378,7 +381,7 @@ pub unsafe fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
             active = half;
         }
         if tid == 0 {
-            partials.add(bid as usize).write(scratch.read(0));
+            gpu::write_global(partials.add(bid as usize), scratch.read(0));
         }
     }
 }
@@ -397,7 +400,7 @@ unsafe fn stage_chunk<T: Copy>(base: *const T, tile: SharedArray<T>, block: u32,
             let i = k * block + tid;
             // Rebuilt element-wise: a plain struct copy is lowered as two 8-byte moves;
             // four scalars with the 16-byte-aligned store become one `st.shared.v4`.
-            let v = unsafe { src.add(i as usize).read() }.0;
+            let v = unsafe { gpu::read_global(src.add(i as usize)) }.0;
             unsafe { dst.write(i, Vec4([v[0], v[1], v[2], v[3]])) };
             k += 1;
         }
@@ -406,7 +409,7 @@ unsafe fn stage_chunk<T: Copy>(base: *const T, tile: SharedArray<T>, block: u32,
     let mut i = first_scalar + tid;
     let end = block * ipt;
     while i < end {
-        unsafe { tile.write(i, base.add(i as usize).read()) };
+        unsafe { tile.write(i, gpu::read_global(base.add(i as usize))) };
         i += block;
     }
 }

@@ -183,7 +183,8 @@ impl Row {
         let j = 4 * v;
         let p = col0.wrapping_add((self.base + j) as usize).wrapping_sub(s.shift as usize);
         // No array written lane by lane: it would live in local memory.
-        let lane = |l: u32| if j + l >= s.lo && j + l < s.hi { unsafe { p.add(l as usize).read() } } else { fill };
+        let lane =
+            |l: u32| if j + l >= s.lo && j + l < s.hi { unsafe { gpu::read_global(p.add(l as usize)) } } else { fill };
         [lane(0), lane(1), lane(2), lane(3)]
     }
 
@@ -203,7 +204,7 @@ impl Row {
     pub unsafe fn read(&self, col0: *const f32, s: Span, v: u32, whole: bool) -> [f32; 4] {
         if whole {
             let p = col0.wrapping_add((self.base + 4 * v) as usize).wrapping_sub(s.shift as usize);
-            unsafe { (p as *const Vec4<f32>).read() }.0
+            unsafe { gpu::read_global(p as *const Vec4<f32>) }.0
         } else {
             unsafe { self.gather(col0, s, v, 0.0) }
         }
@@ -312,7 +313,7 @@ impl Row {
             let p = dst.wrapping_add((self.base + j) as usize).wrapping_sub(s.shift as usize);
             let lane = |l: u32, x: f32| {
                 if j + l >= s.lo && j + l < s.hi {
-                    unsafe { p.add(l as usize).write(x) };
+                    unsafe { gpu::write_global(p.add(l as usize), x) };
                 }
             };
             lane(0, o[0]);
@@ -330,15 +331,15 @@ impl Row {
             while v + 3 * block < end {
                 let o = [out(v), out(v + block), out(v + 2 * block), out(v + 3 * block)];
                 unsafe {
-                    p.add(v as usize).write(Vec4(o[0]));
-                    p.add((v + block) as usize).write(Vec4(o[1]));
-                    p.add((v + 2 * block) as usize).write(Vec4(o[2]));
-                    p.add((v + 3 * block) as usize).write(Vec4(o[3]));
+                    gpu::write_global(p.add(v as usize), Vec4(o[0]));
+                    gpu::write_global(p.add((v + block) as usize), Vec4(o[1]));
+                    gpu::write_global(p.add((v + 2 * block) as usize), Vec4(o[2]));
+                    gpu::write_global(p.add((v + 3 * block) as usize), Vec4(o[3]));
                 }
                 v += 4 * block;
             }
             while v < end {
-                unsafe { p.add(v as usize).write(Vec4(out(v))) };
+                unsafe { gpu::write_global(p.add(v as usize), Vec4(out(v))) };
                 v += block;
             }
         } else {

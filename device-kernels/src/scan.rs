@@ -314,7 +314,7 @@ unsafe fn scan<T: ScanElement>(
         }
         let g = start + 4 * v as u64;
         if full {
-            unsafe { output.add(g as usize).cast::<Vec4<T>>().write(x) };
+            unsafe { gpu::write_global(output.add(g as usize).cast::<Vec4<T>>(), x) };
         } else {
             unsafe { vector::store4(output, g, n, x, out_vec) };
         }

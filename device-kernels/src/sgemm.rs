@@ -726,7 +726,7 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
                     macro_rules! read_group {
                         ($q:literal, $p:ident) => {
                             if $q < TM / 4 {
-                                let v = $p.add($j).read().0;
+                                let v = gpu::read_shared($p.add($j)).0;
                                 af[(4 * $q) % TM] = v[0];
                                 af[(4 * $q + 1) % TM] = v[1];
                                 af[(4 * $q + 2) % TM] = v[2];
@@ -738,7 +738,7 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
                     read_group!(1, pa1);
                     read_group!(2, pa2);
                     read_group!(3, pa3);
-                    let (bl, bh) = (pb_lo.add($j).read().0, pb_hi.add($j).read().0);
+                    let (bl, bh) = (gpu::read_shared(pb_lo.add($j)).0, gpu::read_shared(pb_hi.add($j)).0);
                     (af, [bl[0], bl[1], bl[2], bl[3], bh[0], bh[1], bh[2], bh[3]])
                 }
             };
@@ -835,7 +835,7 @@ unsafe fn gather_tile<E: GemmInput>(
         let (r, q) = (e / tile.1, e % tile.1);
         let (gr, gq) = (origin.0 + r, origin.1 + q);
         let v = if gr < dims.0 && gq < dims.1 {
-            unsafe { src.add(gr as usize * dims.1 as usize + gq as usize).read() }
+            unsafe { gpu::read_global(src.add(gr as usize * dims.1 as usize + gq as usize)) }
         } else {
             E::ZERO
         };
@@ -1135,7 +1135,7 @@ unsafe fn sgemm_tma<const BK: u32>(
                 macro_rules! read_a {
                     ($i:literal) => {
                         if $i < TM {
-                            af[$i % TM] = unsafe { pa.add($i * (BK / 4) as usize + $q).read() }.0;
+                            af[$i % TM] = unsafe { gpu::read_shared(pa.add($i * (BK / 4) as usize + $q)) }.0;
                         }
                     };
                 }
@@ -1146,7 +1146,9 @@ unsafe fn sgemm_tma<const BK: u32>(
                         macro_rules! read_b {
                             ($cq:literal) => {
                                 let v = unsafe {
-                                    pb.add((4 * $q + $kk) * (BN / 4) as usize + $cq * (BN / 16) as usize).read()
+                                    gpu::read_shared(
+                                        pb.add((4 * $q + $kk) * (BN / 4) as usize + $cq * (BN / 16) as usize),
+                                    )
                                 }
                                 .0;
                                 bf[4 * $cq] = v[0];

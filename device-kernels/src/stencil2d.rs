@@ -138,7 +138,7 @@ unsafe fn stencil<const R: usize, const K: usize>(
 
     let mut i = tid;
     while i < (K * K) as u32 {
-        unsafe { wt.write(i, weights.add(i as usize).read()) };
+        unsafe { wt.write(i, gpu::read_global(weights.add(i as usize))) };
         i += block;
     }
     gpu::barrier();
@@ -162,12 +162,12 @@ unsafe fn stencil<const R: usize, const K: usize>(
             let row = unsafe { input.add(gy as usize * width as usize) };
             let gx = (x0 + 4 * c) as i64 - HALO as i64;
             if in_vec && gx >= 0 && gx + 4 <= width as i64 {
-                unsafe { row.add(gx as usize).cast::<Vec4<f32>>().read() }
+                unsafe { gpu::read_global(row.add(gx as usize).cast::<Vec4<f32>>()) }
             } else {
                 let mut v = Vec4::splat(0.0);
                 for lane in 0..4 {
                     let x = (gx + lane as i64).clamp(0, width as i64 - 1);
-                    v.0[lane] = unsafe { row.add(x as usize).read() };
+                    v.0[lane] = unsafe { gpu::read_global(row.add(x as usize)) };
                 }
                 v
             }

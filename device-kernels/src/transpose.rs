@@ -164,7 +164,7 @@ unsafe fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, t
         let load = |j: u32| {
             let r = r0 + j;
             if r < rows && c < cols {
-                unsafe { input.add(r as usize * cols as usize + c as usize).read() }
+                unsafe { gpu::read_global(input.add(r as usize * cols as usize + c as usize)) }
             } else {
                 0.0
             }
@@ -192,7 +192,7 @@ unsafe fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, t
             let (out_r, out_c) = (c0 + j, r0 + tx);
             if out_r < cols && out_c < rows {
                 let v = unsafe { shared.read(tx * stride + j) };
-                unsafe { output.add(out_r as usize * rows as usize + out_c as usize).write(v) };
+                unsafe { gpu::write_global(output.add(out_r as usize * rows as usize + out_c as usize), v) };
             }
             j += step;
         }
@@ -255,7 +255,12 @@ unsafe fn transpose_slab(input: *const f32, output: *mut f32, slab: Slab, shared
         while i + 3 * block < n {
             let (k0, k1, k2, k3) = (at(i, true), at(i + block, true), at(i + 2 * block, true), at(i + 3 * block, true));
             let x = unsafe {
-                [input.add(k0.1).read(), input.add(k1.1).read(), input.add(k2.1).read(), input.add(k3.1).read()]
+                [
+                    gpu::read_global(input.add(k0.1)),
+                    gpu::read_global(input.add(k1.1)),
+                    gpu::read_global(input.add(k2.1)),
+                    gpu::read_global(input.add(k3.1)),
+                ]
             };
             unsafe {
                 shared.write(k0.0, x[0]);
@@ -267,14 +272,14 @@ unsafe fn transpose_slab(input: *const f32, output: *mut f32, slab: Slab, shared
         }
         while i < n {
             let (k, g) = at(i, true);
-            unsafe { shared.write(k, input.add(g).read()) };
+            unsafe { shared.write(k, gpu::read_global(input.add(g))) };
             i += block;
         }
         gpu::barrier();
         let mut i = tid;
         while i < n {
             let (k, g) = at(i, false);
-            unsafe { output.add(g).write(shared.read(k)) };
+            unsafe { gpu::write_global(output.add(g), shared.read(k)) };
             i += block;
         }
         // The next slab overwrites this one.

@@ -3,6 +3,8 @@
 //! run out of issue slots long before they run out of bandwidth when every element costs
 //! its own load, store and address arithmetic.
 
+use crate::gpu;
+
 /// Four elements, 16-byte aligned so that the compiler emits one vector access.
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,13 +38,13 @@ pub fn is_aligned16<T>(p: *const T) -> bool {
 #[inline(always)]
 pub unsafe fn load4<T: Copy>(src: *const T, start: i64, len: u64, zero: T, aligned: bool) -> Vec4<T> {
     if aligned && start >= 0 && (start as u64).is_multiple_of(4) && start as u64 + 4 <= len {
-        unsafe { src.add(start as usize).cast::<Vec4<T>>().read() }
+        unsafe { gpu::read_global(src.add(start as usize).cast::<Vec4<T>>()) }
     } else {
         let mut v = Vec4::splat(zero);
         for (lane, x) in v.0.iter_mut().enumerate() {
             let g = start + lane as i64;
             if g >= 0 && (g as u64) < len {
-                *x = unsafe { src.add(g as usize).read() };
+                *x = unsafe { gpu::read_global(src.add(g as usize)) };
             }
         }
         v
@@ -57,12 +59,12 @@ pub unsafe fn load4<T: Copy>(src: *const T, start: i64, len: u64, zero: T, align
 #[inline(always)]
 pub unsafe fn store4<T: Copy>(dst: *mut T, start: u64, len: u64, v: Vec4<T>, aligned: bool) {
     if aligned && start.is_multiple_of(4) && start + 4 <= len {
-        unsafe { dst.add(start as usize).cast::<Vec4<T>>().write(v) }
+        unsafe { gpu::write_global(dst.add(start as usize).cast::<Vec4<T>>(), v) }
     } else {
         for (lane, x) in v.0.iter().enumerate() {
             let g = start + lane as u64;
             if g < len {
-                unsafe { dst.add(g as usize).write(*x) };
+                unsafe { gpu::write_global(dst.add(g as usize), *x) };
             }
         }
     }

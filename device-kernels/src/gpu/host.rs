@@ -5,7 +5,8 @@
 //! The workgroup's barrier is the backend's ([`Workgroup`]), so a barrier is a real one.
 //! What a GPU would let pass is raised as a [`Fault`] (by unwinding with it as the payload,
 //! which skips the panic hook): an access outside a carved array, a carve larger than the
-//! launch gave, a trap, a barrier only part of the workgroup reaches.
+//! launch gave, a device-memory access outside the launch's buffers ([`GlobalBuffer`]), a
+//! trap, a barrier only part of the workgroup reaches.
 
 extern crate std;
 
@@ -40,6 +41,32 @@ pub struct ThreadContext<'a> {
     pub sync: &'a dyn Workgroup,
     /// The thread-block cluster the workgroup runs in; `None`: a cluster of one.
     pub cluster: Option<Cluster<'a>>,
+    /// The launch's device-memory buffers, one per pointer parameter: every access through
+    /// [`super::read_global`], [`super::write_global`], the global atomics and the async
+    /// copies is checked against them ([`FaultKind::GlobalOverrun`]).
+    pub buffers: &'a [GlobalBuffer],
+}
+
+/// A device-memory buffer a launch passed to a pointer parameter, as the CPU backend
+/// allocated it: `bytes` at `base`, between guard zones of `guard_before` and `guard_after`
+/// bytes that no buffer owns. An address in a guard zone belongs to the buffer the zone
+/// guards, so an access a little past either end (up to a whole buffer's length past the
+/// end) is reported against the buffer it overran, not taken for an access to a neighbour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GlobalBuffer {
+    /// The kernel parameter it was passed as (`KernelEntry::param_names`).
+    pub param: &'static str,
+    pub base: usize,
+    pub bytes: usize,
+    pub guard_before: usize,
+    pub guard_after: usize,
+}
+
+impl GlobalBuffer {
+    /// Whether `addr` is in this buffer or its guard zones.
+    fn claims(&self, addr: usize) -> bool {
+        addr >= self.base.saturating_sub(self.guard_before) && addr < self.base + self.bytes + self.guard_after
+    }
 }
 
 /// A workgroup's place in its thread-block cluster, as the CPU backend emulates one: the
@@ -59,13 +86,27 @@ pub struct Cluster<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FaultKind {
     /// An access to element `index` of a carved array of `len` elements: bytes
-    /// `offset..offset + access_bytes` of a `region_bytes`-byte launch-sized region.
+    /// `offset..offset + access_bytes` of a `region_bytes`-byte launch-sized region (for
+    /// [`super::read_shared`], the array is the whole region in elements of the access's size).
     RegionOverrun {
         offset: u64,
         access_bytes: u32,
         region_bytes: u32,
         index: u32,
         len: u32,
+        at: &'static Location<'static>,
+    },
+    /// A device-memory access of `access_bytes` at byte `offset` (negative: before its start)
+    /// of the buffer passed as parameter `param`, outside its `buffer_bytes`; `index` is the
+    /// element (of the access's size) that offset is. An address in no buffer's guard zones
+    /// is reported against the nearest buffer.
+    GlobalOverrun {
+        param: &'static str,
+        write: bool,
+        index: i64,
+        offset: i64,
+        access_bytes: u32,
+        buffer_bytes: u64,
         at: &'static Location<'static>,
     },
     /// The kernel's carve needs `required` bytes; the launch gave `launched`.
@@ -98,6 +139,14 @@ impl fmt::Display for Fault {
                 "access outside the launch-sized region's carve at {at}: element {index} of an array of {len} \
                  (bytes {offset}..{} of a {region_bytes}-byte region)",
                 offset + *access_bytes as u64
+            ),
+            FaultKind::GlobalOverrun { param, write, index, offset, access_bytes, buffer_bytes, at } => write!(
+                f,
+                "{} of element {index} of `{param}` at {at}, outside the buffer: bytes {offset}..{} of {buffer_bytes} \
+                 ({} elements of {access_bytes} bytes)",
+                if *write { "store" } else { "load" },
+                offset + *access_bytes as i64,
+                buffer_bytes / (*access_bytes).max(1) as u64
             ),
             FaultKind::CarveTooLarge { required, launched, at } => {
                 write!(
@@ -212,6 +261,51 @@ pub(super) fn cluster_map(p: *const u8, access_bytes: u32, rank: u32) -> *const 
         None => fault(FaultKind::Panic(std::format!("cluster_map to rank {rank} outside a cluster"))),
     };
     (base + offset as usize) as *const u8
+}
+
+/// Faults unless the `access_bytes` at `addr` lie inside this workgroup's region.
+#[track_caller]
+pub(super) fn check_shared(addr: *const u8, access_bytes: u32) {
+    let c = context();
+    let offset = (addr as usize).wrapping_sub(c.region as usize) as u64;
+    if offset + access_bytes as u64 > c.region_bytes as u64 {
+        let size = access_bytes.max(1);
+        fault(FaultKind::RegionOverrun {
+            offset,
+            access_bytes,
+            region_bytes: c.region_bytes,
+            index: (offset / size as u64) as u32,
+            len: c.region_bytes / size,
+            at: Location::caller(),
+        });
+    }
+}
+
+/// Faults unless the `access_bytes` at `addr` lie inside one of the launch's buffers.
+#[track_caller]
+pub(super) fn check_global(addr: *const u8, access_bytes: u32, write: bool) {
+    let c = context();
+    let addr = addr as usize;
+    let inside = |b: &GlobalBuffer| addr >= b.base && addr + access_bytes as usize <= b.base + b.bytes;
+    let Some(owner) = c.buffers.iter().find(|b| b.claims(addr)).or_else(|| {
+        // In no buffer's guard zones: the nearest buffer.
+        c.buffers.iter().min_by_key(|b| (addr as i128 - b.base as i128).unsigned_abs())
+    }) else {
+        fault(FaultKind::Panic(std::format!("device-memory access at {addr:#x} in a launch with no buffers")))
+    };
+    if inside(owner) {
+        return;
+    }
+    let offset = (addr as i128 - owner.base as i128) as i64;
+    fault(FaultKind::GlobalOverrun {
+        param: owner.param,
+        write,
+        index: offset.div_euclid(access_bytes.max(1) as i64),
+        offset,
+        access_bytes,
+        buffer_bytes: owner.bytes as u64,
+        at: Location::caller(),
+    })
 }
 
 /// A global-memory synchronisation point of this thread (see [`Workgroup::interleave`]).

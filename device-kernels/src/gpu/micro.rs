@@ -138,6 +138,8 @@ impl HintedLoad for u32 {
     }
     #[inline(always)]
     unsafe fn load<const H: u32>(p: *const u32) -> u32 {
+        #[cfg(not(gpu))]
+        host::check_global(p.cast(), size_of::<u32>() as u32, false);
         #[cfg(target_arch = "nvptx64")]
         {
             hinted!(H, p, u32)
@@ -156,6 +158,8 @@ impl HintedLoad for Vec2<u32> {
     }
     #[inline(always)]
     unsafe fn load<const H: u32>(p: *const Vec2<u32>) -> Vec2<u32> {
+        #[cfg(not(gpu))]
+        host::check_global(p.cast(), size_of::<Vec2<u32>>() as u32, false);
         #[cfg(target_arch = "nvptx64")]
         {
             hinted!(H, p, v2)
@@ -174,6 +178,8 @@ impl HintedLoad for Vec4<u32> {
     }
     #[inline(always)]
     unsafe fn load<const H: u32>(p: *const Vec4<u32>) -> Vec4<u32> {
+        #[cfg(not(gpu))]
+        host::check_global(p.cast(), size_of::<Vec4<u32>>() as u32, false);
         #[cfg(target_arch = "nvptx64")]
         {
             hinted!(H, p, v4)
@@ -193,6 +199,20 @@ impl HintedLoad for Vec4<u32> {
 #[inline(always)]
 pub unsafe fn shared_load_volatile<T: Copy>(p: *const T) -> T {
     unsafe { p.read_volatile() }
+}
+
+/// A store to device memory that is never merged with, or removed in favour of, another
+/// (a volatile store: `st.volatile.global`), checked on the CPU backend like
+/// [`super::write_global`].
+///
+/// # Safety
+/// `p` is valid, aligned device memory for a `T`.
+#[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
+pub unsafe fn global_store_volatile<T: Copy>(p: *mut T, v: T) {
+    #[cfg(not(gpu))]
+    host::check_global(p.cast_const().cast(), size_of::<T>() as u32, true);
+    unsafe { p.write_volatile(v) }
 }
 
 /// An atomic read-modify-write the atomics probe times.
@@ -324,6 +344,8 @@ pub unsafe fn shared_fetch_add(p: *mut u32, v: u32) -> u32 {
 /// `p` is valid, 4-aligned device memory that every accessor touches atomically.
 #[inline(always)]
 pub unsafe fn global_atomic(op: AtomicOp, p: *mut u32, v: u32) -> u32 {
+    #[cfg(not(gpu))]
+    host::check_global(p.cast_const().cast(), 4, true);
     #[cfg(target_arch = "nvptx64")]
     {
         // SAFETY: the caller's contract.

@@ -266,12 +266,60 @@ pub fn rsqrt(x: f32) -> f32 {
     arch::rsqrt(x)
 }
 
+/// Reads the `T` at `p` in device (global) memory. Kernels read device memory only through
+/// this, the atomics and the async copies below, so that the CPU backend checks every
+/// access against the launch's buffers and faults on one outside them
+/// ([`host::FaultKind::GlobalOverrun`]); on a GPU it is a plain load.
+///
+/// # Safety
+/// `p` is valid, aligned device memory for a `T` that no other thread writes meanwhile.
+#[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
+pub unsafe fn read_global<T: Copy>(p: *const T) -> T {
+    #[cfg(not(gpu))]
+    host::check_global(p.cast(), size_of::<T>() as u32, false);
+    unsafe { p.read() }
+}
+
+/// Writes `v` to the `T` at `p` in device (global) memory: the store [`read_global`] is the
+/// load of (checked on the CPU backend, a plain store on a GPU).
+///
+/// # Safety
+/// `p` is valid, aligned device memory for a `T` that no other thread reads or writes
+/// meanwhile.
+#[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
+pub unsafe fn write_global<T: Copy>(p: *mut T, v: T) {
+    #[cfg(not(gpu))]
+    host::check_global(p.cast_const().cast(), size_of::<T>() as u32, true);
+    unsafe { p.write(v) }
+}
+
+/// Reads the `T` at `p` in this workgroup's launch-sized region, for the register-tile loops
+/// that walk a [`SharedArray::range_ptr`] by constant offsets (every other access goes
+/// through [`SharedArray`]). Checked against the region on the CPU backend; a plain load on
+/// a GPU.
+///
+/// # Safety
+/// `p` is inside a range [`SharedArray::range_ptr`] returned, aligned for `T`, and no other
+/// thread writes it meanwhile.
+#[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
+pub unsafe fn read_shared<T: Copy>(p: *const T) -> T {
+    #[cfg(not(gpu))]
+    host::check_shared(p.cast(), size_of::<T>() as u32);
+    unsafe { p.read() }
+}
+
 /// Atomically adds `v` to the `u32` at `p` in device (global) memory; returns the old value.
 ///
 /// # Safety
 /// `p` is valid, 4-aligned device memory that every accessor touches atomically.
 #[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn atomic_add_global_u32(p: *mut u32, v: u32) -> u32 {
+    #[cfg(not(gpu))]
+    host::check_global(p.cast_const().cast(), 4, true);
     #[cfg(not(gpu))]
     host::interleave();
     unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, core::sync::atomic::Ordering::Relaxed)
@@ -284,7 +332,10 @@ pub unsafe fn atomic_add_global_u32(p: *mut u32, v: u32) -> u32 {
 /// # Safety
 /// As [`atomic_add_global_u32`].
 #[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn atomic_add_global_f32(p: *mut f32, v: f32) {
+    #[cfg(not(gpu))]
+    host::check_global(p.cast_const().cast(), 4, true);
     #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!("red.add.f32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack));
@@ -315,7 +366,10 @@ pub unsafe fn atomic_add_global_f32(p: *mut f32, v: f32) {
 /// # Safety
 /// As [`atomic_add_global_u32`], 8-aligned.
 #[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
+    #[cfg(not(gpu))]
+    host::check_global(p.cast(), 8, false);
     #[cfg(not(gpu))]
     host::interleave();
     unsafe { core::sync::atomic::AtomicU64::from_ptr(p.cast_mut()) }.load(core::sync::atomic::Ordering::Acquire)
@@ -326,7 +380,10 @@ pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
 /// # Safety
 /// As [`load_acquire_u64`].
 #[inline(always)]
+#[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
+    #[cfg(not(gpu))]
+    host::check_global(p.cast_const().cast(), 8, true);
     unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }.store(v, core::sync::atomic::Ordering::Release);
     #[cfg(not(gpu))]
     host::interleave();
@@ -825,6 +882,8 @@ impl<T: Copy> SharedArray<T> {
     pub unsafe fn copy_async(self, i: u32, src: *const T) {
         const { assert!(size_of::<T>() == 16 && align_of::<T>() >= 16) };
         self.check(i);
+        #[cfg(not(gpu))]
+        host::check_global(src.cast(), 16, false);
         unsafe { copy_async_16(self.ptr.add(i as usize).cast(), src.cast()) }
     }
     /// Starts copying one 4-byte element `i` from device memory at `src` (`cp.async.ca`,
@@ -838,6 +897,8 @@ impl<T: Copy> SharedArray<T> {
     pub unsafe fn copy_async_word(self, i: u32, src: *const T) {
         const { assert!(size_of::<T>() == 4 && align_of::<T>() >= 4) };
         self.check(i);
+        #[cfg(not(gpu))]
+        host::check_global(src.cast(), 4, false);
         unsafe { copy_async_4(self.ptr.add(i as usize).cast(), src.cast()) }
     }
     /// Element `start` as a [`SharedPtr`], after checking (as [`SharedArray::range_ptr`]

@@ -8,7 +8,8 @@
 //! ones (odd sides, rows that are not multiples of 4). Labels are unique within a section.
 //! Under `[random]`, a `gpu:` and a `small:` line give templates for shapes drawn at run
 //! time (`dynsmem shapes --random N --random-seed S`): an option's value `A..B` is drawn
-//! log-uniformly from that range ([`Suite::random`]).
+//! log-uniformly from that range, and a value `a|b|c` uniformly from its choices
+//! ([`Suite::random`]). `tests/properties.rs` draws its problems from the `small:` lines.
 
 use super::{AnyBackend, DynFamily, Resolved, Sizes};
 use crate::backend::Variant;
@@ -62,8 +63,8 @@ impl Suite {
 
     /// `count` shapes drawn from `section`'s `[random]` template with `seed`: every range
     /// `A..B` (inclusive) drawn log-uniformly, each independently (so skinny, deep and
-    /// odd-sided shapes all come up), labelled `random-SEED-I`. Empty where the suite has
-    /// no template for the section.
+    /// odd-sided shapes all come up), every choice `a|b|c` uniformly, labelled
+    /// `random-SEED-I`. Empty where the suite has no template for the section.
     pub fn random(&self, section: Section, count: usize, seed: u64) -> Vec<Shape> {
         let Some((_, template)) = self.random.iter().find(|(s, _)| *s == section) else { return Vec::new() };
         let mut rng = SplitMix64::new(seed);
@@ -73,9 +74,10 @@ impl Suite {
                 args: template
                     .args
                     .iter()
-                    .map(|a| match parse_range(a) {
-                        Some((lo, hi)) => log_uniform(&mut rng, lo, hi).to_string(),
-                        None => a.clone(),
+                    .map(|a| match (parse_range(a), parse_choice(a)) {
+                        (Some((lo, hi)), _) => log_uniform(&mut rng, lo, hi).to_string(),
+                        (None, Some(choices)) => choices[rng.below(choices.len() as u64) as usize].to_string(),
+                        (None, None) => a.clone(),
                     })
                     .collect(),
                 line: template.line,
@@ -85,10 +87,16 @@ impl Suite {
 }
 
 /// `A..B` with `0 < A <= B`, as `(A, B)`.
-fn parse_range(arg: &str) -> Option<(u64, u64)> {
+pub fn parse_range(arg: &str) -> Option<(u64, u64)> {
     let (lo, hi) = arg.split_once("..")?;
     let (lo, hi) = (lo.parse::<u64>().ok()?, hi.parse::<u64>().ok()?);
     (lo > 0 && lo <= hi).then_some((lo, hi))
+}
+
+/// `a|b|c` (two or more non-empty choices), as its choices.
+pub fn parse_choice(arg: &str) -> Option<Vec<&str>> {
+    let choices: Vec<&str> = arg.split('|').collect();
+    (choices.len() > 1 && choices.iter().all(|c| !c.is_empty())).then_some(choices)
 }
 
 /// An integer in `[lo, hi]` whose logarithm is uniform over `[ln lo, ln (hi + 1))`.
@@ -291,6 +299,12 @@ mod tests {
         assert_eq!(suite.random(Section::Gpu, 3, 5), suite.random(Section::Gpu, 3, 5));
         assert_ne!(suite.random(Section::Gpu, 3, 5)[0].args, suite.random(Section::Gpu, 3, 6)[0].args);
         assert!(suite.random(Section::Small, 50, 1).iter().all(|s| ["1", "2", "3"].contains(&s.args[1].as_str())));
+        // Choices: each drawn, nothing else.
+        let choose = parse("reduce", "[random]\nsmall: --n 1..9 --op sum|min|max").unwrap();
+        let ops: std::collections::BTreeSet<String> =
+            choose.random(Section::Small, 60, 2).into_iter().map(|s| s.args[3].clone()).collect();
+        assert_eq!(ops.into_iter().collect::<Vec<_>>(), ["max", "min", "sum"]);
+        assert_eq!(parse_choice("a||b"), None);
         let bad = |text: &str| parse("sgemm", text).unwrap_err().to_string();
         assert!(bad("[random]\nhuge: --m 1..4").contains("`gpu: ...`"));
         assert!(bad("[random]\ngpu: --m 4").contains("range"));

@@ -95,7 +95,7 @@ unsafe fn window_mean(x: *const f32, y: *mut f32, n: u32, window: u32, per_threa
         let len = (span + window - 1).min(n - start);
         let mut i = tid;
         while i < len {
-            unsafe { tile.write(i, x.add((start + i) as usize).read()) };
+            unsafe { tile.write(i, gpu::read_global(x.add((start + i) as usize))) };
             i += block;
         }
         gpu::barrier();
@@ -109,7 +109,7 @@ unsafe fn window_mean(x: *const f32, y: *mut f32, n: u32, window: u32, per_threa
                     s += unsafe { tile.read(o + j) };
                     j += 1;
                 }
-                unsafe { y.add((start + o) as usize).write(s * inv) };
+                unsafe { gpu::write_global(y.add((start + o) as usize), s * inv) };
             }
             k += 1;
         }
@@ -142,7 +142,7 @@ unsafe fn chunk_sums(x: *const u32, sums: *mut u32, n: u32, chunk: u32) {
     let mut acc = 0u32;
     let mut i = start + tid;
     while i < end {
-        acc = acc.wrapping_add(unsafe { x.add(i as usize).read() });
+        acc = acc.wrapping_add(unsafe { gpu::read_global(x.add(i as usize)) });
         i += block;
     }
     unsafe { scratch.write(tid, acc) };
@@ -154,7 +154,7 @@ unsafe fn chunk_sums(x: *const u32, sums: *mut u32, n: u32, chunk: u32) {
             total = total.wrapping_add(unsafe { scratch.read(t) });
             t += 1;
         }
-        unsafe { sums.add(gpu::block_idx_x() as usize).write(total) };
+        unsafe { gpu::write_global(sums.add(gpu::block_idx_x() as usize), total) };
     }
 }
 

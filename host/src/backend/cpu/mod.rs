@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
-use dynsmem_kernels::gpu::host::{Cluster, Fault, FaultKind, ThreadContext, with_context};
+use dynsmem_kernels::gpu::host::{Cluster, Fault, FaultKind, GlobalBuffer, ThreadContext, with_context};
 use dynsmem_kernels::{KernelEntry, ParamKind};
 
 use self::sync::WorkgroupSync;
@@ -40,12 +40,26 @@ use super::{Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDim
 use crate::element::Element;
 use crate::error::{Error, Result};
 
-/// Host memory standing in for device memory: 16-byte aligned, zero-filled, rounded up to
-/// 16 bytes so 16-byte vector loads of a tail stay inside it.
+/// Host memory standing in for device memory: `bytes` (zero-filled, [`REGION_ALIGN`]-aligned)
+/// between two guard zones that no buffer owns, [`GUARD_BEFORE`] bytes before and at least
+/// the buffer's own length (and [`GUARD_AFTER_MIN`]) after. Kernels' device-memory accesses
+/// are checked against `bytes` ([`GlobalBuffer`]); an access up to a buffer's length past
+/// its end lands in its own guard zone, so it is reported against the buffer it overran,
+/// never taken for an access to the next allocation. The guard zones are allocated
+/// zero-filled and never written, so the operating system backs large ones with no memory.
+///
+/// [`REGION_ALIGN`]: dynsmem_kernels::gpu::REGION_ALIGN
 pub struct CpuMem {
-    ptr: NonNull<u8>,
+    /// The allocation: the guard zones and the buffer.
+    alloc: NonNull<u8>,
     layout: Layout,
+    bytes: usize,
 }
+
+/// Bytes of the guard zone before each [`CpuMem`] buffer (a multiple of the alignment).
+const GUARD_BEFORE: usize = 4096;
+/// The least bytes of the guard zone after each [`CpuMem`] buffer.
+const GUARD_AFTER_MIN: usize = 4096;
 
 // SAFETY: plain owned memory; kernels share it across threads the way GPU threads share
 // device memory, and the backend waits for every launch before returning.
@@ -63,12 +77,15 @@ impl CpuMem {
                 total: mem.map(|m| m.total),
             }
         };
-        let size = bytes.max(1).checked_next_multiple_of(16).ok_or_else(|| oom(bytes as u64))?;
+        let size = bytes
+            .checked_next_multiple_of(16)
+            .and_then(|b| b.checked_add(GUARD_BEFORE + b.max(GUARD_AFTER_MIN)))
+            .ok_or_else(|| oom(bytes as u64))?;
         let layout = Layout::from_size_align(size, dynsmem_kernels::gpu::REGION_ALIGN as usize)
             .map_err(|_| oom(bytes as u64))?;
-        // SAFETY: non-zero size.
-        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(|| oom(size as u64))?;
-        Ok(CpuMem { ptr, layout })
+        // SAFETY: non-zero size (the guard zones).
+        let alloc = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(|| oom(size as u64))?;
+        Ok(CpuMem { alloc, layout, bytes })
     }
 
     /// Like [`CpuMem::zeroed`], every byte `byte`.
@@ -83,27 +100,43 @@ impl CpuMem {
     /// # Safety
     /// No other thread reads or writes the memory meanwhile.
     unsafe fn poison(&self) {
-        unsafe { std::ptr::write_bytes(self.ptr.as_ptr(), REGION_POISON, self.layout.size()) };
+        unsafe { std::ptr::write_bytes(self.ptr(), REGION_POISON, self.bytes) };
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        // SAFETY: the guard zone before the buffer is inside the allocation.
+        unsafe { self.alloc.as_ptr().add(GUARD_BEFORE) }
     }
 
     fn addr(&self) -> u64 {
-        self.ptr.as_ptr() as u64
+        self.ptr() as u64
+    }
+
+    /// The buffer as a kernel parameter `param` sees it.
+    fn global(&self, param: &'static str) -> GlobalBuffer {
+        GlobalBuffer {
+            param,
+            base: self.ptr() as usize,
+            bytes: self.bytes,
+            guard_before: GUARD_BEFORE,
+            guard_after: self.layout.size() - GUARD_BEFORE - self.bytes,
+        }
     }
 
     fn bytes(&self) -> &[u8] {
         // SAFETY: owned, initialised (zeroed) memory of this size.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.bytes) }
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.bytes) }
     }
 }
 
 impl Drop for CpuMem {
     fn drop(&mut self) {
         // SAFETY: allocated with this layout.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+        unsafe { std::alloc::dealloc(self.alloc.as_ptr(), self.layout) }
     }
 }
 
@@ -313,6 +346,7 @@ fn execute(
     entry: &'static KernelEntry,
     dims: LaunchDims,
     slots: &[u64],
+    buffers: &[GlobalBuffer],
     schedule: Schedule,
     seed: u64,
     skip_first: bool,
@@ -380,6 +414,7 @@ fn execute(
                             region_bytes: dims.shared_bytes,
                             sync,
                             cluster,
+                            buffers,
                         };
                         let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
                             with_context(&ctx, || {
@@ -488,7 +523,7 @@ impl Backend for CpuBackend {
     fn fill_zero<T: Element>(&self, buf: &Buffer<Self::Raw, T>) -> Result<()> {
         // SAFETY: owned memory of at least `buf.bytes()` bytes; no launch runs concurrently
         // (launches on this backend return when they finish).
-        unsafe { std::ptr::write_bytes(buf.raw().ptr.as_ptr(), 0, buf.bytes() as usize) };
+        unsafe { std::ptr::write_bytes(buf.raw().ptr(), 0, buf.bytes() as usize) };
         Ok(())
     }
 
@@ -530,10 +565,18 @@ impl Backend for CpuBackend {
                 Arg::F32(v) => v.to_bits() as u64,
             })
             .collect();
+        let buffers: Vec<GlobalBuffer> = args
+            .iter()
+            .zip(kernel.param_names)
+            .filter_map(|(a, &name)| match *a {
+                Arg::Buffer(mem) => Some(mem.global(name)),
+                _ => None,
+            })
+            .collect();
         let launch = self.launches.fetch_add(1, Ordering::Relaxed);
         let seed = crate::rng::SplitMix64::new(self.schedule.seed ^ launch.rotate_left(32)).next_u64();
         let skip = self.skip_first.as_deref() == Some(kernel.name);
-        execute(kernel, dims, &slots, self.schedule, seed, skip).map_err(|f| Error::KernelFault {
+        execute(kernel, dims, &slots, &buffers, self.schedule, seed, skip).map_err(|f| Error::KernelFault {
             backend: BackendKind::Cpu,
             kernel: f.kernel.into(),
             workgroup: f.workgroup,

@@ -1,0 +1,248 @@
+//! Property tests over the registry: every family at random problems, each with a random
+//! valid config, run and checked against the family's CPU reference. On the CPU backend
+//! (the Rust kernels, with their memory accesses checked) and on WGSL (lavapipe in CI: the
+//! static twins). No family is named here: a family added to the registry is in it.
+//!
+//! - The problem: drawn from the `small:` template of the family's `shapes.txt`
+//!   (`[random]`: ranges log-uniformly, `a|b` choices uniformly), so odd sizes, tails and
+//!   edge tiles come up.
+//! - The config: a uniformly drawn point of the family's search space on the target (every
+//!   point the tuner would try), so paths the default configs never take run too.
+//! - A failure is shrunk before it is reported: each drawn dimension is moved toward its
+//!   range's low end while the same config still fails, and the smallest failing case is
+//!   printed with the `dynsmem run` options that replay it.
+//!
+//! `DYNSMEM_PROPERTY_CASES` (cases per family, backend and variant; default
+//! [`DEFAULT_CASES`]) and `DYNSMEM_PROPERTY_SEED` set the run; `ci/properties.sh` runs a
+//! long one.
+
+mod common;
+
+use common::wgsl_or_skip;
+use dynsmem::host::Error;
+use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::backend::{Backend, Variant};
+use dynsmem::host::contract::FamilyBackend;
+use dynsmem::host::families::FAMILIES;
+use dynsmem::host::family::shapes::{self, Section};
+use dynsmem::host::family::{DynFamily, Sizes};
+use dynsmem::host::rng::SplitMix64;
+use dynsmem::host::tune::{ErasedTunable, SearchSpace, Target, Tunable};
+
+/// Cases per family, backend and variant in the README's test command.
+const DEFAULT_CASES: usize = 3;
+/// Most candidate cases a shrink tries.
+const SHRINK_STEPS: usize = 60;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
+/// What one case came to.
+#[derive(Debug)]
+enum Outcome {
+    Passed,
+    /// Not run, and why: the problem or every config refused, or the backend lacks the family.
+    Skipped(String),
+    Failed(String),
+}
+
+/// A drawn case: the problem's options and the config's JSON (`None`: the family has no
+/// search space, and its default config for the problem runs).
+#[derive(Debug, Clone)]
+struct Case {
+    args: Vec<String>,
+    config: Option<serde_json::Value>,
+}
+
+/// Runs `case` of `family` on `backend` in `variant`: prepare (validation, inputs,
+/// reference), run, check.
+fn run<B: FamilyBackend>(family: &dyn DynFamily, backend: &B, variant: Variant, case: &Case, seed: u64) -> Outcome {
+    let cmd = family.run_args(clap::Command::new(family.name()).no_binary_name(true));
+    let m = match cmd.try_get_matches_from(&case.args) {
+        Ok(m) => m,
+        Err(e) => return Outcome::Failed(format!("the template's options do not parse: {e}")),
+    };
+    let sizes = Sizes::cpu_backend();
+    let (problem, config) = match (&case.config, family.problem(&m, &sizes)) {
+        (_, Err(e)) => return Outcome::Skipped(format!("problem refused: {e}")),
+        (Some(c), Ok((p, _))) => (p, c.clone()),
+        (None, Ok((p, _))) => match family.resolve(&m, backend.erase(), variant, &sizes, None) {
+            Ok(r) => (p, r.config),
+            Err(e) => return Outcome::Skipped(format!("no default config: {e}")),
+        },
+    };
+    let w = match family.prepare(backend.erase(), &problem, &config, variant, seed) {
+        Ok(w) => w,
+        Err(e @ (Error::Unsupported { .. } | Error::OutOfMemory { .. } | Error::ProblemTooLarge { .. })) => {
+            return Outcome::Skipped(e.to_string());
+        }
+        // A config of the space that prepare refuses is the gates disagreeing.
+        Err(e) => return Outcome::Failed(format!("prepare: {e}")),
+    };
+    match w.run().and_then(|()| w.check()) {
+        Ok(_) => Outcome::Passed,
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+/// A random valid config of `family`'s space for the problem `args`, on `backend` in
+/// `variant`: `Ok(None)` where the family has no space, `Err` where the problem is refused
+/// or no config of the space fits it.
+fn draw_config<B: FamilyBackend>(
+    family: &dyn DynFamily,
+    backend: &B,
+    variant: Variant,
+    args: &[String],
+    rng: &mut SplitMix64,
+) -> Result<Option<serde_json::Value>, String> {
+    let cmd = family.run_args(clap::Command::new(family.name()).no_binary_name(true));
+    let m = cmd.try_get_matches_from(args).map_err(|e| e.to_string())?;
+    let (problem, _) = family.problem(&m, &Sizes::cpu_backend()).map_err(|e| e.to_string())?;
+    let Some(tunable) = family.tunable(&problem).map_err(|e| e.to_string())? else { return Ok(None) };
+    let tunable = ErasedTunable::new(tunable);
+    let space = SearchSpace::build(&tunable, &Target::of(backend, variant), &[]).map_err(|e| e.to_string())?;
+    if space.points.is_empty() {
+        return Err(format!("no config of the space fits ({} filtered)", space.filtered.len()));
+    }
+    let point = &space.points[rng.below(space.points.len() as u64) as usize];
+    Ok(Some(tunable.config(point)))
+}
+
+/// The smallest case the failing `case` shrinks to under `fails`: each option drawn from a
+/// range (`ranges[i]` is `Some((low, high))` for argument `i`) is moved to its low end, or
+/// halfway there, or one step down, for as long as the case still fails; the config stays.
+fn shrink(case: &Case, ranges: &[Option<(u64, u64)>], mut fails: impl FnMut(&Case) -> bool) -> Case {
+    let mut best = case.clone();
+    let mut steps = 0;
+    'outer: loop {
+        for (i, range) in ranges.iter().enumerate() {
+            let Some((low, _)) = *range else { continue };
+            let Ok(v) = best.args[i].parse::<u64>() else { continue };
+            let mut tries = vec![low, low + (v - low) / 2, v.saturating_sub(1)];
+            tries.dedup();
+            for t in tries.into_iter().filter(|&t| t >= low && t < v) {
+                if steps == SHRINK_STEPS {
+                    break 'outer;
+                }
+                steps += 1;
+                let mut smaller = best.clone();
+                smaller.args[i] = t.to_string();
+                if fails(&smaller) {
+                    best = smaller;
+                    continue 'outer;
+                }
+            }
+        }
+        break;
+    }
+    best
+}
+
+/// Draws and runs `cases` cases of every family on `backend`, each of its variants; panics
+/// with every failure (shrunk). Returns (ran, skipped).
+fn check_registry<B: FamilyBackend>(backend: &B, cases: usize, seed: u64) -> (usize, usize) {
+    let (mut ran, mut skipped, mut failures) = (0, 0, Vec::new());
+    for (index, family) in FAMILIES.iter().enumerate() {
+        let suite = shapes::parse(family.name(), family.shapes()).unwrap();
+        let Some((_, template)) = suite.random.iter().find(|(s, _)| *s == Section::Small) else {
+            // A family without a small template must be one the CPU backends cannot run.
+            let refused = run(*family, backend, backend.variants()[0], &Case { args: Vec::new(), config: None }, seed);
+            assert!(matches!(refused, Outcome::Skipped(_)), "{}: no [random] small: template", family.name());
+            continue;
+        };
+        let ranges: Vec<Option<(u64, u64)>> = template.args.iter().map(|a| shapes::parse_range(a)).collect();
+        for &variant in backend.variants() {
+            let mut rng = SplitMix64::new(seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let shapes = suite.random(Section::Small, cases, rng.next_u64());
+            let (mut family_ran, mut family_skipped) = (0, Vec::new());
+            for shape in &shapes {
+                let config = match draw_config(*family, backend, variant, &shape.args, &mut rng) {
+                    Ok(c) => c,
+                    Err(why) => {
+                        family_skipped.push(format!("{}: {why}", shape.args.join(" ")));
+                        continue;
+                    }
+                };
+                let case = Case { args: shape.args.clone(), config };
+                match run(*family, backend, variant, &case, seed) {
+                    Outcome::Passed => family_ran += 1,
+                    Outcome::Skipped(why) => family_skipped.push(format!("{}: {why}", shape.args.join(" "))),
+                    Outcome::Failed(first) => {
+                        let small = shrink(&case, &ranges, |c| {
+                            matches!(run(*family, backend, variant, c, seed), Outcome::Failed(_))
+                        });
+                        let why = match run(*family, backend, variant, &small, seed) {
+                            Outcome::Failed(why) => why,
+                            _ => first,
+                        };
+                        failures.push(format!(
+                            "{} {variant} on {}: `dynsmem run {} {}` with config {} (seed {seed}; drawn as {}): {why}",
+                            family.name(),
+                            backend.info().name,
+                            family.name(),
+                            small.args.join(" "),
+                            small.config.map_or("(default)".into(), |c| c.to_string()),
+                            case.args.join(" "),
+                        ));
+                    }
+                }
+            }
+            // Skips are allowed (a drawn problem no config fits), not a majority of them: a
+            // template that draws mostly refused problems tests nothing.
+            assert!(
+                family_skipped.len() * 2 <= shapes.len(),
+                "{} {variant}: {} of {} cases skipped:\n{}",
+                family.name(),
+                family_skipped.len(),
+                shapes.len(),
+                family_skipped.join("\n")
+            );
+            ran += family_ran;
+            skipped += family_skipped.len();
+        }
+    }
+    assert!(failures.is_empty(), "{} failing cases:\n{}", failures.len(), failures.join("\n"));
+    (ran, skipped)
+}
+
+fn settings() -> (usize, u64) {
+    (env_or("DYNSMEM_PROPERTY_CASES", DEFAULT_CASES), env_or("DYNSMEM_PROPERTY_SEED", 1))
+}
+
+#[test]
+fn random_configs_at_random_problems_on_the_cpu_backend() {
+    let (cases, seed) = settings();
+    let cpu = CpuBackend::new();
+    let (ran, skipped) = check_registry(&cpu, cases, seed);
+    common::note(&format!(
+        "properties on the CPU backend: {ran} cases verified, {skipped} skipped ({cases} per family, seed {seed})"
+    ));
+    assert!(ran >= FAMILIES.len() - 1, "{ran} cases ran");
+}
+
+#[test]
+fn random_configs_at_random_problems_on_wgsl() {
+    let Some(wgsl) = wgsl_or_skip("properties::random_configs_at_random_problems_on_wgsl") else { return };
+    let (cases, seed) = settings();
+    let (ran, skipped) = check_registry(&wgsl, cases, seed);
+    common::note(&format!(
+        "properties on WGSL ({}): {ran} cases verified, {skipped} skipped ({cases} per family and variant, seed {seed})",
+        wgsl.info().name
+    ));
+    assert!(ran >= FAMILIES.len() - 1, "{ran} cases ran");
+}
+
+#[test]
+fn a_failure_shrinks_to_the_smallest_failing_dimensions() {
+    // A "kernel" that fails from n >= 37 on when m is odd: the shrink finds n = 37 and the
+    // smallest odd m, and leaves the choice argument alone.
+    let case = Case { args: ["--n", "5000", "--m", "91", "--op", "max"].map(String::from).to_vec(), config: None };
+    let ranges = [None, Some((1, 70000)), None, Some((3, 200)), None, None];
+    let fails = |c: &Case| {
+        let (n, m): (u64, u64) = (c.args[1].parse().unwrap(), c.args[3].parse().unwrap());
+        n >= 37 && m % 2 == 1
+    };
+    let small = shrink(&case, &ranges, fails);
+    assert_eq!(small.args, ["--n", "37", "--m", "3", "--op", "max"]);
+}
