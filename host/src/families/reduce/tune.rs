@@ -78,7 +78,8 @@ impl Space for Reduce {
         if target.backend == crate::backend::BackendKind::Cpu {
             vec![
                 Param::new("block", &[4, 8, 16, 32, 64]),
-                Param::new("ipt", &[4, 8, 16, 32, 64, 128]),
+                // Not only multiples of 4: the staged copy's scalar tail after its vectors.
+                Param::new("ipt", &[1, 3, 4, 6, 8, 16, 32, 64, 128]),
                 Param::new("staged", &[0, 1]),
             ]
         } else {
