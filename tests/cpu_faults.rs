@@ -144,7 +144,7 @@ fn fault(result: dynsmem::host::Result<()>) -> (String, u32, u32, FaultKind, Str
         Err(e @ Error::KernelFault { .. }) => {
             let msg = e.to_string();
             let Error::KernelFault { kernel, workgroup, thread, fault: Some(kind), .. } = e else { unreachable!() };
-            (kernel, workgroup, thread, kind, msg)
+            (kernel, workgroup, thread, *kind, msg)
         }
         other => panic!("expected a kernel fault, got {other:?}"),
     }
@@ -260,7 +260,12 @@ fn a_load_one_element_past_a_buffer_is_reported_with_buffer_and_index() {
     let (param, write, index, offset, access, bytes, file) = global_overrun(&kind);
     assert_eq!((param, write, index, offset, access, bytes), ("input", false, 64, 256, 4, 256));
     assert!(file.ends_with("cpu_faults.rs"), "the kernel's line, not the accessor's: {file}");
-    assert!(msg.contains("workgroup 1 thread 31") && msg.contains("load of element 64 of `input`"), "{msg}");
+    assert!(
+        msg.contains("workgroup 1 thread 31")
+            && msg.contains("load of element 64 of `input`")
+            && msg.contains("bytes 256..260 of a 256-byte buffer"),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -110,8 +110,9 @@ pub enum Error {
     /// The arguments of a launch do not match the kernel's parameters.
     #[error("{kernel}: launched with arguments {got}, the kernel takes {expected}")]
     ArgumentMismatch { kernel: String, expected: String, got: String },
-    /// A kernel faulted: on the CPU backend an access outside its carve, a carve larger
-    /// than the launch, a trap or a divergent barrier, with where it happened.
+    /// A kernel faulted: on the CPU backend an access outside its carve or its buffers, a
+    /// carve larger than the launch, a trap or a divergent barrier, with where it happened
+    /// (`fault`, boxed: the largest kind would make every `Result` of the crate larger).
     #[error("{backend}: kernel fault: {detail}")]
     KernelFault {
         backend: BackendKind,
@@ -119,7 +120,7 @@ pub enum Error {
         workgroup: u32,
         thread: u32,
         detail: String,
-        fault: Option<dynsmem_kernels::gpu::host::FaultKind>,
+        fault: Option<Box<dynsmem_kernels::gpu::host::FaultKind>>,
     },
     /// A result differs from the CPU reference beyond the tolerance.
     #[error(transparent)]

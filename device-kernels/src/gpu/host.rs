@@ -142,11 +142,10 @@ impl fmt::Display for Fault {
             ),
             FaultKind::GlobalOverrun { param, write, index, offset, access_bytes, buffer_bytes, at } => write!(
                 f,
-                "{} of element {index} of `{param}` at {at}, outside the buffer: bytes {offset}..{} of {buffer_bytes} \
-                 ({} elements of {access_bytes} bytes)",
+                "{} of element {index} of `{param}` at {at}, outside the buffer: bytes {offset}..{} of a \
+                 {buffer_bytes}-byte buffer",
                 if *write { "store" } else { "load" },
                 offset + *access_bytes as i64,
-                buffer_bytes / (*access_bytes).max(1) as u64
             ),
             FaultKind::CarveTooLarge { required, launched, at } => {
                 write!(

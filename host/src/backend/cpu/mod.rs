@@ -582,7 +582,7 @@ impl Backend for CpuBackend {
             workgroup: f.workgroup,
             thread: f.thread,
             detail: format!("{f} (CPU schedule: seed {}, launch {launch})", self.schedule.seed),
-            fault: Some(f.kind),
+            fault: Some(Box::new(f.kind)),
         })
     }
 
