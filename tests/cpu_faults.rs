@@ -126,13 +126,21 @@ dynsmem_kernels::kernels! { BROKEN;
 /// Launches `kernel` on a fresh backend in another thread; fails the test if it does not
 /// come back within 20 s (a hang is exactly what the CPU backend must not do).
 fn launch(kernel: &'static str, dims: LaunchDims) -> dynsmem::host::Result<()> {
+    launch_with(kernel, dims, None)
+}
+
+/// [`launch`] with an `input` of `input_len` `u32`s (`0, 1, ...`) before the 64-element `out`
+/// where `input_len` is given.
+fn launch_with(kernel: &'static str, dims: LaunchDims, input_len: Option<usize>) -> dynsmem::host::Result<()> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let cpu = CpuBackend::with_kernels(&[BROKEN]);
         let result = (|| {
+            let input = input_len.map(|n| cpu.htod(&(0..n as u32).collect::<Vec<_>>())).transpose()?;
             let out = cpu.alloc::<u32>(64)?;
             let k = cpu.kernel(kernel)?;
-            cpu.launch(&k, dims, &[out.arg()])
+            let args: Vec<_> = input.iter().map(|i| i.arg()).chain([out.arg()]).collect();
+            cpu.launch(&k, dims, &args)
         })();
         let _ = tx.send(result);
     });
@@ -224,23 +232,6 @@ fn arguments_that_do_not_match_the_kernel_are_refused() {
     assert!(matches!(r, Err(Error::ArgumentMismatch { .. })), "{r:?}");
 }
 
-/// Launches `kernel` with an `input` of `input_len` `u32`s (`0, 1, ...`) and a 64-element
-/// `out`, as [`launch`] does.
-fn launch_with_input(kernel: &'static str, input_len: usize, dims: LaunchDims) -> dynsmem::host::Result<()> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let cpu = CpuBackend::with_kernels(&[BROKEN]);
-        let result = (|| {
-            let input = cpu.htod(&(0..input_len as u32).collect::<Vec<_>>())?;
-            let out = cpu.alloc::<u32>(64)?;
-            let k = cpu.kernel(kernel)?;
-            cpu.launch(&k, dims, &[input.arg(), out.arg()])
-        })();
-        let _ = tx.send(result);
-    });
-    rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("{kernel} hung the CPU backend"))
-}
-
 /// The fault's buffer, load or store, element index, byte offset, access size, buffer
 /// size and source file.
 fn global_overrun(kind: &FaultKind) -> (&'static str, bool, i64, i64, u32, u64, &'static str) {
@@ -255,7 +246,7 @@ fn global_overrun(kind: &FaultKind) -> (&'static str, bool, i64, i64, u32, u64, 
 #[test]
 fn a_load_one_element_past_a_buffer_is_reported_with_buffer_and_index() {
     let (kernel, workgroup, thread, kind, msg) =
-        fault(launch_with_input("reads_one_past", 64, LaunchDims::new(2, 32, 0)));
+        fault(launch_with("reads_one_past", LaunchDims::new(2, 32, 0), Some(64)));
     assert_eq!((kernel.as_str(), workgroup, thread), ("reads_one_past", 1, 31));
     let (param, write, index, offset, access, bytes, file) = global_overrun(&kind);
     assert_eq!((param, write, index, offset, access, bytes), ("input", false, 64, 256, 4, 256));
@@ -270,7 +261,7 @@ fn a_load_one_element_past_a_buffer_is_reported_with_buffer_and_index() {
 
 #[test]
 fn a_store_before_a_buffer_is_reported() {
-    let (_, workgroup, thread, kind, msg) = fault(launch_with_input("writes_one_before", 8, LaunchDims::new(1, 8, 0)));
+    let (_, workgroup, thread, kind, msg) = fault(launch_with("writes_one_before", LaunchDims::new(1, 8, 0), Some(8)));
     assert_eq!((workgroup, thread), (0, 3));
     let (param, write, index, offset, access, bytes, _) = global_overrun(&kind);
     assert_eq!((param, write, index, offset, access, bytes), ("out", true, -1, -4, 4, 256));
@@ -279,7 +270,7 @@ fn a_store_before_a_buffer_is_reported() {
 
 #[test]
 fn an_overrun_by_a_whole_buffer_is_charged_to_the_buffer_overrun() {
-    let (_, _, thread, kind, _) = fault(launch_with_input("reads_a_whole_buffer_past", 16, LaunchDims::new(1, 16, 0)));
+    let (_, _, thread, kind, _) = fault(launch_with("reads_a_whole_buffer_past", LaunchDims::new(1, 16, 0), Some(16)));
     assert_eq!(thread, 0);
     let (param, write, index, ..) = global_overrun(&kind);
     assert_eq!((param, write, index), ("input", false, 31));
@@ -288,7 +279,7 @@ fn an_overrun_by_a_whole_buffer_is_charged_to_the_buffer_overrun() {
 #[test]
 fn an_async_copy_that_runs_off_a_buffer_is_reported() {
     // 30 elements: 7.5 vectors. Thread 7 copies elements 28..32, two past the end.
-    let (_, _, thread, kind, msg) = fault(launch_with_input("copies_past_the_end", 30, LaunchDims::new(1, 8, 8 * 16)));
+    let (_, _, thread, kind, msg) = fault(launch_with("copies_past_the_end", LaunchDims::new(1, 8, 8 * 16), Some(30)));
     assert_eq!(thread, 7, "{msg}");
     let (param, write, _, offset, access, bytes, _) = global_overrun(&kind);
     assert_eq!((param, write, offset, access, bytes), ("input", false, 112, 16, 120));
@@ -297,6 +288,6 @@ fn an_async_copy_that_runs_off_a_buffer_is_reported() {
 #[test]
 fn a_kernel_inside_its_buffers_runs_clean() {
     // The kernels above with launches that stay inside: the checks refuse nothing valid.
-    launch_with_input("reads_one_past", 65, LaunchDims::new(2, 32, 0)).unwrap();
-    launch_with_input("copies_past_the_end", 32, LaunchDims::new(1, 8, 8 * 16)).unwrap();
+    launch_with("reads_one_past", LaunchDims::new(2, 32, 0), Some(65)).unwrap();
+    launch_with("copies_past_the_end", LaunchDims::new(1, 8, 8 * 16), Some(32)).unwrap();
 }
