@@ -24,6 +24,7 @@
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 #![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu))]
 
+pub mod attention;
 pub mod conv1d;
 pub mod entry;
 pub mod gpu;
@@ -58,6 +59,7 @@ pub const KERNELS: &[&[KernelEntry]] = &[
     nbody::KERNELS,
     sgemm::KERNELS,
     hgemm::KERNELS,
+    attention::KERNELS,
     memprobe::KERNELS,
 ];
 

@@ -43,3 +43,35 @@ impl Element for u32 {
         0xDEAD_BEEF
     }
 }
+
+/// A 16-bit floating-point type of the tensor-core families, carried as its bits (`u16`)
+/// on the device; values through the `half` crate on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Half {
+    F16,
+    Bf16,
+}
+
+impl Half {
+    /// Bits of `v` (exactly representable: the inputs are made so).
+    pub fn bits(self, v: f32) -> u16 {
+        match self {
+            Half::F16 => half::f16::from_f32(v).to_bits(),
+            Half::Bf16 => half::bf16::from_f32(v).to_bits(),
+        }
+    }
+    pub fn value(self, bits: u16) -> f32 {
+        match self {
+            Half::F16 => half::f16::from_bits(bits).to_f32(),
+            Half::Bf16 => half::bf16::from_bits(bits).to_f32(),
+        }
+    }
+    /// Unit roundoff (half an ulp at 1): 2^-11 (f16), 2^-8 (bf16).
+    pub fn unit_roundoff(self) -> f64 {
+        match self {
+            Half::F16 => 2f64.powi(-11),
+            Half::Bf16 => 2f64.powi(-8),
+        }
+    }
+}

@@ -325,6 +325,9 @@ pub(super) fn clock_ns() -> u64 {
 pub(super) fn exp2(x: f32) -> f32 {
     x.exp2()
 }
+pub(super) fn log2(x: f32) -> f32 {
+    x.log2()
+}
 pub(super) fn sqrt(x: f32) -> f32 {
     x.sqrt()
 }

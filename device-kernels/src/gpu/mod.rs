@@ -164,6 +164,21 @@ mod math {
     pub fn exp2(x: f32) -> f32 {
         core::intrinsics::exp2(x)
     }
+    /// NVPTX's LLVM lowers no `llvm.log2.f32`: `lg2.approx` by hand there.
+    #[inline(always)]
+    pub fn log2(x: f32) -> f32 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let r: f32;
+            // SAFETY: pure arithmetic.
+            unsafe {
+                core::arch::asm!("lg2.approx.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+            };
+            r
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        core::intrinsics::log2(x)
+    }
     #[inline(always)]
     pub fn sqrt(x: f32) -> f32 {
         core::intrinsics::sqrt(x)
@@ -241,6 +256,12 @@ pub fn dynamic_smem_size() -> u32 {
 #[inline(always)]
 pub fn exp2(x: f32) -> f32 {
     math::exp2(x)
+}
+
+/// log2(x) (the hardware's approximation on GPUs: `lg2.approx.f32`, `v_log_f32`).
+#[inline(always)]
+pub fn log2(x: f32) -> f32 {
+    math::log2(x)
 }
 
 /// e^x through [`exp2`].

@@ -45,6 +45,29 @@ macro_rules! wgmma_asm {
     };
 }
 
+/// `wgmma.mma_async` `$shape` with A from four registers of 16-bit pairs `$a` (the
+/// warpgroup's 64 x 16 fragment) and B N-major (`imm-trans-b` 1) from a descriptor.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+macro_rules! wgmma_rs_asm {
+    ($shape:literal, $ty:literal, $d:ident, $a:expr, $db:expr, $scale:expr, [$($i:literal)*]) => {
+        core::arch::asm!(
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {sc}, 0; wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty, " ",
+                reg_list!($($i)*),
+                ", {{{a0}, {a1}, {a2}, {a3}}}, {db}, p, 1, 1, 1; }}"
+            ),
+            $(inout(reg32) $d[$i],)*
+            a0 = in(reg32) $a[0],
+            a1 = in(reg32) $a[1],
+            a2 = in(reg32) $a[2],
+            a3 = in(reg32) $a[3],
+            db = in(reg64) $db,
+            sc = in(reg32) $scale,
+            options(nostack)
+        )
+    };
+}
+
 /// `$insn` (a `wgmma` fence or wait, which name no register) with the accumulators as
 /// in-out operands (in a PTX comment), so that LLVM orders their accesses around it.
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
@@ -58,10 +81,13 @@ macro_rules! wgmma_sync_asm {
     };
 }
 
-/// Calls `$m!(args.., [0 1 .. 63])` or with `[0 .. 127]`: the accumulator indices of an
-/// m64n128 or m64n256 tile (one f32 per thread per 64 entries).
+/// Calls `$m!(args.., [0 1 .. 31])`, `[0 .. 63]` or `[0 .. 127]`: the accumulator indices of
+/// an m64n64, m64n128 or m64n256 tile (one f32 per thread per 64 entries).
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 macro_rules! with_indices {
+    (32, $m:ident!($($args:tt)*)) => {
+        $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31])
+    };
     (64, $m:ident!($($args:tt)*)) => {
         $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63])
@@ -86,6 +112,19 @@ impl<T: Copy> SharedPtr<T> {
         // start address >> 4 (bits 0-13); leading-dimension offset 16 B >> 4 (unused for
         // swizzled K-major); stride 1024 B >> 4 (bits 32-45); swizzle mode 1 = 128 B (62-63).
         ((addr & 0x3_FFFF) >> 4) | (1 << 16) | ((1024u64 >> 4) << 32) | (1 << 62)
+    }
+
+    /// The descriptor of an N-major (MN-major) B tile starting here, as a TMA copy with the
+    /// 128-byte swizzle leaves a row-major `k x n` tile cut into panels of 64 columns: each
+    /// k-row of a panel is 128 bytes (64 16-bit elements of n), groups of 8 k-rows 1024 bytes
+    /// apart, and the next 64 columns `panel_bytes` further on. Used with `imm-trans-b` 1
+    /// ([`wgmma_rs`]). A k-step of 16 starts 2048 bytes further on.
+    #[inline(always)]
+    pub fn wgmma_desc_sw128_n_major(self, panel_bytes: u32) -> u64 {
+        let addr = self.shared_addr() as u64;
+        // start >> 4; leading-dimension offset (the next 64 n) >> 4 (bits 16-29); stride (the
+        // next 8 k-rows) 1024 B >> 4 (bits 32-45); swizzle 128 B.
+        ((addr & 0x3_FFFF) >> 4) | (((panel_bytes as u64 >> 4) & 0x3FFF) << 16) | ((1024u64 >> 4) << 32) | (1 << 62)
     }
 }
 
@@ -129,6 +168,45 @@ pub unsafe fn wgmma<const BF16: bool, const ACC: usize>(d: &mut [f32; ACC], a: u
     }
 }
 
+/// `D += A B` for a 64 x `N` tile of a warpgroup, one k-step of 16, A from registers: `a`
+/// holds this thread's 64 x 16 fragment as 16-bit pairs, in the accumulator's layout (see
+/// [`wgmma`]: word `i` is the pair entries `2i`, `2i + 1` of an m64n16 accumulator), so a
+/// softmax's f32 tile converts to the next product's A without moving between threads. B is
+/// N-major in shared memory ([`SharedPtr::wgmma_desc_sw128_n_major`]). `ACC` = `N / 2` (32 or
+/// 64); `BF16` picks bf16. Asynchronous, as [`wgmma`].
+///
+/// # Safety
+/// As for [`wgmma`]; `a` stays unchanged until the wait.
+#[inline(always)]
+pub unsafe fn wgmma_rs<const BF16: bool, const ACC: usize>(d: &mut [f32; ACC], a: [u32; 4], b: u64, accumulate: bool) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        let sc = accumulate as u32;
+        if ACC == 64 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
+            if BF16 {
+                with_indices!(64, wgmma_rs_asm!("m64n128k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(64, wgmma_rs_asm!("m64n128k16", "f16", d, a, b, sc,))
+            }
+        } else if ACC == 32 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);
+            if BF16 {
+                with_indices!(32, wgmma_rs_asm!("m64n64k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(32, wgmma_rs_asm!("m64n64k16", "f16", d, a, b, sc,))
+            }
+        } else {
+            super::trap()
+        }
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+    {
+        let _ = (d, a, b, accumulate);
+        super::trap()
+    }
+}
+
 /// `wgmma.fence`: orders this thread's earlier accesses to `d` (and to the operand tiles)
 /// before the `wgmma`s that follow.
 #[inline(always)]
@@ -141,6 +219,9 @@ pub fn wgmma_fence<const ACC: usize>(d: &mut [f32; ACC]) {
         } else if ACC == 64 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
             with_indices!(64, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
+        } else if ACC == 32 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);
+            with_indices!(32, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
         } else {
             super::trap()
         }
@@ -185,6 +266,10 @@ pub fn wgmma_wait<const PENDING: u32, const ACC: usize>(d: &mut [f32; ACC]) {
             (64, 1) => {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
                 with_indices!(64, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
+            }
+            (32, 0) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);
+                with_indices!(32, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
             }
             _ => super::trap(),
         }
@@ -422,4 +507,62 @@ impl<T: Copy> SharedPtr<T> {
             super::trap()
         }
     }
+}
+
+/// `v` combined with the values of the lanes whose index differs in bit 0 or 1 (the four
+/// lanes of a quad, which hold one row of a wgmma or mma fragment) by `op`
+/// (`shfl.sync.bfly`). Every lane of the warp calls it. sm_80 (a trap elsewhere).
+#[inline(always)]
+pub fn quad_reduce(v: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    {
+        // Written out, lane masks as immediates: a loop over the masks is left rolled, with
+        // the masks in local memory and the shuffle in a loop ptxas must treat as divergent.
+        macro_rules! bfly {
+            ($v:expr, $mask:literal) => {{
+                let other: f32;
+                // SAFETY: a warp shuffle; every lane takes part (full mask).
+                unsafe {
+                    core::arch::asm!(
+                        concat!("shfl.sync.bfly.b32 {o}, {v}, ", $mask, ", 0x1f, 0xffffffff;"),
+                        o = out(reg32) other,
+                        v = in(reg32) $v,
+                        options(nostack, nomem)
+                    )
+                };
+                other
+            }};
+        }
+        let v = op(v, bfly!(v, 1));
+        op(v, bfly!(v, 2))
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+    {
+        let _ = (v, op);
+        super::trap()
+    }
+}
+
+/// `v` as lane 0 of the warp has it (`shfl.sync.idx`): a value the same in every lane that
+/// ptxas can see is warp-uniform, so what is computed from it (the warpgroup index, the
+/// `wgmma` descriptors) lives in uniform registers instead of being moved there before each
+/// `wgmma`. Every lane of the warp calls it. The value itself elsewhere.
+#[inline(always)]
+pub fn warp_uniform(v: u32) -> u32 {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    {
+        let r: u32;
+        // SAFETY: a warp shuffle; every lane takes part (full mask).
+        unsafe {
+            core::arch::asm!(
+                "shfl.sync.idx.b32 {r}, {v}, 0, 0x1f, 0xffffffff;",
+                r = out(reg32) r,
+                v = in(reg32) v,
+                options(nostack, nomem)
+            )
+        };
+        r
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
+    v
 }

@@ -2,6 +2,7 @@
 //! and CUDA C twins, its `Family` impl, its search space, notes), and the registry
 //! [`FAMILIES`] that lists them. What their launchers share is [`crate::contract`].
 
+pub mod attention;
 pub mod conv1d;
 pub mod hgemm;
 pub mod histogram;
@@ -31,6 +32,7 @@ pub static FAMILIES: &[&dyn DynFamily] = &[
     &Entry::<nbody::Nbody>::NEW,
     &Entry::<sgemm::Sgemm>::NEW,
     &Entry::<hgemm::Hgemm>::NEW,
+    &Entry::<attention::Attention>::NEW,
 ];
 
 /// The hash of the WGSL "image": every family's WGSL template. A config's WGSL pipeline is

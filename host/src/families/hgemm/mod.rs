@@ -25,41 +25,11 @@ use crate::backend::Variant;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::{Arg, Buffer, TensorSwizzle};
 use crate::contract::{FamilyBackend, KernelInfo, Prepared, VendorAnchor, Workload, invalid};
+pub use crate::element::Half;
 use crate::error::{Error, Result};
 use crate::measure::TimingOptions;
 use crate::rng::SplitMix64;
 use crate::verify::{MatrixEntry, Tolerance, check_matrix_entries};
-
-/// The 16-bit input type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Half {
-    F16,
-    Bf16,
-}
-
-impl Half {
-    /// Bits of `v` (exactly representable: the inputs are made so).
-    pub fn bits(self, v: f32) -> u16 {
-        match self {
-            Half::F16 => half::f16::from_f32(v).to_bits(),
-            Half::Bf16 => half::bf16::from_f32(v).to_bits(),
-        }
-    }
-    pub fn value(self, bits: u16) -> f32 {
-        match self {
-            Half::F16 => half::f16::from_bits(bits).to_f32(),
-            Half::Bf16 => half::bf16::from_bits(bits).to_f32(),
-        }
-    }
-    /// Unit roundoff (half an ulp at 1): 2^-11 (f16), 2^-8 (bf16).
-    pub fn unit_roundoff(self) -> f64 {
-        match self {
-            Half::F16 => 2f64.powi(-11),
-            Half::Bf16 => 2f64.powi(-8),
-        }
-    }
-}
 
 /// The type `C` is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
