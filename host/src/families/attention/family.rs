@@ -39,8 +39,9 @@ pub struct ProblemArgs {
     /// Input and output type.
     #[arg(long, value_enum, default_value = "f16")]
     pub dtype: Half,
-    /// The mask: none, or causal (query i sees keys 0..=i).
-    #[arg(long, value_enum, default_value = "none")]
+    /// The mask: none, or causal (query i sees keys 0..=i). (Its id is the problem's field,
+    /// `causal`, so that suite lines may name it.)
+    #[arg(long = "mask", id = "causal", value_enum, default_value = "none")]
     pub mask: Mask,
 }
 
