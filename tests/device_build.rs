@@ -98,8 +98,8 @@ fn ptx_entry_directives_come_from_the_kernels_table() {
     }
     assert_eq!(
         (capped, clustered),
-        (25, 7),
-        "the GEMM entries' caps and RMSNorm's, the hgemm _c2 clusters, the cluster probes"
+        (30, 7),
+        "the GEMM entries' caps and RMSNorm's, the attention wgmma entries' caps, the hgemm _c2 clusters, the cluster probes"
     );
 }
 

@@ -19,8 +19,9 @@
 //!   released (`empty` barrier). Two math warpgroups run their softmax and products out of
 //!   step, so one's softmax overlaps the other's MMAs.
 //! - `attention_simt_*` (any target, the CPU backend included): one thread per query row
-//!   (`bq` threads), Q row and O accumulator in registers, K/V tiles of `bk` keys in
-//!   launch-sized memory (converted to f32 once per tile), per-key online softmax.
+//!   (`bq` threads), its query row and output accumulators in launch-sized memory (a row of
+//!   `D` floats per thread would be a register array indexed in loops: local memory), K/V
+//!   tiles of `bk` keys beside them (converted to f32 once per tile), per-key online softmax.
 //!
 //! # Compiled in, launch-time
 //! Compiled in: the head dimension `D` (64 or 128: the accumulators are registers), the
@@ -31,7 +32,8 @@
 //! # Launch-sized memory ([`AttentionConfig::layout`])
 //! wgmma: the Q tile (`bq x D`), `stages` K slots and `stages` V slots (`WGMMA_BK x D`), each
 //! a run of 64-column panels of 128-byte rows, 1024-byte aligned; then the Q barrier,
-//! `stages` `full` and `stages` `empty` barriers. SIMT: a K tile and a V tile of `bk x D` f32.
+//! `stages` `full` and `stages` `empty` barriers. SIMT: a K tile and a V tile of `bk x D` f32,
+//! then the query rows and the output rows, `D x bq` f32 each.
 //!
 //! # Entry points ([`entry_name`])
 //! `attention_{wgmma,simt}_{f16,bf16}_d{64,128}(q, k, v, o, lse, seq, bh, causal, bq, bk,
@@ -105,6 +107,10 @@ pub struct AttentionLayout {
     pub k: Slice<u32>,
     /// As `k`, for V.
     pub v: Slice<u32>,
+    /// SIMT: the block's query rows (pre-scaled) then its output accumulators, `D x bq` f32
+    /// as bits each, element `i` of thread `t`'s row at `i * bq + t` (consecutive threads,
+    /// consecutive banks). wgmma: empty.
+    pub rows: Slice<u32>,
     /// wgmma: the Q copy's barrier, then `stages` `full` and `stages` `empty` barriers.
     pub bars: Slice<u64>,
 }
@@ -157,14 +163,16 @@ impl AttentionConfig {
                 let k = carve.array_aligned::<u32>(self.stages * self.bk * d / 2, SLOT_ALIGN)?;
                 let v = carve.array_aligned::<u32>(self.stages * self.bk * d / 2, SLOT_ALIGN)?;
                 let bars = carve.array::<u64>(1 + 2 * self.stages)?;
-                Ok(AttentionLayout { q, k, v, bars })
+                let rows = carve.array::<u32>(0)?;
+                Ok(AttentionLayout { q, k, v, rows, bars })
             }
             AttentionKind::Simt => {
                 let q = carve.array::<u16>(0)?;
                 let k = carve.array::<u32>(self.bk * d)?;
                 let v = carve.array::<u32>(self.bk * d)?;
+                let rows = carve.array::<u32>(2 * d * self.bq)?;
                 let bars = carve.array::<u64>(0)?;
-                Ok(AttentionLayout { q, k, v, bars })
+                Ok(AttentionLayout { q, k, v, rows, bars })
             }
         }
     }
@@ -173,7 +181,7 @@ impl AttentionConfig {
         let l = self.layout(d)?;
         Ok(match self.kind {
             AttentionKind::Wgmma => l.bars.end(),
-            AttentionKind::Simt => l.v.end(),
+            AttentionKind::Simt => l.rows.end(),
         })
     }
     /// Query tiles per head.
@@ -238,23 +246,27 @@ unsafe fn attention_simt<const BF16: bool, const D: usize>(
     let Ok(layout) = cfg.layout(d) else { gpu::trap() };
     let Ok(bytes) = cfg.shared_bytes(d) else { gpu::trap() };
     let region = gpu::launch_region(bytes);
-    let (k_s, v_s) = (region.array(layout.k), region.array(layout.v));
+    let (k_s, v_s, rows) = (region.array(layout.k), region.array(layout.v), region.array(layout.rows));
     let t = gpu::thread_idx_x();
     let q_tiles = cfg.q_tiles(seq);
     let (head, tile) = block_coords(gpu::block_idx_x(), q_tiles, causal);
     let row = tile * cfg.bq + t;
     let live = row < seq;
     let base = head as usize * seq as usize * D;
+    let bq = cfg.bq;
+    // This thread's query row (pre-scaled into the base-2 domain) and output accumulators.
+    // SAFETY (every access below): element `i < D` of thread `t < bq`, inside `rows`.
+    let q_at = |i: u32| i * bq + t;
+    let o_at = |i: u32| (d + i) * bq + t;
     let scale = scale_log2(d);
-    // This thread's query row, pre-scaled into the base-2 domain.
-    let mut qr = [0f32; D];
-    if live {
-        for (i, x) in qr.iter_mut().enumerate() {
-            *x = to_f32::<BF16>(unsafe { gpu::read_global(q.add(base + row as usize * D + i)) }) * scale;
+    for i in 0..d {
+        let x = if live { unsafe { gpu::read_global(q.add(base + row as usize * D + i as usize)) } } else { 0 };
+        unsafe {
+            rows.write(q_at(i), (to_f32::<BF16>(x) * scale).to_bits());
+            rows.write(o_at(i), 0f32.to_bits());
         }
     }
     let (mut m, mut l) = (f32::NEG_INFINITY, 0f32);
-    let mut acc = [0f32; D];
     let keys = keys_seen(tile, cfg.bq, seq, causal);
     let mut k0 = 0;
     while k0 < keys {
@@ -280,21 +292,21 @@ unsafe fn attention_simt<const BF16: bool, const D: usize>(
             };
             for j in 0..last {
                 let mut s = 0f32;
-                for (i, x) in qr.iter().enumerate() {
-                    s = gpu::fma(*x, f32::from_bits(unsafe { k_s.read(j * d + i as u32) }), s);
+                for i in 0..d {
+                    let (qi, ki) = unsafe { (rows.read(q_at(i)), k_s.read(j * d + i)) };
+                    s = gpu::fma(f32::from_bits(qi), f32::from_bits(ki), s);
                 }
+                // A new maximum rescales what the row has summed so far.
+                let alpha = if s > m { gpu::exp2(m - s) } else { 1.0 };
                 if s > m {
-                    let alpha = gpu::exp2(m - s);
-                    l *= alpha;
-                    for a in acc.iter_mut() {
-                        *a *= alpha;
-                    }
                     m = s;
                 }
                 let p = gpu::exp2(s - m);
-                l += p;
-                for (i, a) in acc.iter_mut().enumerate() {
-                    *a = gpu::fma(p, f32::from_bits(unsafe { v_s.read(j * d + i as u32) }), *a);
+                l = l * alpha + p;
+                for i in 0..d {
+                    let (oi, vi) = unsafe { (rows.read(o_at(i)), v_s.read(j * d + i)) };
+                    let acc = gpu::fma(p, f32::from_bits(vi), f32::from_bits(oi) * alpha);
+                    unsafe { rows.write(o_at(i), acc.to_bits()) };
                 }
             }
         }
@@ -303,9 +315,10 @@ unsafe fn attention_simt<const BF16: bool, const D: usize>(
     if live {
         let inv = 1.0 / l;
         let out = base + row as usize * D;
-        for (i, a) in acc.iter().enumerate().step_by(2) {
-            let w = gpu::pack_half2::<BF16>(a * inv, acc[i + 1] * inv);
-            unsafe { gpu::write_global(o.add(out + i).cast::<u32>(), w) };
+        for i in (0..d).step_by(2) {
+            let (a, b) = unsafe { (rows.read(o_at(i)), rows.read(o_at(i + 1))) };
+            let w = gpu::pack_half2::<BF16>(f32::from_bits(a) * inv, f32::from_bits(b) * inv);
+            unsafe { gpu::write_global(o.add(out + i as usize).cast::<u32>(), w) };
         }
         let lse_at = head as usize * seq as usize + row as usize;
         unsafe { gpu::write_global(lse.add(lse_at), (m + gpu::log2(l)) * core::f32::consts::LN_2) };

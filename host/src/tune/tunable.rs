@@ -181,3 +181,30 @@ impl Tunable for ErasedTunable {
         self.inner.prepare_any(backend.erase(), variant, point, seed)
     }
 }
+
+/// The inputs of the last seed a tunable prepared, made once and shared by every config
+/// measured with that seed (a sweep measures many configs on the same inputs). The last
+/// seed's are dropped before the next ones are made (they can be gigabytes).
+pub struct SeedInputs<T>(std::cell::RefCell<Option<(u64, std::sync::Arc<T>)>>);
+
+impl<T> Default for SeedInputs<T> {
+    fn default() -> Self {
+        SeedInputs(std::cell::RefCell::new(None))
+    }
+}
+
+impl<T> SeedInputs<T> {
+    /// The inputs of `seed`: the held ones, or `make()`'s.
+    pub fn get(&self, seed: u64, make: impl FnOnce() -> T) -> std::sync::Arc<T> {
+        let mut slot = self.0.borrow_mut();
+        if let Some((s, inputs)) = slot.as_ref()
+            && *s == seed
+        {
+            return inputs.clone();
+        }
+        *slot = None;
+        let inputs = std::sync::Arc::new(make());
+        *slot = Some((seed, inputs.clone()));
+        inputs
+    }
+}

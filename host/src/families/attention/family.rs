@@ -70,10 +70,10 @@ pub struct ConfigArgs {
     pub stages: Option<u32>,
 }
 
-/// The SIMT config of a backend: 64 query rows by 32 keys on a GPU; 16 by 16 on the CPU
-/// backend (one OS thread per kernel thread).
+/// The SIMT config of a backend: 32 query rows by 32 keys on a GPU (64 KB at D = 128: the
+/// most a HIP workgroup has); 16 by 16 on the CPU backend (one OS thread per kernel thread).
 fn simt_default(backend: AnyBackend<'_>) -> AttentionConfig {
-    if backend.kind() == BackendKind::Cpu { AttentionConfig::simt(16, 16) } else { AttentionConfig::simt(64, 32) }
+    if backend.kind() == BackendKind::Cpu { AttentionConfig::simt(16, 16) } else { AttentionConfig::simt(32, 32) }
 }
 
 /// The default config: wgmma with two math warpgroups (128 query rows) on sm_90a, with
@@ -116,7 +116,7 @@ impl Family for Attention {
     fn config(a: &ConfigArgs, d: &AttentionRun) -> AttentionRun {
         let mut base = d.config;
         if a.simt && base.kind != AttentionKind::Simt {
-            base = AttentionConfig::simt(64, 32);
+            base = AttentionConfig::simt(32, 32);
         }
         if a.fixed {
             base = FIXED;

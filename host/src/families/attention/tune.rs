@@ -2,7 +2,6 @@
 //! block `bq`, the keys per K/V tile `bk` (SIMT; wgmma's is compiled in) and the ring's
 //! `stages` (wgmma), every one a launch-time value of one compiled image except the kernel.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use dynsmem_kernels::attention::{AttentionConfig, AttentionKind};
@@ -11,30 +10,22 @@ use super::{AttentionProblem, HostInputs, prepare, validate};
 use crate::backend::Variant;
 use crate::contract::{FamilyBackend, Workload, layout_reason};
 use crate::error::Result;
+use crate::tune::tunable::SeedInputs;
 use crate::tune::{Footprint, Param, Target, Tunable};
 
 pub struct AttentionTunable {
     problem: AttentionProblem,
     /// The inputs of the last seed, made once for every config.
-    inputs: RefCell<Option<(u64, Arc<HostInputs>)>>,
+    inputs: SeedInputs<HostInputs>,
 }
 
 impl AttentionTunable {
     pub fn new(problem: AttentionProblem) -> AttentionTunable {
-        AttentionTunable { problem, inputs: RefCell::new(None) }
+        AttentionTunable { problem, inputs: SeedInputs::default() }
     }
 
     fn inputs(&self, seed: u64) -> Arc<HostInputs> {
-        let mut slot = self.inputs.borrow_mut();
-        if let Some((s, i)) = slot.as_ref()
-            && *s == seed
-        {
-            return i.clone();
-        }
-        *slot = None;
-        let inputs = Arc::new(HostInputs::new(&self.problem, seed));
-        *slot = Some((seed, inputs.clone()));
-        inputs
+        self.inputs.get(seed, || HostInputs::new(&self.problem, seed))
     }
 }
 

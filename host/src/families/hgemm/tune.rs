@@ -5,7 +5,6 @@
 //! limit filtered is the opt-in one. CUDA only: elsewhere the space is empty of runnable
 //! points (prepare refuses them).
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use dynsmem_kernels::hgemm::{HgemmConfig, MmaKind};
@@ -14,30 +13,22 @@ use super::{HgemmProblem, HostInputs, launch_grid, prepare, validate};
 use crate::backend::Variant;
 use crate::contract::{FamilyBackend, Workload, layout_reason};
 use crate::error::Result;
+use crate::tune::tunable::SeedInputs;
 use crate::tune::{Footprint, Param, Target, Tunable};
 
 pub struct HgemmTunable {
     problem: HgemmProblem,
     /// The inputs of the last seed, made once for every config.
-    inputs: RefCell<Option<(u64, Arc<HostInputs>)>>,
+    inputs: SeedInputs<HostInputs>,
 }
 
 impl HgemmTunable {
     pub fn new(problem: HgemmProblem) -> HgemmTunable {
-        HgemmTunable { problem, inputs: RefCell::new(None) }
+        HgemmTunable { problem, inputs: SeedInputs::default() }
     }
 
     fn inputs(&self, seed: u64) -> Arc<HostInputs> {
-        let mut slot = self.inputs.borrow_mut();
-        if let Some((s, i)) = slot.as_ref()
-            && *s == seed
-        {
-            return i.clone();
-        }
-        *slot = None;
-        let inputs = Arc::new(HostInputs::new(&self.problem, seed));
-        *slot = Some((seed, inputs.clone()));
-        inputs
+        self.inputs.get(seed, || HostInputs::new(&self.problem, seed))
     }
 }
 

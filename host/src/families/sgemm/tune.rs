@@ -7,7 +7,6 @@
 //! WGSL (f32 only) each point is a pipeline of its own, with 1 or 2 stages and the rules
 //! of [`wgsl_check`]; its static bytes are checked against the adapter's limit.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use dynsmem_kernels::sgemm::{SgemmConfig, THREAD_ROWS, THREAD_TILE};
@@ -21,6 +20,7 @@ use crate::error::Result;
 use crate::families::sgemm::{
     HostInputs, SgemmProblem, prepare_with, tma_check, tma_problem_check, wgsl_check, wgsl_grid, wgsl_static_bytes,
 };
+use crate::tune::tunable::SeedInputs;
 use crate::tune::{Footprint, Param, SearchSpace, Target, Tunable};
 
 /// The split-K values of the CUDA f32 space, where the problem has one ([`wants_split_k`]).
@@ -40,8 +40,8 @@ pub struct SgemmTunable {
     /// The `tm` values of the CUDA f32 space; a `tm` parameter exists only where there is
     /// more than one (sweeps recorded before it existed rebuild with `[8]`).
     thread_rows: &'static [u32],
-    /// The inputs of the last seed, made once for every config (as reduce's tunable does).
-    inputs: RefCell<Option<(u64, Arc<HostInputs>)>>,
+    /// The inputs of the last seed, made once for every config.
+    inputs: SeedInputs<HostInputs>,
 }
 
 impl SgemmTunable {
@@ -51,21 +51,11 @@ impl SgemmTunable {
 
     /// A tunable whose CUDA f32 space takes `tm` from `thread_rows`.
     pub fn with_thread_rows(problem: SgemmProblem, thread_rows: &'static [u32]) -> SgemmTunable {
-        SgemmTunable { problem, thread_rows, inputs: RefCell::new(None) }
+        SgemmTunable { problem, thread_rows, inputs: SeedInputs::default() }
     }
 
     fn inputs(&self, seed: u64) -> Arc<HostInputs> {
-        let mut slot = self.inputs.borrow_mut();
-        if let Some((s, i)) = slot.as_ref()
-            && *s == seed
-        {
-            return i.clone();
-        }
-        // Free the last seed's inputs before making the next ones.
-        *slot = None;
-        let inputs = Arc::new(HostInputs::new(&self.problem, seed));
-        *slot = Some((seed, inputs.clone()));
-        inputs
+        self.inputs.get(seed, || HostInputs::new(&self.problem, seed))
     }
 
     fn elem_bytes(&self) -> u32 {
