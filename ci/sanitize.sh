@@ -77,6 +77,14 @@ cases=(
   "hgemm --m 256 --n 512 --k 512 --fixed --cluster 1"
   "hgemm --m 200 --n 300 --k 1000 --mma --bm 128 --stages 3"
   "hgemm --m 67 --n 131 --k 72 --mma --bm 64 --stages 6 --dtype bf16 --out input"
+  # Attention: both kernels, one and two math warpgroups, rings of 2 to 5 slots, partial query
+  # and key tiles (odd sequences), causal and not, D 64 and 128, both types, the fixed tile.
+  "attention --batch 1 --heads 2 --seq 300 --mask causal"
+  "attention --batch 1 --heads 2 --seq 257 --d 64 --dtype bf16 --bq 64 --stages 3"
+  "attention --batch 1 --heads 3 --seq 129 --dtype bf16 --bq 64 --stages 3 --mask causal"
+  "attention --batch 1 --heads 3 --seq 129 --d 64 --bq 64 --stages 5 --mask causal"
+  "attention --batch 1 --heads 2 --seq 300 --fixed"
+  "attention --batch 1 --heads 2 --seq 77 --d 64 --simt --bq 32 --bk 16 --mask causal"
 )
 # Every registry family has a case (tests/registry.rs checks the same without a GPU).
 for f in $("$B" families); do

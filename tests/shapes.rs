@@ -2,9 +2,10 @@
 //! CI): every family's small shapes verify, each beside its anchor where the family has
 //! one, and a second run with the first run's records measures nothing again.
 
-use dynsmem::host::backend::BackendKind;
+use dynsmem::host::backend::{BackendKind, Variant};
 use dynsmem::host::families::FAMILIES;
 use dynsmem::host::family::shapes::{self, Section};
+use dynsmem::host::family::{DynFamily, Sizes};
 use dynsmem::host::measure::TimingOptions;
 use dynsmem::shapes::{ShapesOptions, run, summarize};
 
@@ -24,44 +25,73 @@ fn options(backend: BackendKind) -> ShapesOptions {
     }
 }
 
-/// Small shapes: the count of every family's `[small]` section.
-fn small_shapes() -> usize {
-    FAMILIES.iter().map(|f| shapes::parse(f.name(), f.shapes()).unwrap().small.len()).sum()
+/// Each family's problems of its `[small]` section, as JSON.
+fn small_problems(family: &dyn DynFamily) -> Vec<serde_json::Value> {
+    let suite = shapes::parse(family.name(), family.shapes()).unwrap();
+    let cmd = family.run_args(clap::Command::new(family.name()).no_binary_name(true));
+    suite
+        .small
+        .iter()
+        .map(|shape| {
+            let m = cmd.clone().try_get_matches_from(&shape.args).unwrap();
+            family.problem(&m, &Sizes::cpu_backend()).unwrap().0
+        })
+        .collect()
 }
 
-fn check(backend: BackendKind, variants: usize) {
+/// The (family, small shape, variant) cases a run measures: those of the variants each
+/// family has a form in.
+fn small_cases(variants: &[Variant]) -> usize {
+    FAMILIES
+        .iter()
+        .map(|f| {
+            let problems = small_problems(*f);
+            variants.iter().map(|v| problems.iter().filter(|p| f.has_variant(p, *v).unwrap()).count()).sum::<usize>()
+        })
+        .sum()
+}
+
+fn check(backend: BackendKind, variants: &[Variant]) {
     let mut opts = options(backend);
     let report = run(&opts, &mut |_| {}, &mut |_| {});
     let measured: Vec<_> = report.records.iter().filter(|r| r.variant != "anchor").collect();
-    assert_eq!(measured.len(), small_shapes() * variants, "{backend}: one record per shape and variant");
+    assert_eq!(measured.len(), small_cases(variants), "{backend}: one record per shape and variant");
     for r in &measured {
         assert!(r.verified, "{backend} {} {:?}: {:?}", r.family, r.shape, r.error);
         assert!(r.shape.is_some());
     }
-    // Every bandwidth family's shape has its copy anchor and a ratio.
+    // Every bandwidth family's shape has its copy anchor and a ratio; a compute-bound family
+    // (no copy anchor) has none on these backends.
+    let family = |name: &str| *FAMILIES.iter().find(|f| f.name() == name).unwrap();
     let anchored = measured.iter().filter(|r| r.ratio.is_some()).count();
-    let no_anchor = measured.iter().filter(|r| r.family == "sgemm" || r.family == "nbody").count();
+    let no_anchor = measured.iter().filter(|r| family(&r.family).anchor_bytes(&r.problem).unwrap().is_none()).count();
     assert_eq!(anchored + no_anchor, measured.len(), "{backend}: a bandwidth shape without its anchor");
     let summaries = summarize(&report.records);
-    // Families with no small shapes (hgemm: tensor cores only) have no summary here.
-    let with_small = FAMILIES.iter().filter(|f| !shapes::parse(f.name(), f.shapes()).unwrap().small.is_empty()).count();
-    assert_eq!(summaries.len(), with_small * variants);
+    // A summary per family and variant with small shapes there (none for hgemm: tensor
+    // cores only; none for attention on WGSL: no twin).
+    let with_small: usize = variants
+        .iter()
+        .map(|v| FAMILIES.iter().filter(|f| small_problems(**f).iter().any(|p| f.has_variant(p, *v).unwrap())).count())
+        .sum();
+    assert_eq!(summaries.len(), with_small);
     // Resumed: the second run keeps every shape and measures nothing.
     opts.done = report.records.clone();
     let mut made = 0;
     let again = run(&opts, &mut |_| {}, &mut |_| made += 1);
-    assert_eq!((again.resumed, made), (small_shapes() * variants, 0), "{backend}: resumed run measured again");
+    assert_eq!((again.resumed, made), (small_cases(variants), 0), "{backend}: resumed run measured again");
 }
 
 #[test]
 fn cpu_backend() {
-    check(BackendKind::Cpu, 1);
+    check(BackendKind::Cpu, &[Variant::LaunchSized]);
 }
 
 #[test]
 fn wgsl() {
     match dynsmem::wgsl() {
-        dynsmem::host::backend::Probe::Ready(_) => check(BackendKind::Wgsl, 2),
+        dynsmem::host::backend::Probe::Ready(_) => {
+            check(BackendKind::Wgsl, &[Variant::WgslLiteral, Variant::WgslOverride])
+        }
         dynsmem::host::backend::Probe::Unavailable(_, why) => println!("SKIPPED: no Vulkan adapter ({why})"),
     }
 }

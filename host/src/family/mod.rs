@@ -255,6 +255,9 @@ pub trait DynFamily: Sync {
         seed: u64,
     ) -> Result<Box<dyn Workload + 'b>>;
     fn anchor_bytes(&self, problem: &Value) -> Result<Option<u64>>;
+    /// Whether the family has a form in `variant` for `problem` ([`Family::bench_variant`]):
+    /// the bench and the shape suites run only those.
+    fn has_variant(&self, problem: &Value, variant: Variant) -> Result<bool>;
     /// The tuner's view of `problem`, or `None` where the family has no search space.
     fn tunable(&self, problem: &Value) -> Result<Option<Box<dyn DynTunable>>>;
 }
@@ -378,6 +381,9 @@ impl<F: Family> DynFamily for Entry<F> {
     }
     fn anchor_bytes(&self, problem: &Value) -> Result<Option<u64>> {
         Ok(F::anchor_bytes(&from_json(F::NAME, "problem", problem)?))
+    }
+    fn has_variant(&self, problem: &Value, variant: Variant) -> Result<bool> {
+        Ok(F::bench_variant(&from_json(F::NAME, "problem", problem)?, variant))
     }
     fn tunable(&self, problem: &Value) -> Result<Option<Box<dyn DynTunable>>> {
         let p: F::Problem = from_json(F::NAME, "problem", problem)?;

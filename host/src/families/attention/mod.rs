@@ -86,10 +86,21 @@ struct RowReference {
 ///   weight), and `O` rounded to it at the end (`u |o|`).
 ///
 /// So entry `d` of `O` may be off by `(2 u + (keys + 8) eps + 2^-20 + 4 ds) sum_j p_j
-/// |v_jd| + u |o_d|`, and `lse` by `ds + (keys + 8) eps + 2^-20 + 4 eps |lse|`. A single
-/// missing or extra key at the small sizes the tests run moves an entry of `O` by `p_j |v_jd
-/// - o_d|` and `lse` by `log(1 -+ p_j)`, both far past these bounds.
+/// |v_jd| + u |o_d|`, and `lse` by `ds + (keys + 8) eps + 2^-20 + 4 eps |lse|`. A missing key
+/// moves an entry of `O` by `p_j |v_jd - o_d|` and `lse` by `-log(1 - p_j)`: past these bounds
+/// wherever its weight is not negligible (most rows at the tests' sizes).
 fn reference_row(p: &AttentionProblem, q: &[f32], k: &[f32], v: &[f32], head: usize, row: usize) -> RowReference {
+    reference_row_without(p, [q, k, v], head, row, None)
+}
+
+/// [`reference_row`] with key `skip` left out (the tests' one wrong term).
+fn reference_row_without(
+    p: &AttentionProblem,
+    [q, k, v]: [&[f32]; 3],
+    head: usize,
+    row: usize,
+    skip: Option<usize>,
+) -> RowReference {
     let (seq, d) = (p.seq as usize, p.d as usize);
     let base = head * seq * d;
     let qr = &q[base + row * d..base + (row + 1) * d];
@@ -98,7 +109,7 @@ fn reference_row(p: &AttentionProblem, q: &[f32], k: &[f32], v: &[f32], head: us
     let eps = f32::EPSILON as f64;
     let mut scores = Vec::with_capacity(keys);
     let mut ds: f64 = 0.0;
-    for j in 0..keys {
+    for j in (0..keys).filter(|j| Some(*j) != skip) {
         let kr = &k[base + j * d..base + (j + 1) * d];
         let (s, abs) = qr.iter().zip(kr).fold((0.0, 0.0), |(s, a), (&x, &y)| {
             let t = x as f64 * y as f64;
@@ -114,7 +125,7 @@ fn reference_row(p: &AttentionProblem, q: &[f32], k: &[f32], v: &[f32], head: us
     let rel = 2.0 * u + (keys as f64 + 8.0) * eps + 2f64.powi(-20) + 4.0 * ds;
     let mut out = vec![0.0; d];
     let mut out_err = vec![0.0; d];
-    for (j, w) in weights.iter().enumerate() {
+    for (j, w) in (0..keys).filter(|j| Some(*j) != skip).zip(&weights) {
         let vr = &v[base + j * d..base + (j + 1) * d];
         for i in 0..d {
             out[i] += w * vr[i] as f64;
@@ -405,31 +416,34 @@ mod tests {
         AttentionProblem { batch: 1, heads: 2, seq: 40, d: 64, dtype: Half::F16, causal }
     }
 
-    /// The reference of head 0's rows, with key `wrong` zeroed (one wrong term) or not.
-    fn reference_with_key_zeroed(p: &AttentionProblem, wrong: Option<usize>) -> Vec<RowReference> {
-        let [q, mut k, v] = inputs(p, 3);
-        if let Some(j) = wrong {
-            let d = p.d as usize;
-            k[j * d..(j + 1) * d].fill(0.0);
-        }
-        (0..p.seq as usize).map(|r| reference_row(p, &q, &k, &v, 0, r)).collect()
+    /// The reference of head 0's rows, with key `skip` left out (one wrong term) or not.
+    fn reference_skipping(p: &AttentionProblem, skip: Option<usize>) -> Vec<RowReference> {
+        let [q, k, v] = inputs(p, 3);
+        (0..p.seq as usize).map(|r| reference_row_without(p, [&q, &k, &v], 0, r, skip)).collect()
     }
 
     #[test]
-    fn a_changed_key_fails_the_check_of_o_and_of_lse() {
+    fn a_skipped_key_fails_the_check_of_o_and_of_lse() {
         for causal in [false, true] {
             let p = small(causal);
-            let want = reference_with_key_zeroed(&p, None);
-            let changed = reference_with_key_zeroed(&p, Some(3));
-            // Rows that see key 3 (all, or 3.. under the mask) move past the bound; the others
-            // match exactly.
+            let want = reference_skipping(&p, None);
+            let changed = reference_skipping(&p, Some(3));
+            // Rows that do not see key 3 (0..3 under the mask) match exactly. Of those that see
+            // it, every row whose weight for it is not negligible moves past the bound: most of
+            // them (a weight of e^-4 / 40 moves O by about its own rounding), and the check of
+            // the whole problem fails.
+            let (mut seeing, mut moved) = (0, 0);
             for (r, (w, c)) in want.iter().zip(&changed).enumerate() {
                 let moved_o = (0..p.d as usize).any(|i| !PER_ENTRY.allows(w.out[i], c.out[i], w.out_err[i]));
                 let moved_lse = !PER_ENTRY.allows(w.lse, c.lse, w.lse_err);
-                let sees = !causal || r >= 3;
-                assert_eq!(moved_o, sees, "row {r} causal {causal}: O");
-                assert_eq!(moved_lse, sees, "row {r} causal {causal}: lse");
+                if causal && r < 3 {
+                    assert!(!moved_o && !moved_lse, "row {r} does not see key 3");
+                    continue;
+                }
+                seeing += 1;
+                moved += (moved_o && moved_lse) as usize;
             }
+            assert!(moved * 4 >= seeing * 3, "causal {causal}: {moved} of {seeing} rows moved");
         }
     }
 
