@@ -67,11 +67,34 @@ impl Half {
             Half::Bf16 => half::bf16::from_bits(bits).to_f32(),
         }
     }
+    /// The first `n` values of `words`, two 16-bit values per word, low half first (as
+    /// [`pack_halves`] makes them).
+    pub fn unpack(self, words: &[u32], n: usize) -> Vec<f32> {
+        (0..n).map(|i| self.value((words[i / 2] >> (16 * (i % 2))) as u16)).collect()
+    }
     /// Unit roundoff (half an ulp at 1): 2^-11 (f16), 2^-8 (bf16).
     pub fn unit_roundoff(self) -> f64 {
         match self {
             Half::F16 => 2f64.powi(-11),
             Half::Bf16 => 2f64.powi(-8),
         }
+    }
+}
+
+/// 16-bit values two per word, low half first (the backends move 4-byte words); an odd
+/// count leaves the last word's high half zero.
+pub fn pack_halves(h: &[u16]) -> Vec<u32> {
+    h.chunks(2).map(|p| p[0] as u32 | (p.get(1).copied().unwrap_or(0) as u32) << 16).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halves_pack_two_per_word_low_first_and_unpack_back() {
+        assert_eq!(pack_halves(&[1, 2, 3]), vec![1 | 2 << 16, 3]);
+        let bits = [Half::F16.bits(1.5), Half::F16.bits(-2.0), Half::F16.bits(0.25)];
+        assert_eq!(Half::F16.unpack(&pack_halves(&bits), 3), vec![1.5, -2.0, 0.25]);
     }
 }

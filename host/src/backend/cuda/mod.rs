@@ -233,6 +233,24 @@ impl CudaBackend {
         &self.ptx_target
     }
 
+    /// Whether this device runs the image's `wgmma` entries: compute capability 9.0 and an
+    /// `sm_90a` image (`wgmma` and `setmaxnreg` exist only there).
+    pub fn runs_wgmma(&self) -> bool {
+        self.capability == (9, 0) && self.ptx_target == "sm_90a"
+    }
+
+    /// Why the `wgmma` kernel `entry` cannot run here (device and image named), or `None`.
+    pub fn wgmma_refusal(&self, entry: &str) -> Option<String> {
+        let (major, minor) = self.capability;
+        (!self.runs_wgmma()).then(|| {
+            format!(
+                "{entry}: wgmma needs compute capability 9.0 and an sm_90a image (device sm_{major}{minor}, image {}; \
+                 build with DYNSMEM_CUDA_ARCH=sm_90a)",
+                self.ptx_target
+            )
+        })
+    }
+
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }

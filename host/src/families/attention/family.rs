@@ -81,7 +81,7 @@ fn simt_default(backend: AnyBackend<'_>) -> AttentionConfig {
 /// the SIMT kernel elsewhere.
 pub fn default_config(backend: AnyBackend<'_>, p: &AttentionProblem) -> AttentionConfig {
     let wgmma = match backend {
-        AnyBackend::Cuda(c) => c.capability() == (9, 0) && c.ptx_target() == "sm_90a",
+        AnyBackend::Cuda(c) => c.runs_wgmma(),
         _ => false,
     };
     if !wgmma {

@@ -23,6 +23,7 @@ pub use tune::AttentionTunable;
 use crate::backend::{AnyBackend, Arg, Buffer, TensorSwizzle, Variant};
 use crate::contract::{FamilyBackend, KernelInfo, Prepared, Workload, invalid};
 pub use crate::element::Half;
+use crate::element::pack_halves;
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::verify::{MatrixEntry, Tolerance, check_matrix_entries};
@@ -196,11 +197,6 @@ impl HostInputs {
 /// exactly the entry's `allowed error`.
 const PER_ENTRY: Tolerance = Tolerance { rtol: 1.0, atol: 0.0 };
 
-/// Two 16-bit values per word (the backends move 4-byte words).
-fn words(h: &[u16]) -> Vec<u32> {
-    h.chunks(2).map(|p| p[0] as u32 | (p.get(1).copied().unwrap_or(0) as u32) << 16).collect()
-}
-
 /// The rules a config and problem must meet before anything is built, as one message
 /// naming the kernel: what the tuner's filter, `run` and `bench` all apply. `Ok` is the
 /// entry point that runs them.
@@ -270,15 +266,7 @@ fn check_device(backend: AnyBackend<'_>, cfg: &AttentionConfig, entry: &str, var
             "{entry}: wgmma and tensor-map copies run on CUDA only (the SIMT kernel runs here)"
         ));
     };
-    let (major, minor) = cuda.capability();
-    if (major, minor) != (9, 0) || cuda.ptx_target() != "sm_90a" {
-        return unsupported(format!(
-            "{entry}: wgmma needs compute capability 9.0 and an sm_90a image (device sm_{major}{minor}, image {}; \
-             build with DYNSMEM_CUDA_ARCH=sm_90a)",
-            cuda.ptx_target()
-        ));
-    }
-    Ok(())
+    cuda.wgmma_refusal(entry).map_or(Ok(()), unsupported)
 }
 
 /// Q, K, V and O on the device (two 16-bit values per word), and the row statistics.
@@ -316,9 +304,9 @@ pub fn prepare<'b, B: FamilyBackend>(
     let kernel =
         Prepared::new(backend, entry, config.shared_bytes(problem.d), grid, config.threads(), variant, None, None)?;
     let host = inputs();
-    let q = backend.htod(&words(&host.q))?;
-    let k = backend.htod(&words(&host.k))?;
-    let v = backend.htod(&words(&host.v))?;
+    let q = backend.htod(&pack_halves(&host.q))?;
+    let k = backend.htod(&pack_halves(&host.k))?;
+    let v = backend.htod(&pack_halves(&host.v))?;
     let o = backend.alloc::<u32>((rows * d).div_ceil(2) as usize)?;
     let lse = backend.alloc::<f32>(rows as usize)?;
     let maps = if config.kind == AttentionKind::Wgmma {
@@ -365,7 +353,7 @@ impl<B: FamilyBackend> AttentionWorkload<'_, B> {
     pub fn result(&self) -> Result<(Vec<f32>, Vec<f32>)> {
         let w = self.backend.dtoh(&self.o)?;
         let n = (self.problem.rows() * self.problem.d as u64) as usize;
-        let out = (0..n).map(|i| self.problem.dtype.value((w[i / 2] >> (16 * (i % 2))) as u16)).collect();
+        let out = self.problem.dtype.unpack(&w, n);
         Ok((out, self.backend.dtoh(&self.lse)?))
     }
 

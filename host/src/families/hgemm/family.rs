@@ -74,7 +74,7 @@ pub struct ConfigArgs {
 /// with fewer 128-row tiles than half the SMs take 64-row tiles.
 pub fn default_config(backend: AnyBackend<'_>, p: &HgemmProblem) -> HgemmConfig {
     let wgmma = match backend {
-        AnyBackend::Cuda(c) => c.capability() == (9, 0) && c.ptx_target() == "sm_90a",
+        AnyBackend::Cuda(c) => c.runs_wgmma(),
         _ => false,
     };
     let sms = match backend {

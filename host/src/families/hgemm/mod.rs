@@ -26,6 +26,7 @@ use crate::backend::cuda::CudaBackend;
 use crate::backend::{Arg, Buffer, TensorSwizzle};
 use crate::contract::{FamilyBackend, KernelInfo, Prepared, VendorAnchor, Workload, invalid};
 pub use crate::element::Half;
+use crate::element::pack_halves;
 use crate::error::{Error, Result};
 use crate::measure::TimingOptions;
 use crate::rng::SplitMix64;
@@ -146,11 +147,6 @@ impl HostInputs {
     }
 }
 
-/// Two 16-bit values per word (the backends move 4-byte words).
-fn words(h: &[u16]) -> Vec<u32> {
-    h.chunks(2).map(|p| p[0] as u32 | (p.get(1).copied().unwrap_or(0) as u32) << 16).collect()
-}
-
 /// The rules a config and problem must meet before anything is built, as one message
 /// naming the kernel: what the tuner's filter, `run` and `bench` all apply. `Ok` is the
 /// entry point that runs them.
@@ -228,11 +224,7 @@ fn check_device(backend: AnyBackend<'_>, cfg: &HgemmConfig, entry: &str, variant
     }
     let (major, minor) = cuda.capability();
     match cfg.kind {
-        MmaKind::Wgmma if (major, minor) != (9, 0) || cuda.ptx_target() != "sm_90a" => unsupported(format!(
-            "{entry}: wgmma needs compute capability 9.0 and an sm_90a image (device sm_{major}{minor}, image {}; \
-             build with DYNSMEM_CUDA_ARCH=sm_90a)",
-            cuda.ptx_target()
-        )),
+        MmaKind::Wgmma => cuda.wgmma_refusal(entry).map_or(Ok(()), unsupported),
         MmaKind::Mma if major < 8 => unsupported(format!(
             "{entry}: mma.sync m16n8k16 and cp.async need sm_80 or later (device sm_{major}{minor})"
         )),
@@ -280,8 +272,8 @@ pub fn prepare<'b, B: FamilyBackend>(
     crate::contract::check_footprint(backend, entry, device, device + mn * 4)?;
     let kernel = Prepared::new(backend, entry, config.shared_bytes(), grid, config.threads(), variant, None, None)?;
     let host = inputs();
-    let a = backend.htod(&words(&host.a))?;
-    let b = backend.htod(&words(&host.b))?;
+    let a = backend.htod(&pack_halves(&host.a))?;
+    let b = backend.htod(&pack_halves(&host.b))?;
     let c = backend.alloc::<u32>((mn * problem.out_bytes()).div_ceil(4) as usize)?;
     let maps = if config.kind == MmaKind::Wgmma {
         let bk = config.bk();
@@ -334,7 +326,7 @@ impl<B: FamilyBackend> HgemmWorkload<'_, B> {
         let mn = self.problem.m as usize * self.problem.n as usize;
         Ok(match self.problem.out {
             OutType::F32 => w.into_iter().take(mn).map(f32::from_bits).collect(),
-            OutType::Input => (0..mn).map(|i| self.problem.dtype.value((w[i / 2] >> (16 * (i % 2))) as u16)).collect(),
+            OutType::Input => self.problem.dtype.unpack(&w, mn),
         })
     }
 
@@ -448,10 +440,5 @@ mod tests {
         assert_eq!(launch_grid(&c2, 300, 256, 132), 4);
         assert_eq!(launch_grid(&HgemmConfig::wgmma(128, 256, 4), 300, 256, 132), 3);
         assert_eq!(launch_grid(&HgemmConfig::mma(64, 3), 300, 256, 132), 10);
-    }
-
-    #[test]
-    fn words_pack_two_halves_low_first() {
-        assert_eq!(words(&[1, 2, 3]), vec![1 | 2 << 16, 3]);
     }
 }

@@ -19,6 +19,7 @@ use crate::contract::{
     CudaSource, FamilyBackend, KernelInfo, Prepared, VendorAnchor, WgslSpec, Workload, fill_template, invalid,
     invalid_problem, wgsl_sizing,
 };
+use crate::element::{Half, pack_halves};
 use crate::error::{Error, Result};
 use crate::measure::TimingOptions;
 use crate::rng::SplitMix64;
@@ -410,14 +411,8 @@ pub struct SgemmWorkload<'b, B: FamilyBackend> {
 /// The words a buffer of `values` becomes: f32 bits, or two f16 per word.
 fn device_words(values: &[f32], f16_inputs: bool) -> Vec<u32> {
     if f16_inputs {
-        values
-            .chunks(2)
-            .map(|p| {
-                let lo = half::f16::from_f32(p[0]).to_bits() as u32;
-                let hi = p.get(1).map_or(0, |&v| half::f16::from_f32(v).to_bits() as u32);
-                lo | (hi << 16)
-            })
-            .collect()
+        let bits: Vec<u16> = values.iter().map(|&v| Half::F16.bits(v)).collect();
+        pack_halves(&bits)
     } else {
         values.iter().map(|v| v.to_bits()).collect()
     }
