@@ -447,7 +447,7 @@ fn print_record(rec: &Record, anchor: Option<&Record>) -> anyhow::Result<()> {
     if let Some(o) = &rec.observed {
         say!("observed: {}", describe_observation(o));
     }
-    let ratio = rec.ratio.map(|r| format!("; ratio {r:.3}")).unwrap_or_default();
+    let ratio = rec.ratio.map(|r| format!("; ratio {r:.3}{}", rec.ratio_mark())).unwrap_or_default();
     match anchor {
         Some(a) if a.gbps.is_some() => {
             say!("anchor: device-to-device copy {:.1} GB/s (read + write){ratio}", a.gbps.unwrap_or_default())

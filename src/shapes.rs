@@ -346,7 +346,7 @@ pub fn shapes_table(records: &[Record]) -> Table {
             compact(&r.config),
             fig,
             anchor.unwrap_or_else(|| "-".into()),
-            r.ratio.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into()),
+            r.ratio.map(|v| format!("{v:.3}{}", r.ratio_mark())).unwrap_or_else(|| "-".into()),
             r.error.as_deref().map(|e| e.chars().take(80).collect()).unwrap_or_default(),
         ]);
     }

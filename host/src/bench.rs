@@ -95,7 +95,9 @@ pub fn workload<B: Backend, W: Workload>(
 /// its own) unless `vendor` already holds a verified one for the same family and problem
 /// (measured earlier in the run: cuBLAS beside the launch-sized row anchors the
 /// cuda-static and WGSL rows of the same problem), else `copy` (the backend's
-/// device-to-device copy) for families with copy bytes.
+/// device-to-device copy) for families with copy bytes. Where its own vendor anchor also
+/// timed the two interleaved (HGEMM), the row's ratio is that median
+/// ([`Record::set_paired`]).
 #[allow(clippy::too_many_arguments)]
 pub fn family<'b, B: FamilyBackend>(
     backend: &'b B,
@@ -115,17 +117,22 @@ pub fn family<'b, B: FamilyBackend>(
     let earlier = vendor.iter().find(measured);
     // A vendor anchor measured earlier in the run for the same problem (the launch-sized
     // row's cuBLAS, for the cuda-static row after it) anchors this row too.
-    let own = prepared.as_ref().ok().filter(|_| earlier.is_none()).and_then(|w| {
-        let a = w.vendor_anchor(timing, seed)?;
-        let mut rec = Record::new(name, "anchor", a.name, backend.info(), prov);
-        rec.problem = case.problem.clone();
-        rec.timer = crate::backend::timer_label(backend, &timing);
-        match a.result {
-            Ok((t, warmups)) => rec.set_measured(t, warmups, 0, w.flops(), None),
-            Err(e) => rec.set_error(&e),
-        }
-        Some(rec)
-    });
+    let (own, paired) = prepared
+        .as_ref()
+        .ok()
+        .filter(|_| earlier.is_none())
+        .and_then(|w| {
+            let a = w.vendor_anchor(timing, seed)?;
+            let mut rec = Record::new(name, "anchor", a.name, backend.info(), prov);
+            rec.problem = case.problem.clone();
+            rec.timer = crate::backend::timer_label(backend, &timing);
+            match a.result {
+                Ok((t, warmups)) => rec.set_measured(t, warmups, 0, w.flops(), None),
+                Err(e) => rec.set_error(&e),
+            }
+            Some((rec, a.paired))
+        })
+        .unzip();
     let anchor = match (&own, family.anchor_bytes(&case.problem)) {
         (Some(a), _) => Some(a),
         (None, Ok(Some(_))) => copy,
@@ -133,6 +140,9 @@ pub fn family<'b, B: FamilyBackend>(
     };
     let mut rec =
         workload(backend, name, variant, case.problem.clone(), case.config.clone(), prepared, timing, prov, anchor);
+    if let Some(p) = paired.flatten() {
+        rec.set_paired(&p);
+    }
     rec.note = case.note.clone();
     rec.config_origin = Some(case.origin.clone());
     (rec, own)

@@ -132,6 +132,70 @@ pub fn geometric_mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| (sum / n as f64).exp())
 }
 
+/// Fewest rounds [`crate::backend::time_paired`] makes, whatever `repeats` asks.
+pub const MIN_PAIRED_ROUNDS: u32 = 5;
+/// Device time one batch of a paired round should last at least, in milliseconds: long
+/// enough that the event timer's resolution and the gap at each end of a batch are a small
+/// part of it.
+pub const PAIRED_BATCH_MS: f64 = 1.0;
+/// Most launches in one batch of a paired round: a bound for operations too short to time.
+pub const MAX_PAIRED_BATCH: u32 = 1024;
+
+/// Two operations timed interleaved in one process ([`crate::backend::time_paired`]): ours
+/// and an anchor (a vendor library on the same inputs), alternated in rounds so both run
+/// under the same clocks and device state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    /// Per round, `[ours, anchor]`: device milliseconds of `batch` back-to-back launches of
+    /// each, in round order (even rounds ran ours first, odd rounds the anchor first).
+    pub rounds_ms: Vec<[f64; 2]>,
+    /// Launches per batch, the same for both operations.
+    pub batch: u32,
+    /// [`median_paired_ratio`] of the rounds: above 1, ours is faster.
+    pub ratio: f64,
+    /// Untimed warm-up iterations (each one launch of both) before the rounds.
+    pub warmup: u32,
+}
+
+impl Paired {
+    /// The rounds and their median ratio; `None` where [`median_paired_ratio`] has none.
+    pub fn new(rounds_ms: Vec<[f64; 2]>, batch: u32, warmup: u32) -> Option<Paired> {
+        let ratio = median_paired_ratio(&rounds_ms)?;
+        Some(Paired { rounds_ms, batch, ratio, warmup })
+    }
+}
+
+/// The median over rounds of `anchor ms / ours ms` (each `[ours, anchor]`: one round's
+/// batches of equal size), i.e. of our throughput over the anchor's. A median of per-round
+/// ratios rather than a ratio of medians: each round's two batches ran under the same
+/// clocks, so drift between rounds cancels within each ratio. `None` for no rounds or any
+/// time that is not a positive finite number (no ratio can be formed from it).
+pub fn median_paired_ratio(rounds_ms: &[[f64; 2]]) -> Option<f64> {
+    let usable = |t: f64| t.is_finite() && t > 0.0;
+    if rounds_ms.is_empty() || !rounds_ms.iter().flatten().all(|&t| usable(t)) {
+        return None;
+    }
+    let mut ratios: Vec<f64> = rounds_ms.iter().map(|[ours, anchor]| anchor / ours).collect();
+    ratios.sort_by(f64::total_cmp);
+    Some(median_sorted(&ratios))
+}
+
+/// Rounds of a paired timing under `opts`: half its timed runs (each round runs both
+/// operations), at least [`MIN_PAIRED_ROUNDS`].
+pub fn paired_rounds(opts: &TimingOptions) -> u32 {
+    (opts.repeats / 2).max(MIN_PAIRED_ROUNDS)
+}
+
+/// Launches per batch of a paired timing, from the device time of one launch of the faster
+/// operation: enough for [`PAIRED_BATCH_MS`], from 1 to [`MAX_PAIRED_BATCH`] (the most where
+/// the launch time is not a positive number: too short to register).
+pub fn paired_batch(launch_ms: f64) -> u32 {
+    if launch_ms.is_nan() || launch_ms <= 0.0 {
+        return MAX_PAIRED_BATCH;
+    }
+    (PAIRED_BATCH_MS / launch_ms).ceil().clamp(1.0, MAX_PAIRED_BATCH as f64) as u32
+}
+
 /// Gigabytes (1e9 bytes) per second.
 pub fn gbps(bytes: u64, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e-3) / 1e9
@@ -164,5 +228,38 @@ mod tests {
         assert_eq!(median_ci95(&noisy), median_ci95(&noisy), "reproducible from the times");
         assert_eq!(median_ci95(&[1.0]), None);
         assert_eq!(median_ci95(&[2.0, 2.0, 2.0]), Some([2.0, 2.0]));
+    }
+
+    #[test]
+    fn the_paired_ratio_is_the_median_of_each_rounds_ratio() {
+        // Odd count: ratios 2, 0.5, 1.25 -> median 1.25 (not the ratio of median times).
+        let odd = [[1.0, 2.0], [4.0, 2.0], [2.0, 2.5]];
+        assert_eq!(median_paired_ratio(&odd), Some(1.25));
+        // One round's anchor time wrong enough to cross the middle moves the median.
+        assert_eq!(median_paired_ratio(&[[1.0, 2.0], [4.0, 2.0], [2.0, 1.0]]), Some(0.5));
+        // Even count: the mean of the middle two ratios, 1.25 and 1.5.
+        let even = [[1.0, 2.0], [4.0, 2.0], [2.0, 2.5], [2.0, 3.0]];
+        assert_eq!(median_paired_ratio(&even), Some(1.375));
+        // Swapping ours and the anchor in one middle round moves it too.
+        assert_eq!(median_paired_ratio(&[[1.0, 2.0], [4.0, 2.0], [2.5, 2.0], [2.0, 3.0]]), Some(1.15));
+        assert_eq!(median_paired_ratio(&[[3.0, 3.0]]), Some(1.0));
+        assert_eq!(median_paired_ratio(&[]), None);
+        assert_eq!(median_paired_ratio(&[[1.0, 2.0], [0.0, 1.0]]), None, "a zero time has no ratio");
+        assert_eq!(median_paired_ratio(&[[1.0, f64::NAN]]), None);
+        let p = Paired::new(even.to_vec(), 8, 3).unwrap();
+        assert_eq!((p.ratio, p.batch, p.warmup), (1.375, 8, 3));
+    }
+
+    #[test]
+    fn paired_rounds_and_batches_follow_the_timing_options() {
+        let opts = TimingOptions::default();
+        assert_eq!(paired_rounds(&opts), opts.repeats / 2);
+        assert_eq!(paired_rounds(&TimingOptions { repeats: 3, ..opts }), MIN_PAIRED_ROUNDS);
+        assert_eq!(paired_batch(1.0 / 256.0), 256);
+        assert_eq!(paired_batch(0.3), 4, "rounded up: a batch lasts at least PAIRED_BATCH_MS");
+        assert_eq!(paired_batch(5.0), 1);
+        assert_eq!(paired_batch(1e-9), MAX_PAIRED_BATCH);
+        assert_eq!(paired_batch(0.0), MAX_PAIRED_BATCH);
+        assert_eq!(paired_batch(f64::NAN), MAX_PAIRED_BATCH);
     }
 }

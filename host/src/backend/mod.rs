@@ -22,7 +22,7 @@ pub mod timed;
 pub mod wgpu;
 
 pub use any::{AnyBackend, Erase};
-pub use timed::{time, timer_label};
+pub use timed::{time, time_paired, timer_label};
 
 pub use crate::backend_kind::BackendKind;
 

@@ -1,10 +1,28 @@
 //! Timing a run on a device: warm-up, timed runs through the backend's device timer, and
-//! the observer's readings meanwhile. The statistics are [`crate::measure`]'s.
+//! the observer's readings meanwhile; and two operations timed interleaved in one process
+//! ([`time_paired`]). The statistics are [`crate::measure`]'s.
 
 use super::Backend;
-use crate::error::Result;
-use crate::measure::{MAX_WARMUP_RUNS, Timing, TimingOptions};
+use crate::error::{Error, Result};
+use crate::measure::{self, MAX_WARMUP_RUNS, Paired, Timing, TimingOptions};
 use crate::observe::{self, Observation};
+
+/// At least `warmup` untimed runs of `work` and `warmup_ms` of wall time, waiting after
+/// each; returns the runs made (at most [`MAX_WARMUP_RUNS`]).
+fn warm_up<B: Backend>(backend: &B, opts: &TimingOptions, work: &mut dyn FnMut() -> Result<()>) -> Result<u32> {
+    let started = std::time::Instant::now();
+    let mut warmups = 0u32;
+    while warmups < opts.warmup || started.elapsed().as_secs_f64() * 1e3 < opts.warmup_ms {
+        work()?;
+        warmups += 1;
+        // Waiting each time keeps the queue short, so the elapsed time is device time.
+        backend.synchronize()?;
+        if warmups >= MAX_WARMUP_RUNS {
+            break;
+        }
+    }
+    Ok(warmups)
+}
 
 /// Times `work` (the launches of one run) on the device: at least `warmup` untimed runs
 /// and `warmup_ms` of warm-up, then `repeats` runs each timed on its own with the
@@ -17,17 +35,7 @@ pub fn time<B: Backend>(
     work: &mut dyn FnMut() -> Result<()>,
 ) -> Result<(Timing, u32)> {
     opts.validate()?;
-    let started = std::time::Instant::now();
-    let mut warmups = 0u32;
-    while warmups < opts.warmup || started.elapsed().as_secs_f64() * 1e3 < opts.warmup_ms {
-        work()?;
-        warmups += 1;
-        // Waiting each time keeps the queue short, so the elapsed time is device time.
-        backend.synchronize()?;
-        if warmups >= MAX_WARMUP_RUNS {
-            break;
-        }
-    }
+    let warmups = warm_up(backend, &opts, work)?;
     let timed_runs = |work: &mut dyn FnMut() -> Result<()>| -> Result<Timing> {
         let times = if opts.back_to_back {
             backend.time_runs(opts.repeats, work)?
@@ -59,8 +67,95 @@ pub fn time<B: Backend>(
     Ok((timing, warmups))
 }
 
+/// Times `ours` against `anchor` (each queues one launch of its operation) interleaved, so
+/// that both run under the same clocks and device state: after warming both up together
+/// (as [`time`] warms up one) and one probe launch of each to size the batches
+/// ([`measure::paired_batch`]), [`measure::paired_rounds`] rounds, each a batch of
+/// back-to-back launches of ours and a batch of the anchor, every batch between its own
+/// device timestamps ([`Backend::time_runs`]) and one wait per round. The order alternates
+/// (ABBA: even rounds ours first, odd rounds the anchor first) so neither always runs on a
+/// device the other has just warmed or heated. The ratio is the median of the per-round
+/// ratios ([`measure::median_paired_ratio`]).
+pub fn time_paired<B: Backend>(
+    backend: &B,
+    opts: TimingOptions,
+    ours: &mut dyn FnMut() -> Result<()>,
+    anchor: &mut dyn FnMut() -> Result<()>,
+) -> Result<Paired> {
+    opts.validate()?;
+    let warmups = warm_up(backend, &opts, &mut || {
+        ours()?;
+        anchor()
+    })?;
+    let [ours_ms, anchor_ms] = round(backend, 1, true, ours, anchor)?;
+    let batch = measure::paired_batch(ours_ms.min(anchor_ms));
+    let rounds = (0..measure::paired_rounds(&opts))
+        .map(|r| round(backend, batch, r % 2 == 0, ours, anchor))
+        .collect::<Result<Vec<_>>>()?;
+    let why = format!("a batch timed at no positive time, rounds {rounds:?}");
+    Paired::new(rounds, batch, warmups).ok_or_else(|| paired_error(why))
+}
+
+/// One round of [`time_paired`]: `batch` launches of each operation back to back, ours
+/// first where `ours_first`, each batch timed on the device, one wait. Returns
+/// `[ours ms, anchor ms]`.
+fn round<B: Backend>(
+    backend: &B,
+    batch: u32,
+    ours_first: bool,
+    ours: &mut dyn FnMut() -> Result<()>,
+    anchor: &mut dyn FnMut() -> Result<()>,
+) -> Result<[f64; 2]> {
+    let mut next_is_ours = ours_first;
+    let times = backend.time_runs(2, &mut || {
+        let op: &mut dyn FnMut() -> Result<()> = if next_is_ours { &mut *ours } else { &mut *anchor };
+        next_is_ours = !next_is_ours;
+        (0..batch).try_for_each(|_| op())
+    })?;
+    match times[..] {
+        [first, second] if ours_first => Ok([first, second]),
+        [first, second] => Ok([second, first]),
+        _ => Err(paired_error(format!("the backend timed {} batches of a round, not 2", times.len()))),
+    }
+}
+
+fn paired_error(reason: String) -> Error {
+    Error::InvalidConfig { kernel: "paired timing".into(), reason }
+}
+
 /// The record's `timer`: the backend's device timer and how the timed runs were queued.
 pub fn timer_label<B: Backend>(backend: &B, opts: &TimingOptions) -> String {
     let mode = if opts.back_to_back { "back-to-back" } else { "waited per run" };
     format!("{}, {mode}", backend.timer_name())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+    use crate::backend::cpu::CpuBackend;
+
+    /// On the CPU backend (host wall clock, launches run at once): ours takes 1 ms a
+    /// launch and the anchor 3 ms, so every batch is one launch, the rounds alternate
+    /// ours-first and anchor-first, and the ratio says ours is faster.
+    #[test]
+    fn paired_rounds_alternate_and_the_ratio_favours_the_faster() {
+        let cpu = CpuBackend::new();
+        let opts = TimingOptions { warmup: 2, warmup_ms: 0.0, repeats: 12, energy_ms: 0.0, back_to_back: true };
+        let order = RefCell::new(String::new());
+        let op = |name: char, ms: u64| {
+            let order = &order;
+            move || -> Result<()> {
+                order.borrow_mut().push(name);
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                Ok(())
+            }
+        };
+        let p = time_paired(&cpu, opts, &mut op('o', 1), &mut op('a', 3)).unwrap();
+        assert_eq!((p.batch, p.warmup, p.rounds_ms.len()), (1, 2, 6));
+        assert_eq!(order.into_inner(), "oaoa".to_string() + "oa" + "oaaooaaooaao", "warm-up, probe, ABBA rounds");
+        assert!(p.rounds_ms.iter().all(|[o, a]| o < a), "ours first in each pair: {:?}", p.rounds_ms);
+        assert!(p.ratio > 1.5, "anchor ms / ours ms: {}", p.ratio);
+    }
 }

@@ -342,7 +342,12 @@ impl<W: Workload + ?Sized> Workload for &W {
 /// its warm-up runs), or why it could not be run or did not match.
 pub struct VendorAnchor {
     pub name: &'static str,
+    /// The routine timed alone: the anchor's own record.
     pub result: Result<(crate::measure::Timing, u32)>,
+    /// This workload and the routine timed interleaved in one process
+    /// ([`crate::backend::time_paired`]), where the family does so and `result` is `Ok`:
+    /// the kernel row's ratio is then its median, not a ratio of the two separate timings.
+    pub paired: Option<crate::measure::Paired>,
 }
 
 /// Validation errors of a family's config, named after its kernel.

@@ -61,6 +61,10 @@ const FIXED: [(BackendKind, &str, &str); 4] = [
     (BackendKind::Wgsl, "wgsl-override", "WGSL override"),
 ];
 
+/// The footnote of a cell whose ratio is the median of interleaved rounds against its
+/// vendor anchor ([`Record::paired_ratio`]) rather than the figure over the anchor column's.
+const INTERLEAVED: &str = "ratio: median of rounds interleaved with the anchor in one process";
+
 /// The best verified record of a cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Best {
@@ -144,6 +148,9 @@ fn cell(records: &[&Record], unit: Unit, notes: &mut Footnotes) -> (String, Opti
         }
         if let Some(n) = &c.note {
             marks.push(notes.number(short::note(n)));
+        }
+        if c.paired_ratio.is_some() {
+            marks.push(notes.number(INTERLEAVED.into()));
         }
     }
     // (A verified record without a figure has nothing to compare and nothing wrong.)
@@ -515,5 +522,18 @@ mod tests {
         let b = gbps(rec("h", BackendKind::Cuda, "launch-sized", json!({ "n": 64, "z": 0 })), json!({}), 1.0, 2.0);
         let c = Comparison::new(&[a, b]);
         assert_eq!([c.rows[0].problem.as_str(), c.rows[1].problem.as_str()], ["n=64", "n=64,z=0"]);
+    }
+
+    #[test]
+    fn an_interleaved_ratio_is_footnoted_and_a_separate_one_is_not() {
+        let p = json!({ "m": 1024, "n": 1024, "k": 1024 });
+        let mut ours = rec("hgemm", BackendKind::Cuda, "launch-sized", p.clone());
+        (ours.tflops, ours.anchor_tflops, ours.verified) = (Some(500.0), Some(520.0), true);
+        ours.set_paired(&crate::measure::Paired::new(vec![[1.0, 0.99]], 64, 3).unwrap());
+        let plain = gbps(rec("reduce", BackendKind::Cuda, "launch-sized", json!({ "n": 64 })), json!({}), 1.0, 2.0);
+        let c = Comparison::new(&[ours, plain]);
+        assert_eq!(c.rows[0].cells[0], "500 (0.99) [1]", "the rounds' median, not 500 / 520");
+        assert_eq!(c.rows[1].cells[0], "1.00 (0.50)");
+        assert_eq!(c.footnotes, [INTERLEAVED]);
     }
 }

@@ -76,8 +76,22 @@ pub struct Record {
     pub anchor: Option<String>,
     pub anchor_gbps: Option<f64>,
     pub anchor_tflops: Option<f64>,
-    /// Figure over anchor figure.
+    /// Figure over anchor figure; for a row with `paired_ratio`, the median of its
+    /// interleaved rounds (equal to `paired_ratio`) instead, so it need not equal the
+    /// figure over `anchor_tflops` (the anchor timed alone).
     pub ratio: Option<f64>,
+    /// Where the kernel and its vendor anchor were timed interleaved in one process
+    /// ([`crate::backend::time_paired`]): the median over rounds of anchor ms over our ms
+    /// (above 1: ours is faster). Absent elsewhere and in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_ratio: Option<f64>,
+    /// The interleaved rounds behind `paired_ratio`, in order: `[ours, anchor]` device
+    /// milliseconds of `paired_batch` back-to-back launches each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_rounds_ms: Option<Vec<[f64; 2]>>,
+    /// Launches per batch of each interleaved round, the same for both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_batch: Option<u32>,
     /// The result matched the CPU reference.
     pub verified: bool,
     /// Why the config could not be built, launched or verified.
@@ -138,6 +152,9 @@ impl Record {
             anchor_gbps: None,
             anchor_tflops: None,
             ratio: None,
+            paired_ratio: None,
+            paired_rounds_ms: None,
+            paired_batch: None,
             verified: false,
             error: None,
             note: None,
@@ -298,6 +315,25 @@ impl Record {
         self.set_timing(t);
     }
 
+    /// Puts a verified row's interleaved timing against its vendor anchor on it: the rounds,
+    /// and their median as its `ratio` (the row's own timing and figures stay). A row that
+    /// failed keeps no ratio.
+    pub fn set_paired(&mut self, p: &crate::measure::Paired) {
+        if !self.verified || self.error.is_some() {
+            return;
+        }
+        self.ratio = Some(p.ratio);
+        self.paired_ratio = Some(p.ratio);
+        self.paired_rounds_ms = Some(p.rounds_ms.clone());
+        self.paired_batch = Some(p.batch);
+    }
+
+    /// What follows a printed `ratio` to say how it was taken: ` (interleaved)` for a row
+    /// with `paired_ratio`, nothing for a ratio of two separate timings.
+    pub fn ratio_mark(&self) -> &'static str {
+        if self.paired_ratio.is_some() { " (interleaved)" } else { "" }
+    }
+
     /// A record's error, and whether it says the kernel was wrong.
     pub fn set_error(&mut self, e: &crate::Error) {
         self.error = Some(e.to_string());
@@ -413,5 +449,37 @@ mod tests {
         let e = read_jsonl(&path).unwrap_err().to_string();
         assert!(e.contains("line 2"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn paired_fields_round_trip_and_old_records_still_parse() {
+        let (path, dir) = temp_file("paired");
+        let plain = record();
+        let mut paired = record();
+        paired.verified = true;
+        paired.ratio = Some(0.9);
+        let rounds = vec![[1.0, 1.1], [2.0, 2.4], [1.0, 1.3]];
+        paired.set_paired(&crate::measure::Paired::new(rounds.clone(), 16, 4).unwrap());
+        assert_eq!((paired.ratio, paired.paired_ratio), (Some(1.2), Some(1.2)), "the median round is the ratio");
+        assert_eq!((paired.paired_rounds_ms.as_ref(), paired.paired_batch), (Some(&rounds), Some(16)));
+        assert_eq!((paired.ratio_mark(), plain.ratio_mark()), (" (interleaved)", ""));
+        let line = serde_json::to_string(&plain).unwrap();
+        assert!(!line.contains("paired"), "no paired fields written where there are none: {line}");
+        // A record as written before the fields existed: the same line without them.
+        let mut w = JsonlWriter::append(&path).unwrap();
+        w.write(&paired).unwrap();
+        w.write(&plain).unwrap();
+        drop(w);
+        let back = read_jsonl(&path).unwrap();
+        assert_eq!(back.records, vec![paired, plain]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_failed_row_takes_no_paired_ratio() {
+        let mut failed = record();
+        failed.error = Some("wrong".into());
+        failed.set_paired(&crate::measure::Paired::new(vec![[1.0, 2.0]], 1, 1).unwrap());
+        assert_eq!((failed.ratio, failed.paired_ratio), (None, None));
     }
 }

@@ -116,7 +116,7 @@ pub fn records_table(records: &[Record]) -> Table {
             opt(r.tflops, 2),
             opt(r.anchor_gbps, 1),
             opt(r.anchor_tflops, 2),
-            opt(r.ratio, 3),
+            opt(r.ratio, 3) + r.ratio_mark(),
             opt(r.observed.as_ref().and_then(|o| o.sm_clock_mhz).map(|c| c.median), 0),
             opt(r.observed.as_ref().and_then(|o| o.energy).map(|e| e.watts), 0),
             r.observed.as_ref().and_then(|o| o.energy).map(|e| format!("{:.3e}", e.joules_per_run)).unwrap_or_default(),

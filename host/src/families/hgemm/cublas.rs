@@ -15,9 +15,9 @@ use super::{Half, HgemmProblem, HgemmWorkload, OutType, tolerance};
 use crate::backend::BackendKind;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::cuda::driver::driver_err;
-use crate::backend::time;
+use crate::backend::{time, time_paired};
 use crate::error::{Error, Result};
-use crate::measure::{Timing, TimingOptions};
+use crate::measure::{Paired, Timing, TimingOptions};
 use crate::verify::Mismatch;
 
 fn blas_err(call: &'static str) -> impl FnOnce(cudarc::cublas::result::CublasError) -> Error {
@@ -74,13 +74,24 @@ fn gemm(
 
 /// What cuBLAS did on the workload's inputs.
 pub struct CublasReport {
+    /// cuBLAS timed alone: the anchor's own record.
     pub timing: Timing,
     pub warmup: u32,
+    /// Our kernel and cuBLAS timed interleaved: the kernel row's ratio.
+    pub paired: Paired,
 }
 
 /// Runs cuBLAS on the workload's A and B, compares every entry of its `C` with `ours` (the
 /// workload's `C`, already checked against the CPU reference) within the problem's
-/// tolerance relative to cuBLAS's entry, then times cuBLAS.
+/// tolerance relative to cuBLAS's entry, then times cuBLAS alone (the anchor's own record,
+/// as every anchor is timed) and then our kernel and cuBLAS interleaved
+/// ([`time_paired`]): after a warm-up of both, rounds of one batch of back-to-back
+/// launches of each (equal size, at least about a millisecond of the faster one), the
+/// order alternating ABBA and one wait per round; the ratio is the median of the rounds'
+/// `cuBLAS ms / ours ms`. Interleaving, because cuBLAS's own speed moves between processes
+/// and with the clocks within one: two separate timings would carry that into the ratio,
+/// while each round's two batches run under the same conditions. Each operation writes
+/// its own `C`.
 pub fn anchor(w: &HgemmWorkload<'_, CudaBackend>, ours: &[f32], opts: TimingOptions) -> Result<CublasReport> {
     let backend = w.backend;
     let p = w.problem();
@@ -121,5 +132,6 @@ pub fn anchor(w: &HgemmWorkload<'_, CudaBackend>, ours: &[f32], opts: TimingOpti
     }
     let mut work = || gemm(&blas, backend, &p, a.raw(), b.raw(), &mut c);
     let (timing, warmup) = time(backend, opts, &mut work)?;
-    Ok(CublasReport { timing, warmup })
+    let paired = time_paired(backend, opts, &mut || w.launch(), &mut work)?;
+    Ok(CublasReport { timing, warmup, paired })
 }

@@ -369,7 +369,7 @@ impl<B: FamilyBackend> Workload for HgemmWorkload<'_, B> {
         self.compare(&self.result()?)
     }
     /// cuBLAS (`cublasGemmEx`, f32 compute) on the same inputs: its `C` compared with ours
-    /// entry by entry, then timed.
+    /// entry by entry, then timed alone and interleaved with ours ([`cublas::anchor`]).
     fn vendor_anchor(&self, timing: TimingOptions, _seed: u64) -> Option<VendorAnchor> {
         if std::any::TypeId::of::<B>() != std::any::TypeId::of::<CudaBackend>() {
             return None;
@@ -377,7 +377,11 @@ impl<B: FamilyBackend> Workload for HgemmWorkload<'_, B> {
         // SAFETY: `B` is `CudaBackend` (checked above), so this is the same type.
         let w = unsafe { &*(self as *const Self as *const HgemmWorkload<'_, CudaBackend>) };
         let result = self.check().and_then(|()| self.result()).and_then(|ours| cublas::anchor(w, &ours, timing));
-        Some(VendorAnchor { name: "cublasGemmEx", result: result.map(|r| (r.timing, r.warmup)) })
+        let (result, paired) = match result {
+            Ok(r) => (Ok((r.timing, r.warmup)), Some(r.paired)),
+            Err(e) => (Err(e), None),
+        };
+        Some(VendorAnchor { name: "cublasGemmEx", result, paired })
     }
 }
 

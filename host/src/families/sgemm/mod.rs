@@ -749,7 +749,7 @@ impl<B: FamilyBackend> Workload for SgemmWorkload<'_, B> {
             .result_from_initial()
             .and_then(|ours| cublas::anchor(w.backend, w, &ours, seed, timing))
             .map(|r| (r.timing, r.warmup));
-        Some(VendorAnchor { name: "cublasSgemm", result })
+        Some(VendorAnchor { name: "cublasSgemm", result, paired: None })
     }
 }
 
