@@ -70,6 +70,8 @@ cases=(
   "hgemm --m 131 --n 67 --k 72 --bm 64 --bn 128 --stages 3 --dtype bf16"
   "hgemm --m 1000 --n 2000 --k 200 --bm 128 --bn 256 --stages 4 --cluster 1 --out input"
   "hgemm --m 1000 --n 2000 --k 200 --bm 128 --bn 256 --stages 2 --cluster 2 --dtype bf16"
+  "hgemm --m 1100 --n 2100 --k 520 --bm 128 --bn 256 --stages 5 --cluster 2 --pingpong true"
+  "hgemm --m 1000 --n 2000 --k 200 --bm 128 --bn 192 --stages 5 --cluster 1 --pingpong true --dtype bf16 --out input"
   "hgemm --m 1000 --n 600 --k 264 --bm 128 --bn 256 --stages 3 --cluster 1 --dtype bf16"
   "hgemm --m 300 --n 200 --k 136 --bm 128 --bn 128 --stages 4"
   "hgemm --m 520 --n 700 --k 328 --bm 64 --bn 256 --stages 3 --cluster 2"

@@ -1,6 +1,7 @@
 //! Tensor-core GEMM conformance on CUDA where a device is (prints `SKIPPED: no CUDA device`
-//! and passes elsewhere): every entry (wgmma n128 / n256 with one and two math warpgroups,
-//! alone and in clusters of two, the compiled-in tiles, mma.sync with one and two warp rows) at awkward shapes (m and n
+//! and passes elsewhere): every entry (wgmma n128 / n192 / n256 with one and two math
+//! warpgroups, cooperative and ping-pong, alone and in clusters of two, the compiled-in
+//! tiles, mma.sync with one and two warp rows) at awkward shapes (m and n
 //! not multiples of any tile, k not a multiple of the k-tile, fewer k-tiles than stages),
 //! two to six stages, past 48 KB of launch-sized memory, f16 and bf16 inputs, f32 and
 //! 16-bit outputs, each against the CPU reference (exact integer inputs: one wrong product
@@ -28,7 +29,18 @@ fn problem(m: u32, n: u32, k: u32, dtype: Half, out: OutType) -> HgemmProblem {
 fn cuda_every_entry_at_awkward_shapes() {
     let Some(cuda) = cuda_or_skip("hgemm::cuda_every_entry_at_awkward_shapes") else { return };
     let wgmma = cuda.capability() == (9, 0) && cuda.ptx_target() == "sm_90a";
-    let shapes = [(1, 1, 8), (67, 131, 72), (200, 300, 1000), (129, 257, 64), (513, 250, 4104)];
+    // The last two give every persistent block several tiles (ping-pong's warpgroups then
+    // take turns and skip each other's k-tiles in the ring), with fewer and more k-tiles
+    // than stages.
+    let shapes = [
+        (1, 1, 8),
+        (67, 131, 72),
+        (200, 300, 1000),
+        (129, 257, 64),
+        (513, 250, 4104),
+        (2050, 1030, 136),
+        (1100, 2100, 520),
+    ];
     let mut configs = vec![HgemmConfig::mma(64, 2), HgemmConfig::mma(128, 3), HgemmConfig::mma(64, 6)];
     if wgmma {
         configs.extend([
@@ -41,6 +53,13 @@ fn cuda_every_entry_at_awkward_shapes() {
             // cluster with rows past m (zeros in, nothing stored).
             HgemmConfig::wgmma(128, 256, 4).with_cluster(2),
             HgemmConfig { group_m: 1, ..HgemmConfig::wgmma(64, 256, 3).with_cluster(2) },
+            HgemmConfig::wgmma(128, 192, 5),
+            HgemmConfig::wgmma(64, 192, 3).with_cluster(2),
+            // Ping-pong: 64-row tiles alternating between the two math warpgroups.
+            HgemmConfig::wgmma(128, 128, 2).with_pingpong(true),
+            HgemmConfig::wgmma(128, 256, 5).with_pingpong(true),
+            HgemmConfig { group_m: 3, ..HgemmConfig::wgmma(128, 256, 3).with_pingpong(true).with_cluster(2) },
+            HgemmConfig::wgmma(128, 192, 7).with_pingpong(true).with_cluster(2),
         ]);
     } else {
         note("hgemm: no sm_90a image on a 9.0 device: wgmma entries not run");

@@ -7,34 +7,41 @@
 //! - `hgemm_wgmma_*` (sm_90a): warp-specialised. Warpgroup 0 is the producer: one thread
 //!   starts two tensor-map copies (TMA, 128-byte swizzle) per k-tile of 64 into a ring of
 //!   `stages` slots and completes the slot's `full` barrier; its warpgroup then gives its
-//!   registers back (`setmaxnreg`). Warpgroups 1..=`consumers` each own 64 rows of the
-//!   `BM x BN` block tile (`BM = 64 * consumers`) and run four `wgmma` m64nBNk16 per k-tile
-//!   on the slot, keep one k-tile's group in flight, and release the slot before (`empty`
-//!   barrier, one arrival per consumer). Blocks are persistent: block `b` takes tiles `b`,
-//!   `b + grid`, ... in grouped order ([`tile_coords`]), so the producer copies the next
-//!   tile's k-tiles while the consumers store the last.
+//!   registers back (`setmaxnreg`). The math warpgroups run four `wgmma` m64nBNk16 per
+//!   k-tile on the slot, keep one k-tile's group in flight, and release the slot before
+//!   (`empty` barrier, one arrival per reader). Blocks are persistent: block `b` takes
+//!   tiles `b`, `b + grid`, ... in grouped order ([`tile_coords`]), so the producer copies
+//!   the next tile's k-tiles while the math warpgroups store the last. Two schedules, chosen
+//!   at launch:
+//!   - cooperative: warpgroups 1..=`units` each own 64 rows of every `BM x BN` tile
+//!     (`BM = 64 * units`), and store together after the tile's last k-tile;
+//!   - ping-pong (two math warpgroups): tiles are `64 x BN` and alternate between the
+//!     warpgroups, whose k-tiles follow each other in the ring; one stores its tile while
+//!     the other multiplies, so the stores are hidden.
 //! - `hgemm_mma_*` (sm_80): `mma.sync` m16n8k16 from `ldmatrix`, one block per tile, a
 //!   `cp.async` ring of `stages` k-tiles of 32 (rows XOR-swizzled by 16-byte chunk so that
 //!   `ldmatrix` reads eight rows without a bank conflict). Warps `4 * wm + wn` own 64 x 32
 //!   of the `BM x 128` tile.
 //!
 //! # Compiled in, launch-time
-//! Compiled in: the instruction shapes (wgmma N = `BN` 128 or 256 by entry, k-tile 64;
-//! mma warp tile 64 x 32, k-tile 32) and the element type. Launch-time: `BM` (the math
-//! warpgroups or warp rows, so the block size), the stages (the ring's bytes), the output
-//! type and the tile order; `_fixed` entries compile `BM`, `BN` and the stages in, to measure
-//! what the launch-time forms cost.
+//! Compiled in: the instruction shapes (wgmma N = `BN` 128, 192 or 256 by entry, k-tile 64;
+//! mma warp tile 64 x 32, k-tile 32), the element type and the cluster size. Launch-time:
+//! `BM` (the math warpgroups or warp rows, so the block size), the schedule, the stages (the
+//! ring's bytes), the output type and the tile order; `_fixed` entries compile `BM`, `BN`
+//! and the stages in, to measure what the launch-time forms cost.
 //!
 //! # Launch-sized memory ([`HgemmConfig::layout`])
-//! `stages` slots of A (`BM` rows) then `stages` of B (`BN` rows), each row `2 * BK` bytes,
-//! slots 1024-byte aligned; then (wgmma) `stages` `full` and `stages` `empty` barriers.
+//! `stages` slots of A (a tile's rows, [`HgemmConfig::tile_rows`]) then `stages` of B (`BN`
+//! rows), each row `2 * BK` bytes, slots 1024-byte aligned; then (wgmma) `stages` `full` and
+//! `stages` `empty` barriers.
 //!
 //! # Entry points ([`entry_name`])
-//! `hgemm_wgmma_{f16,bf16}_n{128,256}(a_map, b_map, c, m, n, k, out16, bm, stages,
-//! group_m)` (`a_map`, `b_map`: `CUtensorMap`s in device memory, box `64 x BM` and `64 x BN`,
-//! 128-byte swizzle); `hgemm_mma_{f16,bf16}(a, b, c, ...)` (the same scalars; `a`, `b` the
-//! matrices); `hgemm_wgmma_f16_n256_fixed` (`BM` 128, 4 stages). `out16` = 1 writes `C` in
-//! the input type, else f32. Grid: wgmma at most one block per tile; mma one per tile.
+//! `hgemm_wgmma_{f16,bf16}_n{128,192,256}[_c2](a_map, b_map, c, m, n, k, flags, bm, stages,
+//! group_m)` (`a_map`, `b_map`: `CUtensorMap`s in device memory, box `64 x tile_rows` and `64 x
+//! BN / cluster`, 128-byte swizzle); `hgemm_mma_{f16,bf16}(a, b, c, ...)` (the same scalars;
+//! `a`, `b` the matrices); `hgemm_wgmma_f16_n256[_c2]_fixed` (`BM` 128, 4 stages,
+//! cooperative). `flags`: [`OUT16`] writes `C` in the input type, else f32; [`PINGPONG`]
+//! picks the ping-pong schedule. Grid: wgmma at most one block per tile; mma one per tile.
 
 use crate::gpu::{self, WARPGROUP};
 use crate::layout::{Carve, LayoutError, Slice};
@@ -56,7 +63,7 @@ pub const MMA_BK: u32 = 32;
 /// Block tile columns of the mma kernel (four warps of 32).
 pub const MMA_BN: u32 = 128;
 /// Block tile columns the wgmma entries have (one entry each).
-pub const WGMMA_BN: [u32; 2] = [128, 256];
+pub const WGMMA_BN: [u32; 3] = [128, 192, 256];
 /// Rows of `C` per math warpgroup (wgmma) or per row of four warps (mma).
 pub const ROWS_PER_UNIT: u32 = 64;
 /// Most math units: two warpgroups of 128 accumulators fit the register file beside the
@@ -85,7 +92,8 @@ pub enum MmaKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HgemmConfig {
     pub kind: MmaKind,
-    /// Block tile rows: 64 per math unit, 64 or 128.
+    /// Block rows: 64 per math unit, 64 or 128. Cooperative (the default), the units share one
+    /// `bm`-row tile; ping-pong, each takes its own 64-row tile ([`HgemmConfig::tile_rows`]).
     pub bm: u32,
     /// Block tile columns: one of [`WGMMA_BN`] (wgmma), [`MMA_BN`] (mma).
     pub bn: u32,
@@ -99,6 +107,12 @@ pub struct HgemmConfig {
     /// before it existed.
     #[cfg_attr(feature = "serde", serde(default = "one", skip_serializing_if = "is_one"))]
     pub cluster: u32,
+    /// wgmma with two math warpgroups: each warpgroup computes its own 64-row tile (the
+    /// block's tiles alternate between them), so one's epilogue runs under the other's
+    /// MMAs (CUTLASS's ping-pong). Launch-time. Absent (false) in records written before it
+    /// existed.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
+    pub pingpong: bool,
 }
 
 #[cfg(feature = "serde")]
@@ -109,6 +123,12 @@ fn one() -> u32 {
 fn is_one(v: &u32) -> bool {
     *v == 1
 }
+
+/// Bit of an entry's `flags`: write `C` in the input type (else f32).
+pub const OUT16: u32 = 1;
+/// Bit of an entry's `flags`: the ping-pong schedule ([`HgemmConfig::pingpong`]; wgmma, two
+/// math warpgroups).
+pub const PINGPONG: u32 = 2;
 
 /// Blocks of the clustered wgmma entries (`_c2`).
 pub const CLUSTER: u32 = 2;
@@ -123,20 +143,35 @@ pub struct HgemmLayout {
     /// wgmma: `stages` barriers the copies complete, then `stages` the consumers release.
     pub full: Slice<u64>,
     pub empty: Slice<u64>,
+    /// Ping-pong: one barrier per math warpgroup, completed when the other has waited for
+    /// every k-tile of its tile (its turn to multiply); empty otherwise.
+    pub turn: Slice<u64>,
 }
 
 impl HgemmConfig {
     pub const fn wgmma(bm: u32, bn: u32, stages: u32) -> Self {
-        HgemmConfig { kind: MmaKind::Wgmma, bm, bn, stages, group_m: 8, cluster: 1 }
+        HgemmConfig { kind: MmaKind::Wgmma, bm, bn, stages, group_m: 8, cluster: 1, pingpong: false }
     }
     pub const fn mma(bm: u32, stages: u32) -> Self {
-        HgemmConfig { kind: MmaKind::Mma, bm, bn: MMA_BN, stages, group_m: 8, cluster: 1 }
+        HgemmConfig { kind: MmaKind::Mma, bm, bn: MMA_BN, stages, group_m: 8, cluster: 1, pingpong: false }
     }
-    /// Depth of a k-tile.
     /// This config in clusters of `cluster` blocks.
     pub const fn with_cluster(self, cluster: u32) -> Self {
         HgemmConfig { cluster, ..self }
     }
+    /// This config with the ping-pong schedule (see the field).
+    pub const fn with_pingpong(self, pingpong: bool) -> Self {
+        HgemmConfig { pingpong, ..self }
+    }
+    /// Rows of one output tile (and of an A slot): `bm`, or 64 in ping-pong.
+    pub const fn tile_rows(&self) -> u32 {
+        if self.pingpong { ROWS_PER_UNIT } else { self.bm }
+    }
+    /// Math warpgroups that read each slot, so arrive on its `empty` barrier (per block).
+    pub const fn readers_per_slot(&self) -> u32 {
+        if self.pingpong { 1 } else { self.units() }
+    }
+    /// Depth of a k-tile.
     pub const fn bk(&self) -> u32 {
         match self.kind {
             MmaKind::Wgmma => WGMMA_BK,
@@ -166,11 +201,12 @@ impl HgemmConfig {
     /// rule a refused config breaks.
     pub const fn fits(&self) -> bool {
         let bn_ok = match self.kind {
-            MmaKind::Wgmma => self.bn == WGMMA_BN[0] || self.bn == WGMMA_BN[1],
+            MmaKind::Wgmma => self.bn == WGMMA_BN[0] || self.bn == WGMMA_BN[1] || self.bn == WGMMA_BN[2],
             MmaKind::Mma => self.bn == MMA_BN,
         };
         let cluster_ok = self.cluster == 1
-            || (self.cluster == CLUSTER && matches!(self.kind, MmaKind::Wgmma) && self.bn == WGMMA_BN[1]);
+            || (self.cluster == CLUSTER && matches!(self.kind, MmaKind::Wgmma) && self.bn != WGMMA_BN[0]);
+        let pingpong_ok = !self.pingpong || (matches!(self.kind, MmaKind::Wgmma) && self.units() == MAX_UNITS);
         bn_ok
             && self.bm.is_multiple_of(ROWS_PER_UNIT)
             && self.units() >= 1
@@ -179,25 +215,27 @@ impl HgemmConfig {
             && self.stages <= MAX_STAGES
             && self.group_m >= 1
             && cluster_ok
+            && pingpong_ok
     }
     /// The carve of the launch-sized region (see the module documentation).
     pub fn layout(&self) -> Result<HgemmLayout, LayoutError> {
         let mut carve = Carve::new();
-        let a = carve.array_aligned::<u16>(self.stages * self.bm * self.bk(), SLOT_ALIGN)?;
+        let a = carve.array_aligned::<u16>(self.stages * self.tile_rows() * self.bk(), SLOT_ALIGN)?;
         let b = carve.array_aligned::<u16>(self.stages * self.bn * self.bk(), SLOT_ALIGN)?;
         let bars = if self.kind == MmaKind::Wgmma { self.stages } else { 0 };
         let full = carve.array::<u64>(bars)?;
         let empty = carve.array::<u64>(bars)?;
-        Ok(HgemmLayout { a, b, full, empty })
+        let turn = carve.array::<u64>(if self.pingpong { MAX_UNITS } else { 0 })?;
+        Ok(HgemmLayout { a, b, full, empty, turn })
     }
     /// Launch-sized bytes of the layout.
     pub fn shared_bytes(&self) -> Result<u32, LayoutError> {
         let l = self.layout()?;
-        Ok(if self.kind == MmaKind::Wgmma { l.empty.end() } else { l.b.end() })
+        Ok(if self.kind == MmaKind::Wgmma { l.turn.end() } else { l.b.end() })
     }
     /// Output tiles of an `m x n` result.
     pub const fn tiles(&self, m: u32, n: u32) -> u64 {
-        m.div_ceil(self.bm) as u64 * n.div_ceil(self.bn) as u64
+        m.div_ceil(self.tile_rows()) as u64 * n.div_ceil(self.bn) as u64
     }
 }
 
@@ -211,6 +249,16 @@ pub fn tile_coords(tile: u32, tiles_m: u32, tiles_n: u32, group_m: u32) -> (u32,
     let rows = if tiles_m - first < group_m { tiles_m - first } else { group_m };
     let inner = tile % per_group;
     (first + inner % rows, inner / rows)
+}
+
+/// The ring position `n` k-tiles on from slot `slot` at barrier phase `phase`: the phase
+/// flips once per pass over the `stages` slots.
+#[inline(always)]
+pub const fn ring_advance(slot: u32, phase: u32, n: u32, stages: u32) -> (u32, u32) {
+    // Never 0 (`fits`); `max` lets the compiler drop the division's zero check.
+    let stages = if stages == 0 { 1 } else { stages };
+    let to = slot + n;
+    (to % stages, phase ^ ((to / stages) & 1))
 }
 
 /// Stores a pair of adjacent entries `(row, col)`, `(row, col + 1)` of `C` (`ldc` = `n`), the
@@ -268,7 +316,7 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
     m: u32,
     n: u32,
     k: u32,
-    out16: u32,
+    flags: u32,
     cfg: HgemmConfig,
 ) {
     let t = gpu::thread_idx_x();
@@ -281,14 +329,16 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
     let Ok(bytes) = cfg.shared_bytes() else { gpu::trap() };
     let region = gpu::launch_region(bytes);
     let (a_s, b_s) = (region.array(layout.a), region.array(layout.b));
-    let (full, empty) = (region.array(layout.full), region.array(layout.empty));
+    let (full, empty, turn) = (region.array(layout.full), region.array(layout.empty), region.array(layout.turn));
     let stages = cfg.stages;
-    let (a_slot, b_slot) = (cfg.bm * WGMMA_BK, BN * WGMMA_BK);
+    let (a_slot, b_slot) = (cfg.tile_rows() * WGMMA_BK, BN * WGMMA_BK);
     // SAFETY (all the pointers below): slot `s < stages` of each array, in bounds by the layout.
     let a_at = |s: u32| unsafe { a_s.shared_ptr(s * a_slot, a_slot) };
     let b_at = |s: u32| unsafe { b_s.shared_ptr(s * b_slot, b_slot) };
     let full_at = |s: u32| unsafe { full.shared_ptr(s, 1) };
     let empty_at = |s: u32| unsafe { empty.shared_ptr(s, 1) };
+    // SAFETY: `u < MAX_UNITS`, the ping-pong layout's length.
+    let turn_at = |u: u32| unsafe { turn.shared_ptr(u, 1) };
     let rank = if CLUSTER > 1 { gpu::cluster_rank() } else { 0 };
     if t == 0 {
         if a_at(0).shared_addr() % SLOT_ALIGN != 0 {
@@ -297,7 +347,12 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
         for s in 0..stages {
             unsafe {
                 full_at(s).mbar_init(1);
-                empty_at(s).mbar_init(cfg.units() * CLUSTER);
+                empty_at(s).mbar_init(cfg.readers_per_slot() * CLUSTER);
+            }
+        }
+        if cfg.pingpong {
+            for u in 0..MAX_UNITS {
+                unsafe { turn_at(u).mbar_init(1) };
             }
         }
         gpu::mbar_init_fence();
@@ -309,7 +364,8 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
         gpu::barrier();
     }
 
-    let (tiles_m, tiles_n) = (m.div_ceil(cfg.bm), n.div_ceil(BN));
+    let rows = cfg.tile_rows();
+    let (tiles_m, tiles_n) = (m.div_ceil(rows), n.div_ceil(BN));
     // Work items are column tiles of `CLUSTER` row tiles, one per block of a cluster.
     let items_m = tiles_m.div_ceil(CLUSTER);
     let items = items_m * tiles_n;
@@ -323,7 +379,7 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
     if warpgroup == 0 {
         gpu::registers_for_copies();
         if t == 0 {
-            let tile_bytes = (cfg.bm + BN) * WGMMA_BK * 2;
+            let tile_bytes = (rows + BN) * WGMMA_BK * 2;
             // This block's share of B: `BN / CLUSTER` rows, into every block's slot.
             let b_rows = cfg.b_box_rows();
             let (mut s, mut phase) = (0, 0);
@@ -337,7 +393,7 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
                         empty_at(s).mbar_wait(phase ^ 1);
                         full_at(s).mbar_arrive_expect_tx(tile_bytes);
                         let k0 = (kt * WGMMA_BK) as i32;
-                        a_at(s).copy_tile_2d(a_map, k0, (tm * cfg.bm) as i32, full_at(s));
+                        a_at(s).copy_tile_2d(a_map, k0, (tm * rows) as i32, full_at(s));
                         if CLUSTER > 1 {
                             let dst = b_at(s).wrapping_add(rank * b_rows * WGMMA_BK);
                             let y = (tn * BN + rank * b_rows) as i32;
@@ -362,7 +418,9 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
     }
     {
         gpu::registers_for_math();
-        let unit = warpgroup - 1;
+        // Warp-uniform (a shuffle), so that the ring position and descriptors derived from it
+        // stay in uniform registers.
+        let unit = gpu::warp_uniform(warpgroup - 1);
         let lead = t.is_multiple_of(WARPGROUP);
         let release = |s: u32| {
             if lead {
@@ -375,19 +433,36 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
                 }
             }
         };
+        // Cooperative: every math warpgroup takes every item of the block, `unit`'s 64 rows of
+        // its tile. Ping-pong: warpgroup `unit` takes the block's items `unit`, `unit + 2`,
+        // ... whole; the producer fills the ring with the block's items in order, so this
+        // warpgroup's k-tiles start `unit` items in and it skips the other's after each own.
+        // Turns: a warpgroup waits for its k-tiles only once the other has waited for all of
+        // its own (`turn` barriers), so no wait is more than one pass of the ring ahead of
+        // the copies (a barrier's phase parity cannot tell further passes apart), and the two
+        // multiply in turn while the other stores.
+        let pingpong = cfg.pingpong;
+        let (mut item, item_step) = if pingpong { (first + unit * step, 2 * step) } else { (first, step) };
+        let (mut s, mut phase) = if pingpong { ring_advance(0, 0, unit * k_tiles, stages) } else { (0, 0) };
+        let unit_rows = if pingpong { 0 } else { unit * ROWS_PER_UNIT };
         // Fragment coordinates of this thread (see `gpu::wgmma`).
         let (lane, warp) = (t % 32, (t % WARPGROUP) / 32);
-        let row_in = unit * ROWS_PER_UNIT + warp * 16 + lane / 4;
+        let row_in = unit_rows + warp * 16 + lane / 4;
         let col_in = 2 * (lane % 4);
         let mut acc = [0f32; ACC];
-        let (mut s, mut phase) = (0, 0);
-        let mut item = first;
+        // This warpgroup's tiles so far: the phase of its turn barrier to wait for.
+        let mut own = 0;
         while item < items {
             let (tm, tn) = coords(item);
+            // Warpgroup 0's first tile is its turn at once; every other follows the other
+            // warpgroup's previous tile.
+            if pingpong && (unit == 1 || own > 0) {
+                unsafe { turn_at(unit).mbar_wait((own - (1 - unit)) & 1) };
+            }
             let mut prev = 0;
             for kt in 0..k_tiles {
                 unsafe { full_at(s).mbar_wait(phase) };
-                let a_desc = a_at(s).wrapping_add(unit * ROWS_PER_UNIT * WGMMA_BK).wgmma_desc_sw128();
+                let a_desc = a_at(s).wrapping_add(unit_rows * WGMMA_BK).wgmma_desc_sw128();
                 let b_desc = b_at(s).wgmma_desc_sw128();
                 gpu::wgmma_fence(&mut acc);
                 // Four k-steps of 16: 32 bytes further along the (swizzled) rows each, 2 in
@@ -408,20 +483,27 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
                     phase ^= 1;
                 }
             }
+            if pingpong && lead {
+                unsafe { turn_at(1 - unit).mbar_arrive() };
+            }
+            own += 1;
             gpu::wgmma_wait::<0, ACC>(&mut acc);
             release(prev);
-            let (row0, col0) = (tm * cfg.bm + row_in, tn * BN + col_in);
+            let (row0, col0) = (tm * rows + row_in, tn * BN + col_in);
             // Per 8-column chunk `j` of the fragment (written out: see `unroll!`).
             unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31] {
                 if 4 * j < ACC {
                     let col = col0 + 8 * j as u32;
                     unsafe {
-                        store_pair::<BF16>(c, out16 != 0, m, n, row0, col, acc[4 * j], acc[4 * j + 1]);
-                        store_pair::<BF16>(c, out16 != 0, m, n, row0 + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+                        store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0, col, acc[4 * j], acc[4 * j + 1]);
+                        store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0 + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
                     }
                 }
             });
-            item += step;
+            item += item_step;
+            if pingpong {
+                (s, phase) = ring_advance(s, phase, k_tiles, stages);
+            }
         }
     }
     // No block exits while another may still copy into its slots or arrive on its barriers
@@ -449,7 +531,7 @@ unsafe fn hgemm_mma<const BF16: bool>(
     m: u32,
     n: u32,
     k: u32,
-    out16: u32,
+    flags: u32,
     cfg: HgemmConfig,
 ) {
     let t = gpu::thread_idx_x();
@@ -555,8 +637,8 @@ unsafe fn hgemm_mma<const BF16: bool>(
             let r = m0 + wm * 64 + mi as u32 * 16 + lane / 4;
             let col = n0 + wn * 32 + ni as u32 * 8 + 2 * (lane % 4);
             unsafe {
-                store_pair::<BF16>(c, out16 != 0, m, n, r, col, d[0], d[1]);
-                store_pair::<BF16>(c, out16 != 0, m, n, r + 8, col, d[2], d[3]);
+                store_pair::<BF16>(c, flags & OUT16 != 0, m, n, r, col, d[0], d[1]);
+                store_pair::<BF16>(c, flags & OUT16 != 0, m, n, r + 8, col, d[2], d[3]);
             }
         });
     });
@@ -574,61 +656,85 @@ pub const FIXED_C2: HgemmConfig = FIXED.with_cluster(CLUSTER);
 // B tiles by multicast copies (`CLUSTER`).
 crate::kernels! { KERNELS;
     /// wgmma, f16 inputs, `BN` = 256.
-    pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) };
-        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
+    pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 256.
-    pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) };
-        unsafe { hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
+    pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
+    }
+    /// wgmma, f16 inputs, `BN` = 192.
+    pub fn hgemm_wgmma_f16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<false, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
+    }
+    /// wgmma, bf16 inputs, `BN` = 192.
+    pub fn hgemm_wgmma_bf16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<true, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, f16 inputs, `BN` = 128.
-    pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) };
-        unsafe { hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
+    pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 128.
-    pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) };
-        unsafe { hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
+    pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
-    /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match).
-    pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        if bm != FIXED.bm || stages != FIXED.stages {
+    /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match;
+    /// cooperative).
+    pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+        if bm != FIXED.bm || stages != FIXED.stages || flags & PINGPONG != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED };
-        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, out16, cfg) }
+        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, f16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) };
-        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
+    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
-    /// wgmma, bf16 inputs, `BN` = 256, clusters of 2.
-    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) };
-        unsafe { hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
+    /// wgmma, bf16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
+    /// cluster size).
+    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
-    /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in.
-    pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
-        if bm != FIXED_C2.bm || stages != FIXED_C2.stages {
+    /// wgmma, f16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
+    /// cluster size).
+    pub fn hgemm_wgmma_f16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<false, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
+    }
+    /// wgmma, bf16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
+    /// cluster size).
+    pub fn hgemm_wgmma_bf16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_wgmma::<true, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
+    }
+    /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in (cooperative).
+    pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
+        if bm != FIXED_C2.bm || stages != FIXED_C2.stages || flags & PINGPONG != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED_C2 };
-        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, out16, cfg) }
+        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// mma.sync, f16 inputs.
-    pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) };
-        unsafe { hgemm_mma::<false>(a, b, c, m, n, k, out16, cfg) }
+    pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_mma::<false>(a, b, c, m, n, k, flags, cfg) }
     }
     /// mma.sync, bf16 inputs.
-    pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, out16: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) };
-        unsafe { hgemm_mma::<true>(a, b, c, m, n, k, out16, cfg) }
+    pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages).with_pingpong(flags & PINGPONG != 0) };
+        unsafe { hgemm_mma::<true>(a, b, c, m, n, k, flags, cfg) }
     }
 }
 
@@ -648,6 +754,10 @@ pub fn entry_name(cfg: &HgemmConfig, bf16: bool, fixed: bool) -> Option<&'static
         (MmaKind::Wgmma, 256, true, 1, _) => "hgemm_wgmma_bf16_n256",
         (MmaKind::Wgmma, 256, false, CLUSTER, _) => "hgemm_wgmma_f16_n256_c2",
         (MmaKind::Wgmma, 256, true, CLUSTER, _) => "hgemm_wgmma_bf16_n256_c2",
+        (MmaKind::Wgmma, 192, false, 1, _) => "hgemm_wgmma_f16_n192",
+        (MmaKind::Wgmma, 192, true, 1, _) => "hgemm_wgmma_bf16_n192",
+        (MmaKind::Wgmma, 192, false, CLUSTER, _) => "hgemm_wgmma_f16_n192_c2",
+        (MmaKind::Wgmma, 192, true, CLUSTER, _) => "hgemm_wgmma_bf16_n192_c2",
         (MmaKind::Wgmma, 128, false, 1, _) => "hgemm_wgmma_f16_n128",
         (MmaKind::Wgmma, 128, true, 1, _) => "hgemm_wgmma_bf16_n128",
         (MmaKind::Mma, MMA_BN, false, 1, _) => "hgemm_mma_f16",
@@ -688,11 +798,45 @@ mod tests {
     #[test]
     fn cluster_blocks_copy_disjoint_shares_that_fill_b_s_slot() {
         assert_eq!(HgemmConfig::wgmma(128, 256, 4).b_box_rows(), 256);
-        let c2 = HgemmConfig::wgmma(128, 256, 4).with_cluster(CLUSTER);
         // Rank r's box starts at row r * box: the shares tile the slot's `bn` rows exactly, and
         // each starts on a swizzle atom (8 rows of 128 bytes) as TMA's 128-byte swizzle needs.
-        assert_eq!(c2.b_box_rows() * CLUSTER, c2.bn);
-        assert_eq!((c2.b_box_rows() * WGMMA_BK * 2) % SLOT_ALIGN, 0);
+        for bn in [192, 256] {
+            let c2 = HgemmConfig::wgmma(128, bn, 4).with_cluster(CLUSTER);
+            assert!(c2.fits());
+            assert_eq!(c2.b_box_rows() * CLUSTER, c2.bn);
+            assert_eq!((c2.b_box_rows() * WGMMA_BK * 2) % SLOT_ALIGN, 0);
+        }
+        assert!(!HgemmConfig::wgmma(128, 128, 4).with_cluster(CLUSTER).fits());
+    }
+
+    #[test]
+    fn ring_advance_is_n_single_steps() {
+        for stages in MIN_STAGES..=MAX_STAGES {
+            let (mut s, mut phase) = (0, 0);
+            for n in 0..40 {
+                assert_eq!(ring_advance(0, 0, n, stages), (s, phase), "n {n}, stages {stages}");
+                assert_eq!(ring_advance(s, phase, 3, stages), ring_advance(0, 0, n + 3, stages));
+                s += 1;
+                if s == stages {
+                    s = 0;
+                    phase ^= 1;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pingpong_tiles_are_a_warpgroup_high_and_each_slot_has_one_reader() {
+        let coop = HgemmConfig::wgmma(128, 192, 4);
+        let pp = coop.with_pingpong(true);
+        assert!(coop.fits() && pp.fits());
+        assert_eq!((coop.tile_rows(), pp.tile_rows()), (128, 64));
+        assert_eq!((coop.readers_per_slot(), pp.readers_per_slot()), (2, 1));
+        assert_eq!(pp.tiles(4096, 4096), 2 * coop.tiles(4096, 4096));
+        assert_eq!(pp.layout().unwrap().b.offset(), 4 * 64 * 128);
+        assert_eq!(pp.threads(), coop.threads());
+        assert!(!HgemmConfig::wgmma(64, 256, 4).with_pingpong(true).fits(), "one warpgroup has no partner");
+        assert!(!HgemmConfig::mma(128, 4).with_pingpong(true).fits());
     }
 
     #[test]

@@ -81,8 +81,8 @@ macro_rules! wgmma_sync_asm {
     };
 }
 
-/// Calls `$m!(args.., [0 1 .. 31])`, `[0 .. 63]` or `[0 .. 127]`: the accumulator indices of
-/// an m64n64, m64n128 or m64n256 tile (one f32 per thread per 64 entries).
+/// Calls `$m!(args.., [0 1 .. 31])`, `[0 .. 63]`, `[0 .. 95]` or `[0 .. 127]`: the accumulator
+/// indices of an m64n64, m64n128, m64n192 or m64n256 tile (one f32 per thread per 64 entries).
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 macro_rules! with_indices {
     (32, $m:ident!($($args:tt)*)) => {
@@ -91,6 +91,11 @@ macro_rules! with_indices {
     (64, $m:ident!($($args:tt)*)) => {
         $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63])
+    };
+    (96, $m:ident!($($args:tt)*)) => {
+        $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+            64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95])
     };
     (128, $m:ident!($($args:tt)*)) => {
         $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
@@ -130,7 +135,7 @@ impl<T: Copy> SharedPtr<T> {
 
 /// `D = A B (+ D)` for a 64 x `N` tile of a warpgroup, one k-step of 16 (`wgmma.mma_async`
 /// m64nNk16, f32 accumulators, A and B K-major in shared memory by descriptor). `ACC` is
-/// `N / 2` (64 or 128: `N` = 128 or 256); `BF16` picks bf16 inputs over f16. Thread `t`
+/// `N / 2` (64, 96 or 128: `N` = 128, 192 or 256); `BF16` picks bf16 inputs over f16. Thread `t`
 /// of the warpgroup holds, for each 8-column chunk `j` of `N`, rows `16 (t / 32) + (t % 32)
 /// / 4` (entries `4j`, `4j + 1`) and that row + 8 (`4j + 2`, `4j + 3`), columns `8j + 2 (t %
 /// 4)` and the next. Asynchronous: see [`wgmma_commit`] and [`wgmma_wait`].
@@ -149,6 +154,13 @@ pub unsafe fn wgmma<const BF16: bool, const ACC: usize>(d: &mut [f32; ACC], a: u
                 with_indices!(128, wgmma_asm!("m64n256k16", "bf16", d, a, b, sc,))
             } else {
                 with_indices!(128, wgmma_asm!("m64n256k16", "f16", d, a, b, sc,))
+            }
+        } else if ACC == 96 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
+            if BF16 {
+                with_indices!(96, wgmma_asm!("m64n192k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(96, wgmma_asm!("m64n192k16", "f16", d, a, b, sc,))
             }
         } else if ACC == 64 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
@@ -216,6 +228,9 @@ pub fn wgmma_fence<const ACC: usize>(d: &mut [f32; ACC]) {
         if ACC == 128 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
             with_indices!(128, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
+        } else if ACC == 96 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
+            with_indices!(96, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
         } else if ACC == 64 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
             with_indices!(64, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
@@ -258,6 +273,14 @@ pub fn wgmma_wait<const PENDING: u32, const ACC: usize>(d: &mut [f32; ACC]) {
             (128, 1) => {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
                 with_indices!(128, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
+            }
+            (96, 0) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
+                with_indices!(96, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
+            }
+            (96, 1) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
+                with_indices!(96, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
             }
             (64, 0) => {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);

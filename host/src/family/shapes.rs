@@ -8,8 +8,8 @@
 //! ones (odd sides, rows that are not multiples of 4). Labels are unique within a section.
 //! Under `[random]`, a `gpu:` and a `small:` line give templates for shapes drawn at run
 //! time (`dynsmem shapes --random N --random-seed S`): an option's value `A..B` is drawn
-//! log-uniformly from that range, and a value `a|b|c` uniformly from its choices
-//! ([`Suite::random`]). `tests/properties.rs` draws its problems from the `small:` lines.
+//! log-uniformly from that range (`A..B/S`: then rounded down to a multiple of `S`), and a
+//! value `a|b|c` uniformly from its choices ([`Suite::random`]). `tests/properties.rs` draws its problems from the `small:` lines.
 
 use super::{AnyBackend, DynFamily, Resolved, Sizes};
 use crate::backend::Variant;
@@ -74,8 +74,8 @@ impl Suite {
                 args: template
                     .args
                     .iter()
-                    .map(|a| match (parse_range(a), parse_choice(a)) {
-                        (Some((lo, hi)), _) => log_uniform(&mut rng, lo, hi).to_string(),
+                    .map(|a| match (parse_stepped_range(a), parse_choice(a)) {
+                        (Some((lo, hi, step)), _) => (log_uniform(&mut rng, lo, hi) / step * step).to_string(),
                         (None, Some(choices)) => choices[rng.below(choices.len() as u64) as usize].to_string(),
                         (None, None) => a.clone(),
                     })
@@ -91,6 +91,18 @@ pub fn parse_range(arg: &str) -> Option<(u64, u64)> {
     let (lo, hi) = arg.split_once("..")?;
     let (lo, hi) = (lo.parse::<u64>().ok()?, hi.parse::<u64>().ok()?);
     (lo > 0 && lo <= hi).then_some((lo, hi))
+}
+
+/// `A..B/S` (a range whose draws are multiples of `S`; `S` divides `A`) or `A..B` (`S` 1), as
+/// `(A, B, S)`.
+pub fn parse_stepped_range(arg: &str) -> Option<(u64, u64, u64)> {
+    match arg.split_once('/') {
+        Some((range, step)) => {
+            let ((lo, hi), step) = (parse_range(range)?, step.parse::<u64>().ok()?);
+            (step > 0 && lo % step == 0).then_some((lo, hi, step))
+        }
+        None => parse_range(arg).map(|(lo, hi)| (lo, hi, 1)),
+    }
 }
 
 /// `a|b|c` (two or more non-empty choices), as its choices.
@@ -165,7 +177,7 @@ pub fn parse(family: &str, text: &str) -> Result<Suite> {
                         if suite.random.iter().any(|(r, _)| *r == s) {
                             return Err(suite_error(family, line, format!("[random] has two `{label}` lines")));
                         }
-                        if !shape.args.iter().any(|a| parse_range(a).is_some()) {
+                        if !shape.args.iter().any(|a| parse_stepped_range(a).is_some()) {
                             return Err(suite_error(family, line, "a [random] line needs a range `A..B` (0 < A <= B)"));
                         }
                         suite.random.push((s, shape));
@@ -297,6 +309,12 @@ mod tests {
         assert!((150..250).contains(&low), "{low} of 400 below the geometric midpoint");
         assert!(m.iter().any(|v| v % 4 != 0), "odd sides come up");
         assert_eq!(suite.random(Section::Gpu, 3, 5), suite.random(Section::Gpu, 3, 5));
+        let stepped = parse("hgemm", "[random]\ngpu: --k 1024..16384/8").unwrap().random(Section::Gpu, 200, 5);
+        let k: Vec<u64> = stepped.iter().map(|s| s.args[1].parse().unwrap()).collect();
+        assert!(k.iter().all(|v| v % 8 == 0 && (1024..=16384).contains(v)), "{k:?}");
+        assert!(k.iter().any(|v| v % 16 != 0), "every multiple of 8 can come up");
+        assert_eq!(parse_stepped_range("24..100/8"), Some((24, 100, 8)));
+        assert_eq!(parse_stepped_range("20..100/8"), None, "the step divides the low end");
         assert_ne!(suite.random(Section::Gpu, 3, 5)[0].args, suite.random(Section::Gpu, 3, 6)[0].args);
         assert!(suite.random(Section::Small, 50, 1).iter().all(|s| ["1", "2", "3"].contains(&s.args[1].as_str())));
         // Choices: each drawn, nothing else.

@@ -274,10 +274,13 @@ impl CudaBackend {
         if let Some(k) = self.kernels.borrow().get(name) {
             return Ok(k.clone());
         }
-        let func = self.module.load_function(name).map_err(|e| Error::MissingKernel {
-            name: name.into(),
-            backend: BackendKind::Cuda,
-            detail: e.to_string(),
+        // Only "not found" means the image lacks it; any other error is the driver's (a
+        // context left unusable by an earlier launch's fault says so here).
+        let func = self.module.load_function(name).map_err(|e| match e.0 {
+            sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+                Error::MissingKernel { name: name.into(), backend: BackendKind::Cuda, detail: e.to_string() }
+            }
+            _ => driver_err("cuModuleGetFunction")(e),
         })?;
         let k = Rc::new(CudaKernel {
             name: name.into(),

@@ -64,35 +64,35 @@ pub struct ConfigArgs {
     /// Tile rows per group of the tile order (L2 reuse).
     #[arg(long)]
     pub group_m: Option<u32>,
-    /// Blocks per cluster sharing B tiles by multicast copies: 1 or 2 (wgmma, bn 256).
+    /// Blocks per cluster sharing B tiles by multicast copies: 1 or 2 (wgmma, bn 192 or 256).
     #[arg(long)]
     pub cluster: Option<u32>,
+    /// The ping-pong schedule (true: each of two math warpgroups takes its own 64-row tile,
+    /// one storing while the other multiplies) or cooperative (false: both share a `bm`-row
+    /// tile). wgmma with bm 128.
+    #[arg(long)]
+    pub pingpong: Option<bool>,
 }
 
-/// The default config: wgmma 128 x 256 with 4 stages (196672 B) on sm_90a, in clusters of 2
-/// from two tiles per SM up; the mma kernel, 128 x 128 with 4 stages, elsewhere. Problems
-/// with fewer 128-row tiles than half the SMs take 64-row tiles.
+/// The default config: on sm_90a, the wgmma config the cost model ([`super::cost`]) predicts
+/// fastest for the problem among every tile width, schedule and cluster size (each with the
+/// most stages that fit); elsewhere the mma kernel, 128 x 128 with 4 stages, or 64 x 128
+/// where 128-row tiles would not fill half the SMs.
 pub fn default_config(backend: AnyBackend<'_>, p: &HgemmProblem) -> HgemmConfig {
-    let wgmma = match backend {
-        AnyBackend::Cuda(c) => c.runs_wgmma(),
-        _ => false,
-    };
+    if let AnyBackend::Cuda(c) = backend
+        && c.runs_wgmma()
+    {
+        let limits = &c.info().limits;
+        if let Some(best) = super::cost::fastest(p, &super::cost::wgmma_choices(limits), limits) {
+            return best;
+        }
+    }
     let sms = match backend {
         AnyBackend::Cuda(c) => c.info().limits.multiprocessors.unwrap_or(132) as u64,
         _ => 132,
     };
-    let big = if wgmma { HgemmConfig::wgmma(128, 256, 4) } else { HgemmConfig::mma(128, 4) };
-    let tiles = big.tiles(p.m, p.n);
-    // Under half a wave of 128-row tiles: 64-row tiles, twice as many blocks busy.
-    if tiles * 2 < sms {
-        return if wgmma { HgemmConfig::wgmma(64, 256, 4) } else { HgemmConfig::mma(64, 4) };
-    }
-    // Clusters sharing B from two tiles per SM up; below that a cluster's blocks waiting on
-    // each other's releases costs more than sharing B saves (NOTES.md).
-    if wgmma && tiles >= 2 * sms {
-        return big.with_cluster(2);
-    }
-    big
+    let big = HgemmConfig::mma(128, 4);
+    if big.tiles(p.m, p.n) * 2 < sms { HgemmConfig::mma(64, 4) } else { big }
 }
 
 impl Family for Hgemm {
@@ -124,7 +124,8 @@ impl Family for Hgemm {
             bn: a.bn.unwrap_or(base.bn),
             stages: a.stages.unwrap_or(base.stages),
             group_m: a.group_m.unwrap_or(base.group_m),
-            cluster: a.cluster.unwrap_or(if a.mma || a.bn.is_some_and(|bn| bn != 256) { 1 } else { base.cluster }),
+            cluster: a.cluster.unwrap_or(if a.mma || a.bn == Some(128) { 1 } else { base.cluster }),
+            pingpong: a.pingpong.unwrap_or(base.pingpong && a.bm.is_none_or(|bm| bm == 128)),
             ..base
         };
         HgemmRun { config, fixed: a.fixed }

@@ -8,6 +8,7 @@
 //! entries on compute capability 9.0 with an `sm_90a` image, the mma entries on 8.0 and
 //! later. There is no cuda-static or WGSL form yet (`NOTES.md` says what each would need).
 
+mod cost;
 pub mod cublas;
 mod family;
 mod tune;
@@ -164,9 +165,9 @@ pub fn validate(
     if !cfg.fits() {
         return fail(format!(
             "bm 64 or 128 (64 per math unit), bn {} ({:?}), stages {} to {}, group_m at least 1, cluster 1 \
-             or 2 (wgmma, bn 256) (got {cfg:?})",
+             or 2 (wgmma, bn 192 or 256), pingpong only with wgmma and bm 128 (got {cfg:?})",
             match cfg.kind {
-                MmaKind::Wgmma => "128 or 256",
+                MmaKind::Wgmma => "128, 192 or 256",
                 MmaKind::Mma => "128",
             },
             cfg.kind,
@@ -200,16 +201,23 @@ pub fn validate(
 }
 
 /// Blocks of a launch: wgmma blocks are persistent, one per multiprocessor (a block's ring
-/// and 384 threads fill one), at most one per tile, in whole clusters; mma one per tile.
+/// and 384 threads fill one), at most one per tile (cluster item), in whole clusters; mma
+/// one per tile.
 pub fn launch_grid(cfg: &HgemmConfig, m: u32, n: u32, multiprocessors: u32) -> u64 {
     match cfg.kind {
         MmaKind::Wgmma => {
             let c = cfg.cluster.max(1) as u64;
-            let items = (m.div_ceil(cfg.bm) as u64).div_ceil(c) * n.div_ceil(cfg.bn) as u64;
+            let items = (m.div_ceil(cfg.tile_rows()) as u64).div_ceil(c) * n.div_ceil(cfg.bn) as u64;
             items.min((multiprocessors as u64 / c).max(1)) * c
         }
         MmaKind::Mma => cfg.tiles(m, n),
     }
+}
+
+/// The entries' `flags` word for `cfg` on `p`.
+fn launch_flags(p: &HgemmProblem, cfg: &HgemmConfig) -> u32 {
+    use dynsmem_kernels::hgemm::{OUT16, PINGPONG};
+    (if p.out == OutType::Input { OUT16 } else { 0 }) | (if cfg.pingpong { PINGPONG } else { 0 })
 }
 
 /// The device and image facts an entry needs, checked before building: wgmma needs
@@ -277,8 +285,14 @@ pub fn prepare<'b, B: FamilyBackend>(
     let c = backend.alloc::<u32>((mn * problem.out_bytes()).div_ceil(4) as usize)?;
     let maps = if config.kind == MmaKind::Wgmma {
         let bk = config.bk();
-        let a_map =
-            backend.tensor_map_2d(&a, 2, [k as u64, m as u64], k as u64 * 2, [bk, config.bm], TensorSwizzle::B128)?;
+        let a_map = backend.tensor_map_2d(
+            &a,
+            2,
+            [k as u64, m as u64],
+            k as u64 * 2,
+            [bk, config.tile_rows()],
+            TensorSwizzle::B128,
+        )?;
         let b_map = backend.tensor_map_2d(
             &b,
             2,
@@ -296,7 +310,7 @@ pub fn prepare<'b, B: FamilyBackend>(
 
 impl<B: FamilyBackend> HgemmWorkload<'_, B> {
     fn launch(&self) -> Result<()> {
-        let HgemmProblem { m, n, k, out, .. } = self.problem;
+        let HgemmProblem { m, n, k, .. } = self.problem;
         let (a, b) = match &self.maps {
             Some((a_map, b_map)) => (a_map.arg(), b_map.arg()),
             None => (self.a.arg(), self.b.arg()),
@@ -312,7 +326,7 @@ impl<B: FamilyBackend> HgemmWorkload<'_, B> {
                 Arg::U32(m),
                 Arg::U32(n),
                 Arg::U32(k),
-                Arg::U32((out == OutType::Input) as u32),
+                Arg::U32(launch_flags(&self.problem, cfg)),
                 Arg::U32(cfg.bm),
                 Arg::U32(cfg.stages),
                 Arg::U32(cfg.group_m),
@@ -431,7 +445,12 @@ mod tests {
         assert_eq!(validate(&bf, &HgemmConfig::mma(64, 2), false), Ok("hgemm_mma_bf16"));
         let c2 = HgemmConfig::wgmma(128, 256, 4).with_cluster(2);
         assert_eq!(validate(&bf, &c2, false), Ok("hgemm_wgmma_bf16_n256_c2"));
-        assert!(validate(&p, &HgemmConfig::wgmma(128, 128, 4).with_cluster(2), false).is_err(), "c2 is bn 256");
+        assert!(validate(&p, &HgemmConfig::wgmma(128, 128, 4).with_cluster(2), false).is_err(), "c2 is bn 192, 256");
+        let pp = HgemmConfig::wgmma(128, 192, 5).with_cluster(2).with_pingpong(true);
+        assert_eq!(validate(&p, &pp, false), Ok("hgemm_wgmma_f16_n192_c2"));
+        assert!(validate(&p, &FIXED.with_pingpong(true), true).is_err(), "the fixed entries are cooperative");
+        let (_, why) = validate(&p, &HgemmConfig::wgmma(64, 256, 4).with_pingpong(true), false).unwrap_err();
+        assert!(why.contains("pingpong only with wgmma and bm 128"), "{why}");
         assert!(validate(&p, &HgemmConfig::wgmma(128, 256, 1), false).is_err(), "one slot deadlocks");
     }
 
@@ -444,5 +463,8 @@ mod tests {
         assert_eq!(launch_grid(&c2, 300, 256, 132), 4);
         assert_eq!(launch_grid(&HgemmConfig::wgmma(128, 256, 4), 300, 256, 132), 3);
         assert_eq!(launch_grid(&HgemmConfig::mma(64, 3), 300, 256, 132), 10);
+        // Ping-pong: 64-row items, so 300 rows are 5 items (3 cluster items).
+        assert_eq!(launch_grid(&HgemmConfig::wgmma(128, 256, 4).with_pingpong(true), 300, 256, 132), 5);
+        assert_eq!(launch_grid(&c2.with_pingpong(true), 300, 256, 132), 6);
     }
 }

@@ -1,7 +1,8 @@
-//! HGEMM's search space: the kernel (`mma` 0 = wgmma, 1 = mma.sync), the block tile rows
-//! `bm` and columns `bn`, the ring's stages and the tile order's `group_m`, every one a
-//! launch-time value of one compiled image except `bn` of wgmma (one entry per value) and
-//! the instruction. Points past the 48 KB default are ordinary points: the shared-memory
+//! HGEMM's search space: the kernel (`mma` 0 = wgmma, 1 = mma.sync), the block rows `bm`
+//! and tile columns `bn`, the ring's stages, the tile order's `group_m`, the cluster size and
+//! the schedule (`pingpong`), every one a launch-time value of one compiled image except
+//! `bn` and the cluster size of wgmma (one entry per value) and the instruction. The cost
+//! model ([`super::cost`]) ranks the space for tuning on first use. Points past the 48 KB default are ordinary points: the shared-memory
 //! limit filtered is the opt-in one. CUDA only: elsewhere the space is empty of runnable
 //! points (prepare refuses them).
 
@@ -13,6 +14,7 @@ use super::{HgemmProblem, HostInputs, launch_grid, prepare, validate};
 use crate::backend::Variant;
 use crate::contract::{FamilyBackend, Workload, layout_reason};
 use crate::error::Result;
+use crate::tune::space::SearchSpace;
 use crate::tune::tunable::SeedInputs;
 use crate::tune::{Footprint, Param, Target, Tunable};
 
@@ -54,17 +56,19 @@ impl Tunable for HgemmTunable {
         vec![
             Param::new("mma", &[0, 1]),
             Param::new("bm", &[64, 128]),
-            Param::new("bn", &[128, 256]),
+            Param::new("bn", &[128, 192, 256]),
             Param::new("stages", &[2, 3, 4, 5, 6]),
             Param::new("group_m", &[1, 4, 8, 16]),
             Param::new("cluster", &[1, 2]).absent_as(1),
+            Param::new("pingpong", &[0, 1]).absent_as(0),
         ]
     }
 
     fn config(&self, point: &[u32]) -> HgemmConfig {
         let kind = if point[0] == 1 { MmaKind::Mma } else { MmaKind::Wgmma };
         let cluster = point.get(5).copied().unwrap_or(1);
-        HgemmConfig { kind, bm: point[1], bn: point[2], stages: point[3], group_m: point[4], cluster }
+        let pingpong = point.get(6).is_some_and(|&p| p == 1);
+        HgemmConfig { kind, bm: point[1], bn: point[2], stages: point[3], group_m: point[4], cluster, pingpong }
     }
 
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
@@ -89,6 +93,11 @@ impl Tunable for HgemmTunable {
         let inputs = || self.inputs(seed);
         Ok(Box::new(prepare(backend, self.problem, self.config(point), false, variant, inputs)?))
     }
+
+    fn candidates(&self, space: &SearchSpace, limit: usize) -> Option<Vec<usize>> {
+        let configs: Vec<HgemmConfig> = space.points.iter().map(|p| self.config(p)).collect();
+        Some(super::cost::ranked_by_shape(&self.problem, &configs, &space.target.limits, limit))
+    }
 }
 
 #[cfg(test)]
@@ -106,13 +115,16 @@ mod tests {
             limits: crate::tune::cache::tests::limits(),
             is_cpu: false,
         };
-        let fp = t.check(&[0, 128, 256, 4, 8, 2], &target).expect("the wgmma default fits");
+        let fp = t.check(&[0, 128, 256, 4, 8, 2, 0], &target).expect("the cooperative wgmma tile fits");
         assert_eq!((fp.threads, fp.launch_bytes), (384, 4 * 384 * 128 + 64));
         assert!(fp.launch_bytes > 48 * 1024);
-        let refused = t.check(&[1, 128, 256, 4, 8, 1], &target).unwrap_err();
+        let pp = t.check(&[0, 128, 256, 5, 8, 2, 1], &target).expect("ping-pong 64 x 256 fits 5 stages");
+        assert_eq!(pp.launch_bytes, 5 * 320 * 128 + 80 + 16, "the ring, its barriers and the two turn barriers");
+        assert!(t.check(&[0, 64, 256, 5, 8, 2, 1], &target).is_err(), "ping-pong needs two warpgroups");
+        let refused = t.check(&[1, 128, 256, 4, 8, 1, 0], &target).unwrap_err();
         assert!(refused.contains("hgemm_mma") && refused.contains("bn"), "{refused}");
-        let mma = t.check(&[1, 128, 128, 4, 8, 1], &target).expect("mma 128 x 128 fits");
-        assert!(t.check(&[1, 128, 128, 4, 8, 2], &target).is_err(), "mma has no clusters");
+        let mma = t.check(&[1, 128, 128, 4, 8, 1, 0], &target).expect("mma 128 x 128 fits");
+        assert!(t.check(&[1, 128, 128, 4, 8, 2, 0], &target).is_err(), "mma has no clusters");
         assert_eq!((mma.threads, mma.launch_bytes), (256, 4 * (128 + 128) * 64));
     }
 }

@@ -1,0 +1,204 @@
+//! HGEMM's cost model: a predicted time for each config of a problem, used to pick the
+//! heuristic default and to rank the configs tuning on first use measures
+//! ([`crate::tune::autotune`]). It orders tile shapes and schedules; its constants are round
+//! figures of the H100 (SXM), not predictions of milliseconds.
+//!
+//! For a wgmma config on `sms` multiprocessors (persistent blocks, one per SM):
+//! - **tiles** `ceil(m / rows) * ceil(n / bn)` of `rows x bn` (`rows` = `bm`, or 64 in
+//!   ping-pong), dealt out in cluster items: the busiest SM runs `ceil(items / clusters)`
+//!   items' tiles (edge tiles count whole: their padding is multiplied too);
+//! - **a tile's MMAs** take the tensor cores' time for `rows x bn x k` (`k` rounded up to
+//!   the k-tile) and the time L2 takes to bring its operands (A's `rows` and B's `bn /
+//!   cluster` rows per k-tile) at the SM's share of L2 bandwidth, combined as a 3-norm: the
+//!   longer of the two, and more as the other nears it (L2 slows before it saturates);
+//! - **a tile's stores** (`rows x bn` of `C`) at the SM's share of the L2 write rate.
+//!   Cooperative blocks store after each tile, so every tile pays both; in ping-pong one
+//!   warpgroup stores while the other multiplies, so a tile costs the longer of the two,
+//!   plus the last store.
+//!
+//! Within a tile shape, a deeper ring and the tile order of 8 rows rank first (small
+//! factors: neither is modelled, both are what sweeps chose).
+//!
+//! The mma kernel (sm_80) is modelled as the cooperative wgmma tile at a quarter of the
+//! tensor rate (its measured share), so it ranks below every wgmma config that fits.
+
+use dynsmem_kernels::hgemm::{CLUSTER, HgemmConfig, MAX_STAGES, MmaKind, WGMMA_BK, WGMMA_BN};
+
+use super::{HgemmProblem, OutType};
+use crate::backend::Limits;
+
+/// Dense f16 tensor-core rate of the whole GPU, flop/s, as sustained under its power limit.
+const TENSOR_FLOPS: f64 = 850e12;
+/// L2-to-SM read bandwidth of the whole GPU, bytes/s.
+const L2_READ_BYTES_PER_S: f64 = 15e12;
+/// Rate at which the SMs' stores of `C` drain into L2 when every SM stores at once, bytes/s.
+const STORE_BYTES_PER_S: f64 = 5e12;
+/// Share of the tensor rate the sm_80 mma kernel reaches.
+const MMA_SHARE: f64 = 0.25;
+/// Slowdown of a cluster's blocks waiting on each other's slot releases.
+const CLUSTER_WAIT: f64 = 1.02;
+
+/// Predicted seconds of `cfg` on `problem` with `limits`' multiprocessors (for ranking).
+pub fn predicted_seconds(problem: &HgemmProblem, cfg: &HgemmConfig, limits: &Limits) -> f64 {
+    let sms = limits.multiprocessors.unwrap_or(132).max(1) as f64;
+    let rows = cfg.tile_rows();
+    let cluster = cfg.cluster.max(1);
+    let items = (problem.m.div_ceil(rows).div_ceil(cluster) as u64) * problem.n.div_ceil(cfg.bn) as u64;
+    let clusters = (sms as u64 / cluster as u64).max(1);
+    let tiles_per_sm = items.div_ceil(clusters) as f64;
+    let k = problem.k.div_ceil(WGMMA_BK) as f64 * WGMMA_BK as f64;
+    let (rows, bn) = (rows as f64, cfg.bn as f64);
+    let tensor = 2.0 * rows * bn * k / (TENSOR_FLOPS / sms);
+    let operands = (rows + bn / cluster as f64) * k * 2.0 / (L2_READ_BYTES_PER_S / sms);
+    let mut mma = (tensor.powi(3) + operands.powi(3)).cbrt();
+    if cluster > 1 {
+        mma *= CLUSTER_WAIT;
+    }
+    let out_bytes = if problem.out == OutType::F32 { 4.0 } else { 2.0 };
+    let store = rows * bn * out_bytes / (STORE_BYTES_PER_S / sms);
+    let seconds = match (cfg.kind, cfg.pingpong) {
+        (MmaKind::Wgmma, true) => tiles_per_sm * mma.max(store) + store,
+        (MmaKind::Wgmma, false) => tiles_per_sm * (mma + store),
+        (MmaKind::Mma, _) => tiles_per_sm * (tensor / MMA_SHARE + store),
+    };
+    let ring = 1.0 + 0.1 / cfg.stages.max(1) as f64;
+    let order = 1.0 + 0.005 * ((cfg.group_m.max(1) as f64).log2() - 3.0).abs();
+    seconds * ring * order
+}
+
+/// Configs that differ only in their stages or tile order: the same kernel, tile and schedule.
+pub fn same_shape(a: &HgemmConfig, b: &HgemmConfig) -> bool {
+    HgemmConfig { stages: a.stages, group_m: a.group_m, ..*b } == *a
+}
+
+/// [`ranked`], with the best config of each tile shape ([`same_shape`]) before any second of
+/// a shape: what tuning on first use measures, so that its few candidates span the shapes.
+pub fn ranked_by_shape(problem: &HgemmProblem, configs: &[HgemmConfig], limits: &Limits, limit: usize) -> Vec<usize> {
+    let all = ranked(problem, configs, limits, configs.len());
+    let mut firsts: Vec<usize> = Vec::new();
+    let mut rest = Vec::new();
+    for i in all {
+        if firsts.iter().any(|&f| same_shape(&configs[f], &configs[i])) {
+            rest.push(i);
+        } else {
+            firsts.push(i);
+        }
+    }
+    firsts.into_iter().chain(rest).take(limit).collect()
+}
+
+/// The wgmma configs the heuristic default chooses among: every tile width, schedule
+/// (cooperative 64 or 128 rows, ping-pong) and cluster size, each with the most stages whose
+/// ring fits `limits`' opt-in shared memory; tile order `group_m` 8.
+pub fn wgmma_choices(limits: &Limits) -> Vec<HgemmConfig> {
+    let mut out = Vec::new();
+    for bn in WGMMA_BN {
+        for (bm, pingpong) in [(128, false), (64, false), (128, true)] {
+            for cluster in [1, CLUSTER] {
+                let fitting = (2..=MAX_STAGES)
+                    .rev()
+                    .map(|stages| HgemmConfig::wgmma(bm, bn, stages).with_cluster(cluster).with_pingpong(pingpong));
+                let fits = |c: &HgemmConfig| c.fits() && c.shared_bytes().is_ok_and(|b| b <= limits.launch_shared_max);
+                if let Some(c) = fitting.into_iter().find(fits) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The config of `configs` with the least predicted time (the first of equals).
+pub fn fastest(problem: &HgemmProblem, configs: &[HgemmConfig], limits: &Limits) -> Option<HgemmConfig> {
+    ranked(problem, configs, limits, 1).first().map(|&i| configs[i])
+}
+
+/// The indices of `configs` by predicted time, fastest first, at most `limit`.
+pub fn ranked(problem: &HgemmProblem, configs: &[HgemmConfig], limits: &Limits, limit: usize) -> Vec<usize> {
+    let mut order: Vec<(f64, usize)> =
+        configs.iter().enumerate().map(|(i, c)| (predicted_seconds(problem, c, limits), i)).collect();
+    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    order.into_iter().take(limit).map(|(_, i)| i).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::families::hgemm::Half;
+
+    fn limits() -> Limits {
+        crate::tune::cache::tests::limits()
+    }
+
+    fn cube(side: u32) -> HgemmProblem {
+        HgemmProblem { m: side, n: side, k: side, dtype: Half::F16, out: OutType::F32 }
+    }
+
+    #[test]
+    fn pingpong_hides_stores_and_halves_the_last_partial_wave() {
+        let coop = HgemmConfig::wgmma(128, 256, 4);
+        let pp = coop.with_pingpong(true);
+        let l = limits();
+        for side in [3072, 4096, 8192] {
+            assert!(
+                predicted_seconds(&cube(side), &pp.with_cluster(2), &l) < predicted_seconds(&cube(side), &coop, &l)
+            );
+        }
+        // 3072^3: 288 tiles of 128 x 256 are 2.2 waves on 132 SMs (3 rounds); 64-row tiles,
+        // 576, are 4.4 (5 rounds of half the work).
+        let c2 = |c: HgemmConfig| c.with_cluster(2);
+        let ratio = predicted_seconds(&cube(3072), &c2(coop), &l) / predicted_seconds(&cube(3072), &c2(pp), &l);
+        assert!(ratio > 1.15, "{ratio}");
+    }
+
+    #[test]
+    fn the_tile_width_follows_the_waves() {
+        // 3072 = 16 x 192: 64 x 192 tiles make 768 = 5.8 waves; 64 x 256, 576 = 4.4.
+        let l = limits();
+        let pp = |bn| HgemmConfig::wgmma(128, bn, 4).with_pingpong(true).with_cluster(2);
+        assert!(predicted_seconds(&cube(3072), &pp(192), &l) < predicted_seconds(&cube(3072), &pp(256), &l));
+        // Deep, wide problems prefer the wider tile (less L2 traffic per multiply).
+        let big = cube(8192);
+        assert!(predicted_seconds(&big, &pp(256), &l) < predicted_seconds(&big, &pp(128), &l));
+    }
+
+    #[test]
+    fn the_choices_fill_shared_memory_and_keep_to_the_kernels_rules() {
+        let l = limits();
+        let choices = wgmma_choices(&l);
+        assert_eq!(choices.len(), 3 * 3 * 2 - 3, "no clusters at bn 128");
+        for c in &choices {
+            assert!(c.fits(), "{c:?}");
+            let more = HgemmConfig { stages: c.stages + 1, ..*c };
+            assert!(c.stages == MAX_STAGES || more.shared_bytes().unwrap() > l.launch_shared_max, "{c:?}");
+        }
+        let best = fastest(&cube(4096), &choices, &l).unwrap();
+        assert!(best.pingpong, "{best:?}");
+    }
+
+    #[test]
+    fn candidates_span_the_shapes_before_their_variants() {
+        let l = limits();
+        let mut configs = Vec::new();
+        for bn in [128, 256] {
+            for stages in 2..=4 {
+                for group_m in [1, 8] {
+                    configs.push(HgemmConfig { group_m, ..HgemmConfig::wgmma(128, bn, stages) });
+                }
+            }
+        }
+        let r = ranked_by_shape(&cube(4096), &configs, &l, 3);
+        assert!(!same_shape(&configs[r[0]], &configs[r[1]]), "{:?}", r.iter().map(|&i| configs[i]).collect::<Vec<_>>());
+        // Within a shape: the deepest ring and group_m 8 first.
+        assert_eq!((configs[r[0]].stages, configs[r[0]].group_m), (4, 8));
+        assert_eq!((configs[r[2]].stages, configs[r[2]].group_m), (3, 8));
+    }
+
+    #[test]
+    fn ranking_puts_the_mma_kernel_last_and_respects_the_limit() {
+        let configs = [HgemmConfig::mma(128, 4), HgemmConfig::wgmma(128, 256, 4), HgemmConfig::wgmma(64, 128, 4)];
+        let r = ranked(&cube(4096), &configs, &limits(), 3);
+        assert_eq!(r.last(), Some(&0));
+        assert_eq!(ranked(&cube(4096), &configs, &limits(), 1).len(), 1);
+    }
+}
