@@ -60,6 +60,9 @@ fn cuda_every_entry_at_awkward_shapes() {
             HgemmConfig::wgmma(128, 256, 5).with_pingpong(true),
             HgemmConfig { group_m: 3, ..HgemmConfig::wgmma(128, 256, 3).with_pingpong(true).with_cluster(2) },
             HgemmConfig::wgmma(128, 192, 7).with_pingpong(true).with_cluster(2),
+            // Two k-tile groups in flight: the fewest stages it allows, and ping-pong.
+            HgemmConfig::wgmma(128, 256, 3).with_depth(2).with_cluster(2),
+            HgemmConfig::wgmma(128, 256, 5).with_pingpong(true).with_depth(2),
         ]);
     } else {
         note("hgemm: no sm_90a image on a 9.0 device: wgmma entries not run");

@@ -41,7 +41,8 @@
 //! BN / cluster`, 128-byte swizzle); `hgemm_mma_{f16,bf16}(a, b, c, ...)` (the same scalars;
 //! `a`, `b` the matrices); `hgemm_wgmma_f16_n256[_c2]_fixed` (`BM` 128, 4 stages,
 //! cooperative). `flags`: [`OUT16`] writes `C` in the input type, else f32; [`PINGPONG`]
-//! picks the ping-pong schedule. Grid: wgmma at most one block per tile; mma one per tile.
+//! picks the ping-pong schedule; [`DEPTH2`] keeps two k-tile groups in flight. Grid: wgmma
+//! at most one block per tile; mma one per tile.
 
 use crate::gpu::{self, WARPGROUP};
 use crate::layout::{Carve, LayoutError, Slice};
@@ -113,6 +114,13 @@ pub struct HgemmConfig {
     /// existed.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
     pub pingpong: bool,
+    /// wgmma: k-tile groups each math warpgroup keeps in flight, 1 or 2 (with at least 3
+    /// stages: the ring then holds two unreleased k-tiles per reader and the next). With 2,
+    /// a warpgroup waits for the group before last and releases its slot, so the tensor
+    /// cores have one more k-tile queued behind the one running. Launch-time; 1 in records
+    /// written before it existed.
+    #[cfg_attr(feature = "serde", serde(default = "one", skip_serializing_if = "is_one"))]
+    pub depth: u32,
 }
 
 #[cfg(feature = "serde")]
@@ -129,6 +137,8 @@ pub const OUT16: u32 = 1;
 /// Bit of an entry's `flags`: the ping-pong schedule ([`HgemmConfig::pingpong`]; wgmma, two
 /// math warpgroups).
 pub const PINGPONG: u32 = 2;
+/// Bit of an entry's `flags`: two k-tile groups in flight ([`HgemmConfig::depth`] 2).
+pub const DEPTH2: u32 = 4;
 
 /// Blocks of the clustered wgmma entries (`_c2`).
 pub const CLUSTER: u32 = 2;
@@ -150,10 +160,10 @@ pub struct HgemmLayout {
 
 impl HgemmConfig {
     pub const fn wgmma(bm: u32, bn: u32, stages: u32) -> Self {
-        HgemmConfig { kind: MmaKind::Wgmma, bm, bn, stages, group_m: 8, cluster: 1, pingpong: false }
+        HgemmConfig { kind: MmaKind::Wgmma, bm, bn, stages, group_m: 8, cluster: 1, pingpong: false, depth: 1 }
     }
     pub const fn mma(bm: u32, stages: u32) -> Self {
-        HgemmConfig { kind: MmaKind::Mma, bm, bn: MMA_BN, stages, group_m: 8, cluster: 1, pingpong: false }
+        HgemmConfig { kind: MmaKind::Mma, bm, bn: MMA_BN, stages, group_m: 8, cluster: 1, pingpong: false, depth: 1 }
     }
     /// This config in clusters of `cluster` blocks.
     pub const fn with_cluster(self, cluster: u32) -> Self {
@@ -162,6 +172,15 @@ impl HgemmConfig {
     /// This config with the ping-pong schedule (see the field).
     pub const fn with_pingpong(self, pingpong: bool) -> Self {
         HgemmConfig { pingpong, ..self }
+    }
+    /// This config with `depth` groups in flight (see the field).
+    pub const fn with_depth(self, depth: u32) -> Self {
+        HgemmConfig { depth, ..self }
+    }
+    /// This config with the launch-time choices of an entry's `flags` ([`PINGPONG`],
+    /// [`DEPTH2`]).
+    pub const fn with_flags(self, flags: u32) -> Self {
+        HgemmConfig { pingpong: flags & PINGPONG != 0, depth: if flags & DEPTH2 != 0 { 2 } else { 1 }, ..self }
     }
     /// Rows of one output tile (and of an A slot): `bm`, or 64 in ping-pong.
     pub const fn tile_rows(&self) -> u32 {
@@ -207,6 +226,7 @@ impl HgemmConfig {
         let cluster_ok = self.cluster == 1
             || (self.cluster == CLUSTER && matches!(self.kind, MmaKind::Wgmma) && self.bn != WGMMA_BN[0]);
         let pingpong_ok = !self.pingpong || (matches!(self.kind, MmaKind::Wgmma) && self.units() == MAX_UNITS);
+        let depth_ok = self.depth == 1 || (self.depth == 2 && matches!(self.kind, MmaKind::Wgmma) && self.stages >= 3);
         bn_ok
             && self.bm.is_multiple_of(ROWS_PER_UNIT)
             && self.units() >= 1
@@ -216,6 +236,7 @@ impl HgemmConfig {
             && self.group_m >= 1
             && cluster_ok
             && pingpong_ok
+            && depth_ok
     }
     /// The carve of the launch-sized region (see the module documentation).
     pub fn layout(&self) -> Result<HgemmLayout, LayoutError> {
@@ -442,6 +463,7 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
         // the copies (a barrier's phase parity cannot tell further passes apart), and the two
         // multiply in turn while the other stores.
         let pingpong = cfg.pingpong;
+        let deep = cfg.depth == 2;
         let (mut item, item_step) = if pingpong { (first + unit * step, 2 * step) } else { (first, step) };
         let (mut s, mut phase) = if pingpong { ring_advance(0, 0, unit * k_tiles, stages) } else { (0, 0) };
         let unit_rows = if pingpong { 0 } else { unit * ROWS_PER_UNIT };
@@ -459,7 +481,8 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
             if pingpong && (unit == 1 || own > 0) {
                 unsafe { turn_at(unit).mbar_wait((own - (1 - unit)) & 1) };
             }
-            let mut prev = 0;
+            // Slots of the last two k-tiles issued (the one before `s`, and the one before that).
+            let (mut prev, mut prev2) = (0, 0);
             for kt in 0..k_tiles {
                 unsafe { full_at(s).mbar_wait(phase) };
                 let a_desc = a_at(s).wrapping_add(unit_rows * WGMMA_BK).wgmma_desc_sw128();
@@ -471,11 +494,19 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
                     unsafe { gpu::wgmma::<BF16, ACC>(&mut acc, a_desc + 2 * kk, b_desc + 2 * kk, kt > 0 || kk > 0) };
                 }
                 gpu::wgmma_commit();
-                // The previous k-tile's group is done: its slot can be refilled.
-                gpu::wgmma_wait::<1, ACC>(&mut acc);
-                if kt > 0 {
-                    release(prev);
+                // The group `depth` k-tiles back is done: its slot can be refilled.
+                if deep {
+                    gpu::wgmma_wait::<2, ACC>(&mut acc);
+                    if kt > 1 {
+                        release(prev2);
+                    }
+                } else {
+                    gpu::wgmma_wait::<1, ACC>(&mut acc);
+                    if kt > 0 {
+                        release(prev);
+                    }
                 }
+                prev2 = prev;
                 prev = s;
                 s += 1;
                 if s == stages {
@@ -488,6 +519,9 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
             }
             own += 1;
             gpu::wgmma_wait::<0, ACC>(&mut acc);
+            if deep && k_tiles > 1 {
+                release(prev2);
+            }
             release(prev);
             let (row0, col0) = (tm * rows + row_in, tn * BN + col_in);
             // Per 8-column chunk `j` of the fragment (written out: see `unroll!`).
@@ -657,38 +691,38 @@ pub const FIXED_C2: HgemmConfig = FIXED.with_cluster(CLUSTER);
 crate::kernels! { KERNELS;
     /// wgmma, f16 inputs, `BN` = 256.
     pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) }.with_flags(flags);
         unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 256.
     pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) }.with_flags(flags);
         unsafe { hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, f16 inputs, `BN` = 192.
     pub fn hgemm_wgmma_f16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages) }.with_flags(flags);
         unsafe { hgemm_wgmma::<false, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 192.
     pub fn hgemm_wgmma_bf16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages) }.with_flags(flags);
         unsafe { hgemm_wgmma::<true, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, f16 inputs, `BN` = 128.
     pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) }.with_flags(flags);
         unsafe { hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 128.
     pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) }.with_flags(flags);
         unsafe { hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match;
     /// cooperative).
     pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        if bm != FIXED.bm || stages != FIXED.stages || flags & PINGPONG != 0 {
+        if bm != FIXED.bm || stages != FIXED.stages || flags & (PINGPONG | DEPTH2) != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED };
@@ -697,30 +731,30 @@ crate::kernels! { KERNELS;
     /// wgmma, f16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
         unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
         unsafe { hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, f16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_f16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER) }.with_flags(flags);
         unsafe { hgemm_wgmma::<false, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// wgmma, bf16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_bf16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER) }.with_flags(flags);
         unsafe { hgemm_wgmma::<true, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
     }
     /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in (cooperative).
     pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
-        if bm != FIXED_C2.bm || stages != FIXED_C2.stages || flags & PINGPONG != 0 {
+        if bm != FIXED_C2.bm || stages != FIXED_C2.stages || flags & (PINGPONG | DEPTH2) != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED_C2 };
@@ -728,12 +762,12 @@ crate::kernels! { KERNELS;
     }
     /// mma.sync, f16 inputs.
     pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) }.with_flags(flags);
         unsafe { hgemm_mma::<false>(a, b, c, m, n, k, flags, cfg) }
     }
     /// mma.sync, bf16 inputs.
     pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
-        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages).with_pingpong(flags & PINGPONG != 0) };
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) }.with_flags(flags);
         unsafe { hgemm_mma::<true>(a, b, c, m, n, k, flags, cfg) }
     }
 }
@@ -837,6 +871,17 @@ mod tests {
         assert_eq!(pp.threads(), coop.threads());
         assert!(!HgemmConfig::wgmma(64, 256, 4).with_pingpong(true).fits(), "one warpgroup has no partner");
         assert!(!HgemmConfig::mma(128, 4).with_pingpong(true).fits());
+    }
+
+    #[test]
+    fn two_groups_in_flight_need_three_slots_and_come_from_the_flags() {
+        assert!(HgemmConfig::wgmma(128, 256, 3).with_depth(2).fits());
+        assert!(!HgemmConfig::wgmma(128, 256, 2).with_depth(2).fits(), "two held slots and none to refill");
+        assert!(!HgemmConfig::wgmma(128, 256, 4).with_depth(3).fits());
+        assert!(!HgemmConfig::mma(128, 4).with_depth(2).fits());
+        let c = HgemmConfig::wgmma(128, 256, 4).with_flags(PINGPONG | DEPTH2);
+        assert!(c.pingpong && c.depth == 2);
+        assert_eq!(HgemmConfig::wgmma(128, 256, 4).with_flags(OUT16), HgemmConfig::wgmma(128, 256, 4));
     }
 
     #[test]

@@ -259,7 +259,7 @@ pub fn wgmma_commit() {
     super::trap()
 }
 
-/// `wgmma.wait_group PENDING` (0 or 1): waits until at most `PENDING` committed groups are
+/// `wgmma.wait_group PENDING` (0, 1 or 2): waits until at most `PENDING` committed groups are
 /// in flight; the accumulators of the finished ones are then valid in `d`.
 #[inline(always)]
 pub fn wgmma_wait<const PENDING: u32, const ACC: usize>(d: &mut [f32; ACC]) {
@@ -274,6 +274,10 @@ pub fn wgmma_wait<const PENDING: u32, const ACC: usize>(d: &mut [f32; ACC]) {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
                 with_indices!(128, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
             }
+            (128, 2) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
+                with_indices!(128, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 2;", d,))
+            }
             (96, 0) => {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
                 with_indices!(96, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
@@ -282,6 +286,10 @@ pub fn wgmma_wait<const PENDING: u32, const ACC: usize>(d: &mut [f32; ACC]) {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
                 with_indices!(96, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
             }
+            (96, 2) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
+                with_indices!(96, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 2;", d,))
+            }
             (64, 0) => {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
                 with_indices!(64, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
@@ -289,6 +297,10 @@ pub fn wgmma_wait<const PENDING: u32, const ACC: usize>(d: &mut [f32; ACC]) {
             (64, 1) => {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
                 with_indices!(64, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
+            }
+            (64, 2) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
+                with_indices!(64, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 2;", d,))
             }
             (32, 0) => {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);

@@ -72,6 +72,9 @@ pub struct ConfigArgs {
     /// tile). wgmma with bm 128.
     #[arg(long)]
     pub pingpong: Option<bool>,
+    /// wgmma k-tile groups each math warpgroup keeps in flight: 1, or 2 (at least 3 stages).
+    #[arg(long)]
+    pub depth: Option<u32>,
 }
 
 /// The default config: on sm_90a, the wgmma config the cost model ([`super::cost`]) predicts
@@ -126,6 +129,7 @@ impl Family for Hgemm {
             group_m: a.group_m.unwrap_or(base.group_m),
             cluster: a.cluster.unwrap_or(if a.mma || a.bn == Some(128) { 1 } else { base.cluster }),
             pingpong: a.pingpong.unwrap_or(base.pingpong && a.bm.is_none_or(|bm| bm == 128)),
+            depth: a.depth.unwrap_or(if a.mma { 1 } else { base.depth }),
             ..base
         };
         HgemmRun { config, fixed: a.fixed }

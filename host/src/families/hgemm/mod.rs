@@ -165,7 +165,8 @@ pub fn validate(
     if !cfg.fits() {
         return fail(format!(
             "bm 64 or 128 (64 per math unit), bn {} ({:?}), stages {} to {}, group_m at least 1, cluster 1 \
-             or 2 (wgmma, bn 192 or 256), pingpong only with wgmma and bm 128 (got {cfg:?})",
+             or 2 (wgmma, bn 192 or 256), pingpong only with wgmma and bm 128, depth 1 or 2 (2: wgmma, at least 3 \
+             stages) (got {cfg:?})",
             match cfg.kind {
                 MmaKind::Wgmma => "128, 192 or 256",
                 MmaKind::Mma => "128",
@@ -216,8 +217,10 @@ pub fn launch_grid(cfg: &HgemmConfig, m: u32, n: u32, multiprocessors: u32) -> u
 
 /// The entries' `flags` word for `cfg` on `p`.
 fn launch_flags(p: &HgemmProblem, cfg: &HgemmConfig) -> u32 {
-    use dynsmem_kernels::hgemm::{OUT16, PINGPONG};
-    (if p.out == OutType::Input { OUT16 } else { 0 }) | (if cfg.pingpong { PINGPONG } else { 0 })
+    use dynsmem_kernels::hgemm::{DEPTH2, OUT16, PINGPONG};
+    (if p.out == OutType::Input { OUT16 } else { 0 })
+        | (if cfg.pingpong { PINGPONG } else { 0 })
+        | (if cfg.depth == 2 { DEPTH2 } else { 0 })
 }
 
 /// The device and image facts an entry needs, checked before building: wgmma needs

@@ -1,6 +1,6 @@
 //! HGEMM's search space: the kernel (`mma` 0 = wgmma, 1 = mma.sync), the block rows `bm`
-//! and tile columns `bn`, the ring's stages, the tile order's `group_m`, the cluster size and
-//! the schedule (`pingpong`), every one a launch-time value of one compiled image except
+//! and tile columns `bn`, the ring's stages, the tile order's `group_m`, the cluster size, the
+//! schedule (`pingpong`) and the k-tile groups in flight (`depth`), every one a launch-time value of one compiled image except
 //! `bn` and the cluster size of wgmma (one entry per value) and the instruction. The cost
 //! model ([`super::cost`]) ranks the space for tuning on first use. Points past the 48 KB default are ordinary points: the shared-memory
 //! limit filtered is the opt-in one. CUDA only: elsewhere the space is empty of runnable
@@ -61,6 +61,7 @@ impl Tunable for HgemmTunable {
             Param::new("group_m", &[1, 4, 8, 16]),
             Param::new("cluster", &[1, 2]).absent_as(1),
             Param::new("pingpong", &[0, 1]).absent_as(0),
+            Param::new("depth", &[1, 2]).absent_as(1),
         ]
     }
 
@@ -68,7 +69,8 @@ impl Tunable for HgemmTunable {
         let kind = if point[0] == 1 { MmaKind::Mma } else { MmaKind::Wgmma };
         let cluster = point.get(5).copied().unwrap_or(1);
         let pingpong = point.get(6).is_some_and(|&p| p == 1);
-        HgemmConfig { kind, bm: point[1], bn: point[2], stages: point[3], group_m: point[4], cluster, pingpong }
+        let depth = point.get(7).copied().unwrap_or(1);
+        HgemmConfig { kind, bm: point[1], bn: point[2], stages: point[3], group_m: point[4], cluster, pingpong, depth }
     }
 
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
@@ -115,16 +117,18 @@ mod tests {
             limits: crate::tune::cache::tests::limits(),
             is_cpu: false,
         };
-        let fp = t.check(&[0, 128, 256, 4, 8, 2, 0], &target).expect("the cooperative wgmma tile fits");
+        let fp = t.check(&[0, 128, 256, 4, 8, 2, 0, 1], &target).expect("the cooperative wgmma tile fits");
         assert_eq!((fp.threads, fp.launch_bytes), (384, 4 * 384 * 128 + 64));
         assert!(fp.launch_bytes > 48 * 1024);
-        let pp = t.check(&[0, 128, 256, 5, 8, 2, 1], &target).expect("ping-pong 64 x 256 fits 5 stages");
+        let pp = t.check(&[0, 128, 256, 5, 8, 2, 1, 1], &target).expect("ping-pong 64 x 256 fits 5 stages");
         assert_eq!(pp.launch_bytes, 5 * 320 * 128 + 80 + 16, "the ring, its barriers and the two turn barriers");
-        assert!(t.check(&[0, 64, 256, 5, 8, 2, 1], &target).is_err(), "ping-pong needs two warpgroups");
-        let refused = t.check(&[1, 128, 256, 4, 8, 1, 0], &target).unwrap_err();
+        assert!(t.check(&[0, 64, 256, 5, 8, 2, 1, 1], &target).is_err(), "ping-pong needs two warpgroups");
+        let refused = t.check(&[1, 128, 256, 4, 8, 1, 0, 1], &target).unwrap_err();
         assert!(refused.contains("hgemm_mma") && refused.contains("bn"), "{refused}");
-        let mma = t.check(&[1, 128, 128, 4, 8, 1, 0], &target).expect("mma 128 x 128 fits");
-        assert!(t.check(&[1, 128, 128, 4, 8, 2, 0], &target).is_err(), "mma has no clusters");
+        let mma = t.check(&[1, 128, 128, 4, 8, 1, 0, 1], &target).expect("mma 128 x 128 fits");
+        assert!(t.check(&[1, 128, 128, 4, 8, 2, 0, 1], &target).is_err(), "mma has no clusters");
+        assert!(t.check(&[0, 128, 256, 3, 8, 2, 1, 2], &target).is_ok(), "two groups in flight with 3 stages");
+        assert!(t.check(&[0, 128, 256, 2, 8, 2, 0, 2], &target).is_err(), "two groups in flight need 3 stages");
         assert_eq!((mma.threads, mma.launch_bytes), (256, 4 * (128 + 128) * 64));
     }
 }
