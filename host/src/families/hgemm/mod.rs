@@ -287,24 +287,18 @@ pub fn prepare<'b, B: FamilyBackend>(
     let b = backend.htod(&pack_halves(&host.b))?;
     let c = backend.alloc::<u32>((mn * problem.out_bytes()).div_ceil(4) as usize)?;
     let maps = if config.kind == MmaKind::Wgmma {
-        let bk = config.bk();
-        let a_map = backend.tensor_map_2d(
-            &a,
-            2,
-            [k as u64, m as u64],
-            k as u64 * 2,
-            [bk, config.tile_rows()],
-            TensorSwizzle::B128,
-        )?;
-        let b_map = backend.tensor_map_2d(
-            &b,
-            2,
-            [k as u64, n as u64],
-            k as u64 * 2,
-            [bk, config.b_box_rows()],
-            TensorSwizzle::B128,
-        )?;
-        Some((a_map, b_map))
+        // Row-major `rows x k` 16-bit operands, boxes of a k-tile by `box_rows`.
+        let map = |buf: &Buffer<B::Raw, u32>, rows: u32, box_rows: u32| {
+            backend.tensor_map_2d(
+                buf,
+                2,
+                [k as u64, rows as u64],
+                k as u64 * 2,
+                [config.bk(), box_rows],
+                TensorSwizzle::B128,
+            )
+        };
+        Some((map(&a, m, config.tile_rows())?, map(&b, n, config.b_box_rows())?))
     } else {
         None
     };
