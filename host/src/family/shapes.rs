@@ -9,7 +9,8 @@
 //! Under `[random]`, a `gpu:` and a `small:` line give templates for shapes drawn at run
 //! time (`dynsmem shapes --random N --random-seed S`): an option's value `A..B` is drawn
 //! log-uniformly from that range (`A..B/S`: then rounded down to a multiple of `S`), and a
-//! value `a|b|c` uniformly from its choices ([`Suite::random`]). `tests/properties.rs` draws its problems from the `small:` lines.
+//! value `a|b|c` uniformly from its choices ([`Suite::random`]). `tests/properties.rs` draws
+//! its problems from the `small:` lines.
 
 use super::{AnyBackend, DynFamily, Resolved, Sizes};
 use crate::backend::Variant;

@@ -129,7 +129,7 @@ impl Family for Hgemm {
             group_m: a.group_m.unwrap_or(base.group_m),
             cluster: a.cluster.unwrap_or(if a.mma || a.bn == Some(128) { 1 } else { base.cluster }),
             pingpong: a.pingpong.unwrap_or(base.pingpong && a.bm.is_none_or(|bm| bm == 128)),
-            depth: a.depth.unwrap_or(if a.mma { 1 } else { base.depth }),
+            depth: a.depth.unwrap_or(base.depth),
             ..base
         };
         HgemmRun { config, fixed: a.fixed }

@@ -1,8 +1,9 @@
 //! HGEMM's search space: the kernel (`mma` 0 = wgmma, 1 = mma.sync), the block rows `bm`
 //! and tile columns `bn`, the ring's stages, the tile order's `group_m`, the cluster size, the
-//! schedule (`pingpong`) and the k-tile groups in flight (`depth`), every one a launch-time value of one compiled image except
-//! `bn` and the cluster size of wgmma (one entry per value) and the instruction. The cost
-//! model ([`super::cost`]) ranks the space for tuning on first use. Points past the 48 KB default are ordinary points: the shared-memory
+//! schedule (`pingpong`) and the k-tile groups in flight (`depth`), every one a launch-time
+//! value of one compiled image except `bn` and the cluster size of wgmma (one entry per
+//! value) and the instruction. The cost model ([`super::cost`]) ranks the space for tuning
+//! on first use. Points past the 48 KB default are ordinary points: the shared-memory
 //! limit filtered is the opt-in one. CUDA only: elsewhere the space is empty of runnable
 //! points (prepare refuses them).
 
