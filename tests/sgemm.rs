@@ -60,6 +60,44 @@ fn cpu_backend_split_k() {
     assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 3 * (4 + 2));
 }
 
+/// The tensor-map kernels on the CPU backend (its stand-in tensor maps): one block per tile,
+/// and stream-K at 1 to 4 blocks per "multiprocessor" with 128, 64 and 32 columns and 2 to 4
+/// stages. The GPU-shaped backend has 132 of them, so most launches have more blocks than
+/// tiles: every tile is split over several blocks (up to one k-tile each), and the larger
+/// shapes have data-parallel tiles before the stream-K ones; shapes with k or n not a
+/// multiple of 4 pad their rows first. Exact (integer inputs): a piece summed twice or
+/// skipped, a unit computed twice or not at all, a wrong padded stride, fails.
+#[test]
+fn cpu_backend_tensor_map_kernels() {
+    let sk = SgemmConfig::streamk;
+    let shapes = [(1, 1, 1), (17, 33, 65), (70, 40, 37), (9, 130, 200), (40, 64, 96), (300, 36, 64)];
+    let configs = [
+        SgemmConfig::tma(8, 32, 2),
+        SgemmConfig::tma(16, 32, 3),
+        sk(8, 32, 2, 1),
+        sk(16, 64, 3, 2),
+        sk(8, 128, 4, 4),
+        sk(24, 32, 2, 3),
+    ];
+    for cpu in [CpuBackend::new(), CpuBackend::gpu_shaped()] {
+        // f32 only: f16 inputs and the static forms have no tensor-map kernel.
+        assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), shapes.len() * configs.len());
+    }
+}
+
+/// The stream-K schedule the CPU test above runs really splits tiles, and reaches the
+/// data-parallel waves: the cases it claims to cover.
+#[test]
+fn the_cpu_stream_k_cases_split_tiles_and_run_data_parallel_waves() {
+    let (m, n, k) = (300, 36, 64);
+    let cfg = SgemmConfig::streamk(8, 32, 2, 1);
+    let blocks = cfg.sk_grid(m, n, k, 2);
+    let s = cfg.schedule(m, n, k, blocks);
+    assert!(s.dp_tiles > 0, "{s:?}: data-parallel tiles at 2 blocks");
+    let split = cfg.schedule(70, 40, 37, SgemmConfig::streamk(16, 64, 3, 2).sk_grid(70, 40, 37, 132));
+    assert!((0..split.tiles).any(|t| split.pieces(t).1 > split.pieces(t).0), "{split:?}: a split tile");
+}
+
 /// Split-K asked for where it cannot run is refused before launch: more splits than
 /// k-tiles, more than the kernel takes, and in a static form.
 #[test]
@@ -141,10 +179,10 @@ fn cuda() {
     assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * (6 * 2 + 1) + 6 * (3 + 6) + 6 * 4);
 }
 
-/// The tensor-map (TMA) kernel: shapes with k and n multiples of 4 (a tensor map's rows
-/// are 16-byte multiples apart), edges past every tile side (the copies fill zeros), both
-/// depths, two to four stages, and its default at 4096^3 (256 x 128 x 32, three stages,
-/// 147480 B).
+/// The tensor-map (TMA) kernel: shapes with k and n multiples of 4 and shapes whose rows of A
+/// or B are not 16-byte aligned (padded by `sgemm_pack` in the same run), edges past every
+/// tile side (the copies fill zeros), both depths, two to four stages, and its default at
+/// 4096^3 (256 x 128 x 32, three stages, 147480 B).
 #[test]
 fn cuda_tma() {
     let Some(cuda) = cuda_or_skip("sgemm::cuda_tma") else { return };
@@ -157,6 +195,29 @@ fn cuda_tma() {
         SgemmConfig::tma(8, 32, 3),
     ];
     assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * 5);
+    let odd = [(1, 1, 1), (17, 33, 65), (999, 1001, 997), (300, 257, 1023)];
+    assert_eq!(conformance::sgemm(&cuda, &odd, &configs[..3]), 4 * 3);
+}
+
+/// The stream-K kernel on the GPU: 128, 64 and 32 columns, 2 to 4 stages, 1 to 4 blocks per
+/// multiprocessor, at shapes with fewer tiles than blocks (every tile split, up to a k-tile a
+/// piece), with a partial last wave (data-parallel waves, then a stream-K one), odd sides
+/// (padded rows, edge tiles) and deep k; exact (integer inputs), every entry of C where the
+/// problem is small and 4096 sampled entries past 2^31 multiply-adds.
+#[test]
+fn cuda_stream_k() {
+    let Some(cuda) = cuda_or_skip("sgemm::cuda_stream_k") else { return };
+    let sk = SgemmConfig::streamk;
+    let shapes = [(1, 1, 1), (17, 33, 65), (705, 546, 717), (2999, 3001, 3003), (64, 4096, 64), (97, 61, 8191)];
+    let configs = [
+        sk(256, 128, 4, 1),
+        sk(128, 128, 3, 2),
+        sk(128, 64, 4, 2),
+        sk(64, 32, 2, 4),
+        sk(256, 64, 3, 1),
+        sk(32, 128, 2, 3),
+    ];
+    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), shapes.len() * configs.len());
 }
 
 /// Split-K on the GPU: the k-group kernel (8 and 16 rows), the tensor-map kernel and f16,
@@ -177,15 +238,28 @@ fn cuda_split_k() {
     assert_eq!(conformance::sgemm(&cuda, &[(256, 256, 8192), (300, 260, 1000)], &tma), 2 * 2);
 }
 
-/// What the tensor-map kernel refuses before anything is launched: another backend, k or
-/// n not a multiple of 4, a depth without an entry, a block tile past one box.
+/// What the tensor-map kernels refuse before anything is launched: a backend without tensor
+/// maps, an empty side, a depth without an entry, a block tile past one box, stream-K at a
+/// width or depth it has no entry for or with split-K; and what they accept: any k and n
+/// (padded), on the CPU backend too.
 #[test]
 fn tma_refusals() {
     let cpu = CpuBackend::new();
     let p = SgemmProblem { m: 64, n: 64, k: 64, f16_inputs: false };
-    match prepare(&cpu, p, SgemmConfig::tma(64, 32, 2), false, Variant::LaunchSized, 1).map(|_| ()) {
-        Err(Error::Unsupported { what, .. }) => assert!(what.contains("sgemm_f32_tma_bk32"), "{what}"),
-        other => panic!("TMA on the CPU backend: {other:?}"),
+    if let Some(wgsl) = wgsl_or_skip("sgemm::tma_refusals (WGSL part)") {
+        match prepare(&wgsl, p, SgemmConfig::tma(64, 32, 2), false, Variant::WgslLiteral, 1).map(|_| ()) {
+            Err(Error::Unsupported { what, .. }) => assert!(what.contains("sgemm_f32_tma_bk32"), "{what}"),
+            other => panic!("TMA in WGSL: {other:?}"),
+        }
+    }
+    match prepare(&cpu, SgemmProblem { k: 0, ..p }, SgemmConfig::tma(64, 32, 2), false, Variant::LaunchSized, 1)
+        .map(|_| ())
+    {
+        Err(Error::InvalidProblem { kernel, reason }) => {
+            assert_eq!(kernel, "sgemm_f32_tma_bk32");
+            assert!(reason.contains("at least one element"), "{reason}");
+        }
+        other => panic!("TMA with k 0: {other:?}"),
     }
     match prepare(&cpu, p, SgemmConfig::tma(64, 48, 2), false, Variant::LaunchSized, 1).map(|_| ()) {
         Err(Error::InvalidConfig { kernel, reason }) => {
@@ -201,19 +275,27 @@ fn tma_refusals() {
         }
         other => panic!("TMA with bm 512: {other:?}"),
     }
-    assert_eq!(SgemmConfig::tma(256, 32, 3).shared_bytes(4), Ok(256 * 32 * 4 * 3 + 32 * 128 * 4 * 3 + 3 * 8));
-    assert_eq!(SgemmConfig::tma(256, 32, 3).threads(), 256);
-    let Some(cuda) = cuda_or_skip("sgemm::tma_refusals (CUDA part)") else { return };
-    for (k, n) in [(66, 64), (64, 66)] {
-        let q = SgemmProblem { k, n, ..p };
-        match prepare(&cuda, q, SgemmConfig::tma(64, 32, 2), false, Variant::LaunchSized, 1).map(|_| ()) {
-            Err(Error::InvalidProblem { kernel, reason }) => {
-                assert_eq!(kernel, "sgemm_f32_tma_bk32");
-                assert!(reason.contains("multiples of 4"), "{reason}");
+    for (bad, why) in [
+        (SgemmConfig::streamk(64, 96, 2, 1), "bn 96"),
+        (SgemmConfig { bk: 64, ..SgemmConfig::streamk(64, 64, 2, 1) }, "bk 64"),
+        (SgemmConfig::streamk(64, 64, 2, 1).with_splits(2), "split-K"),
+        (SgemmConfig::streamk(64, 64, 2, 9), "9 blocks per multiprocessor"),
+    ] {
+        match prepare(&cpu, p, bad, false, Variant::LaunchSized, 1).map(|_| ()) {
+            Err(Error::InvalidConfig { kernel, reason }) => {
+                assert!(kernel.starts_with("sgemm_f32_sk"), "{why}: {kernel}");
+                assert!(reason.contains("stream-K") || reason.contains("bn one of"), "{why}: {reason}");
             }
-            other => panic!("TMA with k {k}, n {n}: {other:?}"),
+            other => panic!("stream-K with {why}: {other:?}"),
         }
     }
+    assert_eq!(SgemmConfig::tma(256, 32, 3).shared_bytes(4), Ok(256 * 32 * 4 * 3 + 32 * 128 * 4 * 3 + 3 * 8));
+    assert_eq!(SgemmConfig::tma(256, 32, 3).threads(), 256);
+    // Stream-K: the ring, its barriers, then the flag and the copies' cursor (9 words).
+    assert_eq!(SgemmConfig::streamk(128, 64, 3, 2).shared_bytes(4), Ok((128 * 32 + 32 * 64) * 4 * 3 + 3 * 8 + 9 * 4));
+    // Odd k and n: padded, accepted.
+    let odd = SgemmProblem { m: 5, n: 66 + 1, k: 64 + 3, f16_inputs: false };
+    assert!(prepare(&cpu, odd, SgemmConfig::tma(8, 32, 2), false, Variant::LaunchSized, 1).is_ok());
 }
 
 #[test]
@@ -329,7 +411,8 @@ fn wgsl_refusals() {
 /// Every entry of the SGEMM image that the CPU backend can run, each reached the way a
 /// user reaches it (a config, `fixed`, f16 inputs, or an ablation name), on an odd shape,
 /// and checked: the compiled-in depths, the 16-row entries, the compiled-in tile and the
-/// ablations alike. The tensor-map entries need sm_90 and run in the CUDA conformance.
+/// ablations alike, and the tensor-map entries through the CPU backend's tensor maps (the
+/// shape's k is odd: its rows are padded by `sgemm_pack`, which runs with them).
 #[test]
 fn every_entry_runs_on_the_cpu_backend() {
     use dynsmem::host::device::sgemm::{FIXED_128X128X16S2, KERNELS};
@@ -337,7 +420,7 @@ fn every_entry_runs_on_the_cpu_backend() {
     let cpu = CpuBackend::new();
     let mut ran = Vec::new();
     for entry in KERNELS.iter().map(|e| e.name) {
-        if entry.contains("_tma") {
+        if entry == "sgemm_pack" {
             continue;
         }
         let tm = if entry.contains("_tm16") { 16 } else { 8 };
@@ -347,7 +430,13 @@ fn every_entry_runs_on_the_cpu_backend() {
             .map_or(8, |&(_, bk)| bk);
         let f16_inputs = entry.starts_with("hgemm");
         let fixed = entry.contains("128x128");
-        let config = if fixed { FIXED_128X128X16S2 } else { cfg(32, 16, bk.max(8 * f16_inputs as u32), 2).with_tm(tm) };
+        let sk_bn = [("_sk_n64", 64), ("_sk_n32", 32), ("_sk", 128)].iter().find(|(s, _)| entry.contains(s));
+        let config = match (fixed, entry.contains("_tma"), sk_bn) {
+            (true, ..) => FIXED_128X128X16S2,
+            (_, true, _) => SgemmConfig::tma(32, bk, 2),
+            (_, _, Some(&(_, bn))) => SgemmConfig::streamk(32, bn, 2, 1),
+            _ => cfg(32, 16, bk.max(8 * f16_inputs as u32), 2).with_tm(tm),
+        };
         let problem = SgemmProblem { m: 70, n: 40, k: 37, f16_inputs };
         let w = prepare_entry(
             &cpu,
@@ -365,7 +454,7 @@ fn every_entry_runs_on_the_cpu_backend() {
         ran.push(entry);
     }
     common::note(&format!("{} SGEMM entries verified on the CPU backend: {ran:?}", ran.len()));
-    assert!(ran.len() >= 14, "{ran:?}");
+    assert!(ran.len() >= 19, "{ran:?}");
 }
 
 /// The check has teeth: at k = 4096 the inputs are exact integers, so the reference is

@@ -337,3 +337,71 @@ pub(super) fn rsqrt(x: f32) -> f32 {
 pub(super) fn fma(a: f32, b: f32, c: f32) -> f32 {
     a.mul_add(b, c)
 }
+
+/// The CPU backend's stand-in for a CUDA tensor map (`CUtensorMap`, 128 bytes), which
+/// [`super::SharedPtr::copy_tile_2d`] reads on the host: a 2-D row-major tensor of
+/// `elem_bytes`-byte elements at `base`, `dims` = (columns, rows), rows `row_bytes` apart,
+/// copied in boxes of `box_dims` = (columns, rows), unswizzled, zeros past the tensor. The
+/// backend that writes one checks that every element inside `dims` is inside its buffer, so
+/// the copy reads only there (it is not checked against the launch's buffers: the tensor is
+/// not a kernel parameter, as on a GPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostTensorMap {
+    pub base: u64,
+    pub dims: [u64; 2],
+    pub row_bytes: u64,
+    pub box_dims: [u32; 2],
+    pub elem_bytes: u32,
+}
+
+impl HostTensorMap {
+    /// Marks the words as a CPU tensor map (a GPU's map read on the host is refused).
+    const MAGIC: u32 = 0x7e75_04a9;
+
+    /// The 32 words a tensor-map buffer holds.
+    pub fn to_words(&self) -> [u32; 32] {
+        let mut w = [0u32; 32];
+        let mut put = |i: usize, v: u64| {
+            w[i] = v as u32;
+            w[i + 1] = (v >> 32) as u32;
+        };
+        put(0, self.base);
+        put(2, self.dims[0]);
+        put(4, self.dims[1]);
+        put(6, self.row_bytes);
+        w[8] = self.box_dims[0];
+        w[9] = self.box_dims[1];
+        w[10] = self.elem_bytes;
+        w[31] = Self::MAGIC;
+        w
+    }
+
+    /// The map `to_words` wrote, or `None`.
+    pub fn from_words(w: &[u32; 32]) -> Option<HostTensorMap> {
+        let get = |i: usize| w[i] as u64 | (w[i + 1] as u64) << 32;
+        (w[31] == Self::MAGIC).then(|| HostTensorMap {
+            base: get(0),
+            dims: [get(2), get(4)],
+            row_bytes: get(6),
+            box_dims: [w[8], w[9]],
+            elem_bytes: w[10],
+        })
+    }
+
+    /// The bytes of element `(x, y)`, or `None` outside the tensor.
+    pub fn element(&self, x: i64, y: i64) -> Option<*const u8> {
+        let inside = x >= 0 && y >= 0 && (x as u64) < self.dims[0] && (y as u64) < self.dims[1];
+        inside.then(|| (self.base + y as u64 * self.row_bytes + x as u64 * self.elem_bytes as u64) as *const u8)
+    }
+}
+
+/// Reads the CPU tensor map at `map` (checked against the launch's buffers), or faults.
+#[track_caller]
+pub(super) fn tensor_map(map: *const u8) -> HostTensorMap {
+    check_global(map, 128, false);
+    // SAFETY: checked to be 128 bytes of a launch buffer; buffers are 16-byte aligned.
+    let words = unsafe { map.cast::<[u32; 32]>().read() };
+    HostTensorMap::from_words(&words).unwrap_or_else(|| {
+        fault(FaultKind::Panic("a tensor-map copy from a buffer that holds no CPU tensor map".into()))
+    })
+}

@@ -624,10 +624,43 @@ impl<T: Copy> SharedPtr<T> {
                 options(nostack)
             );
         }
-        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+        #[cfg(all(gpu, not(all(target_arch = "nvptx64", target_feature = "sm_90"))))]
         {
             let _ = (map, x, y, bar);
             trap();
+        }
+        // The CPU backend: the box copied at once (the barrier has nothing to wait for),
+        // element by element into the array, each write checked against it.
+        #[cfg(not(gpu))]
+        {
+            let _ = bar;
+            let tm = host::tensor_map(map);
+            let (bx, by) = (tm.box_dims[0] as usize, tm.box_dims[1] as usize);
+            let first = self.index as usize * size_of::<T>();
+            let e = tm.elem_bytes as usize;
+            for r in 0..by {
+                for c in 0..bx {
+                    let src = tm.element(x as i64 + c as i64, y as i64 + r as i64);
+                    let at = (first + (r * bx + c) * e) as u32;
+                    // SAFETY: `element` is inside the tensor, which the map's maker checked
+                    // is inside its buffer; the array is element-aligned (carved for T).
+                    unsafe {
+                        match e {
+                            4 => self
+                                .array
+                                .cast::<u32>()
+                                .write(at / 4, src.map_or(0, |p| p.cast::<u32>().read_unaligned())),
+                            2 => self
+                                .array
+                                .cast::<u16>()
+                                .write(at / 2, src.map_or(0, |p| p.cast::<u16>().read_unaligned())),
+                            _ => host::fault(host::FaultKind::Panic(
+                                "CPU tensor maps of 4- or 2-byte elements only".into(),
+                            )),
+                        }
+                    }
+                }
+            }
         }
     }
     /// The 32-bit shared-window address (sm_80 and later), e.g. to check an alignment; 0

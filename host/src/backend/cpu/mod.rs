@@ -36,7 +36,9 @@ use dynsmem_kernels::gpu::host::{Cluster, Fault, FaultKind, GlobalBuffer, Thread
 use dynsmem_kernels::{KernelEntry, ParamKind};
 
 use self::sync::WorkgroupSync;
-use super::{Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, RustKernels, Variant};
+use super::{
+    Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, RustKernels, TensorSwizzle, Variant,
+};
 use crate::element::Element;
 use crate::error::{Error, Result};
 
@@ -525,6 +527,41 @@ impl Backend for CpuBackend {
         // (launches on this backend return when they finish).
         unsafe { std::ptr::write_bytes(buf.raw().ptr(), 0, buf.bytes() as usize) };
         Ok(())
+    }
+
+    /// A CPU tensor map ([`dynsmem_kernels::gpu::host::HostTensorMap`]), which the kernels'
+    /// tensor-map copies read on this backend, under CUDA's rules for the arguments (rows a
+    /// multiple of 16 bytes apart, boxes of 1 to 256 elements a side) and only unswizzled.
+    fn tensor_map_2d<T: Element>(
+        &self,
+        buf: &Buffer<Self::Raw, T>,
+        elem_bytes: u32,
+        dims: [u64; 2],
+        row_bytes: u64,
+        box_dims: [u32; 2],
+        swizzle: TensorSwizzle,
+    ) -> Result<Buffer<Self::Raw, u32>> {
+        let refuse = |what: String| Err(Error::Unsupported { backend: BackendKind::Cpu, what });
+        if swizzle != TensorSwizzle::None {
+            return refuse(format!("{swizzle:?}-swizzled tensor maps (the CPU copy lays boxes out unswizzled)"));
+        }
+        let fits = dims.iter().all(|&d| d >= 1)
+            && matches!(elem_bytes, 2 | 4)
+            && row_bytes.is_multiple_of(16)
+            && row_bytes >= dims[0] * elem_bytes as u64
+            && box_dims.iter().all(|&b| (1..=256).contains(&b))
+            // The last element is inside the buffer.
+            && (dims[1] - 1) * row_bytes + dims[0] * elem_bytes as u64 <= buf.bytes();
+        if !fits {
+            return refuse(format!(
+                "a tensor map of {elem_bytes}-byte elements, dims {dims:?}, row bytes {row_bytes}, box {box_dims:?} over \
+                 a buffer of {} bytes (rows a multiple of 16 bytes apart, boxes 1 to 256 a side, inside the buffer)",
+                buf.bytes()
+            ));
+        }
+        let map =
+            dynsmem_kernels::gpu::host::HostTensorMap { base: buf.raw().addr(), dims, row_bytes, box_dims, elem_bytes };
+        self.htod(&map.to_words())
     }
 
     fn set_launch_padding(&self, bytes: Option<u32>) -> Result<()> {

@@ -39,9 +39,15 @@ const LAUNCH_S: f64 = 4e-6;
 const TILE_KNEE: f64 = 10.0;
 
 /// Registers per thread the kernel of `cfg` is allowed (its entry's cap, rounded to the
-/// allocation unit): 16-row and tensor-map entries up to 255, 8-row entries 128.
+/// allocation unit): 16-row and tensor-map entries up to 255 (the stream-K entries' by their
+/// columns: about 255, 208 and 128 for 128, 64 and 32), 8-row entries 128.
 fn registers(cfg: &SgemmConfig) -> u32 {
-    if cfg.tma || cfg.tm == 16 { 256 } else { 128 }
+    match (cfg.sk > 0, cfg.bn) {
+        (true, 64) => 208,
+        (true, 32) => 128,
+        _ if cfg.tma || cfg.tm == 16 => 256,
+        _ => 128,
+    }
 }
 
 /// Blocks of `cfg` one multiprocessor holds at once (at least 1).
@@ -64,6 +70,9 @@ pub fn tile_efficiency(bm: u32, bn: u32) -> f64 {
 
 /// Predicted seconds of `cfg` on `problem` (for ranking; see the module documentation).
 pub fn predicted_seconds(problem: &SgemmProblem, cfg: &SgemmConfig, fp: &Footprint, limits: &Limits) -> f64 {
+    if cfg.sk > 0 {
+        return streamk_seconds(problem, cfg, fp, limits);
+    }
     let sms = limits.multiprocessors.unwrap_or(132).max(1) as u64;
     let (m, n, k) = (problem.m as f64, problem.n as f64, problem.k as f64);
     let splits = cfg.splits.max(1) as u64;
@@ -119,6 +128,75 @@ pub fn predicted_seconds(problem: &SgemmProblem, cfg: &SgemmConfig, fp: &Footpri
     seconds
 }
 
+/// Bytes per second of a multiprocessor's traffic to L2, all multiprocessors at once (the
+/// stream-K pieces), about half the H100's L2 bandwidth as copies within L2 reach.
+const L2_BYTES_PER_S: f64 = 5.0e12;
+
+/// Predicted seconds of a stream-K config ([`SgemmConfig::sk`]): the busiest multiprocessor
+/// runs `sk` blocks (in rounds of what fits at once), each the busiest block's units (its
+/// data-parallel tiles and its even share of the rest) at the tensor-map kernel's efficiency;
+/// then the pieces of split tiles (written and read back through L2), one launch, and the
+/// padding launch where a row length is not a multiple of 4.
+fn streamk_seconds(problem: &SgemmProblem, cfg: &SgemmConfig, fp: &Footprint, limits: &Limits) -> f64 {
+    let SgemmProblem { m, n, k, .. } = *problem;
+    let sms = limits.multiprocessors.unwrap_or(132).max(1);
+    let blocks = cfg.sk_grid(m, n, k, sms);
+    let sched = cfg.schedule(m, n, k, blocks);
+    let units = (sched.dp_count(0) as u64 * sched.k_tiles as u64 + sched.sk_units().div_ceil(blocks as u64)) as f64;
+    let per_sm = (blocks as u64).div_ceil(sms as u64);
+    let concurrent = resident(cfg, fp, limits).min(per_sm);
+    let rounds = per_sm.div_ceil(concurrent) as f64;
+    let warps = (concurrent * fp.threads.max(1) as u64) as f64 / 32.0;
+    let hiding = (warps / 8.0).min(1.0);
+    let stages = if cfg.stages == 2 { 0.93 } else { 1.0 };
+    // The ring runs on across a block's segments: it fills once.
+    let fill = units / (units + 1.0);
+    let efficiency = tile_efficiency(cfg.bm, cfg.bn) * 1.05 * hiding * stages * fill;
+    let unit_macs = cfg.bm as f64 * cfg.bn as f64 * cfg.bk as f64;
+    let compute = rounds * concurrent as f64 * units * unit_macs / (FMA_PER_CLOCK * CLOCK_HZ * efficiency.max(1e-3));
+    let (mf, nf, kf) = (m as f64, n as f64, k as f64);
+    let dram = ((mf * kf + kf * nf) + 2.0 * mf * nf) * 4.0 / DRAM_BYTES_PER_S;
+    // Split tiles: about one piece per block and one more per split tile, each written and
+    // read back once.
+    let split_tiles = if sched.sk_units() / blocks as u64 >= sched.k_tiles as u64 {
+        (sched.tiles - sched.dp_tiles).min(blocks)
+    } else {
+        sched.tiles - sched.dp_tiles
+    };
+    let piece_bytes = cfg.bm as f64 * cfg.bn as f64 * 4.0;
+    let fixup = 2.0 * (split_tiles + blocks) as f64 * piece_bytes / L2_BYTES_PER_S;
+    let padded = |cols: u32, rows: u32| if cols.is_multiple_of(4) { 0.0 } else { 8.0 * rows as f64 * cols as f64 };
+    let pad_bytes = padded(k, m) + padded(n, k);
+    let pack = if pad_bytes > 0.0 { LAUNCH_S + pad_bytes / DRAM_BYTES_PER_S } else { 0.0 };
+    compute.max(dram) + fixup + LAUNCH_S + pack
+}
+
+/// The stream-K config the model ranks first for `problem` on the device of `limits` (the
+/// CUDA f32 default), among tiles of 32 to 256 rows and 32 to 128 columns, 2 to 4 stages and
+/// 1 to 4 blocks per multiprocessor that fit its shared memory; `None` where none fits.
+pub fn streamk_default(problem: &SgemmProblem, limits: &Limits) -> Option<SgemmConfig> {
+    let mut best: Option<(f64, SgemmConfig)> = None;
+    for bm in [256, 128, 64, 32] {
+        for bn in dynsmem_kernels::sgemm::SK_BN {
+            for stages in [4, 3, 2] {
+                for sk in 1..=4 {
+                    let cfg = SgemmConfig::streamk(bm, bn, stages, sk);
+                    let Ok(bytes) = cfg.shared_bytes(4) else { continue };
+                    if bytes > limits.launch_shared_max || super::streamk_problem_check(problem, &cfg).is_err() {
+                        continue;
+                    }
+                    let fp = Footprint { threads: cfg.threads(), grid: 0, launch_bytes: bytes, static_bytes: 0 };
+                    let t = predicted_seconds(problem, &cfg, &fp, limits);
+                    if best.is_none_or(|(b, _)| t < b) {
+                        best = Some((t, cfg));
+                    }
+                }
+            }
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
 /// The points of a space to measure first: ranked by [`predicted_seconds`], the best config
 /// of each block tile and kernel (`bm`, `bn`, `tm`, tensor-map, splits) before a second
 /// config of any, so that a list of a dozen spans a dozen tile shapes instead of one tile's
@@ -139,7 +217,7 @@ pub fn ranked(
         .iter()
         .filter_map(|&(_, i)| {
             let c = &configs[i].0;
-            let rank = per_tile.entry((c.bm, c.bn, c.tm, c.tma, c.splits)).or_insert(0);
+            let rank = per_tile.entry((c.bm, c.bn, c.tm, c.tma, c.splits, c.sk)).or_insert(0);
             *rank += 1;
             (*rank <= 2).then_some((*rank, i))
         })

@@ -11,9 +11,9 @@ use super::{ALPHA, BETA, SgemmProblem, SgemmWorkload, inputs};
 use crate::backend::BackendKind;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::cuda::driver::driver_err;
-use crate::backend::time;
+use crate::backend::{time, time_paired};
 use crate::error::{Error, Result};
-use crate::measure::{Timing, TimingOptions};
+use crate::measure::{Paired, Timing, TimingOptions};
 use crate::verify::Mismatch;
 
 fn blas_err(call: &'static str) -> impl FnOnce(cudarc::cublas::result::CublasError) -> Error {
@@ -49,14 +49,19 @@ fn gemm(
 
 /// What cuBLAS did on the workload's inputs.
 pub struct CublasReport {
+    /// cuBLAS timed alone: the anchor's own record.
     pub timing: Timing,
     pub warmup: u32,
     /// Entries of `C` compared with ours (all of them).
     pub compared: usize,
+    /// Our run and cuBLAS timed interleaved ([`time_paired`]): the kernel row's ratio.
+    pub paired: Paired,
 }
 
-/// Times cuBLAS SGEMM on the workload's `A` and `B` (f32 inputs only), and compares all of
-/// `ours` (the workload's `C` from one run on the initial `C`) with cuBLAS's result. The
+/// Times cuBLAS SGEMM on the workload's `A` and `B` (f32 inputs only), alone and then
+/// interleaved with our run ([`time_paired`]: ABBA rounds of equal batches, the ratio the
+/// median of the rounds' cuBLAS ms / ours ms), and compares all of `ours` (the workload's `C`
+/// from one run on the initial `C`) with cuBLAS's result. The
 /// error scale of each entry, `|ALPHA| sum |a b| + |BETA c|`, is itself computed by cuBLAS
 /// on `|A|`, `|B|` and `|C|`, so the tolerance is per entry, not a guess.
 pub fn anchor(
@@ -121,5 +126,9 @@ pub fn anchor(
 
     let mut work = || gemm(&blas, &p, &a, &b, &mut c, ALPHA, BETA);
     let (timing, warmup) = time(backend, opts, &mut work)?;
-    Ok(CublasReport { timing, warmup, compared: mn })
+    // Interleaved with ours, as hgemm's anchor is: cuBLAS's speed moves between processes
+    // (up to 5x at the smallest shapes), and each round's two batches share the conditions.
+    // Each writes its own C.
+    let paired = time_paired(backend, opts, &mut || w.launch_into(&w.c), &mut work)?;
+    Ok(CublasReport { timing, warmup, compared: mn, paired })
 }

@@ -2,7 +2,7 @@
 //! CUDA its workloads carry cuBLAS on the same inputs as their anchor
 //! ([`crate::families::Workload::vendor_anchor`]).
 
-use dynsmem_kernels::sgemm::{SgemmConfig, THREAD_TILE, TMA_BN};
+use dynsmem_kernels::sgemm::{SK_BK, SgemmConfig, THREAD_TILE, TMA_BN};
 use serde::{Deserialize, Serialize};
 
 use super::{SgemmProblem, SgemmTunable};
@@ -70,22 +70,36 @@ pub struct ConfigArgs {
     /// config's.
     #[arg(long)]
     pub splits: Option<u32>,
+    /// Stream-K (f32, the tensor-map kernel; CUDA sm_90 or the CPU backend): a persistent
+    /// grid of this many blocks per multiprocessor (1 to 8) sharing out every tile's
+    /// k-tiles, split tiles summed in a fixed order; bn 128, 64 or 32, bk 32. Default: 0
+    /// (one block per tile) when a tile or --tma is given, else the default config's.
+    #[arg(long)]
+    pub sk: Option<u32>,
 }
 
 impl ConfigArgs {
     /// The config these options ask for over `default`: each tile option given replaces its
     /// field. A tile given without `--tm` (or `--fixed`) runs 8 rows per thread; with none
     /// given, `default` runs whole (16 rows for f32 on CUDA).
+    /// `--sk N` (N > 0) asks for the stream-K kernel whatever else is given: the tile options
+    /// then set its tile, the default's where absent (128 columns, depth 32 where the
+    /// default is another kernel).
     pub fn config_over(&self, default: SgemmConfig) -> SgemmConfig {
         let tile_given = self.fixed || [self.bm, self.bn, self.bk, self.stages].iter().any(Option::is_some);
+        let sk_given = self.sk.is_some_and(|s| s > 0);
+        let other_kernel = tile_given || self.tma || self.tm.is_some();
+        let sk = self.sk.unwrap_or(if other_kernel { 0 } else { default.sk });
+        let from_sk_default = default.sk > 0;
         SgemmConfig {
             bm: self.bm.unwrap_or(default.bm),
-            bn: self.bn.unwrap_or(if self.tma { TMA_BN } else { default.bn }),
-            bk: self.bk.unwrap_or(default.bk),
+            bn: self.bn.unwrap_or(if (sk_given && !from_sk_default) || self.tma { TMA_BN } else { default.bn }),
+            bk: self.bk.unwrap_or(if sk_given { SK_BK } else { default.bk }),
             stages: self.stages.unwrap_or(default.stages),
-            tm: self.tm.unwrap_or(if tile_given || self.tma { THREAD_TILE } else { default.tm }),
-            tma: self.tma || (!tile_given && self.tm.is_none() && default.tma),
-            splits: self.splits.unwrap_or(if tile_given || self.tma { 1 } else { default.splits }),
+            tm: self.tm.unwrap_or(if tile_given || self.tma || sk_given { THREAD_TILE } else { default.tm }),
+            tma: sk_given || self.tma || (!tile_given && self.tm.is_none() && default.tma),
+            splits: self.splits.unwrap_or(if tile_given || self.tma || sk > 0 { 1 } else { default.splits }),
+            sk,
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod cost;
 pub mod cublas;
 
+use dynsmem_kernels::sgemm::pack::{PACK_THREADS, pack_blocks, padded_ld};
 use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, SgemmConfig, entry_name};
 use std::sync::Arc;
 
@@ -73,15 +74,15 @@ impl SgemmProblem {
     }
 }
 
-/// CUDA, f32, where the tiles fill the GPU (two or more per multiprocessor) and k and n are
-/// multiples of 4: the tensor-map kernel, 256 x 128 x 32 with three stages (256 threads,
-/// 8 x 16 per thread, 147480 B of launch-sized memory: past the 48 KB default, one block
-/// per SM). Where k or n is not a multiple of 4 (or on HIP), the k-group kernel's
-/// 256 x 128 x 32 with three stages and 16 rows per thread (152064 B). Where that leaves
-/// fewer than two tiles per multiprocessor (1024^3 has 32 for 132 SMs),
-/// 128 x 64 x 32 with three stages and 8 rows per thread (128 threads, 76032 B). f16 inputs
-/// (8 rows per thread): 128 x 128 x 32 with two stages, or 64 x 128 x 32 with three below
-/// two tiles per multiprocessor. 16 x 16 x 8, two stages (4 threads), on the CPU backend.
+/// CUDA, f32: the stream-K tensor-map kernel ([`SgemmConfig::sk`]) at the tile, stages and
+/// blocks per multiprocessor the cost model ranks first ([`cost::streamk_default`]); rows of
+/// A or B that are not 16-byte aligned are padded as part of each run. Where `m`, `n` or `k`
+/// is 0 (no tensor map describes an empty matrix), or on HIP, the k-group kernel's 256 x 128 x
+/// 32 with three stages and 16 rows per thread (152064 B) where the tiles fill the GPU (two or
+/// more per multiprocessor), else 128 x 64 x 32 with three stages and 8 rows per thread (128
+/// threads, 76032 B), split over k where that leaves multiprocessors idle. f16 inputs (8 rows
+/// per thread): 128 x 128 x 32 with two stages, or 64 x 128 x 32 with three below two tiles per
+/// multiprocessor. 16 x 16 x 8, two stages (4 threads), on the CPU backend.
 ///
 /// WGSL: 128 x 128 x 8, one stage (256 invocations, 8320 B), and 64 x 64 x 16, two stages
 /// (64 invocations; untuned), where 128 x 128 tiles leave fewer than two per
@@ -100,15 +101,21 @@ pub fn default_config<B: FamilyBackend>(backend: &B, problem: &SgemmProblem) -> 
         let big = SgemmConfig::new(128, 128, 8, 1);
         return if big.grid(problem.m, problem.n) >= 2 * sms { big } else { SgemmConfig::new(64, 64, 16, 2) };
     }
-    let sms = backend.info().limits.multiprocessors.unwrap_or(132) as u64;
+    let limits = &backend.info().limits;
+    if !problem.f16_inputs
+        && backend.kind() == BackendKind::Cuda
+        && tma_problem_check(problem).is_ok()
+        && let Some(cfg) = cost::streamk_default(problem, limits)
+    {
+        return cfg;
+    }
+    let sms = limits.multiprocessors.unwrap_or(132) as u64;
     let (big, small) = if problem.f16_inputs {
         (SgemmConfig::new(128, 128, 32, 2), SgemmConfig::new(64, 128, 32, 3))
-    } else if backend.kind() == BackendKind::Cuda && tma_problem_check(problem).is_ok() {
-        (SgemmConfig::tma(256, 32, 3), SgemmConfig::new(128, 64, 32, 3))
     } else {
         (SgemmConfig::new(256, 128, 32, 3).with_tm(16), SgemmConfig::new(128, 64, 32, 3))
     };
-    let fits = big.shared_bytes(problem.elem_bytes()).is_ok_and(|b| b <= backend.info().limits.launch_shared_max);
+    let fits = big.shared_bytes(problem.elem_bytes()).is_ok_and(|b| b <= limits.launch_shared_max);
     if fits && big.grid(problem.m, problem.n) >= 2 * sms {
         return big;
     }
@@ -169,7 +176,8 @@ pub fn fit_config<B: Backend>(
         (variant != Variant::LaunchSized && cfg.tm != 8)
             .then(|| format!("the {variant} form computes 8 rows per thread: tm = {} ran as 8", cfg.tm))
     };
-    // Split-K is the launch-sized kernels' (the static forms have no atomic float add).
+    // Split-K is the launch-sized kernels' (the static forms have no atomic float add), and so
+    // is stream-K (a tensor-map kernel).
     let splits_note = (variant != Variant::LaunchSized && cfg.splits > 1)
         .then(|| format!("the {variant} form has no split-K: {} splits ran as 1", cfg.splits));
     let rows_note = join_notes(rows_note, splits_note);
@@ -218,12 +226,20 @@ pub fn wgsl_static_bytes(cfg: &SgemmConfig) -> u64 {
     s * bk * (bm + WGSL_A_ROW_PAD as u64) * 4 + s * bk * bn * 4
 }
 
-/// Why the tensor-map kernel has no entry for the tile of `cfg` ([`SgemmConfig::fits`] with
-/// [`SgemmConfig::tma`]), or `Ok`: its rules, as the workload and the tuner state them.
+/// Why the tensor-map kernels have no entry for the tile of `cfg` ([`SgemmConfig::fits`] with
+/// [`SgemmConfig::tma`], and [`SgemmConfig::sk`] for stream-K), or `Ok`: their rules, as the
+/// workload and the tuner state them.
 pub fn tma_check(cfg: &SgemmConfig, elem_bytes: u32) -> std::result::Result<(), String> {
-    use dynsmem_kernels::sgemm::{MAX_STAGES, TMA_BK, TMA_BN, TMA_MAX_BOX};
+    use dynsmem_kernels::sgemm::{MAX_SK, MAX_STAGES, SK_BK, SK_BN, TMA_BK, TMA_BN, TMA_MAX_BOX};
     if cfg.fits(elem_bytes) {
         return Ok(());
+    }
+    if cfg.sk > 0 {
+        return Err(format!(
+            "the stream-K kernel takes f32, tm 8, bn one of {SK_BN:?}, bk {SK_BK}, bm a multiple of 8 up to \
+             {TMA_MAX_BOX} (one tensor-map box), 2 to {MAX_STAGES} stages, one split, 1 to {MAX_SK} blocks per \
+             multiprocessor"
+        ));
     }
     Err(format!(
         "the tensor-map kernel takes f32, tm 8, bn {TMA_BN}, bk one of {TMA_BK:?}, bm a multiple of 8 up to \
@@ -231,16 +247,27 @@ pub fn tma_check(cfg: &SgemmConfig, elem_bytes: u32) -> std::result::Result<(), 
     ))
 }
 
-/// The tensor-map kernel's rule on the problem, checked before anything launches: `k` and
-/// `n` multiples of 4, since a tensor map's rows are a multiple of 16 bytes apart.
+/// The tensor-map kernels' rule on the problem, checked before anything launches: no empty
+/// side (a tensor map describes a matrix of at least one element a side). Rows that are not
+/// 16-byte aligned are padded ([`TmaStep`]), so `k` and `n` need not be multiples of 4.
 pub fn tma_problem_check(problem: &SgemmProblem) -> std::result::Result<(), String> {
-    if problem.k.is_multiple_of(4) && problem.n.is_multiple_of(4) {
+    if problem.m >= 1 && problem.n >= 1 && problem.k >= 1 {
         return Ok(());
     }
     Err(format!(
-        "k = {} and n = {} must be multiples of 4: a tensor map's rows are a multiple of 16 bytes apart",
-        problem.k, problem.n
+        "{} x {} x {}: a tensor map describes a matrix of at least one element a side",
+        problem.m, problem.n, problem.k
     ))
+}
+
+/// The stream-K kernel's rule on the problem and config: its units (k-tiles of output tiles)
+/// are counted in u32 on the device.
+pub fn streamk_problem_check(problem: &SgemmProblem, cfg: &SgemmConfig) -> std::result::Result<(), String> {
+    let units = cfg.grid(problem.m, problem.n).saturating_mul(cfg.k_tiles(problem.k) as u64);
+    if units <= u32::MAX as u64 {
+        return Ok(());
+    }
+    Err(format!("{units} units (k-tiles of {} x {} tiles) do not fit the kernel's u32 count", cfg.bm, cfg.bn))
 }
 
 /// Why the WGSL form cannot run `cfg` (f32 inputs), or `Ok`: the launch-sized kernel's
@@ -386,8 +413,25 @@ pub fn checked_entries(problem: &SgemmProblem, seed: u64) -> Vec<(usize, usize)>
     picks
 }
 
-/// The tensor maps (`CUtensorMap`s, 32 words each) of A and of B.
-type TensorMaps<R> = (Buffer<R, u32>, Buffer<R, u32>);
+/// What a tensor-map config adds to a run: the tensor maps (`CUtensorMap`s, 32 words each) of
+/// A and B, or of their copies with rows padded to 16 bytes, which `sgemm_pack` makes at the
+/// start of every run (A where `k`, B where `n` is not a multiple of 4); and for stream-K the
+/// workspace (`2 G` pieces of `bm x bn` floats, a counter per tile, zero between runs).
+struct TmaStep<B: FamilyBackend> {
+    a_map: Buffer<B::Raw, u32>,
+    b_map: Buffer<B::Raw, u32>,
+    pack: Option<PackStep<B>>,
+    workspace: Option<(Buffer<B::Raw, f32>, Buffer<B::Raw, u32>)>,
+}
+
+/// The pad launch and the padded copies (`None`: that operand's rows are aligned already).
+struct PackStep<B: FamilyBackend> {
+    kernel: Prepared<B::Kernel>,
+    grid: u32,
+    /// A (`m x k`, rows `padded_ld(k)` apart) and B (`k x n`, rows `padded_ld(n)` apart).
+    a: Option<Buffer<B::Raw, u32>>,
+    b: Option<Buffer<B::Raw, u32>>,
+}
 
 pub struct SgemmWorkload<'b, B: FamilyBackend> {
     backend: &'b B,
@@ -401,9 +445,8 @@ pub struct SgemmWorkload<'b, B: FamilyBackend> {
     a: Buffer<B::Raw, u32>,
     b: Buffer<B::Raw, u32>,
     c: Buffer<B::Raw, f32>,
-    /// The tensor maps of `a` and `b` the TMA entry takes in their place
-    /// ([`SgemmConfig::tma`]).
-    maps: Option<TensorMaps<B::Raw>>,
+    /// What the tensor-map entries take in place of `a` and `b` ([`SgemmConfig::tma`]).
+    tma: Option<TmaStep<B>>,
     /// The inputs as generated (shared by every config a tuner prepares for the problem).
     host: Arc<HostInputs>,
 }
@@ -462,6 +505,15 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
 ) -> Result<SgemmWorkload<'b, B>> {
     let entry = entry_name(problem.f16_inputs, fixed, &config).ok_or_else(|| {
         let (kernel, reason) = match (problem.f16_inputs, fixed) {
+            _ if config.sk > 0 => (
+                "sgemm_f32_sk",
+                format!(
+                    "the stream-K kernel takes f32 inputs, no compiled-in tile, the tensor-map copies and bn one of \
+                     {:?} (got bn {})",
+                    dynsmem_kernels::sgemm::SK_BN,
+                    config.bn
+                ),
+            ),
             _ if config.tma => (
                 "sgemm_f32_tma",
                 format!(
@@ -500,13 +552,17 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
         ));
     }
     if config.tma {
-        if variant != Variant::LaunchSized || backend.kind() != BackendKind::Cuda {
+        // Tensor maps: CUDA (sm_90), and the CPU backend's stand-in for them.
+        if variant != Variant::LaunchSized || !matches!(backend.kind(), BackendKind::Cuda | BackendKind::Cpu) {
             return Err(Error::Unsupported {
                 backend: backend.kind(),
-                what: format!("{entry} (tensor-map copies: the launch-sized CUDA form on sm_90 only)"),
+                what: format!("{entry} (tensor-map copies: the launch-sized form on CUDA sm_90 or the CPU backend)"),
             });
         }
         tma_problem_check(&problem).map_err(|reason| invalid_problem(entry, reason))?;
+        if config.sk > 0 {
+            streamk_problem_check(&problem, &config).map_err(|reason| invalid_problem(entry, reason))?;
+        }
     }
     if variant != Variant::LaunchSized && config.tm != 8 {
         return Err(Error::Unsupported {
@@ -538,7 +594,8 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
             ));
         }
     }
-    let mut grid = config.launch_grid(m, n);
+    let sms = backend.info().limits.multiprocessors.unwrap_or(1);
+    let mut grid = if config.sk > 0 { config.sk_grid(m, n, k, sms) as u64 } else { config.launch_grid(m, n) };
     if matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) {
         // The WGSL form: f32 inputs, its own config rules, and tile origins (`m0 + BM`,
         // `n0 + BN`, `k0 + BK`) in u32; the grid is capped (the kernel loops over tiles).
@@ -567,7 +624,15 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
         return Err(invalid_problem(entry, format!("{m} x {n} needs {grid} blocks")));
     }
     let eb = problem.elem_bytes() as u64;
-    let device = (m as u64 * k as u64 + k as u64 * n as u64) * eb + m as u64 * n as u64 * 4;
+    let mut device = (m as u64 * k as u64 + k as u64 * n as u64) * eb + m as u64 * n as u64 * 4;
+    if config.tma {
+        let (pad_a, pad_b) = padded_operands(&problem);
+        device += 4 * (pad_a.map_or(0, |ld| m as u64 * ld as u64) + pad_b.map_or(0, |ld| k as u64 * ld as u64));
+        if config.sk > 0 {
+            let (floats, counters) = config.sk_workspace(m, n, grid as u32);
+            device += 4 * (floats + counters);
+        }
+    }
     crate::contract::check_footprint(backend, entry, device, device * 3)?;
     if fixed && variant == Variant::CudaStatic {
         return Err(invalid(entry, "the cuda-static kernel compiles every tile in; --fixed is for the Rust kernel"));
@@ -588,17 +653,75 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
     let a = backend.htod(&host.a_words)?;
     let b = backend.htod(&host.b_words)?;
     let c = backend.htod(&host.c)?;
-    let maps = if config.tma {
-        let (mk, nk) = (m as u64, n as u64);
-        let a_map =
-            backend.tensor_map_2d(&a, 4, [k as u64, mk], k as u64 * 4, [config.bk, config.bm], TensorSwizzle::None)?;
-        let b_map =
-            backend.tensor_map_2d(&b, 4, [nk, k as u64], nk * 4, [config.bn, config.bk], TensorSwizzle::None)?;
-        Some((a_map, b_map))
+    let tma = if config.tma { Some(tma_step(backend, &problem, &config, &a, &b, grid as u32)?) } else { None };
+    Ok(SgemmWorkload { backend, kernel, problem, config, grid: grid as u32, a, b, c, tma, host })
+}
+
+/// The padded row length of A and of B where a tensor-map config must pad them (`None`: the
+/// rows are 16-byte aligned as they are).
+fn padded_operands(p: &SgemmProblem) -> (Option<u32>, Option<u32>) {
+    let pad = |cols: u32| (!cols.is_multiple_of(4)).then(|| padded_ld(cols));
+    (pad(p.k), pad(p.n))
+}
+
+/// The tensor maps of A and B (or of their padded copies, with the pad launch that fills
+/// them) and the stream-K workspace for `blocks` blocks.
+fn tma_step<B: FamilyBackend>(
+    backend: &B,
+    problem: &SgemmProblem,
+    config: &SgemmConfig,
+    a: &Buffer<B::Raw, u32>,
+    b: &Buffer<B::Raw, u32>,
+    blocks: u32,
+) -> Result<TmaStep<B>> {
+    let SgemmProblem { m, n, k, .. } = *problem;
+    let (pad_a, pad_b) = padded_operands(problem);
+    let pack = if pad_a.is_some() || pad_b.is_some() {
+        let grid = pad_a.map_or(0, |_| pack_blocks(m, k)) + pad_b.map_or(0, |_| pack_blocks(k, n));
+        let grid = u32::try_from(grid)
+            .map_err(|_| invalid_problem("sgemm_pack", format!("{grid} blocks to pad the rows of A and B")))?;
+        let kernel = Prepared::new(backend, "sgemm_pack", Ok(0), grid, PACK_THREADS, Variant::LaunchSized, None, None)?;
+        let a = pad_a.map(|ld| backend.alloc::<u32>(m as usize * ld as usize)).transpose()?;
+        let b = pad_b.map(|ld| backend.alloc::<u32>(k as usize * ld as usize)).transpose()?;
+        Some(PackStep { kernel, grid, a, b })
     } else {
         None
     };
-    Ok(SgemmWorkload { backend, kernel, problem, config, grid: grid as u32, a, b, c, maps, host })
+    // Each operand's map: over its padded copy (rows `ld` apart) or itself.
+    let (a_src, lda) = match pack.as_ref().and_then(|p| p.a.as_ref()) {
+        Some(padded) => (padded, pad_a.unwrap_or(k)),
+        None => (a, k),
+    };
+    let (b_src, ldb) = match pack.as_ref().and_then(|p| p.b.as_ref()) {
+        Some(padded) => (padded, pad_b.unwrap_or(n)),
+        None => (b, n),
+    };
+    let a_map = backend.tensor_map_2d(
+        a_src,
+        4,
+        [k as u64, m as u64],
+        lda as u64 * 4,
+        [config.bk, config.bm],
+        TensorSwizzle::None,
+    )?;
+    let b_map = backend.tensor_map_2d(
+        b_src,
+        4,
+        [n as u64, k as u64],
+        ldb as u64 * 4,
+        [config.bn, config.bk],
+        TensorSwizzle::None,
+    )?;
+    let workspace = if config.sk > 0 {
+        let (floats, counters) = config.sk_workspace(m, n, blocks);
+        let partials = backend.alloc::<f32>(floats as usize)?;
+        let counters = backend.alloc::<u32>(counters as usize)?;
+        backend.fill_zero(&counters)?;
+        Some((partials, counters))
+    } else {
+        None
+    };
+    Ok(TmaStep { a_map, b_map, pack, workspace })
 }
 
 /// The f32 entry `name` in place of the one [`entry_name`] picks, for ablations
@@ -611,7 +734,9 @@ fn ablation_entry(name: &str, config: &SgemmConfig) -> Option<&'static str> {
     // No depth's suffix is a prefix of another's, so `contains` names one at most.
     let bk = ["_bk8", "_bk16", "_bk32", "_bk64"].iter().zip([8, 16, 32, 64]).find(|(s, _)| entry.name.contains(*s));
     let fixed_tile = entry.name.contains("128x128");
-    (tm == config.tm && bk.is_none_or(|(_, b)| b == config.bk) && !fixed_tile).then_some(entry.name)
+    // The k-group entries only: the tensor-map ones take other arguments.
+    let k_group = !config.tma && !entry.name.contains("_tma") && !entry.name.contains("_sk");
+    (k_group && tm == config.tm && bk.is_none_or(|(_, b)| b == config.bk) && !fixed_tile).then_some(entry.name)
 }
 
 /// A problem's inputs as the device gets them, the initial `C`, and the reference entries.
@@ -646,34 +771,55 @@ impl HostInputs {
 impl<B: FamilyBackend> SgemmWorkload<'_, B> {
     /// One run computing into `c`: one launch, or under split-K two: the entry with
     /// `k = 0` and one block per tile (`C = beta * C`; skipped when beta is 1), then the
-    /// splits adding `alpha * A B` into it.
+    /// splits adding `alpha * A B` into it. Tensor-map configs whose operands need padding
+    /// launch `sgemm_pack` first (every run: the padded copies are part of the operation).
     fn launch_into(&self, c: &Buffer<B::Raw, f32>) -> Result<()> {
         let SgemmProblem { m, n, k, .. } = self.problem;
         let cfg = &self.config;
-        // The tensor-map entry takes the maps of A and B in their place.
-        let (a, b) = match &self.maps {
-            Some((a_map, b_map)) => (a_map.arg(), b_map.arg()),
+        if let Some(PackStep { kernel, grid, a, b }) = self.tma.as_ref().and_then(|t| t.pack.as_ref()) {
+            // Rows of 0 where an operand needs no padding (its pointers then unused).
+            let (a_rows, b_rows) = (if a.is_some() { m } else { 0 }, if b.is_some() { k } else { 0 });
+            self.backend.launch(
+                &kernel.built.kernel,
+                kernel.dims(*grid, PACK_THREADS),
+                &[
+                    self.a.arg(),
+                    a.as_ref().unwrap_or(&self.a).arg(),
+                    Arg::U32(a_rows),
+                    Arg::U32(k),
+                    Arg::U32(padded_ld(k)),
+                    self.b.arg(),
+                    b.as_ref().unwrap_or(&self.b).arg(),
+                    Arg::U32(b_rows),
+                    Arg::U32(n),
+                    Arg::U32(padded_ld(n)),
+                ],
+            )?;
+        }
+        // The tensor-map entries take the maps of A and B in their place.
+        let (a, b) = match &self.tma {
+            Some(t) => (t.a_map.arg(), t.b_map.arg()),
             None => (self.a.arg(), self.b.arg()),
         };
         let launch = |grid: u32, k: u32| {
-            self.backend.launch(
-                &self.kernel.built.kernel,
-                self.kernel.dims(grid, cfg.threads()),
-                &[
-                    a,
-                    b,
-                    c.arg(),
-                    Arg::U32(m),
-                    Arg::U32(n),
-                    Arg::U32(k),
-                    Arg::F32(ALPHA),
-                    Arg::F32(BETA),
-                    Arg::U32(cfg.bm),
-                    Arg::U32(cfg.bn),
-                    Arg::U32(cfg.bk),
-                    Arg::U32(cfg.stages),
-                ],
-            )
+            let mut args = vec![
+                a,
+                b,
+                c.arg(),
+                Arg::U32(m),
+                Arg::U32(n),
+                Arg::U32(k),
+                Arg::F32(ALPHA),
+                Arg::F32(BETA),
+                Arg::U32(cfg.bm),
+                Arg::U32(cfg.bn),
+                Arg::U32(cfg.bk),
+                Arg::U32(cfg.stages),
+            ];
+            if let Some((partials, counters)) = self.tma.as_ref().and_then(|t| t.workspace.as_ref()) {
+                args.extend([partials.arg(), counters.arg()]);
+            }
+            self.backend.launch(&self.kernel.built.kernel, self.kernel.dims(grid, cfg.threads()), &args)
         };
         if cfg.splits > 1 && BETA != 1.0 {
             launch(cfg.grid(m, n) as u32, 0)?;
@@ -738,18 +884,19 @@ impl<B: FamilyBackend> Workload for SgemmWorkload<'_, B> {
         self.compare(&self.result_from_initial()?)
     }
     /// cuBLAS SGEMM on the same inputs, on CUDA with f32 inputs: its `C` compared with ours
-    /// entry by entry, then timed.
+    /// entry by entry, then timed alone and interleaved with our run (the row's ratio).
     fn vendor_anchor(&self, timing: TimingOptions, seed: u64) -> Option<VendorAnchor> {
         if std::any::TypeId::of::<B>() != std::any::TypeId::of::<CudaBackend>() || self.problem.f16_inputs {
             return None;
         }
         // SAFETY: `B` is `CudaBackend` (checked above), so this is the same type.
         let w = unsafe { &*(self as *const Self as *const SgemmWorkload<'_, CudaBackend>) };
-        let result = self
-            .result_from_initial()
-            .and_then(|ours| cublas::anchor(w.backend, w, &ours, seed, timing))
-            .map(|r| (r.timing, r.warmup));
-        Some(VendorAnchor { name: "cublasSgemm", result, paired: None })
+        let report = self.result_from_initial().and_then(|ours| cublas::anchor(w.backend, w, &ours, seed, timing));
+        let (result, paired) = match report {
+            Ok(r) => (Ok((r.timing, r.warmup)), Some(r.paired)),
+            Err(e) => (Err(e), None),
+        };
+        Some(VendorAnchor { name: "cublasSgemm", result, paired })
     }
 }
 

@@ -18,10 +18,16 @@ use crate::contract::Workload;
 use crate::contract::layout_reason;
 use crate::error::Result;
 use crate::families::sgemm::{
-    HostInputs, SgemmProblem, prepare_with, tma_check, tma_problem_check, wgsl_check, wgsl_grid, wgsl_static_bytes,
+    HostInputs, SgemmProblem, prepare_with, streamk_problem_check, tma_check, tma_problem_check, wgsl_check, wgsl_grid,
+    wgsl_static_bytes,
 };
 use crate::tune::tunable::SeedInputs;
 use crate::tune::{Footprint, Param, SearchSpace, Target, Tunable};
+
+/// Stream-K blocks per multiprocessor in the CUDA f32 space (0: one block per tile).
+pub const SK: [u32; 5] = [0, 1, 2, 3, 4];
+/// ... and in the CPU backend's (whose "multiprocessors" are its cores).
+pub const SK_CPU: [u32; 4] = [0, 1, 2, 4];
 
 /// The split-K values of the CUDA f32 space, where the problem has one ([`wants_split_k`]).
 pub const SPLIT_K: [u32; 10] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
@@ -76,11 +82,13 @@ impl Tunable for SgemmTunable {
     fn config(&self, point: &[u32]) -> SgemmConfig {
         let tm = point.get(4).or(self.thread_rows.first()).copied().unwrap_or(THREAD_TILE);
         let config = SgemmConfig::new(point[0], point[1], point[2], point[3]).with_tm(tm);
-        // `tma` (CUDA f32, after `tm`): the tensor-map kernel at this tile; its rules (bn
-        // 128, tm 8, bk 32 or 64, ...) filter the points that break them. `splits` (after
-        // `tma`, where the problem has it: [`SPLIT_K`]).
-        let splits = point.get(6).copied().unwrap_or(1);
-        SgemmConfig { tma: point.get(5) == Some(&1), ..config }.with_splits(splits)
+        // `tma` (f32 on CUDA and the CPU backend, after `tm`): the tensor-map kernels at this
+        // tile; their rules (bn, tm 8, bk, ...) filter the points that break them. `sk` (after
+        // `tma`): stream-K blocks per multiprocessor, 0 for one block per tile. `splits` (CUDA,
+        // after `sk`, where the problem has it: [`SPLIT_K`]).
+        let sk = point.get(6).copied().unwrap_or(0);
+        let splits = point.get(7).copied().unwrap_or(1);
+        SgemmConfig { tma: point.get(5) == Some(&1), sk, ..config }.with_splits(splits)
     }
 
     fn family(&self) -> &'static str {
@@ -92,13 +100,22 @@ impl Tunable for SgemmTunable {
     }
 
     fn params(&self, target: &Target) -> Vec<Param> {
+        let f32_kernels = !self.problem.f16_inputs && self.thread_rows.len() > 1;
         if target.backend == BackendKind::Cpu {
-            vec![
+            // Small blocks (a thread per GPU thread); the tensor-map kernels through the CPU
+            // backend's tensor maps, at their narrowest tiles.
+            let mut params = vec![
                 Param::new("bm", &[8, 16, 32]),
-                Param::new("bn", &[8, 16, 32]),
-                Param::new("bk", &[4, 8, 16]),
-                Param::new("stages", &[1, 2]),
-            ]
+                Param::new("bn", &[8, 16, 32, 64, 128]),
+                Param::new("bk", &[4, 8, 16, 32]),
+                Param::new("stages", &[1, 2, 3]),
+            ];
+            if f32_kernels && target.variant == Variant::LaunchSized {
+                params.push(Param::new("tm", self.thread_rows));
+                params.push(Param::new("tma", &[0, 1]));
+                params.push(Param::new("sk", &SK_CPU).absent_as(0));
+            }
+            params
         } else if target.variant != Variant::LaunchSized {
             // WGSL: 1 or 2 stages; a CPU adapter (lavapipe) runs a workgroup's invocations
             // on one core, so its list stops at 64 x 64 tiles.
@@ -112,10 +129,11 @@ impl Tunable for SgemmTunable {
                 Param::new("bk", &[8, 16, 32, 64]),
                 Param::new("stages", &[1, 2, 3, 4]),
             ];
-            if !self.problem.f16_inputs && self.thread_rows.len() > 1 {
+            if f32_kernels {
                 params.push(Param::new("tm", self.thread_rows));
                 if target.backend == BackendKind::Cuda {
                     params.push(Param::new("tma", &[0, 1]));
+                    params.push(Param::new("sk", &SK).absent_as(0));
                     let sms = target.limits.multiprocessors.unwrap_or(132) as u64;
                     if wants_split_k(&self.problem, sms) {
                         params.push(Param::new("splits", &SPLIT_K).absent_as(1));
@@ -141,6 +159,9 @@ impl Tunable for SgemmTunable {
         if cfg.tma {
             tma_check(&cfg, eb)?;
             tma_problem_check(&self.problem)?;
+            if cfg.sk > 0 {
+                streamk_problem_check(&self.problem, &cfg)?;
+            }
         }
         if !cfg.fits(eb) {
             return Err(format!(
@@ -154,7 +175,12 @@ impl Tunable for SgemmTunable {
             return Err(format!("{} splits of {k_tiles} k-tiles: each split takes at least one", cfg.splits));
         }
         let launch_bytes = cfg.shared_bytes(eb).map_err(layout_reason)?;
-        let grid = cfg.launch_grid(self.problem.m, self.problem.n).min(u32::MAX as u64) as u32;
+        let SgemmProblem { m, n, k, .. } = self.problem;
+        let grid = if cfg.sk > 0 {
+            cfg.sk_grid(m, n, k, target.limits.multiprocessors.unwrap_or(1))
+        } else {
+            cfg.launch_grid(m, n).min(u32::MAX as u64) as u32
+        };
         Ok(Footprint { threads: cfg.threads(), grid, launch_bytes, static_bytes: 0 })
     }
 
@@ -193,7 +219,7 @@ mod tests {
     fn the_cuda_f32_space_has_the_tensor_map_kernel_and_filters_its_points_by_its_rules() {
         let t = SgemmTunable::new(SgemmProblem { m: 4096, n: 4096, k: 4096, f16_inputs: false });
         let names: Vec<_> = t.params(&cuda_target()).iter().map(|p| p.name).collect();
-        assert_eq!(names, ["bm", "bn", "bk", "stages", "tm", "tma"]);
+        assert_eq!(names, ["bm", "bn", "bk", "stages", "tm", "tma", "sk"]);
         assert_eq!(t.config(&[256, 128, 32, 3, 8, 1]), SgemmConfig::tma(256, 32, 3));
         assert_eq!(t.config(&[256, 128, 32, 3, 16, 0]), SgemmConfig::new(256, 128, 32, 3).with_tm(16));
         let fp = t.check(&[256, 128, 32, 3, 8, 1], &cuda_target()).expect("the TMA default fits");
@@ -201,9 +227,21 @@ mod tests {
         let refused = t.check(&[256, 64, 32, 3, 8, 1], &cuda_target()).unwrap_err();
         assert!(refused.contains("bn 128"), "{refused}");
         assert!(t.check(&[256, 128, 32, 3, 16, 1], &cuda_target()).is_err(), "tm 16 has no TMA entry");
-        let odd = SgemmTunable::new(SgemmProblem { m: 4096, n: 4096, k: 4098, f16_inputs: false });
-        let refused = odd.check(&[256, 128, 32, 3, 8, 1], &cuda_target()).unwrap_err();
-        assert!(refused.contains("multiples of 4"), "{refused}");
+        // Rows not 16-byte aligned are padded: the tensor-map kernels take any k and n.
+        let odd = SgemmTunable::new(SgemmProblem { m: 4096, n: 4095, k: 4098, f16_inputs: false });
+        assert!(odd.check(&[256, 128, 32, 3, 8, 1], &cuda_target()).is_ok());
+        // Stream-K: bn 64, 2 blocks per multiprocessor; not at bk 64, nor without tensor maps.
+        let sk = SgemmConfig::streamk(128, 64, 4, 2);
+        assert_eq!(t.config(&[128, 64, 32, 4, 8, 1, 2]), sk);
+        let fp = t.check(&[128, 64, 32, 4, 8, 1, 2], &cuda_target()).expect("stream-K 128 x 64 fits");
+        let sms = cuda_target().limits.multiprocessors.unwrap_or(1);
+        assert_eq!((fp.threads, fp.grid), (128, 2 * sms));
+        assert_eq!(fp.grid, sk.sk_grid(4096, 4096, 4096, sms));
+        let refused = t.check(&[128, 64, 64, 4, 8, 1, 1], &cuda_target()).unwrap_err();
+        assert!(refused.contains("stream-K"), "{refused}");
+        assert!(t.check(&[128, 64, 32, 4, 8, 0, 1], &cuda_target()).is_err(), "stream-K is a tensor-map kernel");
+        let empty = SgemmTunable::new(SgemmProblem { m: 0, n: 64, k: 64, f16_inputs: false });
+        assert!(empty.check(&[256, 128, 32, 3, 8, 1, 0], &cuda_target()).unwrap_err().contains("at least one"));
         // f16 and HIP: no tma parameter.
         let f16 = SgemmTunable::new(SgemmProblem { f16_inputs: true, ..*t.problem() });
         assert!(!f16.params(&cuda_target()).iter().any(|p| p.name == "tma"));

@@ -22,29 +22,39 @@
 //!   n is not a multiple of 4); at the matrices' edges the same copies, predicated (zeros
 //!   past the edge); element by element only for tiles the copies cannot map.
 //! - `gemm_rowmajor` (f16): A and B row-major in 16-byte chunks, A's rows padded by one chunk.
-//! - `sgemm_tma` (f32, sm_90, [`SgemmConfig::tma`]): one thread starts two tensor-map copies
-//!   per k-tile, which complete the slot's `mbarrier` and zero-fill the edges, so no thread
-//!   spends registers or instructions on copies (the k-group kernel's copies crowd its
-//!   load/store queue). Thread tile 8 x 16; `BK`, `BN` = 128 compiled in; `k`, `n` multiples of 4.
+//! - the tensor-map kernels (f32, sm_90, [`SgemmConfig::tma`], [`tma`]): one thread starts two
+//!   tensor-map copies per k-tile, which complete the slot's `mbarrier` and zero-fill the
+//!   edges, so no thread spends registers or instructions on copies (the k-group kernel's copies
+//!   crowd its load/store queue). Thread tile 8 x `BN / 8`; `BK`, `BN` compiled in. Rows of A
+//!   or B that are not 16-byte aligned are padded first ([`pack`]). `sgemm_f32_tma_bk*`: one
+//!   block per tile (or split-K); `sgemm_f32_sk*` ([`SgemmConfig::sk`]): stream-K, a persistent
+//!   grid sharing out every tile's k-tiles evenly, split tiles summed in a fixed order
+//!   ([`streamk`]).
 //!
 //! # Launch-sized memory ([`SgemmConfig::layout`])
 //! f32: `stages * ceil(BM/4)` and `stages * ceil(BN/4)` groups of `BK + 1` 16-byte slots; TMA:
-//! `stages * BM * BK` and `stages * BK * BN` floats, then `stages` 8-byte barriers (`bars`);
-//! f16: `stages * BM * (BK + 8)` and `stages * BK * BN` elements.
+//! `stages * BM * BK` and `stages * BK * BN` floats, then `stages` 8-byte barriers (`bars`)
+//! and, for stream-K, one word (`flag`); f16: `stages * BM * (BK + 8)` and `stages * BK * BN`
+//! elements.
 //!
 //! # Entry points ([`entry_name`] picks one)
 //! `sgemm_f32(a, b, c, m, n, k, alpha, beta, bm, bn, bk, stages)`, `sgemm_f32_bk{8,16,32}`,
 //! `sgemm_f32_tm16[_bk{8,16,32,64}]`, `sgemm_f32_128x128x16s2`, ablations `sgemm_f32_unroll4`,
 //! `sgemm_f32_tm16_bk32_u{8,16}` (`a`, `b`: `*const f32`); `hgemm_f16_f32` (`*const u16`, f16
-//! bits); `sgemm_f32_tma_bk{32,64}` (`a`, `b`: `CUtensorMap`s in device memory); `c` is f32.
-//! An entry traps on a launch that contradicts what it compiles in. Grid: `ceil(M/BM) *
-//! ceil(N/BN)` blocks of `BM * BN / (8 * TM)` threads (`BM * BN / 128` for TMA), times
-//! [`SgemmConfig::splits`] under split-K (`SplitK`: the splits of a tile share its k-tiles
-//! and add into `C` atomically, after a launch of the same entry with `k = 0` scaled `C`).
+//! bits); `sgemm_f32_tma_bk{32,64}` (`a`, `b`: `CUtensorMap`s in device memory); `c` is f32;
+//! `sgemm_f32_sk[_n64|_n32]` (the tensor maps, then `partials`, `counters`: the stream-K
+//! workspace, [`SgemmConfig::sk_workspace`]); `sgemm_pack` ([`pack`]). An entry traps on a
+//! launch that contradicts what it compiles in. Grid: `ceil(M/BM) * ceil(N/BN)` blocks of `BM *
+//! BN / (8 * TM)` threads (`BM` for the tensor-map kernels), times [`SgemmConfig::splits`]
+//! under split-K (`SplitK`: the splits of a tile share its k-tiles and add into `C`
+//! atomically, after a launch of the same entry with `k = 0` scaled `C`); stream-K:
+//! [`SgemmConfig::sk_grid`] blocks.
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
 use crate::vector::{self, Vec4};
+
+pub use tma::{MAX_SK, SK_BK, SK_BN, SK_STATE_WORDS, TMA_BK, TMA_BN, TMA_MAX_BOX, TMA_TN};
 
 /// Columns of `C` each thread computes, and the rows unless [`SgemmConfig::tm`] says 16.
 pub const THREAD_TILE: u32 = 8;
@@ -84,6 +94,16 @@ pub struct SgemmConfig {
     /// existed.
     #[cfg_attr(feature = "serde", serde(default = "one_split", skip_serializing_if = "is_one_split"))]
     pub splits: u32,
+    /// Stream-K (the tensor-map kernel only): a persistent grid of `sk` blocks per
+    /// multiprocessor ([`SgemmConfig::sk_grid`]) sharing out the k-tiles of every output tile
+    /// ([`streamk`]); 0 (absent in records written before it existed): one block per tile.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "is_zero"))]
+    pub sk: u32,
+}
+
+#[cfg(feature = "serde")]
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 #[cfg(feature = "serde")]
@@ -109,19 +129,28 @@ pub struct SgemmLayout {
     pub b: Slice<Vec4<u32>>,
     /// The tensor-map kernel's transaction barriers, one per stage (empty for the others).
     pub bars: Slice<u64>,
+    /// Stream-K: word 0 tells the block's threads whether it sums a tile's pieces, words 1
+    /// to 8 hold the copies' cursor (nine words; empty for the other kernels).
+    pub flag: Slice<u32>,
     pub bytes: u32,
 }
 
 impl SgemmConfig {
     /// A config with the 8 x 8 thread tile.
     pub const fn new(bm: u32, bn: u32, bk: u32, stages: u32) -> Self {
-        SgemmConfig { bm, bn, bk, stages, tm: THREAD_TILE, tma: false, splits: 1 }
+        SgemmConfig { bm, bn, bk, stages, tm: THREAD_TILE, tma: false, splits: 1, sk: 0 }
     }
 
     /// The tensor-map (TMA) kernel's config: `bm` rows (a multiple of 8, at most 256: one
     /// tensor-map box), [`TMA_BN`] columns, `bk` one of [`TMA_BK`].
     pub const fn tma(bm: u32, bk: u32, stages: u32) -> Self {
-        SgemmConfig { bm, bn: TMA_BN, bk, stages, tm: THREAD_TILE, tma: true, splits: 1 }
+        SgemmConfig { bm, bn: TMA_BN, bk, stages, tm: THREAD_TILE, tma: true, splits: 1, sk: 0 }
+    }
+
+    /// The stream-K tensor-map kernel's config: `bm` rows (as for [`SgemmConfig::tma`]), `bn`
+    /// one of [`SK_BN`], depth [`SK_BK`], `sk` blocks per multiprocessor (1 to [`MAX_SK`]).
+    pub const fn streamk(bm: u32, bn: u32, stages: u32, sk: u32) -> Self {
+        SgemmConfig { bm, bn, bk: SK_BK, stages, tm: THREAD_TILE, tma: true, splits: 1, sk }
     }
 
     /// This config with `tm` rows per thread.
@@ -137,7 +166,8 @@ impl SgemmConfig {
     /// Threads per block: `bm / tm * bn / 8`.
     pub fn threads(&self) -> u32 {
         if self.tma {
-            return (self.bm / THREAD_TILE).saturating_mul(self.bn / TMA_TN);
+            // Rows of 8 threads, each 8 rows of C.
+            return self.bm / THREAD_TILE * 8;
         }
         self.bm.checked_div(self.tm).unwrap_or(0).saturating_mul(self.bn / THREAD_TILE)
     }
@@ -148,6 +178,21 @@ impl SgemmConfig {
     /// [`MAX_THREADS`] threads.
     pub fn fits(&self, elem_bytes: u32) -> bool {
         let chunk = 16 / elem_bytes.clamp(1, 16);
+        if self.tma && self.sk > 0 {
+            return elem_bytes == 4
+                && self.tm == THREAD_TILE
+                && SK_BN.contains(&self.bn)
+                && self.bk == SK_BK
+                && self.bm >= THREAD_TILE
+                && self.bm <= TMA_MAX_BOX
+                && self.bm.is_multiple_of(THREAD_TILE)
+                && (2..=MAX_STAGES).contains(&self.stages)
+                && self.splits == 1
+                && self.sk <= MAX_SK;
+        }
+        if self.sk > 0 {
+            return false;
+        }
         if self.tma {
             return elem_bytes == 4
                 && self.tm == THREAD_TILE
@@ -208,7 +253,8 @@ impl SgemmConfig {
         let b = carve.array::<Vec4<u32>>(b)?;
         // The tensor-map kernel's transaction barriers, one per stage.
         let bars = carve.array::<u64>(if self.tma { self.stages } else { 0 })?;
-        Ok(SgemmLayout { a, b, bars, bytes: carve.bytes() })
+        let flag = carve.array::<u32>(if self.sk > 0 { SK_STATE_WORDS } else { 0 })?;
+        Ok(SgemmLayout { a, b, bars, flag, bytes: carve.bytes() })
     }
 
     pub fn shared_bytes(&self, elem_bytes: u32) -> Result<u32, LayoutError> {
@@ -221,9 +267,33 @@ impl SgemmConfig {
     }
 
     /// Blocks of the multiply's launch: [`grid`](Self::grid) times the splits (u64: it
-    /// can pass u32).
+    /// can pass u32). Stream-K configs: [`sk_grid`](Self::sk_grid).
     pub fn launch_grid(&self, m: u32, n: u32) -> u64 {
         self.grid(m, n).saturating_mul(self.splits.max(1) as u64)
+    }
+
+    /// k-tiles of each output tile (at least 1).
+    pub fn k_tiles(&self, k: u32) -> u32 {
+        k.div_ceil(self.bk.max(1)).max(1)
+    }
+
+    /// The stream-K launch's blocks on `multiprocessors`: `sk` per multiprocessor, at most
+    /// one per unit (a unit is a k-tile of an output tile), at least 1.
+    pub fn sk_grid(&self, m: u32, n: u32, k: u32, multiprocessors: u32) -> u32 {
+        let units = self.grid(m, n).saturating_mul(self.k_tiles(k) as u64);
+        (self.sk as u64 * multiprocessors as u64).min(units).clamp(1, u32::MAX as u64) as u32
+    }
+
+    /// The stream-K schedule of an `m x n x k` problem over `blocks` blocks.
+    pub fn schedule(&self, m: u32, n: u32, k: u32, blocks: u32) -> streamk::StreamK {
+        let tiles = self.grid(m, n).min(u32::MAX as u64) as u32;
+        streamk::StreamK::new(tiles, self.k_tiles(k), blocks)
+    }
+
+    /// Floats of the stream-K workspace for `blocks` blocks (two pieces of a tile each), and
+    /// the tile counters it needs (one per tile).
+    pub fn sk_workspace(&self, m: u32, n: u32, blocks: u32) -> (u64, u64) {
+        (2 * blocks as u64 * self.bm as u64 * self.bn as u64, self.grid(m, n))
     }
 }
 
@@ -319,16 +389,6 @@ impl<const BK: u32> Dims for RuntimeTile<BK> {
 /// The `bk` values with an f32 entry of their own (`sgemm_f32_bk{8,16,32}`, the k loop
 /// compiled in); any other `bk` runs `sgemm_f32`, every dimension at launch.
 pub const COMPILED_BK: [u32; 3] = [8, 16, 32];
-
-/// The tensor-map kernel's columns per block (compiled in: B's row stride is then an
-/// immediate offset of every shared read).
-pub const TMA_BN: u32 = 128;
-/// The tensor-map kernel's depths, each an entry (`sgemm_f32_tma_bk{32,64}`).
-pub const TMA_BK: [u32; 2] = [32, 64];
-/// Columns of `C` per thread in the tensor-map kernel (rows: [`THREAD_TILE`]).
-pub const TMA_TN: u32 = 16;
-/// The largest box side a tensor map allows (elements).
-pub const TMA_MAX_BOX: u32 = 256;
 
 /// Block tile compiled in.
 #[derive(Clone, Copy)]
@@ -499,6 +559,33 @@ macro_rules! for_rows {
     };
 }
 
+/// Runs `$body` with `$h` bound to each column quad `0 .. $tn / 4` of a thread tile (at most
+/// four), as a constant: every register index in the body stays a constant after unrolling.
+macro_rules! for_quads {
+    ($tn:expr, $h:ident, $body:block) => {
+        if 0 < $tn / 4 {
+            let $h: usize = 0;
+            $body
+        }
+        if 1 < $tn / 4 {
+            let $h: usize = 1;
+            $body
+        }
+        if 2 < $tn / 4 {
+            let $h: usize = 2;
+            $body
+        }
+        if 3 < $tn / 4 {
+            let $h: usize = 3;
+            $body
+        }
+    };
+}
+
+pub mod pack;
+pub mod streamk;
+pub mod tma;
+
 /// The f32 kernel: tiles in k-groups (see the module documentation).
 ///
 /// # Safety
@@ -517,7 +604,7 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     beta: f32,
 ) {
     let (bm, bn, bk, stages) = (dims.bm(), dims.bn(), dims.bk(), dims.stages());
-    let cfg = SgemmConfig { bm, bn, bk, stages, tm: TM as u32, tma: false, splits: 1 };
+    let cfg = SgemmConfig { bm, bn, bk, stages, tm: TM as u32, tma: false, splits: 1, sk: 0 };
     let tid = gpu::thread_idx_x();
     if !cfg.fits(4) || gpu::block_dim_x() != cfg.threads() {
         gpu::trap();
@@ -1027,176 +1114,6 @@ fn store_tile<const TM: usize, const TN: usize>(
     for_rows!(store_row);
 }
 
-/// The tensor-map kernel (`sgemm_f32_tma_bk*`): both tiles of a k-step arrive by two
-/// tensor-map copies (TMA) that one thread starts, so no thread spends an instruction or a
-/// register on a copy, and the edges of the matrices arrive as zeros. A `[bm][BK]` and B
-/// `[BK][TMA_BN]` tiles lie dense in each of `stages` ring slots, each slot with a
-/// transaction barrier (`mbarrier`) that its copies complete. Thread `(tx, ty)` (`tx = t %
-/// 8`) computes rows `8 ty + i` (`i < 8`) and columns `32 c + 4 tx + e` (`c, e < 4`): per 4
-/// k it reads its 8 rows' 4 values (8 16-byte reads, the 8 threads of a quarter-warp share
-/// them), per k its 16 columns (4 16-byte reads, a quarter-warp's 8 threads 128 consecutive
-/// bytes), 8 + 16 reads per 512 FMAs, as the k-group kernel. Every read is an immediate
-/// offset of one A and one B pointer: BK and TMA_BN are compiled in. `a_map`, `b_map`:
-/// tensor maps (`CUtensorMap`) of A (`k` x `m`, box `BK` x `bm`) and B (`n` x `k`, box
-/// `TMA_BN` x `BK`), f32, no swizzle, zero fill.
-///
-/// # Safety
-/// As for [`gemm_rowmajor`], with the tensor maps describing `a` and `b`.
-#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
-#[inline(always)]
-unsafe fn sgemm_tma<const BK: u32>(
-    a_map: *const u8,
-    b_map: *const u8,
-    c: *mut f32,
-    m: u32,
-    n: u32,
-    k: u32,
-    alpha: f32,
-    beta: f32,
-    cfg: SgemmConfig,
-) {
-    const BN: u32 = TMA_BN;
-    const TN: usize = TMA_TN as usize;
-    let (bm, stages) = (cfg.bm, cfg.stages);
-    let tid = gpu::thread_idx_x();
-    if !cfg.tma || cfg.bk != BK || !cfg.fits(4) || gpu::block_dim_x() != cfg.threads() {
-        gpu::trap();
-    }
-    let Ok(l) = cfg.layout(4) else { gpu::trap() };
-    let region = gpu::launch_region(l.bytes);
-    let a_tiles: SharedArray<Vec4<f32>> = unsafe { region.array(l.a).cast() };
-    let b_tiles: SharedArray<Vec4<f32>> = unsafe { region.array(l.b).cast() };
-    let bars: SharedArray<u64> = region.array(l.bars);
-    let bar = |slot: u32| unsafe { bars.shared_ptr(slot, 1) };
-    let (a_stage, b_stage) = (bm * BK / 4, BK * BN / 4);
-    let a_dst = |slot: u32| unsafe { a_tiles.shared_ptr(slot * a_stage, a_stage) };
-    let b_dst = |slot: u32| unsafe { b_tiles.shared_ptr(slot * b_stage, b_stage) };
-    if tid == 0 {
-        // A box must land 128-byte aligned; the stages are multiples of 128 bytes, so the
-        // region's base decides.
-        if a_dst(0).shared_addr() % 128 != 0 {
-            gpu::trap();
-        }
-        let mut s = 0;
-        while s < stages {
-            unsafe { bar(s).mbar_init(1) };
-            s += 1;
-        }
-        gpu::mbar_init_fence();
-    }
-    gpu::barrier();
-
-    let tiles_n = n.div_ceil(BN).max(1);
-    let split = SplitK::of_block(m.div_ceil(bm).max(1) * tiles_n, k.div_ceil(BK));
-    let (m0, n0) = ((split.tile / tiles_n) * bm, (split.tile % tiles_n) * BN);
-    let (tx, ty) = (tid % (BN / TMA_TN), tid / (BN / TMA_TN));
-    let row = |i: usize| ty * THREAD_TILE + i as u32;
-    let col = |j: usize| (j / 4) as u32 * (BN / 4) + tx * 4 + (j % 4) as u32;
-
-    // This block's k-tiles, counted from its split's first.
-    let k_tiles = split.count;
-    let tile_bytes = (bm * BK + BK * BN) * 4;
-    let start_tile = |kt: u32, slot: u32| unsafe {
-        let k0 = ((split.kt0 + kt) * BK) as i32;
-        bar(slot).mbar_arrive_expect_tx(tile_bytes);
-        a_dst(slot).copy_tile_2d(a_map, k0, m0 as i32, bar(slot));
-        b_dst(slot).copy_tile_2d(b_map, n0 as i32, k0, bar(slot));
-    };
-    if tid == 0 {
-        let mut s = 0;
-        while s + 1 < stages && s < k_tiles {
-            start_tile(s, s);
-            s += 1;
-        }
-    }
-
-    let mut acc = [[0.0f32; TN]; THREAD_TILE as usize];
-    let (mut slot, mut next_slot, mut parity) = (0, stages - 1, 0);
-    let mut kt = 0;
-    while kt < k_tiles {
-        unsafe { bar(slot).mbar_wait(parity) };
-        // Every warp is past tile kt - 1, so its slot may be refilled.
-        gpu::barrier();
-        if tid == 0 && kt + stages - 1 < k_tiles {
-            start_tile(kt + stages - 1, next_slot);
-        }
-        let pa = unsafe { a_tiles.range_ptr(slot * a_stage + ty * THREAD_TILE * (BK / 4), THREAD_TILE * BK / 4) }
-            .cast_const();
-        let pb = unsafe { b_tiles.range_ptr(slot * b_stage + tx, b_stage - tx) }.cast_const();
-        // Four k: the A values of 8 rows, then per k the 16 B values and 128 FMAs. Macros
-        // over literal rows (`for_rows!`, rows past 8 compiled out, `% 8` keeping the index
-        // in bounds for the compiler's checks), chunks and k, so every register index is a
-        // constant (a loop over the 8 x 16 FMAs of one k is not unrolled, and a rolled one
-        // puts the accumulators in local memory).
-        const TM: usize = THREAD_TILE as usize;
-        macro_rules! k4 {
-            ($q:literal) => {
-                let mut af = [[0.0f32; 4]; TM];
-                macro_rules! read_a {
-                    ($i:literal) => {
-                        if $i < TM {
-                            af[$i % TM] = unsafe { gpu::read_shared(pa.add($i * (BK / 4) as usize + $q)) }.0;
-                        }
-                    };
-                }
-                for_rows!(read_a);
-                macro_rules! k1 {
-                    ($kk:literal) => {
-                        let mut bf = [0.0f32; TN];
-                        macro_rules! read_b {
-                            ($cq:literal) => {
-                                let v = unsafe {
-                                    gpu::read_shared(
-                                        pb.add((4 * $q + $kk) * (BN / 4) as usize + $cq * (BN / 16) as usize),
-                                    )
-                                }
-                                .0;
-                                bf[4 * $cq] = v[0];
-                                bf[4 * $cq + 1] = v[1];
-                                bf[4 * $cq + 2] = v[2];
-                                bf[4 * $cq + 3] = v[3];
-                            };
-                        }
-                        read_b!(0);
-                        read_b!(1);
-                        read_b!(2);
-                        read_b!(3);
-                        macro_rules! fma_row {
-                            ($i:literal) => {
-                                if $i < TM {
-                                    for j in 0..TN {
-                                        acc[$i % TM][j] = gpu::fma(af[$i % TM][$kk], bf[j], acc[$i % TM][j]);
-                                    }
-                                }
-                            };
-                        }
-                        for_rows!(fma_row);
-                    };
-                }
-                k1!(0);
-                k1!(1);
-                k1!(2);
-                k1!(3);
-            };
-        }
-        macro_rules! k_tile {
-            ($($q:literal)*) => {
-                $(if $q < (BK / 4) as usize {
-                    k4!($q);
-                })*
-            };
-        }
-        k_tile!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
-        if slot + 1 == stages {
-            parity ^= 1;
-        }
-        slot = if slot + 1 == stages { 0 } else { slot + 1 };
-        next_slot = if next_slot + 1 == stages { 0 } else { next_slot + 1 };
-        kt += 1;
-    }
-    store_tile(&acc, c, m, n, m0, n0, alpha, beta, split.atomic, row, col);
-}
-
 /// `sgemm_kgroups` with depth `BK` and `TM` rows per thread compiled in: the body of
 /// `sgemm_f32_bk{8,16,32}` and `sgemm_f32_tm16_bk{8,16,32,64}`. Traps when the launch names
 /// another depth. (`cfg.tm` is not read: the kernel's config takes its rows from `TM`.)
@@ -1271,12 +1188,44 @@ crate::kernels! { KERNELS;
     /// B in device memory); see `sgemm_tma`.
     pub fn sgemm_f32_tma_bk32(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bn, ..SgemmConfig::tma(bm, bk, stages) };
-        unsafe { sgemm_tma::<32>(a, b, c, m, n, k, alpha, beta, cfg) }
+        unsafe { tma::sgemm_tma::<32>(a, b, c, m, n, k, alpha, beta, cfg) }
     }
     /// The tensor-map kernel with `bk` = 64.
     pub fn sgemm_f32_tma_bk64(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bn, ..SgemmConfig::tma(bm, bk, stages) };
-        unsafe { sgemm_tma::<64>(a, b, c, m, n, k, alpha, beta, cfg) }
+        unsafe { tma::sgemm_tma::<64>(a, b, c, m, n, k, alpha, beta, cfg) }
+    }
+    /// The stream-K tensor-map kernel, 128 columns per block (`a`, `b`: the tensor maps;
+    /// `partials`, `counters`: its workspace); see `tma::sgemm_streamk`. `sk` is the host's:
+    /// the schedule follows the grid.
+    pub fn sgemm_f32_sk(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) [spills = "the schedule's bookkeeping beside 128 accumulators at 255 registers: reloaded at segment starts and in the fix-up, none in the k loop (SASS)"] {
+        let cfg = SgemmConfig { bk, ..SgemmConfig::streamk(bm, bn, stages, 1) };
+        unsafe { tma::sgemm_streamk::<128, 16>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
+    }
+    /// The stream-K tensor-map kernel, 64 columns per block.
+    pub fn sgemm_f32_sk_n64(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) {
+        let cfg = SgemmConfig { bk, ..SgemmConfig::streamk(bm, bn, stages, 1) };
+        unsafe { tma::sgemm_streamk::<64, 8>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
+    }
+    /// The stream-K tensor-map kernel, 32 columns per block.
+    pub fn sgemm_f32_sk_n32(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) {
+        let cfg = SgemmConfig { bk, ..SgemmConfig::streamk(bm, bn, stages, 1) };
+        unsafe { tma::sgemm_streamk::<32, 4>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
+    }
+    /// Pads the rows of A (`a_rows x a_cols`, into rows `a_ld` apart) and of B (likewise) for
+    /// the tensor-map kernels, in one launch of `pack_blocks(A) + pack_blocks(B)` blocks of
+    /// `PACK_THREADS`; see `pack`.
+    pub fn sgemm_pack(a: *const f32, a_out: *mut f32, a_rows: u32, a_cols: u32, a_ld: u32, b: *const f32, b_out: *mut f32, b_rows: u32, b_cols: u32, b_ld: u32) {
+        if gpu::block_dim_x() != pack::PACK_THREADS || a_ld < a_cols || b_ld < b_cols {
+            gpu::trap();
+        }
+        let a_blocks = pack::pack_blocks(a_rows, a_cols);
+        let block = gpu::block_idx_x() as u64;
+        if block < a_blocks {
+            unsafe { pack::pack_span(a, a_out, a_cols, a_ld, block as u32) }
+        } else if block - a_blocks < pack::pack_blocks(b_rows, b_cols) {
+            unsafe { pack::pack_span(b, b_out, b_cols, b_ld, (block - a_blocks) as u32) }
+        }
     }
     /// `sgemm_f32_tm16_bk32` with its k loop unrolled by 8 instead of the whole tile, an
     /// ablation.
@@ -1312,6 +1261,14 @@ crate::kernels! { KERNELS;
 /// 16-row entries for `tm` = 16. `None` for a combination no entry has (f16 with the
 /// compiled-in tile or 16 rows, the compiled-in tile with 16 rows).
 pub fn entry_name(f16_inputs: bool, fixed: bool, config: &SgemmConfig) -> Option<&'static str> {
+    if config.sk > 0 {
+        return match (f16_inputs, fixed, config.tma, config.bn) {
+            (false, false, true, 128) => Some("sgemm_f32_sk"),
+            (false, false, true, 64) => Some("sgemm_f32_sk_n64"),
+            (false, false, true, 32) => Some("sgemm_f32_sk_n32"),
+            _ => None,
+        };
+    }
     if config.tma {
         return match (f16_inputs, fixed, config.bk) {
             (false, false, 32) => Some("sgemm_f32_tma_bk32"),
