@@ -210,12 +210,13 @@ fn cuda_stream_k() {
     let sk = SgemmConfig::streamk;
     let shapes = [(1, 1, 1), (17, 33, 65), (705, 546, 717), (2999, 3001, 3003), (64, 4096, 64), (97, 61, 8191)];
     let configs = [
-        sk(256, 128, 4, 1),
+        sk(128, 128, 4, 1),
         sk(128, 128, 3, 2),
         sk(128, 64, 4, 2),
         sk(64, 32, 2, 4),
         sk(256, 64, 3, 1),
-        sk(32, 128, 2, 3),
+        sk(256, 32, 3, 3),
+        sk(8, 128, 2, 3),
     ];
     assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), shapes.len() * configs.len());
 }
@@ -280,6 +281,7 @@ fn tma_refusals() {
         (SgemmConfig { bk: 64, ..SgemmConfig::streamk(64, 64, 2, 1) }, "bk 64"),
         (SgemmConfig::streamk(64, 64, 2, 1).with_splits(2), "split-K"),
         (SgemmConfig::streamk(64, 64, 2, 9), "9 blocks per multiprocessor"),
+        (SgemmConfig::streamk(256, 128, 2, 1), "512 threads"),
     ] {
         match prepare(&cpu, p, bad, false, Variant::LaunchSized, 1).map(|_| ()) {
             Err(Error::InvalidConfig { kernel, reason }) => {
@@ -293,6 +295,11 @@ fn tma_refusals() {
     assert_eq!(SgemmConfig::tma(256, 32, 3).threads(), 256);
     // Stream-K: the ring, its barriers, then the flag and the copies' cursor (9 words).
     assert_eq!(SgemmConfig::streamk(128, 64, 3, 2).shared_bytes(4), Ok((128 * 32 + 32 * 64) * 4 * 3 + 3 * 8 + 9 * 4));
+    // 8 x 8 per thread: a 128-wide block has 16 threads to a row.
+    assert_eq!(
+        (SgemmConfig::streamk(128, 128, 3, 2).threads(), SgemmConfig::streamk(256, 32, 3, 2).threads()),
+        (256, 128)
+    );
     // Odd k and n: padded, accepted.
     let odd = SgemmProblem { m: 5, n: 66 + 1, k: 64 + 3, f16_inputs: false };
     assert!(prepare(&cpu, odd, SgemmConfig::tma(8, 32, 2), false, Variant::LaunchSized, 1).is_ok());

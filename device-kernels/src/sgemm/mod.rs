@@ -54,7 +54,7 @@ use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
 use crate::vector::{self, Vec4};
 
-pub use tma::{MAX_SK, SK_BK, SK_BN, SK_STATE_WORDS, TMA_BK, TMA_BN, TMA_MAX_BOX, TMA_TN};
+pub use tma::{MAX_SK, SK_BK, SK_BN, SK_MAX_THREADS, SK_STATE_WORDS, SK_TN, TMA_BK, TMA_BN, TMA_MAX_BOX, TMA_TN};
 
 /// Columns of `C` each thread computes, and the rows unless [`SgemmConfig::tm`] says 16.
 pub const THREAD_TILE: u32 = 8;
@@ -165,6 +165,10 @@ impl SgemmConfig {
 
     /// Threads per block: `bm / tm * bn / 8`.
     pub fn threads(&self) -> u32 {
+        if self.tma && self.sk > 0 {
+            // Rows of bn / 8 threads, each an 8 x 8 tile of C.
+            return (self.bm / THREAD_TILE).saturating_mul(self.bn / SK_TN);
+        }
         if self.tma {
             // Rows of 8 threads, each 8 rows of C.
             return self.bm / THREAD_TILE * 8;
@@ -188,7 +192,8 @@ impl SgemmConfig {
                 && self.bm.is_multiple_of(THREAD_TILE)
                 && (2..=MAX_STAGES).contains(&self.stages)
                 && self.splits == 1
-                && self.sk <= MAX_SK;
+                && self.sk <= MAX_SK
+                && self.threads() <= SK_MAX_THREADS;
         }
         if self.sk > 0 {
             return false;
@@ -1197,10 +1202,10 @@ crate::kernels! { KERNELS;
     }
     /// The stream-K tensor-map kernel, 128 columns per block (`a`, `b`: the tensor maps;
     /// `partials`, `counters`: its workspace); see `tma::sgemm_streamk`. `sk` is the host's:
-    /// the schedule follows the grid.
-    pub fn sgemm_f32_sk(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) [spills = "the schedule's bookkeeping beside 128 accumulators at 255 registers: reloaded at segment starts and in the fix-up, none in the k loop (SASS)"] {
+    /// the schedule follows the grid. 16 threads to a row of the block.
+    pub fn sgemm_f32_sk(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) {
         let cfg = SgemmConfig { bk, ..SgemmConfig::streamk(bm, bn, stages, 1) };
-        unsafe { tma::sgemm_streamk::<128, 16>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
+        unsafe { tma::sgemm_streamk::<128, 8>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
     }
     /// The stream-K tensor-map kernel, 64 columns per block.
     pub fn sgemm_f32_sk_n64(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) {
@@ -1210,7 +1215,7 @@ crate::kernels! { KERNELS;
     /// The stream-K tensor-map kernel, 32 columns per block.
     pub fn sgemm_f32_sk_n32(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) {
         let cfg = SgemmConfig { bk, ..SgemmConfig::streamk(bm, bn, stages, 1) };
-        unsafe { tma::sgemm_streamk::<32, 4>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
+        unsafe { tma::sgemm_streamk::<32, 8>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
     }
     /// Pads the rows of A (`a_rows x a_cols`, into rows `a_ld` apart) and of B (likewise) for
     /// the tensor-map kernels, in one launch of `pack_blocks(A) + pack_blocks(B)` blocks of

@@ -12,15 +12,16 @@
 //! # Shared memory and thread mapping (both)
 //! A `[bm][BK]` and B `[BK][BN]` tiles lie dense in each of `stages` ring slots, each slot
 //! with a transaction barrier (`mbarrier`) that its two copies complete; the stream-K kernel
-//! adds one word (`flag`) to tell its threads whether their block sums a tile's pieces. The
-//! block has `bm` threads (`bm / 8` rows of 8 threads): thread `(tx, ty)` (`tx = t % 8`)
-//! computes rows `8 ty + i` (`i < 8`) and columns `(BN / TN) c + 4 tx + e` (`c < TN / 4`, `e <
-//! 4`, `TN = BN / 8`). Per 4 k it reads its 8 rows' 4 values (8 16-byte reads, which the 8
-//! threads of a quarter-warp share), per k its `TN` columns (`TN / 4` 16-byte reads, a
-//! quarter-warp's 8 threads 128 consecutive bytes). Every read is an immediate offset of one A
-//! and one B pointer: BK and BN are compiled in. `a_map`, `b_map`: tensor maps (`CUtensorMap`)
-//! of A (`k` x `m`, box `BK` x `bm`) and B (`n` x `k`, box `BN` x `BK`), f32, no swizzle,
-//! zero fill; their rows may be padded ([`super::pack`]) so that they are 16-byte aligned.
+//! adds nine words (the fix-up's flag and its copies' cursor). A thread computes an `8 x TN`
+//! tile of C (`TN` 16 in `sgemm_tma`, [`SK_TN`] = 8 in `sgemm_streamk`): the block has `bm /
+//! 8` rows of `X = BN / TN` threads, and thread `(tx, ty)` (`tx = t % X`) computes rows `8 ty
+//! + i` (`i < 8`) and columns `4 X c + 4 tx + e` (`c < TN / 4`, `e < 4`). Per 4 k it reads its
+//! 8 rows' 4 values (8 16-byte reads, which the threads of a row share), per k its `TN`
+//! columns (`TN / 4` 16-byte reads, 8 consecutive threads 128 consecutive bytes). Every read is
+//! an immediate offset of one A and one B pointer: BK and BN are compiled in. `a_map`, `b_map`:
+//! tensor maps (`CUtensorMap`) of A (`k` x `m`, box `BK` x `bm`) and B (`n` x `k`, box `BN` x
+//! `BK`), f32, no swizzle, zero fill; their rows may be padded ([`super::pack`]) so that they
+//! are 16-byte aligned.
 
 use super::streamk::{Segment, StreamK};
 use super::{SgemmConfig, SplitK, THREAD_TILE, store_tile};
@@ -40,6 +41,12 @@ pub const TMA_MAX_BOX: u32 = 256;
 pub const SK_BN: [u32; 3] = [128, 64, 32];
 /// The stream-K kernel's depth (compiled in).
 pub const SK_BK: u32 = 32;
+/// Columns of `C` per thread in the stream-K kernel (rows: [`THREAD_TILE`]): 8 x 8, so a
+/// 128-wide block has 16 threads to a row, 64 and 32 have 8 and 4.
+pub const SK_TN: u32 = 8;
+/// Most threads of a stream-K block: its entries take about 200 registers per thread (64
+/// accumulators and the next fragments in flight), and 256 such threads fill an SM's 65536.
+pub const SK_MAX_THREADS: u32 = 256;
 /// Most stream-K blocks per multiprocessor a config may ask for ([`SgemmConfig::sk`]).
 pub const MAX_SK: u32 = 8;
 /// Words of shared state of a stream-K block: the fix-up's flag and the copies' cursor.
@@ -116,8 +123,9 @@ impl<const BK: u32, const BN: u32> Ring<BK, BN> {
         }
         .cast_const();
         let pb = unsafe { self.b_tiles.range_ptr(slot * self.b_stage() + tx, self.b_stage() - tx) }.cast_const();
-        // Chunks between a thread's column groups: the 8 threads of a row, 4 columns each.
-        let group = 8usize;
+        // Chunks between a thread's column groups: the `BN / TN` threads of a row, 4 columns
+        // each.
+        let group = BN as usize / TN;
         macro_rules! k4 {
             ($q:literal) => {
                 let mut af = [[0.0f32; 4]; TM];
@@ -344,7 +352,7 @@ pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
     counters: *mut u32,
 ) {
     const BK: u32 = SK_BK;
-    const { assert!(TN as u32 * 8 == BN) };
+    const { assert!(TN == SK_TN as usize && BN.is_multiple_of(TN as u32 * 4)) };
     if cfg.sk == 0 {
         gpu::trap();
     }
@@ -356,7 +364,8 @@ pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
     if sched.blocks as u64 > sched.sk_units() || sched.units(0) > u32::MAX as u64 {
         gpu::trap();
     }
-    let (tx, ty) = (tid % 8, tid / 8);
+    let across = BN / TN as u32;
+    let (tx, ty) = (tid % across, tid / across);
     let origin = |s: &Segment| ((s.tile / tiles_n) * cfg.bm, (s.tile % tiles_n) * BN);
     // Units of this block (the host keeps a problem's units within u32).
     let total = sched.units(b) as u32;
@@ -418,7 +427,7 @@ pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
         }
         let (m0, n0) = origin(&seg);
         let row = |i: usize| ty * THREAD_TILE + i as u32;
-        let col = |jj: usize| (jj / 4) as u32 * 32 + tx * 4 + (jj % 4) as u32;
+        let col = |jj: usize| (jj / 4) as u32 * across * 4 + tx * 4 + (jj % 4) as u32;
         if sched.whole(&seg) {
             store_tile(&acc, c, m, n, m0, n0, alpha, beta, false, row, col);
         } else if unsafe { fix_up(&sched, b, &seg, &mut acc, partials, counters, flag) } {

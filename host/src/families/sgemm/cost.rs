@@ -39,14 +39,15 @@ const LAUNCH_S: f64 = 4e-6;
 const TILE_KNEE: f64 = 10.0;
 
 /// Registers per thread the kernel of `cfg` is allowed (its entry's cap, rounded to the
-/// allocation unit): 16-row and tensor-map entries up to 255 (the stream-K entries' by their
-/// columns: about 255, 208 and 128 for 128, 64 and 32), 8-row entries 128.
+/// allocation unit): 16-row and tensor-map entries up to 255, the stream-K entries about 208
+/// (ptxas -v: 201 to 203), 8-row entries 128.
 fn registers(cfg: &SgemmConfig) -> u32 {
-    match (cfg.sk > 0, cfg.bn) {
-        (true, 64) => 208,
-        (true, 32) => 128,
-        _ if cfg.tma || cfg.tm == 16 => 256,
-        _ => 128,
+    if cfg.sk > 0 {
+        208
+    } else if cfg.tma || cfg.tm == 16 {
+        256
+    } else {
+        128
     }
 }
 

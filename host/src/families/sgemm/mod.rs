@@ -230,15 +230,15 @@ pub fn wgsl_static_bytes(cfg: &SgemmConfig) -> u64 {
 /// [`SgemmConfig::tma`], and [`SgemmConfig::sk`] for stream-K), or `Ok`: their rules, as the
 /// workload and the tuner state them.
 pub fn tma_check(cfg: &SgemmConfig, elem_bytes: u32) -> std::result::Result<(), String> {
-    use dynsmem_kernels::sgemm::{MAX_SK, MAX_STAGES, SK_BK, SK_BN, TMA_BK, TMA_BN, TMA_MAX_BOX};
+    use dynsmem_kernels::sgemm::{MAX_SK, MAX_STAGES, SK_BK, SK_BN, SK_MAX_THREADS, TMA_BK, TMA_BN, TMA_MAX_BOX};
     if cfg.fits(elem_bytes) {
         return Ok(());
     }
     if cfg.sk > 0 {
         return Err(format!(
             "the stream-K kernel takes f32, tm 8, bn one of {SK_BN:?}, bk {SK_BK}, bm a multiple of 8 up to \
-             {TMA_MAX_BOX} (one tensor-map box), 2 to {MAX_STAGES} stages, one split, 1 to {MAX_SK} blocks per \
-             multiprocessor"
+             {TMA_MAX_BOX} (one tensor-map box), at most {SK_MAX_THREADS} threads (bm / 8 * bn / 8), 2 to \
+             {MAX_STAGES} stages, one split, 1 to {MAX_SK} blocks per multiprocessor"
         ));
     }
     Err(format!(
