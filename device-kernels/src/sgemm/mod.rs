@@ -54,7 +54,7 @@ use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
 use crate::vector::{self, Vec4};
 
-pub use tma::{MAX_SK, SK_BK, SK_BN, SK_MAX_THREADS, SK_STATE_WORDS, SK_TN, TMA_BK, TMA_BN, TMA_MAX_BOX, TMA_TN};
+pub use tma::{MAX_SK, SK_BK, SK_BN, SK_MAX_THREADS, SK_STATE_WORDS, TMA_BK, TMA_BN, TMA_MAX_BOX, TMA_TN, sk_tn};
 
 /// Columns of `C` each thread computes, and the rows unless [`SgemmConfig::tm`] says 16.
 pub const THREAD_TILE: u32 = 8;
@@ -166,8 +166,8 @@ impl SgemmConfig {
     /// Threads per block: `bm / tm * bn / 8`.
     pub fn threads(&self) -> u32 {
         if self.tma && self.sk > 0 {
-            // Rows of bn / 8 threads, each an 8 x 8 tile of C.
-            return (self.bm / THREAD_TILE).saturating_mul(self.bn / SK_TN);
+            // Rows of bn / TN threads, each an 8 x TN tile of C.
+            return (self.bm / THREAD_TILE).saturating_mul(self.bn / sk_tn(self.bn));
         }
         if self.tma {
             // Rows of 8 threads, each 8 rows of C.
@@ -1215,7 +1215,7 @@ crate::kernels! { KERNELS;
     /// The stream-K tensor-map kernel, 32 columns per block.
     pub fn sgemm_f32_sk_n32(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) {
         let cfg = SgemmConfig { bk, ..SgemmConfig::streamk(bm, bn, stages, 1) };
-        unsafe { tma::sgemm_streamk::<32, 8>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
+        unsafe { tma::sgemm_streamk::<32, 4>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
     }
     /// Pads the rows of A (`a_rows x a_cols`, into rows `a_ld` apart) and of B (likewise) for
     /// the tensor-map kernels, in one launch of `pack_blocks(A) + pack_blocks(B)` blocks of

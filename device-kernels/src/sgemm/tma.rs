@@ -13,7 +13,7 @@
 //! A `[bm][BK]` and B `[BK][BN]` tiles lie dense in each of `stages` ring slots, each slot
 //! with a transaction barrier (`mbarrier`) that its two copies complete; the stream-K kernel
 //! adds nine words (the fix-up's flag and its copies' cursor). A thread computes an `8 x TN`
-//! tile of C (`TN` 16 in `sgemm_tma`, [`SK_TN`] = 8 in `sgemm_streamk`): the block has `bm /
+//! tile of C (`TN` 16 in `sgemm_tma`, [`sk_tn`] in `sgemm_streamk`): the block has `bm /
 //! 8` rows of `X = BN / TN` threads, and thread `(tx, ty)` (`tx = t % X`) computes rows `8 ty
 //! + i` (`i < 8`) and columns `4 X c + 4 tx + e` (`c < TN / 4`, `e < 4`). Per 4 k it reads its
 //! 8 rows' 4 values (8 16-byte reads, which the threads of a row share), per k its `TN`
@@ -41,9 +41,13 @@ pub const TMA_MAX_BOX: u32 = 256;
 pub const SK_BN: [u32; 3] = [128, 64, 32];
 /// The stream-K kernel's depth (compiled in).
 pub const SK_BK: u32 = 32;
-/// Columns of `C` per thread in the stream-K kernel (rows: [`THREAD_TILE`]): 8 x 8, so a
-/// 128-wide block has 16 threads to a row, 64 and 32 have 8 and 4.
-pub const SK_TN: u32 = 8;
+/// Columns of `C` per thread in the stream-K kernel (rows: [`THREAD_TILE`]) at block width
+/// `bn`: 8 (a 128-wide block has 16 threads to a row, a 64-wide one 8), and 4 at 32 (8 threads
+/// to a row: with 8 columns, 4 threads to a row left the narrow tile too few threads to hide
+/// latency).
+pub const fn sk_tn(bn: u32) -> u32 {
+    if bn == 32 { 4 } else { 8 }
+}
 /// Most threads of a stream-K block: its entries take about 200 registers per thread (64
 /// accumulators and the next fragments in flight), and 256 such threads fill an SM's 65536.
 pub const SK_MAX_THREADS: u32 = 256;
@@ -352,7 +356,7 @@ pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
     counters: *mut u32,
 ) {
     const BK: u32 = SK_BK;
-    const { assert!(TN == SK_TN as usize && BN.is_multiple_of(TN as u32 * 4)) };
+    const { assert!(TN == sk_tn(BN) as usize && BN.is_multiple_of(TN as u32 * 4)) };
     if cfg.sk == 0 {
         gpu::trap();
     }
