@@ -13,15 +13,15 @@
 //! A `[bm][BK]` and B `[BK][BN]` tiles lie dense in each of `stages` ring slots, each slot
 //! with a transaction barrier (`mbarrier`) that its two copies complete; the stream-K kernel
 //! adds nine words (the fix-up's flag and its copies' cursor). A thread computes an `8 x TN`
-//! tile of C (`TN` 16 in `sgemm_tma`, [`sk_tn`] in `sgemm_streamk`): the block has `bm /
-//! 8` rows of `X = BN / TN` threads, and thread `(tx, ty)` (`tx = t % X`) computes rows `8 ty
-//! + i` (`i < 8`) and columns `4 X c + 4 tx + e` (`c < TN / 4`, `e < 4`). Per 4 k it reads its
-//! 8 rows' 4 values (8 16-byte reads, which the threads of a row share), per k its `TN`
-//! columns (`TN / 4` 16-byte reads, 8 consecutive threads 128 consecutive bytes). Every read is
-//! an immediate offset of one A and one B pointer: BK and BN are compiled in. `a_map`, `b_map`:
-//! tensor maps (`CUtensorMap`) of A (`k` x `m`, box `BK` x `bm`) and B (`n` x `k`, box `BN` x
-//! `BK`), f32, no swizzle, zero fill; their rows may be padded ([`super::pack`]) so that they
-//! are 16-byte aligned.
+//! tile of C (`TN` 16 in `sgemm_tma`, [`sk_tn`] in `sgemm_streamk`): the block has `bm / 8`
+//! rows of `X = BN / TN` threads, and thread `(tx, ty)` (`tx = t % X`) computes rows
+//! `8 ty + i` (`i < 8`) and columns `4 X c + 4 tx + e` (`c < TN / 4`, `e < 4`). Per 4 k it
+//! reads its 8 rows' 4 values (8 16-byte reads, which the threads of a row share), per k its
+//! `TN` columns (`TN / 4` 16-byte reads, 8 consecutive threads 128 consecutive bytes). Every
+//! read is an immediate offset of one A and one B pointer: BK and BN are compiled in.
+//! `a_map`, `b_map`: tensor maps (`CUtensorMap`) of A (`k` x `m`, box `BK` x `bm`) and B (`n`
+//! x `k`, box `BN` x `BK`), f32, no swizzle, zero fill; their rows may be padded
+//! ([`super::pack`]) so that they are 16-byte aligned.
 
 use super::streamk::{Segment, StreamK};
 use super::{SgemmConfig, SplitK, THREAD_TILE, store_tile};
@@ -432,9 +432,9 @@ pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
         let (m0, n0) = origin(&seg);
         let row = |i: usize| ty * THREAD_TILE + i as u32;
         let col = |jj: usize| (jj / 4) as u32 * across * 4 + tx * 4 + (jj % 4) as u32;
-        if sched.whole(&seg) {
-            store_tile(&acc, c, m, n, m0, n0, alpha, beta, false, row, col);
-        } else if unsafe { fix_up(&sched, b, &seg, &mut acc, partials, counters, flag) } {
+        // A whole tile is stored; a piece takes part in its tile's fix-up (every thread: it has
+        // barriers), and the block that sums the pieces stores the tile.
+        if sched.whole(&seg) || unsafe { fix_up(&sched, b, &seg, &mut acc, partials, counters, flag) } {
             store_tile(&acc, c, m, n, m0, n0, alpha, beta, false, row, col);
         }
         j += 1;

@@ -183,7 +183,10 @@ pub fn streamk_default(problem: &SgemmProblem, limits: &Limits) -> Option<SgemmC
                 for sk in 1..=4 {
                     let cfg = SgemmConfig::streamk(bm, bn, stages, sk);
                     let Ok(bytes) = cfg.shared_bytes(4) else { continue };
-                    if bytes > limits.launch_shared_max || super::streamk_problem_check(problem, &cfg).is_err() {
+                    if !cfg.fits(4)
+                        || bytes > limits.launch_shared_max
+                        || super::streamk_problem_check(problem, &cfg).is_err()
+                    {
                         continue;
                     }
                     let fp = Footprint { threads: cfg.threads(), grid: 0, launch_bytes: bytes, static_bytes: 0 };
@@ -265,6 +268,18 @@ mod tests {
         assert!(secs(2247, 2226, 1368, narrow) < secs(2247, 2226, 1368, narrow.with_tm(16)));
         // The launch-time bk entry's spills: bk 24 slower than the compiled-in bk 32.
         assert!(secs(2048, 2048, 2048, small) < secs(2048, 2048, 2048, SgemmConfig::new(128, 64, 24, 3)));
+    }
+
+    /// The stream-K default is a config its kernel runs (at most 256 threads a block, within
+    /// the shared memory), at every size from one element to past the H100's L2.
+    #[test]
+    fn the_stream_k_default_is_a_config_the_kernel_takes() {
+        for (m, n, k) in [(1, 1, 1), (64, 4096, 64), (1024, 1024, 1024), (2999, 3001, 3003), (8192, 8192, 8192)] {
+            let p = SgemmProblem { m, n, k, f16_inputs: false };
+            let cfg = streamk_default(&p, &Limits::h100()).expect("a stream-K config fits");
+            assert!(cfg.sk > 0 && cfg.fits(4), "{m}x{n}x{k}: {cfg:?}");
+            assert!(cfg.shared_bytes(4).unwrap() <= Limits::h100().launch_shared_max);
+        }
     }
 
     #[test]

@@ -421,8 +421,11 @@ struct TmaStep<B: FamilyBackend> {
     a_map: Buffer<B::Raw, u32>,
     b_map: Buffer<B::Raw, u32>,
     pack: Option<PackStep<B>>,
-    workspace: Option<(Buffer<B::Raw, f32>, Buffer<B::Raw, u32>)>,
+    workspace: Option<Workspace<B::Raw>>,
 }
+
+/// The stream-K workspace: the pieces (`2 G` of `bm x bn` floats) and a counter per tile.
+type Workspace<R> = (Buffer<R, f32>, Buffer<R, u32>);
 
 /// The pad launch and the padded copies (`None`: that operand's rows are aligned already).
 struct PackStep<B: FamilyBackend> {
@@ -687,31 +690,17 @@ fn tma_step<B: FamilyBackend>(
     } else {
         None
     };
-    // Each operand's map: over its padded copy (rows `ld` apart) or itself.
-    let (a_src, lda) = match pack.as_ref().and_then(|p| p.a.as_ref()) {
-        Some(padded) => (padded, pad_a.unwrap_or(k)),
-        None => (a, k),
+    // Each operand's map (`cols` x `rows`): over its padded copy (rows `padded_ld(cols)` apart)
+    // or over itself.
+    let map = |own: &Buffer<B::Raw, u32>, padded: Option<&Buffer<B::Raw, u32>>, (cols, rows): (u32, u32), boxed| {
+        let (src, ld) = match padded {
+            Some(p) => (p, padded_ld(cols)),
+            None => (own, cols),
+        };
+        backend.tensor_map_2d(src, 4, [cols as u64, rows as u64], ld as u64 * 4, boxed, TensorSwizzle::None)
     };
-    let (b_src, ldb) = match pack.as_ref().and_then(|p| p.b.as_ref()) {
-        Some(padded) => (padded, pad_b.unwrap_or(n)),
-        None => (b, n),
-    };
-    let a_map = backend.tensor_map_2d(
-        a_src,
-        4,
-        [k as u64, m as u64],
-        lda as u64 * 4,
-        [config.bk, config.bm],
-        TensorSwizzle::None,
-    )?;
-    let b_map = backend.tensor_map_2d(
-        b_src,
-        4,
-        [n as u64, k as u64],
-        ldb as u64 * 4,
-        [config.bn, config.bk],
-        TensorSwizzle::None,
-    )?;
+    let a_map = map(a, pack.as_ref().and_then(|p| p.a.as_ref()), (k, m), [config.bk, config.bm])?;
+    let b_map = map(b, pack.as_ref().and_then(|p| p.b.as_ref()), (n, k), [config.bn, config.bk])?;
     let workspace = if config.sk > 0 {
         let (floats, counters) = config.sk_workspace(m, n, blocks);
         let partials = backend.alloc::<f32>(floats as usize)?;

@@ -111,8 +111,9 @@ impl Tunable for SgemmTunable {
                 Param::new("stages", &[1, 2, 3]),
             ];
             if f32_kernels && target.variant == Variant::LaunchSized {
-                params.push(Param::new("tm", self.thread_rows));
-                params.push(Param::new("tma", &[0, 1]));
+                // Entries recorded before the CPU space had them ran 8 rows, no tensor maps.
+                params.push(Param::new("tm", self.thread_rows).absent_as(THREAD_TILE));
+                params.push(Param::new("tma", &[0, 1]).absent_as(0));
                 params.push(Param::new("sk", &SK_CPU).absent_as(0));
             }
             params
