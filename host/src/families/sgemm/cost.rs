@@ -40,8 +40,8 @@ const TILE_KNEE: f64 = 10.0;
 
 /// Registers per thread the kernel of `cfg` is allowed (its entry's cap, rounded to the
 /// allocation unit): 16-row and tensor-map entries up to 255, the stream-K entries about 208 at
-/// 128 and 64 columns and 128 at 32 (ptxas -v, `results/log/2026-11-27-cpu/ptxas-resources.md`:
-/// 203 and 128), 8-row entries 128.
+/// 128 and 64 columns and 128 at 32 (what ptxas -v gives them: update these with the resource
+/// table when the kernels change), 8-row entries 128.
 fn registers(cfg: &SgemmConfig) -> u32 {
     if cfg.sk > 0 {
         if cfg.bn == 32 { 128 } else { 208 }
