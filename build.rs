@@ -20,6 +20,10 @@
 //!   compiled to cubins for each arch and embedded (`TWIN_CUBINS`); without nvcc none are, and the
 //!   host compiles every twin with NVRTC at run time.
 //! - `DYNSMEM_GIT_COMMIT`: the commit recorded in results, when `git` cannot tell.
+//!
+//! Without the `builtin-images` feature (on by default) no image is built and no twin is
+//! compiled: a researcher's crate that takes only the command line (`dynsmem::cli::main`)
+//! for kernels of its own builds none of ours.
 
 use std::env;
 use std::path::PathBuf;
@@ -37,10 +41,12 @@ fn main() {
     let caps: Vec<(&str, u32)> =
         entries.iter().filter(|e| e.max_registers > 0).map(|e| (e.name, e.max_registers)).collect();
     let clusters: Vec<(&str, u32)> = entries.iter().filter(|e| e.cluster > 1).map(|e| (e.name, e.cluster)).collect();
+    let builtin = env::var_os("CARGO_FEATURE_BUILTIN_IMAGES").is_some();
     let images = dynsmem_build::Builder::new("device-kernels")
         .cuda(&arch, &ptx)
         .max_registers(&caps)
         .clusters(&clusters)
+        .skip_images(!builtin)
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     images.write_module(&out_dir.join("kernels.rs")).expect("writing kernels.rs");
@@ -69,6 +75,12 @@ fn main() {
     // `dynsmem_build::twins`); the host uses a cubin only where its key matches the source
     // it would hand NVRTC.
     let families = root.join("host/src/families");
+    if !builtin {
+        std::fs::write(out_dir.join("twins.rs"), dynsmem_build::twins::Cubins::default().module())
+            .expect("writing twins.rs");
+        dynsmem_build::emit_provenance(&root);
+        return;
+    }
     let cubins = dynsmem_build::twins::compile(
         &families.join("twins.manifest"),
         &root.join("host/src/backend/cuda/prelude.cuh"),

@@ -5,11 +5,9 @@
 //! minimum of the ratios.
 
 use dynsmem_host::backend::Variant;
-use dynsmem_host::backend::cpu::CpuBackend;
 use dynsmem_host::backend::{Backend, BackendKind, Probe};
 use dynsmem_host::bench;
 use dynsmem_host::contract::FamilyBackend;
-use dynsmem_host::families::FAMILIES;
 use dynsmem_host::family::Sizes;
 use dynsmem_host::family::shapes::{self, Section};
 use dynsmem_host::measure::{TimingOptions, geometric_mean};
@@ -55,35 +53,25 @@ pub struct ShapesReport {
 /// Runs the suites. `progress` gets a line before each shape, `each` every new record.
 pub fn run(opts: &ShapesOptions, progress: &mut dyn FnMut(&str), each: &mut dyn FnMut(&Record)) -> ShapesReport {
     let mut report = ShapesReport { backends: Vec::new(), records: Vec::new(), resumed: 0 };
-    let wanted = |k: BackendKind| opts.backends.is_empty() || opts.backends.contains(&k);
     let mut vendor = Vec::new();
-    let mut gpu = false;
-    // Each backend (of a type of its own, hence a macro) where asked for and ready; a GPU
-    // backend that ran keeps the CPU backend out unless it was asked for.
-    macro_rules! on {
-        ($kind:expr, $probe:expr, $is_gpu:expr) => {
-            if wanted($kind) {
-                match $probe {
-                    Probe::Ready(b) => {
-                        gpu |= $is_gpu;
-                        report.backends.push(crate::suite::describe(&b));
-                        backend(&b, opts, &mut vendor, &mut report, progress, each);
-                    }
-                    Probe::Unavailable(k, why) => report.backends.push(format!("{k}: unavailable: {why}")),
-                }
+    // Each backend asked for (all where none is) and ready; a GPU backend of the Rust kernels
+    // that ran keeps the CPU backend out unless it was asked for.
+    let mut rust_gpu = false;
+    for (row, probe) in crate::backends(&opts.backends) {
+        if row.kind == BackendKind::Cpu && !crate::runs_cpu(&opts.backends, rust_gpu) {
+            report.backends.push("cpu: not run (a GPU backend is present, or other backends were asked for)".into());
+            continue;
+        }
+        match probe {
+            Probe::Ready(b) => {
+                rust_gpu |= row.rust_gpu;
+                dynsmem_host::with_backend!(b.erase(), b => {
+                    report.backends.push(crate::suite::describe(b));
+                    backend(b, opts, &mut vendor, &mut report, progress, each);
+                })
             }
-        };
-    }
-    on!(BackendKind::Cuda, crate::cuda(0), true);
-    on!(BackendKind::Hip, crate::hip(0), true);
-    on!(BackendKind::Wgsl, crate::wgsl(), false);
-    let cpu_asked = opts.backends.contains(&BackendKind::Cpu);
-    if cpu_asked || (opts.backends.is_empty() && !gpu) {
-        let cpu = CpuBackend::new();
-        report.backends.push(crate::suite::describe(&cpu));
-        backend(&cpu, opts, &mut vendor, &mut report, progress, each);
-    } else {
-        report.backends.push("cpu: not run (a GPU backend is present, or other backends were asked for)".into());
+            Probe::Unavailable(k, why) => report.backends.push(format!("{k}: unavailable: {why}")),
+        }
     }
     report
 }
@@ -125,7 +113,9 @@ fn backend<B: FamilyBackend>(
         each(&rec);
         report.records.push(rec);
     };
-    for family in FAMILIES.iter().filter(|f| opts.families.is_empty() || opts.families.iter().any(|n| n == f.name())) {
+    for family in
+        crate::families().iter().filter(|f| opts.families.is_empty() || opts.families.iter().any(|n| n == f.name()))
+    {
         let suite = match shapes::parse(family.name(), family.shapes()) {
             Ok(s) => s,
             Err(e) => {
@@ -364,8 +354,8 @@ fn compact(v: &serde_json::Value) -> String {
 /// Checks `families` against the registry: each must exist and have a suite.
 pub fn check_families(families: &[String]) -> anyhow::Result<()> {
     for name in families {
-        let Some(f) = dynsmem_host::family::find(FAMILIES, name) else {
-            let all: Vec<&str> = FAMILIES.iter().map(|f| f.name()).collect();
+        let Some(f) = dynsmem_host::family::find(crate::families(), name) else {
+            let all: Vec<&str> = crate::families().iter().map(|f| f.name()).collect();
             anyhow::bail!("no family `{name}` (families: {})", all.join(", "));
         };
         if f.shapes().trim().is_empty() {

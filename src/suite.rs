@@ -1,11 +1,9 @@
 //! The benchmark suite `dynsmem bench` runs: every family present, on every backend this
 //! machine has, at default sizes, each beside the anchor measured in the same run.
 
-use dynsmem_host::backend::cpu::CpuBackend;
-use dynsmem_host::backend::{Backend, Probe};
+use dynsmem_host::backend::{Backend, BackendKind, Probe};
 use dynsmem_host::bench;
 use dynsmem_host::contract::FamilyBackend;
-use dynsmem_host::families::FAMILIES;
 pub use dynsmem_host::family::Sizes;
 use dynsmem_host::measure::TimingOptions;
 use dynsmem_host::report::Record;
@@ -73,47 +71,35 @@ impl Sink<'_> {
 pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn FnMut(&Record)) -> BenchReport {
     let mut backends = Vec::new();
     let mut records = Sink { records: Vec::new(), each };
-    let mut have_cuda = false;
     // Vendor anchors (cuBLAS), the anchors of the same problems on the WGSL rows.
     let mut vendor = Vec::new();
-    match crate::cuda(0) {
-        Probe::Ready(cuda) => {
-            have_cuda = true;
-            backends.push(describe(&cuda));
-            // Its rows are still made, each recording this reason as its error.
-            if !dynsmem_host::backend::cuda::nvrtc::library_present() {
-                backends.push("cuda cuda-static: skipped: libnvrtc not found (CUDA's run-time compiler)".into());
+    // Without a CUDA or HIP device the Rust kernels still run, on the CPU backend (the
+    // table's last row): the same source as the PTX, checked and timed (CPU timings,
+    // labelled as such).
+    let mut rust_gpu = false;
+    for (row, probe) in crate::backends(&[]) {
+        if row.kind == BackendKind::Cpu && !crate::runs_cpu(&[], rust_gpu) {
+            backends
+                .push("cpu: not run (a GPU backend is present; the CPU backend is for machines without one)".into());
+            continue;
+        }
+        match probe {
+            Probe::Ready(b) => {
+                rust_gpu |= row.rust_gpu;
+                dynsmem_host::with_backend!(b.erase(), b => {
+                    backends.push(describe(b));
+                    // Its rows are still made, each recording this reason as its error.
+                    if row.kind == BackendKind::Cuda && !dynsmem_host::backend::cuda::nvrtc::library_present() {
+                        backends.push("cuda cuda-static: skipped: libnvrtc not found (CUDA's run-time compiler)".into());
+                    }
+                    families(b, opts, &mut vendor, &mut records, progress);
+                })
             }
-            families(&cuda, opts, &mut vendor, &mut records, progress);
+            Probe::Unavailable(kind, why) if kind == BackendKind::Cuda => {
+                backends.push(format!("{kind}: unavailable: {why} (no launch-sized or cuda-static CUDA rows)"))
+            }
+            Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
         }
-        Probe::Unavailable(kind, why) => {
-            backends.push(format!("{kind}: unavailable: {why} (no launch-sized or cuda-static CUDA rows)"))
-        }
-    }
-    let mut have_hip = false;
-    match crate::hip(0) {
-        Probe::Ready(hip) => {
-            have_hip = true;
-            backends.push(describe(&hip));
-            families(&hip, opts, &mut vendor, &mut records, progress);
-        }
-        Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
-    }
-    match crate::wgsl() {
-        Probe::Ready(wgsl) => {
-            backends.push(describe(&wgsl));
-            families(&wgsl, opts, &mut vendor, &mut records, progress);
-        }
-        Probe::Unavailable(kind, why) => backends.push(format!("{kind}: unavailable: {why}")),
-    }
-    // Without a CUDA or HIP device the Rust kernels still run, on the CPU backend: the same
-    // source as the PTX, checked and timed (CPU timings, labelled as such).
-    if have_cuda || have_hip {
-        backends.push("cpu: not run (a GPU backend is present; the CPU backend is for machines without one)".into());
-    } else {
-        let cpu = CpuBackend::new();
-        backends.push(describe(&cpu));
-        families(&cpu, opts, &mut vendor, &mut records, progress);
     }
     BenchReport { backends, records: records.records }
 }
@@ -162,7 +148,7 @@ fn families<B: FamilyBackend>(
         progress(&format!("{kind}: {}", lock_clocks(backend, mhz)));
     }
     let copy = bench::copy_anchor(backend, sizes.n * 4, opts.timing, &prov);
-    for family in FAMILIES {
+    for family in crate::families() {
         for &variant in FamilyBackend::variants(backend) {
             for case in family.bench_cases(backend.erase(), variant, &sizes, opts.db.as_ref()) {
                 progress(&format!(

@@ -5,17 +5,18 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// Which backend a device, record or error belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// Which backend a device, record or error belongs to; the command line's `--backend`
+/// (each variant's line is its help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
-    /// Rust kernels (PTX) through the CUDA driver, launch-sized shared memory.
+    /// Rust kernels (PTX) on an NVIDIA GPU.
     Cuda,
-    /// WGSL kernels with static `var<workgroup>` arrays through wgpu (Vulkan).
+    /// The static-WGSL kernels through wgpu on a Vulkan adapter.
     Wgsl,
-    /// Rust kernels (HSA code objects) through HIP.
+    /// Rust kernels (HSA code objects) on an AMD GPU through HIP.
     Hip,
-    /// Rust kernels run on the host, one OS thread per kernel thread.
+    /// Rust kernels on the host: one OS thread per kernel thread, real barriers, checked.
     Cpu,
 }
 

@@ -6,32 +6,11 @@
 use std::process::ExitCode;
 
 use dynsmem_host::backend::{Probe, cpu::CpuBackend, cuda::CudaBackend, wgpu::WgpuBackend};
-use dynsmem_host::contract::{Fill, Kernel, Params};
+use dynsmem_host::contract::Kernel;
 use dynsmem_host::tune::{TuneBackend, TuneOptions, tune_kernel_with};
 use dynsmem_host::{Error, Result};
-use own_kernels::WindowConfig;
 
-mod images {
-    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
-}
-
-fn window_mean(n: u32, w: u32) -> Kernel {
-    let cfg = |p: &Params| WindowConfig { block: p["block"], per_thread: p["per_thread"] };
-    Kernel::new(own_kernels::KERNELS, "window_mean_f32")
-        .image(images::IMAGE_INFO)
-        .input("x", n as usize, Fill::Random(1))
-        .output("y", (n - w + 1) as usize)
-        .scalar("n", n)
-        .scalar("window", w)
-        .param_arg("per_thread")
-        .params(&[("block", &[32, 64, 128, 256]), ("per_thread", &[1, 2, 4])])
-        .block(|p| p["block"])
-        .grid(move |p| cfg(p).grid(n, w))
-        .shared_bytes(move |p| cfg(p).shared_bytes(w))
-        .define("WINDOW", w)
-        .wgsl(include_str!("window_mean.wgsl"), "window_mean")
-        .cuda(include_str!("window_mean.cu"), "window_mean_static")
-}
+use own_kernel::{images, window_mean};
 
 /// Every config checked, then timed briefly; the sweep exported; any failed config an error.
 fn sweep<B: TuneBackend>(backend: &B, kernel: &Kernel) -> Result<()> {

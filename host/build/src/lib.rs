@@ -149,6 +149,7 @@ pub struct Builder {
     max_registers: Vec<(String, u32)>,
     clusters: Vec<(String, u32)>,
     target_dir: Option<PathBuf>,
+    no_images: bool,
 }
 
 impl Builder {
@@ -172,6 +173,7 @@ impl Builder {
             max_registers: Vec::new(),
             clusters: Vec::new(),
             target_dir: None,
+            no_images: false,
         }
     }
 
@@ -230,6 +232,14 @@ impl Builder {
     /// Compiles the kernel crate for every target and copies the images into `OUT_DIR`
     /// (as `<lib>_<arch>.ptx` / `.elf`). Prints the `cargo:rerun-if-*` lines for the
     /// crate's folder and the settings.
+    /// Builds no GPU image when `skip` (as `DYNSMEM_DEVICE_IMAGES=none` does): for a crate
+    /// whose images are optional (`dynsmem`'s built-in kernels, off without its
+    /// `builtin-images` feature).
+    pub fn skip_images(mut self, skip: bool) -> Builder {
+        self.no_images = skip;
+        self
+    }
+
     pub fn build(self) -> Result<Images, Error> {
         let manifest_dir =
             PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").ok_or(Error::Env { var: "CARGO_MANIFEST_DIR" })?);
@@ -248,7 +258,7 @@ impl Builder {
             None => workspace_root(&manifest_dir).join("target/kernels"),
         };
 
-        if env::var("DYNSMEM_DEVICE_IMAGES").is_ok_and(|v| v == "none") {
+        if self.no_images || env::var("DYNSMEM_DEVICE_IMAGES").is_ok_and(|v| v == "none") {
             let ptx = out_dir.join(format!("{lib}_none.ptx"));
             fs::write(&ptx, "").map_err(|source| Error::Copy { from: ptx.clone(), to: ptx.clone(), source })?;
             return Ok(Images {

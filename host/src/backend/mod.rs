@@ -21,7 +21,7 @@ pub mod hip;
 pub mod timed;
 pub mod wgpu;
 
-pub use any::{AnyBackend, Erase};
+pub use any::{AnyBackend, BACKENDS, BackendRow, Erase, Images, OwnedBackend};
 pub use timed::{time, time_paired, timer_label};
 
 pub use crate::backend_kind::BackendKind;

@@ -182,6 +182,8 @@ pub struct Kernel {
     shared: Option<ParamFn<std::result::Result<u32, String>>>,
     check: Check,
     reference_point: Option<Vec<(&'static str, u32)>>,
+    default_point: Option<Vec<(&'static str, u32)>>,
+    work: (Option<u64>, f64),
     defines: Vec<(&'static str, u32)>,
     wgsl: Option<Twin>,
     cuda: Option<Twin>,
@@ -208,6 +210,8 @@ impl Kernel {
             shared: None,
             check: Check::CpuRun,
             reference_point: None,
+            default_point: None,
+            work: (None, 0.0),
             defines: Vec::new(),
             wgsl: None,
             cuda: None,
@@ -287,6 +291,19 @@ impl Kernel {
         self.reference_point = Some(point.to_vec());
         self
     }
+    /// The point `run` and `bench` launch where no config is given and the tuning database
+    /// has none (default: the first point of the space that meets the restrictions and the
+    /// backend's limits).
+    pub fn default_config(mut self, point: &[(&'static str, u32)]) -> Kernel {
+        self.default_point = Some(point.to_vec());
+        self
+    }
+    /// Bytes one launch must move, for its GB/s (default: every buffer argument once), and
+    /// its floating-point operations, for its TFLOP/s (default: none reported).
+    pub fn work(mut self, bytes: Option<u64>, flops: f64) -> Kernel {
+        self.work = (bytes, flops);
+        self
+    }
     /// An f64 reference instead of the CPU run: one vector per output, in argument order,
     /// each element within `rtol * max(|expected|, rms(expected))`.
     pub fn reference(mut self, f: impl Fn(&[&Data]) -> Vec<Vec<f64>> + 'static, rtol: f64) -> Kernel {
@@ -329,6 +346,35 @@ impl Kernel {
     }
     pub fn has_wgsl(&self) -> bool {
         self.wgsl.is_some()
+    }
+    pub fn has_cuda(&self) -> bool {
+        self.cuda.is_some()
+    }
+    /// The WGSL twin's template text, where there is one.
+    pub fn wgsl_source(&self) -> Option<&'static str> {
+        self.wgsl.as_ref().map(|t| t.source)
+    }
+    /// Bytes of every buffer argument (inputs and outputs) once, or those [`Kernel::work`]
+    /// gives: what a launch must read and write at least, the bandwidth anchor's size.
+    pub fn buffer_bytes(&self) -> u64 {
+        if let Some(bytes) = self.work.0 {
+            return bytes;
+        }
+        let elems: usize = self
+            .args
+            .iter()
+            .map(|a| match a {
+                ArgSpec::Input(_, d) => d.len(),
+                ArgSpec::Output(_, d) => d.len(),
+                ArgSpec::Scalar(..) => 0,
+            })
+            .sum();
+        elems as u64 * 4
+    }
+    /// The [`Kernel::default_config`] point, where given and naming every parameter.
+    pub fn default_point(&self) -> Option<Vec<u32>> {
+        let given = self.default_point.as_ref()?;
+        self.params.iter().map(|(n, _, _)| given.iter().find(|(g, _)| g == n).map(|(_, v)| *v)).collect()
     }
     /// The point's values by parameter name.
     pub fn params_at(&self, point: &[u32]) -> Params {
@@ -552,7 +598,10 @@ impl Kernel {
             Check::Reference(_, t) => *t,
             Check::CpuRun => Tolerance { rtol: CPU_RUN_RTOL, atol: 0.0 },
         };
-        let mut launch = Launch::new(backend, kernel, f.grid, f.threads);
+        let mut launch = Launch::new(backend, kernel, f.grid, f.threads).flops(self.work.1);
+        if let Some(bytes) = self.work.0 {
+            launch = launch.bytes(bytes);
+        }
         let mut k = 0;
         for a in &self.args {
             launch = match a {

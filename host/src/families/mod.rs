@@ -34,11 +34,3 @@ pub static FAMILIES: &[&dyn DynFamily] = &[
     &Entry::<hgemm::Hgemm>::NEW,
     &Entry::<attention::Attention>::NEW,
 ];
-
-/// The hash of the WGSL "image": every family's WGSL template. A config's WGSL pipeline is
-/// its template filled with sizes from the problem and the config (both in the tuning
-/// cache's key) and its `override` constants, so these texts stand for what WGSL runs.
-pub fn wgsl_image_hash() -> String {
-    let parts: Vec<&[u8]> = FAMILIES.iter().map(|f| f.wgsl_template().as_bytes()).collect();
-    crate::tune::image_hash(&parts)
-}

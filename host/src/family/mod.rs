@@ -23,18 +23,21 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub mod kernel;
+mod probe;
 pub mod rows;
 pub mod shapes;
 pub mod space;
 
-use crate::backend::cpu::CpuBackend;
+pub use probe::{PointVerdict, probe_point};
+
 pub use crate::backend::{AnyBackend, Erase};
 use crate::backend::{Backend, BackendKind, Variant};
 use crate::contract::{FamilyBackend, Workload};
 pub use crate::contract::{Footprint, Target};
 use crate::error::{Error, Result};
-use crate::tune::db::TuningDb;
-use crate::tune::{DynTunable, Tunable, TuneBackend};
+use crate::tune::db::{TuningDb, heuristic, tuned_json};
+use crate::tune::{DynTunable, TuneBackend};
 
 /// Default problem sizes on one backend: GPU sizes move at least 1 GiB (far past an
 /// H100's 50 MB L2); CPU sizes (lavapipe, the CPU backend) only show that the path runs
@@ -69,6 +72,11 @@ impl Sizes {
     }
     pub fn cpu_backend() -> Sizes {
         Sizes { n: CPU_BACKEND_ELEMENTS, side: 256, rows: 16, bodies: 256, gemm: 96 }
+    }
+    /// Whether these are a GPU's sizes ([`Sizes::gpu`], with any `n`): a kernel described on
+    /// the contract ([`kernel::KernelFamily`]) then takes its sizes' GPU defaults.
+    pub fn is_gpu(&self) -> bool {
+        Sizes { n: GPU_ELEMENTS, ..*self } == Sizes::gpu()
     }
     /// The sizes for `b` (small ones everywhere when `quick`), with `n` overriding the 1-D
     /// size.
@@ -260,6 +268,11 @@ pub trait DynFamily: Sync {
     fn has_variant(&self, problem: &Value, variant: Variant) -> Result<bool>;
     /// The tuner's view of `problem`, or `None` where the family has no search space.
     fn tunable(&self, problem: &Value) -> Result<Option<Box<dyn DynTunable>>>;
+    /// The device image of the family's kernels where it is not the built-in one (a
+    /// researcher's kernel crate): the CLI loads it beside the built-in image.
+    fn image(&self) -> Option<kernel::DeviceImage> {
+        None
+    }
 }
 
 /// The registry's handle on a [`Family`]: `&Entry::<MyFamily>::NEW`.
@@ -279,7 +292,7 @@ pub fn to_json<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("problems and configs serialize")
 }
 
-fn clap_error(family: &str, e: clap::Error) -> Error {
+pub(super) fn clap_error(family: &str, e: clap::Error) -> Error {
     Error::InvalidConfig { kernel: family.into(), reason: e.to_string() }
 }
 
@@ -408,11 +421,7 @@ fn fitted<F: Family, B: FamilyBackend>(
 }
 
 /// The tuned config for `problem` on `b` and the line saying where it came from (`(None,
-/// why)`: the heuristic default runs, and why), in this order:
-/// - the tuning database's entry for this problem (see [`TuningDb::lookup`]);
-/// - where `autotune` and `db` carries it, tuning on first use ([`crate::tune::autotune`]),
-///   which measures the database's nearest problem's config and the heuristic default first;
-/// - the database's nearest tuned problem's config, where autotune does not run.
+/// why)`: the heuristic default runs, and why): [`tuned_json`] for a typed family.
 fn tuned<F: Family, B: TuneBackend>(
     db: Option<&TuningDb>,
     b: &B,
@@ -420,34 +429,15 @@ fn tuned<F: Family, B: TuneBackend>(
     problem: &F::Problem,
     autotune: bool,
 ) -> (Option<F::Config>, String) {
-    let Some(db) = db else { return (None, heuristic::<F, _>(None, b)) };
-    let Some(tunable) = F::tunable(problem.clone()) else { return (None, heuristic::<F, _>(Some(db), b)) };
-    let parse = |a: &crate::tune::db::Answer| serde_json::from_value::<F::Config>(a.config.clone()).ok();
-    let nearest = db.lookup(&tunable, &Target::of(b, variant), &b.info().name);
-    if let Some(a) = nearest.as_ref().filter(|a| a.distance == 0.0)
-        && let Some(config) = parse(a)
-    {
-        return (Some(config), a.why());
-    }
-    let mut autotune_why = None;
-    if let Some(at) = db.autotune.as_ref().filter(|_| autotune) {
-        let first: Vec<Value> =
-            nearest.iter().map(|a| a.config.clone()).chain([to_json(&F::default_config(b, problem))]).collect();
-        match at.config_for(b, &tunable, variant, &first) {
-            Ok((config, origin)) => match serde_json::from_value(config) {
-                Ok(config) => return (Some(config), origin),
-                Err(e) => autotune_why = Some(format!("autotune: its config does not parse: {e}")),
-            },
-            Err(reason) => autotune_why = Some(reason),
-        }
-    }
-    let with = |why: String| match &autotune_why {
-        Some(a) => format!("{why}; {a}"),
-        None => why,
+    let Some(tunable) = F::tunable(problem.clone()) else {
+        return (None, heuristic(F::NAME, db, b));
     };
-    match nearest.as_ref().and_then(|a| parse(a).map(|c| (c, a.why()))) {
-        Some((config, why)) => (Some(config), with(why)),
-        None => (None, with(heuristic::<F, _>(Some(db), b))),
+    let default = || to_json(&F::default_config(b, problem));
+    let (config, why) = tuned_json(db, b, variant, F::NAME, &tunable, default, autotune);
+    match config.map(serde_json::from_value::<F::Config>) {
+        Some(Ok(c)) => (Some(c), why),
+        Some(Err(e)) => (None, format!("{}; its config does not parse: {e}", heuristic(F::NAME, db, b))),
+        None => (None, why),
     }
 }
 
@@ -459,22 +449,6 @@ fn config_given<F: Family>(m: &clap::ArgMatches) -> bool {
             && m.value_source(id).is_some_and(|s| s == clap::parser::ValueSource::CommandLine)
     };
     cmd.get_arguments().any(|a| given(a.get_id().as_str()))
-}
-
-/// Why the heuristic default runs.
-fn heuristic<F: Family, B: FamilyBackend>(db: Option<&TuningDb>, b: &B) -> String {
-    let device = &b.info().name;
-    match db {
-        None => "heuristic default (tuning database not consulted)".into(),
-        Some(db) if !db.entries.iter().any(|e| e.family == F::NAME && &e.fingerprint.device == device) => {
-            format!("heuristic default: the tuning database has no {} entry for {device}", F::NAME)
-        }
-        Some(_) => format!(
-            "heuristic default: no tuned {} problem on {device} within {}x of this one takes a config that fits it",
-            F::NAME,
-            crate::tune::db::MAX_RATIO
-        ),
-    }
 }
 
 /// The matches of an empty command line of the family's problem options (every option
@@ -502,61 +476,5 @@ impl DtypeArg {
             DtypeArg::F32 => dynsmem_kernels::Dtype::F32,
             DtypeArg::U32 => dynsmem_kernels::Dtype::U32,
         }
-    }
-}
-
-/// What [`probe_point`] found for one point.
-#[derive(Debug)]
-pub enum PointVerdict {
-    /// The tuner's check and `prepare` both accepted it.
-    Accepted,
-    /// Both refused it; the tuner's reason.
-    Refused(String),
-    /// `prepare` ran out of a resource (host or device memory) the tuner does not model.
-    OutOfResources(String),
-    /// The backend does not run the family's kernel at all (hgemm's tensor cores on the CPU).
-    Unsupported(String),
-}
-
-/// One arbitrary point of `family`'s search space (any values, not only its candidates) for
-/// its default problem at the CPU backend's sizes, through both of the family's gates: the
-/// tuner's (its `check` and the target's limits, as `SearchSpace::build` applies them) and
-/// `prepare` on `cpu` (validation, inputs, reference; nothing launched). The two must agree
-/// (one validation per family): `Err` names the point and both answers where they do not.
-/// Neither may panic. The registry property test and the `registry` fuzz target drive it.
-pub fn probe_point(family: &dyn DynFamily, cpu: &CpuBackend, values: &[u32], seed: u64) -> Result<PointVerdict> {
-    let cmd = family.run_args(clap::Command::new(family.name()).no_binary_name(true));
-    let m = cmd.try_get_matches_from(std::iter::empty::<String>()).map_err(|e| clap_error(family.name(), e))?;
-    let (problem, _) = family.problem(&m, &Sizes::cpu_backend())?;
-    let Some(tunable) = family.tunable(&problem)? else { return Ok(PointVerdict::Refused("no search space".into())) };
-    let tunable = crate::tune::ErasedTunable::new(tunable);
-    let target = Target::of(cpu, Variant::LaunchSized);
-    let params = Tunable::params(&tunable, &target);
-    let point: Vec<u32> = params
-        .iter()
-        .zip(values.iter().chain(std::iter::repeat(&0)))
-        .map(|(p, &v)| if v & 1 == 0 { p.values[(v as usize >> 1) % p.values.len()] } else { v >> 1 })
-        .collect();
-    let fixed: Vec<(String, Vec<u32>)> =
-        params.iter().zip(&point).map(|(p, &v)| (p.name.to_string(), vec![v])).collect();
-    let space = crate::tune::SearchSpace::build(&tunable, &target, &fixed)?;
-    let config = Tunable::config(&tunable, &point);
-    let prepared = family.prepare(AnyBackend::Cpu(cpu), &problem, &config, Variant::LaunchSized, seed);
-    let described = || format!("{} {} at {config}", family.name(), problem);
-    match (space.filtered.first(), prepared) {
-        (None, Ok(_)) => Ok(PointVerdict::Accepted),
-        (Some(f), Err(_)) => Ok(PointVerdict::Refused(f.reason.clone())),
-        (None, Err(e @ (Error::OutOfMemory { .. } | Error::ProblemTooLarge { .. }))) => {
-            Ok(PointVerdict::OutOfResources(e.to_string()))
-        }
-        (None, Err(e @ Error::Unsupported { .. })) => Ok(PointVerdict::Unsupported(e.to_string())),
-        (None, Err(e)) => Err(Error::InvalidConfig {
-            kernel: described(),
-            reason: format!("the tuner accepts it, prepare refuses: {e}"),
-        }),
-        (Some(f), Ok(_)) => Err(Error::InvalidConfig {
-            kernel: described(),
-            reason: format!("prepare accepts it, the tuner refuses: {}", f.reason),
-        }),
     }
 }

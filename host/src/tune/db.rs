@@ -25,12 +25,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use super::TuneBackend;
 use super::cache::TuneCache;
 use super::objective::Objective;
 use super::space::SearchSpace;
 use super::{Target, Tunable};
 use crate::backend::BackendKind;
+use crate::backend::Variant;
 use crate::error::{Error, Result};
 use crate::report::parse_jsonl_as;
 
@@ -292,6 +295,62 @@ pub fn distil(cache: &TuneCache, objective: Objective) -> Vec<DbEntry> {
         ))
     });
     out
+}
+
+/// The tuned config (as JSON) of `tunable`'s problem on `b` and the line saying where it
+/// came from (`(None, why)`: the heuristic default runs, and why), in this order:
+/// - the tuning database's entry for this problem (see [`TuningDb::lookup`]);
+/// - where `autotune` and `db` carries it, tuning on first use ([`crate::tune::autotune`]),
+///   which measures the database's nearest problem's config and `default()` first;
+/// - the database's nearest tuned problem's config, where autotune does not run.
+///
+/// Built-in families and kernels described on the contract (`family::kernel::KernelFamily`) both
+/// take their tuned configs here.
+pub fn tuned_json<B: TuneBackend, T: Tunable>(
+    db: Option<&TuningDb>,
+    b: &B,
+    variant: Variant,
+    name: &str,
+    tunable: &T,
+    default: impl FnOnce() -> Value,
+    autotune: bool,
+) -> (Option<Value>, String) {
+    let Some(db) = db else { return (None, heuristic(name, None, b)) };
+    let nearest = db.lookup(tunable, &Target::of(b, variant), &b.info().name);
+    if let Some(a) = nearest.as_ref().filter(|a| a.distance == 0.0) {
+        return (Some(a.config.clone()), a.why());
+    }
+    let mut autotune_why = None;
+    if let Some(at) = db.autotune.as_ref().filter(|_| autotune) {
+        let first: Vec<Value> = nearest.iter().map(|a| a.config.clone()).chain([default()]).collect();
+        match at.config_for(b, tunable, variant, &first) {
+            Ok((config, origin)) => return (Some(config), origin),
+            Err(reason) => autotune_why = Some(reason),
+        }
+    }
+    let with = |why: String| match &autotune_why {
+        Some(a) => format!("{why}; {a}"),
+        None => why,
+    };
+    match nearest {
+        Some(a) => (Some(a.config.clone()), with(a.why())),
+        None => (None, with(heuristic(name, Some(db), b))),
+    }
+}
+
+/// Why the heuristic default of family `name` runs.
+pub fn heuristic<B: crate::backend::Backend>(name: &str, db: Option<&TuningDb>, b: &B) -> String {
+    let device = &b.info().name;
+    match db {
+        None => "heuristic default (tuning database not consulted)".into(),
+        Some(db) if !db.entries.iter().any(|e| e.family == name && &e.fingerprint.device == device) => {
+            format!("heuristic default: the tuning database has no {name} entry for {device}")
+        }
+        Some(_) => format!(
+            "heuristic default: no tuned {name} problem on {device} within {}x of this one takes a config that fits it",
+            crate::tune::db::MAX_RATIO
+        ),
+    }
 }
 
 #[cfg(test)]

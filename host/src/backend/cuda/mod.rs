@@ -55,6 +55,9 @@ pub struct CudaBackend {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
+    /// Further images (a researcher's kernel crate, [`CudaBackend::with_module`]), searched
+    /// after `module` in order.
+    more_modules: Vec<Arc<CudaModule>>,
     info: DeviceInfo,
     kernels: RefCell<HashMap<String, Rc<CudaKernel>>>,
     /// The cuda-static kernels compiled so far, by (entry, source, defines): a bench or a
@@ -191,6 +194,7 @@ impl CudaBackend {
             ctx,
             stream,
             module,
+            more_modules: Vec::new(),
             info,
             kernels: RefCell::new(HashMap::new()),
             static_kernels: RefCell::new(HashMap::new()),
@@ -220,6 +224,15 @@ impl CudaBackend {
         let arch = nvrtc::arch(self.capability.0, self.capability.1);
         let key = nvrtc::twin_key(src, &arch);
         self.twin_cubins.iter().find(|(k, a, ..)| *k == key && *a == arch).map(|(.., cubin)| *cubin)
+    }
+
+    /// Loads `ptx` (another kernel crate's image, built for the same device) beside the
+    /// first: its entries are found after the first image's.
+    pub fn with_module(mut self, ptx: &str) -> Result<CudaBackend> {
+        self.ctx.bind_to_thread().map_err(driver_err("cuCtxSetCurrent"))?;
+        let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(driver_err("cuModuleLoadData"))?;
+        self.more_modules.push(module);
+        Ok(self)
     }
 
     /// Compute capability (major, minor) of the device.
@@ -276,12 +289,22 @@ impl CudaBackend {
         }
         // Only "not found" means the image lacks it; any other error is the driver's (a
         // context left unusable by an earlier launch's fault says so here).
-        let func = self.module.load_function(name).map_err(|e| match e.0 {
-            sys::CUresult::CUDA_ERROR_NOT_FOUND => {
-                Error::MissingKernel { name: name.into(), backend: BackendKind::Cuda, detail: e.to_string() }
+        let mut found = Err(Error::MissingKernel {
+            name: name.into(),
+            backend: BackendKind::Cuda,
+            detail: format!("in none of the {} loaded images", 1 + self.more_modules.len()),
+        });
+        for module in std::iter::once(&self.module).chain(&self.more_modules) {
+            match module.load_function(name) {
+                Ok(f) => {
+                    found = Ok(f);
+                    break;
+                }
+                Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => {}
+                Err(e) => return Err(driver_err("cuModuleGetFunction")(e)),
             }
-            _ => driver_err("cuModuleGetFunction")(e),
-        })?;
+        }
+        let func = found?;
         let k = Rc::new(CudaKernel {
             name: name.into(),
             func,

@@ -4,17 +4,17 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::host::backend::DeviceInfo;
+use crate::host::rng::SplitMix64;
+use crate::host::tune::cache::GroupKey;
+use crate::host::tune::confirm::Confirmation;
+use crate::host::tune::db::{self, TuningDb};
+use crate::host::tune::kt::{self, Imported, ImportedRunner};
+use crate::host::tune::{Budget, Objective, SearchSpace, Strategy, Target, TuneCache, t4};
 use anyhow::{Context, bail};
-use dynsmem::host::backend::DeviceInfo;
-use dynsmem::host::rng::SplitMix64;
-use dynsmem::host::tune::cache::GroupKey;
-use dynsmem::host::tune::confirm::Confirmation;
-use dynsmem::host::tune::db::{self, TuningDb};
-use dynsmem::host::tune::kt::{self, Imported, ImportedRunner};
-use dynsmem::host::tune::{Budget, Objective, SearchSpace, Strategy, Target, TuneCache, t4};
 
 use super::emit;
-use crate::files::{with_suffix, write_file, write_json};
+use crate::cli::files::{with_suffix, write_file, write_json};
 
 /// Writes the sweep's Kernel Tuner cache, T4 metadata and best config beside the T4
 /// results (which the report wrote): `PREFIX.kt-cache.json`, `PREFIX.t4-metadata.json`,
@@ -44,7 +44,7 @@ pub fn export(
     let target =
         Target { backend: info.backend, variant: space.target.variant, limits: info.limits, is_cpu: info.is_cpu };
     let path = with_suffix(prefix, ".t4-metadata.json");
-    write_json(&path, &kt::metadata(meta, &target, &info.api, dynsmem::RUSTC))?;
+    write_json(&path, &kt::metadata(meta, &target, &info.api, crate::RUSTC))?;
     say!("T4 metadata: {}", path.display());
     if let Some(best) = kt::best(cache, group, objective) {
         let path = with_suffix(prefix, ".best.json");
@@ -56,7 +56,7 @@ pub fn export(
 
 /// The top-k re-measurement's table and verdict.
 pub fn report_confirmation(space: &SearchSpace, c: &Confirmation) -> anyhow::Result<()> {
-    use dynsmem::host::report::{Table, TableStyle};
+    use crate::host::report::{Table, TableStyle};
     say!(
         "top {} re-measured in {} interleaved rounds ({} in {}):",
         c.configs.len(),
@@ -177,7 +177,7 @@ pub fn db_build(inputs: &[PathBuf], out: &Path, objective: Objective) -> anyhow:
 
 /// `dynsmem db list`: the entries of the database `run` and `bench` would read.
 pub fn db_list(files: &[PathBuf], family: Option<&str>) -> anyhow::Result<()> {
-    use dynsmem::host::report::{Table, TableStyle};
+    use crate::host::report::{Table, TableStyle};
     let db = TuningDb::load(files)?;
     say!("tuning database: {}", db.sources.join(", "));
     let mut t =
@@ -188,7 +188,7 @@ pub fn db_list(files: &[PathBuf], family: Option<&str>) -> anyhow::Result<()> {
             e.fingerprint.device.clone(),
             e.fingerprint.backend.to_string(),
             e.variant.clone(),
-            dynsmem::host::tune::canonical_json(&e.problem),
+            crate::host::tune::canonical_json(&e.problem),
             e.objective.clone(),
             e.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
             format!("{:.4}", e.median_ms),

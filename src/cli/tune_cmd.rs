@@ -5,27 +5,28 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
-use dynsmem::cli::*;
-use dynsmem::host::backend::Variant;
-use dynsmem::host::backend::{BackendKind, DeviceInfo};
-use dynsmem::host::family::DynFamily;
-use dynsmem::host::family::Sizes;
-use dynsmem::host::measure::TimingOptions;
-use dynsmem::host::rng::SplitMix64;
-use dynsmem::host::tune::cache::GroupKey;
-use dynsmem::host::tune::confirm;
-use dynsmem::host::tune::progress::{Progress, Report};
-use dynsmem::host::tune::strategies::Stop;
-use dynsmem::host::tune::{
+use crate::cli::*;
+use crate::host::backend::Variant;
+use crate::host::backend::{BackendKind, DeviceInfo};
+use crate::host::family::DynFamily;
+use crate::host::family::Sizes;
+use crate::host::measure::TimingOptions;
+use crate::host::rng::SplitMix64;
+use crate::host::tune::cache::GroupKey;
+use crate::host::tune::confirm;
+use crate::host::tune::progress::{Progress, Report};
+use crate::host::tune::strategies::Stop;
+use crate::host::tune::{
     Budget, ErasedTunable, Objective, RealRunner, ReplayRunner, SearchResult, SearchSpace, Shard, Strategy, Target,
     Tunable, TuneBackend, TuneCache, Worker, plot, shard, t4,
 };
-use dynsmem::suite;
+use crate::suite;
+use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::{Picked, command_line, emit, pick, variant_of};
-use crate::files::{TIMING_LOCK, with_suffix, write_file, write_json};
+use super::app::{command_line, pick, variant_of};
+use super::emit;
+use crate::cli::files::{TIMING_LOCK, with_suffix, write_file, write_json};
 
 /// The tuner's options, checked.
 struct Options<'a> {
@@ -49,27 +50,9 @@ pub struct Outputs<'a> {
     pub heatmap: &'a [String],
 }
 
-/// The kernel image a backend runs, hashed for cache keys: the PTX text, the HIP code
-/// objects, the WGSL templates; for the CPU backend the host build of the same kernel
-/// source, which the PTX (compiled from that source by this build) stands for, with the
-/// host architecture and compiler.
+/// The kernel image a backend runs, hashed for cache keys (its row of the backend table).
 pub fn image_hash(kind: BackendKind) -> String {
-    use dynsmem::host::tune::image_hash;
-    use dynsmem::images;
-    match kind {
-        BackendKind::Cuda => image_hash(&[images::PTX.as_bytes()]),
-        BackendKind::Hip => {
-            let parts: Vec<&[u8]> = images::AMDGPU.iter().flat_map(|(a, o)| [a.as_bytes(), &o[..]]).collect();
-            image_hash(&parts)
-        }
-        BackendKind::Wgsl => dynsmem::host::families::wgsl_image_hash(),
-        BackendKind::Cpu => image_hash(&[
-            b"cpu-backend",
-            std::env::consts::ARCH.as_bytes(),
-            dynsmem::RUSTC.as_bytes(),
-            images::PTX.as_bytes(),
-        ]),
-    }
+    crate::image(kind).1
 }
 
 fn parse_values(values: &[String]) -> anyhow::Result<Vec<(String, Vec<u32>)>> {
@@ -160,15 +143,11 @@ pub fn tune(family: &dyn DynFamily, matches: &clap::ArgMatches, common: &TuneCom
         return slurm(family, common, dir);
     }
     if !sh.devices.is_empty() {
-        let finished = crate::workers::run(family, common)?;
+        let finished = crate::cli::workers::run(family, common)?;
         return merge_and_report(&common.cache, &finished.caches, &opts.outputs, finished.failed);
     }
-    match pick(common.backend)? {
-        Picked::Cuda(b) => sweep(&b, &opts, family, matches),
-        Picked::Hip(b) => sweep(&b, &opts, family, matches),
-        Picked::Wgsl(b) => sweep(&b, &opts, family, matches),
-        Picked::Cpu(b) => sweep(&b, &opts, family, matches),
-    }
+    let picked = pick(common.backend)?;
+    crate::host::with_backend!(picked.erase(), b => sweep(b, &opts, family, matches))
 }
 
 /// The family's tuner for `problem` (its `tune` subcommand exists only when it has one).
@@ -187,7 +166,7 @@ fn describe_space(space: &SearchSpace) -> anyhow::Result<()> {
     );
     const SHOWN: usize = 30;
     for f in space.filtered.iter().take(SHOWN) {
-        say!("  filtered {}: {}", dynsmem::host::tune::space::describe_point(&space.params, &f.point), f.reason);
+        say!("  filtered {}: {}", crate::host::tune::space::describe_point(&space.params, &f.point), f.reason);
     }
     if space.filtered.len() > SHOWN {
         say!(
@@ -251,7 +230,7 @@ fn sweep<B: TuneBackend>(
         say!("cache {}: {} unfinished line(s) of a killed sweep skipped", path.display(), cache.torn.len());
     }
     let image = image_hash(info.backend);
-    let prov = dynsmem::provenance(info.backend, &command_line());
+    let prov = crate::provenance(info.backend, &command_line());
     let commit = prov.commit.clone();
     let mut runner = RealRunner::new(
         backend,
@@ -272,8 +251,8 @@ fn sweep<B: TuneBackend>(
     if shard != Shard::WHOLE {
         runner.worker = Some(Worker {
             shard: shard.to_string(),
-            host: crate::workers::host_name(),
-            device: crate::workers::pinned_device(),
+            host: crate::cli::workers::host_name(),
+            device: crate::cli::workers::pinned_device(),
             gpu: backend.device_id(),
         });
     }
@@ -310,14 +289,14 @@ fn sweep<B: TuneBackend>(
                 opts.objective,
                 opts.common.confirm_rounds,
             )?;
-            crate::kt_cmd::report_confirmation(&space, &c)?;
+            crate::cli::kt_cmd::report_confirmation(&space, &c)?;
             if let Some(prefix) = opts.outputs.kt {
                 write_json(&with_suffix(prefix, ".confirm.json"), &serde_json::to_value(&c)?)?;
             }
         }
     }
     if let Some(prefix) = opts.outputs.kt {
-        crate::kt_cmd::export(prefix, &cache, &group, &whole, &meta, info, opts.objective)?;
+        crate::cli::kt_cmd::export(prefix, &cache, &group, &whole, &meta, info, opts.objective)?;
     }
     if let Stop::RunnerFailed(e) = &result.stop {
         bail!("the sweep stopped: {e}");
@@ -334,7 +313,7 @@ fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches
     let (wanted, given) = family.problem(matches, &Sizes::cpu_backend())?;
     let family_name = family.name();
     let variant = opts.common.variant.map(Variant::from);
-    let backend = opts.common.backend.map(BackendKind::from);
+    let backend = opts.common.backend;
     let groups = cache.groups();
     let matching: Vec<_> = groups
         .iter()
@@ -347,7 +326,7 @@ fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches
                 && given.iter().all(|f| recorded.get(f) == wanted.get(f))
         })
         .collect();
-    let list = |gs: &mut dyn Iterator<Item = &(dynsmem::host::tune::cache::GroupKey, Target, usize)>| {
+    let list = |gs: &mut dyn Iterator<Item = &(crate::host::tune::cache::GroupKey, Target, usize)>| {
         gs.map(|(g, _, n)| format!("\n  {n} configs: {g}")).collect::<String>()
     };
     let (group, target, count) = match matching.as_slice() {
@@ -392,7 +371,7 @@ fn replay(opts: &Options<'_>, family: &dyn DynFamily, matches: &clap::ArgMatches
             is_cpu: target.is_cpu,
             limits: target.limits,
         };
-        crate::kt_cmd::export(prefix, &cache, group, &space, &meta, &info, opts.objective)?;
+        crate::cli::kt_cmd::export(prefix, &cache, group, &space, &meta, &info, opts.objective)?;
     }
     Ok(())
 }
@@ -459,7 +438,7 @@ fn merge_and_report(out: &Path, inputs: &[PathBuf], outputs: &Outputs<'_>, faile
     let targets: std::collections::HashMap<GroupKey, Target> =
         cache.groups().into_iter().map(|(g, t, _)| (g, t)).collect();
     for group in &r.groups {
-        let Some(family) = dynsmem::host::family::find(dynsmem::host::families::FAMILIES, &group.family) else {
+        let Some(family) = crate::host::family::find(crate::families(), &group.family) else {
             say!("{group}: no family of this build is named {:?}; not reported", group.family);
             continue;
         };
@@ -509,11 +488,11 @@ fn slurm(family: &dyn DynFamily, common: &TuneCommon, dir: &Path) -> anyhow::Res
     let gres = match (sh.slurm_gres.as_deref(), common.backend) {
         (Some("none"), _) => None,
         (Some(g), _) => Some(g.to_string()),
-        (None, Some(BackendArg::Cpu)) => None,
+        (None, Some(BackendKind::Cpu)) => None,
         (None, _) => Some("gpu:1".to_string()),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let job = dynsmem::slurm::SlurmJob {
+    let job = crate::slurm::SlurmJob {
         name: family.name().into(),
         binary: std::env::current_exe().context("the path of this binary")?,
         tune_args: worker_args(&args),
@@ -552,7 +531,7 @@ fn slurm(family: &dyn DynFamily, common: &TuneCommon, dir: &Path) -> anyhow::Res
         bail!("{} failed ({}): {}{}", submit.display(), out.status, stdout, String::from_utf8_lossy(&out.stderr));
     }
     let (array, merge) =
-        dynsmem::slurm::parse_submitted(&stdout).with_context(|| format!("{} printed {stdout:?}", submit.display()))?;
+        crate::slurm::parse_submitted(&stdout).with_context(|| format!("{} printed {stdout:?}", submit.display()))?;
     say!("submitted: array job {array} ({shards} tasks), merge job {merge} (after the array succeeds)");
     Ok(())
 }
@@ -560,7 +539,7 @@ fn slurm(family: &dyn DynFamily, common: &TuneCommon, dir: &Path) -> anyhow::Res
 /// Runs the strategy (with `shard`'s budget and seed) with the progress bar.
 fn search(
     space: &SearchSpace,
-    runner: &mut dyn dynsmem::host::tune::Runner,
+    runner: &mut dyn crate::host::tune::Runner,
     opts: &Options<'_>,
     shard: Shard,
 ) -> SearchResult {
@@ -590,7 +569,7 @@ fn fmt_ms(v: Option<f64>) -> String {
 
 /// Best config, top-k table, failures, WGSL pipeline time, and the requested files.
 fn report(space: &SearchSpace, result: &SearchResult, opts: &Outputs<'_>, meta: &t4::Metadata) -> anyhow::Result<()> {
-    use dynsmem::host::report::{Table, TableStyle};
+    use crate::host::report::{Table, TableStyle};
     let variant = space.target.variant;
     match result.best() {
         Some(b) => {
@@ -652,7 +631,7 @@ fn report(space: &SearchSpace, result: &SearchResult, opts: &Outputs<'_>, meta: 
         firsts.sort_by(f64::total_cmp);
         let mut kernels: Vec<f64> = entries.iter().filter_map(|e| e.time_ms()).collect();
         kernels.sort_by(f64::total_cmp);
-        let median = dynsmem::host::measure::median_sorted;
+        let median = crate::host::measure::median_sorted;
         say!(
             "pipeline creation (what launch-time sizing removes): {} of {} configs needed a new pipeline, {:.1} ms in all, \
              median {:.2} ms each; first run + check median {:.2} ms against a median kernel time of {:.3} ms (a driver \

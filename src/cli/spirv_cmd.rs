@@ -7,39 +7,38 @@
 //! so it does not depend on the adapter beyond the assumptions listed in
 //! `host/src/backend/wgpu/spirv.rs`.
 //!
-//! [`WgpuKernel::spirv`]: dynsmem::host::backend::wgpu::WgpuKernel::spirv
+//! [`WgpuKernel::spirv`]: crate::host::backend::wgpu::WgpuKernel::spirv
 
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
+use crate::host::backend::{Backend, Probe};
+use crate::host::contract::FamilyBackend;
+use crate::host::family::{Erase, Sizes};
+use crate::host::tune::db::TuningDb;
 use anyhow::{Context, bail};
-use dynsmem::host::backend::{Backend, Probe};
-use dynsmem::host::contract::FamilyBackend;
-use dynsmem::host::families::FAMILIES;
-use dynsmem::host::family::{Erase, Sizes};
-use dynsmem::host::tune::db::TuningDb;
 
 use super::emit;
 
 pub fn spirv(families: &[String], json: Option<&Path>, db: Option<TuningDb>) -> anyhow::Result<()> {
     for name in families {
-        if !FAMILIES.iter().any(|f| f.name() == name) {
-            let all: Vec<&str> = FAMILIES.iter().map(|f| f.name()).collect();
+        if !crate::families().iter().any(|f| f.name() == name) {
+            let all: Vec<&str> = crate::families().iter().map(|f| f.name()).collect();
             bail!("no family `{name}` (families: {})", all.join(", "));
         }
     }
-    let backend = match dynsmem::wgsl() {
+    let backend = match crate::wgsl() {
         Probe::Ready(b) => b,
         Probe::Unavailable(_, why) => bail!("the WGSL pipelines need a Vulkan adapter: {why}"),
     };
     let device = backend.info().name.clone();
-    say!("{}", dynsmem::suite::describe(&backend));
-    let mut out = crate::files::append_to(json)?;
+    say!("{}", crate::suite::describe(&backend));
+    let mut out = crate::cli::files::append_to(json)?;
     let sizes = Sizes::cpu_adapter();
     let mut seen: HashSet<String> = HashSet::new();
     let mut wrong = Vec::new();
-    for family in FAMILIES.iter().filter(|f| families.is_empty() || families.iter().any(|n| n == f.name())) {
+    for family in crate::families().iter().filter(|f| families.is_empty() || families.iter().any(|n| n == f.name())) {
         let mut notes = Vec::new();
         for &variant in FamilyBackend::variants(&backend) {
             for case in family.bench_cases(backend.erase(), variant, &sizes, db.as_ref()) {
@@ -49,7 +48,7 @@ pub fn spirv(families: &[String], json: Option<&Path>, db: Option<TuningDb>) -> 
                     .and_then(|w| w.run().and_then(|()| backend.synchronize()).and_then(|()| w.check()));
                 match ran {
                     Ok(()) => {}
-                    Err(e @ dynsmem::host::Error::Mismatch(_)) => {
+                    Err(e @ crate::host::Error::Mismatch(_)) => {
                         notes.push(format!("{what}: WRONG: {e}"));
                         wrong.push(format!("{} {what}", family.name()));
                     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 /// A file whose lock every config's launches hold (see
-/// [`dynsmem::host::tune::RealRunner::timing_lock`]): `--devices` sets it for the workers
+/// [`crate::host::tune::RealRunner::timing_lock`]): `--devices` sets it for the workers
 /// that share a GPU; set it by hand for shards started by hand on one GPU.
 pub const TIMING_LOCK: &str = "DYNSMEM_TIMING_LOCK";
 

@@ -5,10 +5,10 @@
 //!
 //! Each worker writes its own cache and its own log (`<cache stem>.shard-I-of-N.log`,
 //! its stdout and stderr but for the progress lines), and reports progress on stderr in
-//! machine lines ([`dynsmem::host::tune::progress::WORKER_PREFIX`]) that this process
+//! machine lines ([`crate::host::tune::progress::WORKER_PREFIX`]) that this process
 //! draws as one bar per worker (one line per evaluation when stderr is not a terminal).
 //! Workers listed on the same GPU take turns to launch (a lock file beside the cache,
-//! [`crate::files::TIMING_LOCK`], held from a config's verification run to its last
+//! [`crate::cli::files::TIMING_LOCK`], held from a config's verification run to its last
 //! timed run): two processes timing at once on one GPU time each other's kernels too.
 //! Their inputs, uploads and CPU references are still made at the same time.
 //! A worker that dies (killed, out of memory, a driver fault) loses none of the configs it
@@ -22,15 +22,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use crate::cli::{BackendKind, TuneCommon, worker_args};
+use crate::host::family::DynFamily;
+use crate::host::tune::Shard;
+use crate::host::tune::progress::{bar_style, parse_worker_line};
 use anyhow::{Context, bail};
-use dynsmem::cli::{BackendArg, TuneCommon, worker_args};
-use dynsmem::host::family::DynFamily;
-use dynsmem::host::tune::Shard;
-use dynsmem::host::tune::progress::{bar_style, parse_worker_line};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 
 use super::emit;
-use crate::files::TIMING_LOCK;
+use crate::cli::files::TIMING_LOCK;
 
 /// The variable a worker finds its device in, for its records.
 const WORKER_DEVICE: &str = "DYNSMEM_WORKER_DEVICE";
@@ -72,7 +72,7 @@ struct Running {
 pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finished> {
     let devices = &common.shards.devices;
     let distinct: BTreeSet<u32> = devices.iter().copied().collect();
-    if common.backend == Some(BackendArg::Wgsl) && distinct.len() > 1 {
+    if common.backend == Some(BackendKind::Wgsl) && distinct.len() > 1 {
         bail!(
             "--devices {devices:?} with --backend wgsl: a Vulkan adapter cannot be picked by ordinal here \
              (DYNSMEM_WGPU_ADAPTER picks one by name); list one device, repeated for several workers"
@@ -97,7 +97,7 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finish
         let mut cmd = Command::new(&exe);
         cmd.args(&args).args(["--shard", &shard.to_string(), "--worker"]);
         cmd.env(WORKER_DEVICE, device.to_string());
-        if common.backend != Some(BackendArg::Cpu) {
+        if common.backend != Some(BackendKind::Cpu) {
             cmd.env("CUDA_VISIBLE_DEVICES", device.to_string()).env("HIP_VISIBLE_DEVICES", device.to_string());
             // Workers sharing a GPU would time each other's kernels: they take turns.
             if devices.iter().filter(|&&d| d == device).count() > 1 {

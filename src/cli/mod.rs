@@ -4,15 +4,53 @@
 
 //!
 //! `run` and `tune` have a subcommand per family of the registry
-//! ([`dynsmem_host::families::FAMILIES`]), each with the options the family declares
+//! ([`crate::families`]), each with the options the family declares
 //! (its problem's, then its config's), so they are built at run time ([`command`]) rather
 //! than derived.
 
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use dynsmem_host::families::FAMILIES;
+pub use dynsmem_host::backend::BackendKind;
 use dynsmem_host::family::{DynFamily, find};
+
+/// `println!` without its panic: when the reader went away (`dynsmem ... | head`) the
+/// rest of the output goes nowhere and the command still finishes (its records are
+/// written, its exit code tells); any other failure to write stdout (a full disk) is an
+/// error of the command.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        emit(::std::format_args!($($arg)*))?
+    };
+}
+
+pub(crate) fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_fmt(args).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::Error::new(e).context("writing to stdout")),
+        _ => Ok(()),
+    }
+}
+
+mod app;
+mod files;
+mod kt_cmd;
+mod probe_cmd;
+mod sass_cmd;
+mod spirv_cmd;
+mod tune_cmd;
+mod workers;
+
+/// The command line over `families` (the built-in ones, `dynsmem::host::families::FAMILIES`,
+/// a researcher's own [`crate::host::family::kernel::KernelFamily`]s, or both): `run`, `tune`,
+/// `bench`, `shapes` and the rest take their kernels from them, and the backends load the
+/// families' device images beside the built-in one. A researcher's binary is
+/// `fn main() -> anyhow::Result<()> { dynsmem::cli::main(&[&MY_KERNEL]) }`.
+pub fn main(families: &[&'static dyn DynFamily]) -> anyhow::Result<()> {
+    crate::set_families(families)?;
+    app::main()
+}
 
 #[derive(Parser)]
 #[command(name = "dynsmem", version, about = "GPU workgroup (shared) memory sized at launch: run, verify, compare")]
@@ -74,7 +112,7 @@ pub enum Command {
         /// Backends to run (repeatable; default: every GPU backend present, and the WGSL
         /// twins; the CPU backend only without a GPU).
         #[arg(long, value_enum)]
-        backend: Vec<BackendArg>,
+        backend: Vec<BackendKind>,
         /// Families the occupancy explorer pads (repeatable; default: reduce, softmax, sgemm).
         #[arg(long = "family", value_name = "FAMILY")]
         families: Vec<String>,
@@ -109,7 +147,7 @@ pub enum Command {
         /// Backends to run (repeatable; default: every one present, the CPU backend only
         /// without a GPU).
         #[arg(long, value_enum)]
-        backend: Vec<BackendArg>,
+        backend: Vec<BackendKind>,
         /// Variants to run (repeatable; default: every variant of each backend).
         #[arg(long, value_enum)]
         variant: Vec<VariantArg>,
@@ -335,18 +373,6 @@ pub struct TimingArgs {
     pub seed: u64,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BackendArg {
-    /// Rust kernels (PTX) on an NVIDIA GPU.
-    Cuda,
-    /// The static-WGSL kernels through wgpu on a Vulkan adapter.
-    Wgsl,
-    /// Rust kernels (HSA code objects) on an AMD GPU through HIP.
-    Hip,
-    /// Rust kernels on the host: one OS thread per kernel thread, real barriers, checked.
-    Cpu,
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 pub enum VariantArg {
     LaunchSized,
@@ -368,24 +394,12 @@ impl From<VariantArg> for dynsmem_host::backend::Variant {
     }
 }
 
-impl From<BackendArg> for dynsmem_host::backend::BackendKind {
-    fn from(b: BackendArg) -> Self {
-        use dynsmem_host::backend::BackendKind;
-        match b {
-            BackendArg::Cuda => BackendKind::Cuda,
-            BackendArg::Wgsl => BackendKind::Wgsl,
-            BackendArg::Hip => BackendKind::Hip,
-            BackendArg::Cpu => BackendKind::Cpu,
-        }
-    }
-}
-
 /// What every `run` takes besides its problem and config.
 #[derive(clap::Args)]
 pub struct Common {
     /// Backend (default: cuda when present, else hip, else wgsl on a GPU adapter, else cpu).
     #[arg(long, value_enum)]
-    pub backend: Option<BackendArg>,
+    pub backend: Option<BackendKind>,
     /// Variant (default: the backend's first: launch-sized on cuda/hip/cpu, wgsl-literal on wgsl).
     #[arg(long, value_enum)]
     pub variant: Option<VariantArg>,
@@ -436,7 +450,7 @@ impl From<ObjectiveArg> for dynsmem_host::tune::Objective {
 pub struct TuneCommon {
     /// Backend (default as for run).
     #[arg(long, value_enum)]
-    pub backend: Option<BackendArg>,
+    pub backend: Option<BackendKind>,
     /// Variant (default: the backend's first).
     #[arg(long, value_enum)]
     pub variant: Option<VariantArg>,
@@ -583,11 +597,13 @@ pub fn command() -> clap::Command {
              (resumable), and report the best (see docs/tuning.md).",
         )
         .subcommand_required(true);
-    for f in FAMILIES {
+    for f in crate::families() {
         let sub = || clap::Command::new(f.name()).about(f.about());
-        run = run.subcommand(Common::augment_args(f.run_args(sub())));
+        // The flattened options' derive sets their struct's doc as the about: the family's
+        // own goes on after them.
+        run = run.subcommand(Common::augment_args(f.run_args(sub())).about(f.about()));
         if let Some(t) = f.tune_args(sub()) {
-            tune = tune.subcommand(TuneCommon::augment_args(t));
+            tune = tune.subcommand(TuneCommon::augment_args(t).about(f.about()));
         }
     }
     Cli::command().subcommand(run).subcommand(tune)
@@ -600,7 +616,7 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let m = command().try_get_matches_from(args)?;
-    let family = |name: &str| find(FAMILIES, name).expect("subcommands are the registry's names");
+    let family = |name: &str| find(crate::families(), name).expect("subcommands are the registry's names");
     match m.subcommand() {
         Some(("run", r)) => {
             let (name, fm) = r.subcommand().expect("a family is required");

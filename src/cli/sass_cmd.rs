@@ -8,19 +8,21 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+use crate::host::family::DynFamily;
+use crate::host::tune::db::TuningDb;
+use crate::host::twins::{self, sass};
 use anyhow::{Context, anyhow, bail};
-use dynsmem::host::families::FAMILIES;
-use dynsmem::host::family::DynFamily;
-use dynsmem::host::tune::db::TuningDb;
-use dynsmem::host::twins::{self, sass};
 
 use super::emit;
 
 pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option<TuningDb>) -> anyhow::Result<()> {
-    let chosen: Vec<&dyn DynFamily> =
-        FAMILIES.iter().copied().filter(|f| families.is_empty() || families.iter().any(|n| n == f.name())).collect();
-    if let Some(n) = families.iter().find(|n| !FAMILIES.iter().any(|f| f.name() == *n)) {
-        let all: Vec<&str> = FAMILIES.iter().map(|f| f.name()).collect();
+    let chosen: Vec<&dyn DynFamily> = crate::families()
+        .iter()
+        .copied()
+        .filter(|f| families.is_empty() || families.iter().any(|n| n == f.name()))
+        .collect();
+    if let Some(n) = families.iter().find(|n| !crate::families().iter().any(|f| f.name() == *n)) {
+        let all: Vec<&str> = crate::families().iter().map(|f| f.name()).collect();
         bail!("no family `{n}` (families: {})", all.join(", "));
     }
     let tools = sass::Tools::find().map_err(|e| anyhow!(e))?;
@@ -30,9 +32,9 @@ pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option
     }
     let dir = std::env::temp_dir().join(format!("dynsmem-sass-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let rust_arch = dynsmem::images::PTX_ARCH;
-    let twin_arch = dynsmem::host::backend::cuda::nvrtc::arch(TWIN_CAPABILITY.0, TWIN_CAPABILITY.1);
-    let rust = tools.rust_cubin(dynsmem::images::PTX, rust_arch, &dir).map_err(|e| anyhow!(e))?;
+    let rust_arch = crate::images::PTX_ARCH;
+    let twin_arch = crate::host::backend::cuda::nvrtc::arch(TWIN_CAPABILITY.0, TWIN_CAPABILITY.1);
+    let rust = tools.rust_cubin(crate::images::PTX, rust_arch, &dir).map_err(|e| anyhow!(e))?;
     let rust = tools.disassemble(&rust).map_err(|e| anyhow!(e))?;
     say!(
         "SASS instruction mixes (static counts): Rust entries from the embedded PTX through {} for {rust_arch}; \
@@ -41,7 +43,7 @@ pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option
         tools.ptxas.display(),
         tools.nvcc.display()
     );
-    let mut out = crate::files::append_to(json)?;
+    let mut out = crate::cli::files::append_to(json)?;
     let mut nvrtc_missing = None;
     for (n, twin) in list.iter().enumerate() {
         let entry = twin.source.entry;
@@ -82,7 +84,7 @@ pub fn sass(families: &[String], markdown: bool, json: Option<&Path>, db: Option
                 "rust": rust_mix,
                 "nvrtc": nvrtc,
                 "nvcc": nvcc,
-                "commit": dynsmem::COMMIT,
+                "commit": crate::COMMIT,
             });
             writeln!(f, "{line}").context("writing the JSON lines")?;
         }

@@ -5,14 +5,12 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use crate::host::backend::{BackendKind, Probe};
+use crate::host::contract::FamilyBackend;
+use crate::host::memprobe::{self, ProbeKind, ProbeOptions, ProbeRecord, occupancy, published};
+use crate::host::report::{JsonlWriter, Table, TableStyle, parse_jsonl_as};
+use crate::host::tune::db::TuningDb;
 use anyhow::{Context, bail};
-use dynsmem::host::backend::cpu::CpuBackend;
-use dynsmem::host::backend::{BackendKind, Probe};
-use dynsmem::host::contract::FamilyBackend;
-use dynsmem::host::families::FAMILIES;
-use dynsmem::host::memprobe::{self, ProbeKind, ProbeOptions, ProbeRecord, occupancy, published};
-use dynsmem::host::report::{JsonlWriter, Table, TableStyle, parse_jsonl_as};
-use dynsmem::host::tune::db::TuningDb;
 
 use super::emit;
 
@@ -54,7 +52,7 @@ fn progress(r: &ProbeRecord) -> String {
 }
 
 /// The explorer's families, checked against the registry.
-fn families(names: &[String]) -> anyhow::Result<Vec<&'static dyn dynsmem::host::family::DynFamily>> {
+fn families(names: &[String]) -> anyhow::Result<Vec<&'static dyn crate::host::family::DynFamily>> {
     let names: Vec<String> = if names.is_empty() {
         occupancy::DEFAULT_FAMILIES.iter().map(|s| s.to_string()).collect()
     } else {
@@ -63,8 +61,8 @@ fn families(names: &[String]) -> anyhow::Result<Vec<&'static dyn dynsmem::host::
     names
         .iter()
         .map(|n| {
-            FAMILIES.iter().copied().find(|f| f.name() == n).with_context(|| {
-                let all: Vec<&str> = FAMILIES.iter().map(|f| f.name()).collect();
+            crate::families().iter().copied().find(|f| f.name() == n).with_context(|| {
+                let all: Vec<&str> = crate::families().iter().map(|f| f.name()).collect();
                 format!("--family: no family `{n}` (families: {})", all.join(", "))
             })
         })
@@ -87,7 +85,7 @@ fn on_backend<B: FamilyBackend>(
         timing: ProbeOptions::timing(),
         quick: args.quick || b.info().is_cpu,
         seed: args.seed,
-        provenance: dynsmem::provenance(b.kind(), &args.command),
+        provenance: crate::provenance(b.kind(), &args.command),
     };
     let mut records = memprobe::run(b, &kinds, &opts, done, each);
     // The explorer pads launch-sized memory: CUDA and the CPU backend (for its checks).
@@ -162,30 +160,22 @@ pub fn probe(args: ProbeArgs) -> anyhow::Result<()> {
             write_error = Some(e.into());
         }
     };
-    let wanted = |k: BackendKind| args.backends.is_empty() || args.backends.contains(&k);
     let mut records = Vec::new();
-    let mut gpu = false;
-    macro_rules! on {
-        ($kind:expr, $probe:expr, $is_gpu:expr) => {
-            if wanted($kind) {
-                match $probe {
-                    Probe::Ready(b) => {
-                        gpu |= $is_gpu;
-                        emit(format_args!("{}", dynsmem::suite::describe(&b)))?;
-                        records.extend(on_backend(&b, &args, &done, &mut each)?);
-                    }
-                    Probe::Unavailable(k, why) => emit(format_args!("{k}: unavailable: {why}"))?,
-                }
+    let mut rust_gpu = false;
+    for (row, probe) in crate::backends(&args.backends) {
+        if row.kind == BackendKind::Cpu && !crate::runs_cpu(&args.backends, rust_gpu) {
+            continue;
+        }
+        match probe {
+            Probe::Ready(b) => {
+                rust_gpu |= row.rust_gpu;
+                crate::host::with_backend!(b.erase(), b => {
+                    emit(format_args!("{}", crate::suite::describe(b)))?;
+                    records.extend(on_backend(b, &args, &done, &mut each)?);
+                })
             }
-        };
-    }
-    on!(BackendKind::Cuda, dynsmem::cuda(0), true);
-    on!(BackendKind::Hip, dynsmem::hip(0), true);
-    on!(BackendKind::Wgsl, dynsmem::wgsl(), false);
-    if args.backends.contains(&BackendKind::Cpu) || (args.backends.is_empty() && !gpu) {
-        let cpu = CpuBackend::new();
-        emit(format_args!("{}", dynsmem::suite::describe(&cpu)))?;
-        records.extend(on_backend(&cpu, &args, &done, &mut each)?);
+            Probe::Unavailable(k, why) => emit(format_args!("{k}: unavailable: {why}"))?,
+        }
     }
     if let Some(e) = write_error {
         return Err(e.context("appending probe records"));

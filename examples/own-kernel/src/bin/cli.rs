@@ -1,0 +1,13 @@
+//! The example's kernels on dynsmem's own command line: `run`, `tune`, `bench`, `shapes` and
+//! the rest, for `window_mean` and `chunk_sums` only (add `dynsmem::host::families::FAMILIES`
+//! to the list for the built-in families beside them):
+//!
+//! ```text
+//! cargo run --release --bin own-cli -- run window_mean --backend cpu --n 4096 --block 64
+//! cargo run --release --bin own-cli -- tune chunk_sums --backend cpu
+//! cargo run --release --bin own-cli -- bench
+//! ```
+
+fn main() -> anyhow::Result<()> {
+    dynsmem::cli::main(&[&own_kernel::WINDOW_MEAN, &own_kernel::CHUNK_SUMS])
+}

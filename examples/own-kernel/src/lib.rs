@@ -1,0 +1,84 @@
+//! The example's kernels described once on dynsmem's kernel contract, shared by its programs:
+//! `src/main.rs` and `src/bin/chunk_sums.rs` sweep them with the library, `src/bin/cli.rs` gives
+//! them dynsmem's whole command line (`run`, `tune`, `bench`, `shapes`) as registry families.
+
+use dynsmem_host::contract::{Data, Fill, Kernel, Params};
+use dynsmem_host::family::kernel::{DeviceImage, KernelFamily, Size};
+use own_kernels::WindowConfig;
+
+/// The images `build.rs` made of `kernels/`.
+pub mod images {
+    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+}
+
+/// Where both kernels come from: this crate's images and its `kernels!` table.
+pub const IMAGE: DeviceImage = DeviceImage { ptx: images::PTX, amdgpu: images::AMDGPU, cpu: own_kernels::KERNELS };
+
+/// The moving average of a window of `w` over `n` floats, with twins in WGSL and CUDA C.
+pub fn window_mean(n: u32, w: u32) -> Kernel {
+    let cfg = |p: &Params| WindowConfig { block: p["block"], per_thread: p["per_thread"] };
+    Kernel::new(own_kernels::KERNELS, "window_mean_f32")
+        .image(images::IMAGE_INFO)
+        .input("x", n as usize, Fill::Random(1))
+        .output("y", (n - w + 1) as usize)
+        .scalar("n", n)
+        .scalar("window", w)
+        .param_arg("per_thread")
+        .params(&[("block", &[32, 64, 128, 256]), ("per_thread", &[1, 2, 4])])
+        .block(|p| p["block"])
+        .grid(move |p| cfg(p).grid(n, w))
+        .shared_bytes(move |p| cfg(p).shared_bytes(w))
+        .define("WINDOW", w)
+        .wgsl(include_str!("window_mean.wgsl"), "window_mean")
+        .cuda(include_str!("window_mean.cu"), "window_mean_static")
+}
+
+/// [`window_mean`] as a family of the command line: `own-cli run window_mean --n 4096 --block 64`.
+pub static WINDOW_MEAN: KernelFamily = KernelFamily {
+    name: "window_mean",
+    about: "Moving average of a window of floats over a launch-sized tile (the example crate's kernel)",
+    sizes: &[Size::new("n", 1 << 26, 10_007, "Input floats"), Size::new("window", 33, 33, "Window width")],
+    build: |p| {
+        let (n, w) = (p.u32("n")?, p.u32("window")?);
+        if w == 0 || n < w {
+            let reason = format!("a window of {w} needs 1 to n = {n} inputs");
+            return Err(dynsmem_host::Error::InvalidProblem { kernel: "window_mean".into(), reason });
+        }
+        Ok(window_mean(n, w))
+    },
+    bench: &[&[("window", 129)]],
+    image: Some(IMAGE),
+    shapes: "[gpu]\nodd-2^26-3-w33: --n 67108861 --window 33\nodd-10^7-w129: --n 10000019 --window 129\n\
+             [small]\nodd-10007-w33: --n 10007 --window 33\nodd-5003-w7: --n 5003 --window 7\n\
+             [random]\ngpu: --n 1000000..100000000 --window 3|33|129\nsmall: --n 200..20000 --window 3|33\n",
+    ..KernelFamily::EMPTY
+};
+
+/// Every config sums chunks of `SPAN` inputs (so all have the same outputs); the parameters
+/// split a chunk between threads and items per thread.
+const SPAN: u32 = 512;
+
+pub fn chunk_sums(n: u32) -> Kernel {
+    let x: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761) >> 7).collect();
+    Kernel::new(own_kernels::KERNELS, "chunk_sums_u32")
+        .image(images::IMAGE_INFO)
+        .input_data("x", Data::U32(x))
+        .output_u32("sums", n.div_ceil(SPAN) as usize)
+        .scalar("n", n)
+        .param_arg("chunk")
+        .params(&[("block", &[32, 64, 128, 256]), ("chunk", &[2, 4, 8, 16])])
+        .restrict(|p| p["block"] * p["chunk"] == SPAN)
+        .block(|p| p["block"])
+        .grid(move |_| n.div_ceil(SPAN))
+        .shared_bytes(|p| p["block"] * 4)
+}
+
+/// [`chunk_sums`] as a family of the command line (no twins: its static variants are refused).
+pub static CHUNK_SUMS: KernelFamily = KernelFamily {
+    name: "chunk_sums",
+    about: "Sums of chunks of 512 u32s, split between threads and items per thread (the example crate's kernel)",
+    sizes: &[Size::new("n", 1 << 26, 100_003, "Input u32s")],
+    build: |p| Ok(chunk_sums(p.u32("n")?)),
+    image: Some(IMAGE),
+    ..KernelFamily::EMPTY
+};
