@@ -10,7 +10,7 @@ use super::{Family, Footprint, Target};
 use crate::backend::{BackendKind, Limits, Variant};
 use crate::contract::{
     CudaSource, FamilyBackend, Launch, WgslSpec, check_footprint, check_index, fill_template, fit_static, halvings,
-    invalid, invalid_problem, layout_reason, wgsl_block_fold, wgsl_sizing,
+    invalid, invalid_problem, wgsl_block_fold, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::tune::Param;
@@ -58,15 +58,36 @@ impl<F: RowFamily> Space for F {
     }
 
     fn check(problem: &F::Problem, config: &RowConfig, target: &Target) -> std::result::Result<Footprint, String> {
-        let (rows, cols) = F::shape(problem);
-        if config.block == 0 {
-            return Err("block must be at least 1 thread".into());
-        }
-        check_cluster(config, target.variant, target.limits.max_cluster)?;
-        let launch_bytes = config.shared_bytes(cols).map_err(layout_reason)?;
-        let static_bytes = wgsl_static_bytes(&F::KERNEL, cols, config);
-        Ok(Footprint { threads: config.block, grid: config.grid(rows), launch_bytes, static_bytes })
+        check(&F::KERNEL, F::shape(problem), config, target).map_err(|e| e.to_string())
     }
+}
+
+/// The row skeleton's one validation: `k` for `rows x cols` at `config` on `target`, and what
+/// it asks for. `build` (every prepare) calls it first and the tuner filters with it: a
+/// block of at least one thread, rows of at least one element, the cluster (a power of two,
+/// within the backend's; 1 for the twins), the u32 row counter (both forms step it by the
+/// grid past the last row), WGSL's u32 indices and the layout.
+pub fn check(k: &RowKernel, (rows, cols): (u32, u32), config: &RowConfig, target: &Target) -> Result<Footprint> {
+    if config.block == 0 {
+        return Err(invalid(k.name, "block must be at least 1 thread"));
+    }
+    if cols == 0 {
+        return Err(invalid_problem(k.name, format!("rows of 0 elements have no {}", k.empty)));
+    }
+    check_cluster(config, target.variant, target.limits.max_cluster).map_err(|reason| invalid(k.name, reason))?;
+    let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
+    check_index(k.name, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
+    if target.backend == BackendKind::Wgsl {
+        check_index(k.name, "rows * cols", rows as u64 * cols as u64, u32::MAX as u64, "WGSL u32")?;
+    }
+    let launch_bytes =
+        config.shared_bytes(cols).map_err(|source| crate::error::Error::Layout { kernel: k.name.into(), source })?;
+    let static_bytes = match target.variant {
+        Variant::LaunchSized => 0,
+        Variant::CudaStatic => static_bytes(cols, config),
+        Variant::WgslLiteral | Variant::WgslOverride => wgsl_static_bytes(k, cols, config),
+    };
+    Ok(Footprint { threads: config.block, grid: config.grid(rows), launch_bytes, static_bytes })
 }
 
 /// The cluster sizes the search space offers (where the backend runs them).
@@ -186,11 +207,8 @@ pub fn cuda_source(k: &RowKernel, cols: u32, cfg: &RowConfig) -> CudaSource {
     }
 }
 
-/// Checks `k` for `rows x cols` before anything is uploaded, builds it for `variant` and
-/// starts its launch:
-/// a block of at least one thread, rows of at least one element, the u32 row counter (both
-/// forms step it by the grid past the last row), WGSL's u32 indices, and the footprint
-/// (`device` and `host` bytes in all).
+/// Checks `k` for `rows x cols` before anything is uploaded ([`check`], then the footprint:
+/// `device` and `host` bytes in all), builds it for `variant` and starts its launch.
 pub fn build<'b, B: FamilyBackend>(
     backend: &'b B,
     k: &RowKernel,
@@ -199,27 +217,14 @@ pub fn build<'b, B: FamilyBackend>(
     variant: Variant,
     (device, host): (u64, u64),
 ) -> Result<Launch<'b, B>> {
-    if config.block == 0 {
-        return Err(invalid(k.name, "block must be at least 1 thread"));
-    }
-    if cols == 0 {
-        return Err(invalid_problem(k.name, format!("rows of 0 elements have no {}", k.empty)));
-    }
-    let max_cluster = backend.info().limits.max_cluster;
-    check_cluster(config, variant, max_cluster).map_err(|reason| invalid(k.name, reason))?;
-    let elems = rows as u64 * cols as u64;
-    let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
-    check_index(k.name, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
-    if backend.kind() == BackendKind::Wgsl {
-        check_index(k.name, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
-    }
+    let footprint = check(k, (rows, cols), config, &Target::of(backend, variant))?;
     check_footprint(backend, k.name, device, host)?;
     let wgsl = |v: Variant| wgsl_spec(k, cols, config, v);
     let cuda = || cuda_source(k, cols, config);
     Launch::prepare(
         backend,
         k.name,
-        (config.shared_bytes(cols), config.grid(rows), config.block),
+        (Ok(footprint.launch_bytes), footprint.grid, footprint.threads),
         variant,
         &wgsl,
         &cuda,

@@ -8,7 +8,7 @@ pub mod cost;
 pub mod cublas;
 
 use dynsmem_kernels::sgemm::pack::{PACK_THREADS, pack_blocks, padded_ld};
-use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, SgemmConfig, entry_name};
+use dynsmem_kernels::sgemm::{SgemmConfig, entry_name};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -17,18 +17,21 @@ use crate::backend::Variant;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::{Arg, Backend, BackendKind, Buffer, TensorSwizzle};
 use crate::contract::{
-    CudaSource, FamilyBackend, KernelInfo, Prepared, VendorAnchor, WgslSpec, Workload, fill_template, invalid,
+    CudaSource, FamilyBackend, KernelInfo, Prepared, Target, VendorAnchor, WgslSpec, Workload, fill_template,
     invalid_problem, wgsl_sizing,
 };
 use crate::element::{Half, pack_halves};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::measure::TimingOptions;
 use crate::rng::SplitMix64;
 use crate::verify::{MatrixEntry, Tolerance, check_matrix_entries};
 
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
+mod check;
 mod family;
 mod tune;
+
+pub use check::{check, streamk_problem_check, tma_check, tma_problem_check, wgsl_check};
 
 pub use family::{Sgemm, SgemmRun};
 pub use tune::SgemmTunable;
@@ -224,81 +227,6 @@ pub fn wgsl_loads(cfg: &SgemmConfig) -> (u32, u32) {
 pub fn wgsl_static_bytes(cfg: &SgemmConfig) -> u64 {
     let (bm, bn, bk, s) = (cfg.bm as u64, cfg.bn as u64, cfg.bk as u64, cfg.stages as u64);
     s * bk * (bm + WGSL_A_ROW_PAD as u64) * 4 + s * bk * bn * 4
-}
-
-/// Why the tensor-map kernels have no entry for the tile of `cfg` ([`SgemmConfig::fits`] with
-/// [`SgemmConfig::tma`], and [`SgemmConfig::sk`] for stream-K), or `Ok`: their rules, as the
-/// workload and the tuner state them.
-pub fn tma_check(cfg: &SgemmConfig, elem_bytes: u32) -> std::result::Result<(), String> {
-    use dynsmem_kernels::sgemm::{MAX_SK, MAX_STAGES, SK_BK, SK_BN, SK_MAX_THREADS, TMA_BK, TMA_BN, TMA_MAX_BOX};
-    if cfg.fits(elem_bytes) {
-        return Ok(());
-    }
-    if cfg.sk > 0 {
-        return Err(format!(
-            "the stream-K kernel takes f32, tm 8, bn one of {SK_BN:?}, bk {SK_BK}, bm a multiple of 8 up to \
-             {TMA_MAX_BOX} (one tensor-map box), at most {SK_MAX_THREADS} threads (bm / 8 * bn / 8), 2 to \
-             {MAX_STAGES} stages, one split, 1 to {MAX_SK} blocks per multiprocessor"
-        ));
-    }
-    Err(format!(
-        "the tensor-map kernel takes f32, tm 8, bn {TMA_BN}, bk one of {TMA_BK:?}, bm a multiple of 8 up to \
-         {TMA_MAX_BOX} (one tensor-map box), 2 to {MAX_STAGES} stages"
-    ))
-}
-
-/// The tensor-map kernels' rule on the problem, checked before anything launches: no empty
-/// side (a tensor map describes a matrix of at least one element a side). Rows that are not
-/// 16-byte aligned are padded ([`TmaStep`]), so `k` and `n` need not be multiples of 4.
-pub fn tma_problem_check(problem: &SgemmProblem) -> std::result::Result<(), String> {
-    if problem.m >= 1 && problem.n >= 1 && problem.k >= 1 {
-        return Ok(());
-    }
-    Err(format!(
-        "{} x {} x {}: a tensor map describes a matrix of at least one element a side",
-        problem.m, problem.n, problem.k
-    ))
-}
-
-/// The stream-K kernel's rule on the problem and config: its units (k-tiles of output tiles)
-/// are counted in u32 on the device.
-pub fn streamk_problem_check(problem: &SgemmProblem, cfg: &SgemmConfig) -> std::result::Result<(), String> {
-    let units = cfg.grid(problem.m, problem.n).saturating_mul(cfg.k_tiles(problem.k) as u64);
-    if units <= u32::MAX as u64 {
-        return Ok(());
-    }
-    Err(format!("{units} units (k-tiles of {} x {} tiles) do not fit the kernel's u32 count", cfg.bm, cfg.bn))
-}
-
-/// Why the WGSL form cannot run `cfg` (f32 inputs), or `Ok`: the launch-sized kernel's
-/// shape rules ([`SgemmConfig::fits`]: whole 8 x 8 thread tiles, `bk` a multiple of 4), at
-/// most [`WGSL_MAX_STAGES`] stages, and for two stages at most [`WGSL_MAX_STAGED_LOADS`]
-/// chunks of each tile per invocation. Device limits (invocations, workgroup bytes) are
-/// checked apart, against the adapter.
-pub fn wgsl_check(cfg: &SgemmConfig) -> std::result::Result<(), String> {
-    if cfg.tm != 8 {
-        return Err(format!("the WGSL form's thread tile is 8 x 8, not tm = {}", cfg.tm));
-    }
-    if !cfg.fits(4) {
-        return Err(format!(
-            "bm and bn must be multiples of 8, bk a multiple of 4, at most {} threads (got {cfg:?})",
-            dynsmem_kernels::sgemm::MAX_THREADS
-        ));
-    }
-    if cfg.stages > WGSL_MAX_STAGES {
-        return Err(format!(
-            "the WGSL form has 1 or 2 stages (no asynchronous copy to keep more in flight), not {}",
-            cfg.stages
-        ));
-    }
-    let (la, lb) = wgsl_loads(cfg);
-    if cfg.stages == 2 && la.max(lb) > WGSL_MAX_STAGED_LOADS {
-        return Err(format!(
-            "two stages hold the next tile in registers, at most {WGSL_MAX_STAGED_LOADS} 16-byte chunks of A and of B \
-             per invocation; {cfg:?} needs {la} and {lb} (bk at most min(bm, bn) / 2)"
-        ));
-    }
-    Ok(())
 }
 
 /// The WGSL pipeline of `cfg` (checked by [`wgsl_check`] first).
@@ -506,126 +434,16 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
     inputs: impl FnOnce() -> Arc<HostInputs>,
     ablation: Option<&str>,
 ) -> Result<SgemmWorkload<'b, B>> {
-    let entry = entry_name(problem.f16_inputs, fixed, &config).ok_or_else(|| {
-        let (kernel, reason) = match (problem.f16_inputs, fixed) {
-            _ if config.sk > 0 => (
-                "sgemm_f32_sk",
-                format!(
-                    "the stream-K kernel takes f32 inputs, no compiled-in tile, the tensor-map copies and bn one of \
-                     {:?} (got bn {})",
-                    dynsmem_kernels::sgemm::SK_BN,
-                    config.bn
-                ),
-            ),
-            _ if config.tma => (
-                "sgemm_f32_tma",
-                format!(
-                    "the tensor-map kernel takes f32 inputs, no compiled-in tile, and bk one of {:?} (got bk {})",
-                    dynsmem_kernels::sgemm::TMA_BK,
-                    config.bk
-                ),
-            ),
-            (true, true) => ("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only".to_string()),
-            (true, false) => ("hgemm_f16_f32", format!("f16 inputs take 8 rows per thread, not tm = {}", config.tm)),
-            _ => ("sgemm_f32", format!("tm = {} rows per thread: the f32 entries have 8 or 16", config.tm)),
-        };
-        invalid(kernel, reason)
-    })?;
+    // The one validation (the tuner's filter and the database's too), before anything is
+    // generated, uploaded or launched.
+    let footprint = check(&problem, &config, fixed, &Target::of(backend, variant))?;
+    let grid = footprint.grid as u64;
+    let entry = entry_name(problem.f16_inputs, fixed, &config).expect("check refuses a config without an entry");
     let entry = match ablation {
         Some(name) if !fixed && !problem.f16_inputs => ablation_entry(name, &config).unwrap_or(entry),
         _ => entry,
     };
-    if fixed && config != FIXED_128X128X16S2 {
-        return Err(invalid(entry, format!("the compiled-in tile is {FIXED_128X128X16S2:?}, not {config:?}")));
-    }
-    if config.tma {
-        tma_check(&config, problem.elem_bytes())
-            .map_err(|rules| invalid(entry, format!("{rules} (got {config:?})")))?;
-    }
-    if !config.fits(problem.elem_bytes()) {
-        return Err(invalid(
-            entry,
-            format!(
-                "tm 8 or 16 (16 for f32 only), bm a multiple of tm, bn of 8, bk a multiple of 4 and of a \
-                 16-byte chunk ({} elements), stages 1 to {}, splits 1 to {} (got {config:?})",
-                16 / problem.elem_bytes(),
-                dynsmem_kernels::sgemm::MAX_STAGES,
-                dynsmem_kernels::sgemm::MAX_SPLITS
-            ),
-        ));
-    }
-    if config.tma {
-        // Tensor maps: CUDA (sm_90), and the CPU backend's stand-in for them.
-        if variant != Variant::LaunchSized || !matches!(backend.kind(), BackendKind::Cuda | BackendKind::Cpu) {
-            return Err(Error::Unsupported {
-                backend: backend.kind(),
-                what: format!("{entry} (tensor-map copies: the launch-sized form on CUDA sm_90 or the CPU backend)"),
-            });
-        }
-        tma_problem_check(&problem).map_err(|reason| invalid_problem(entry, reason))?;
-        if config.sk > 0 {
-            streamk_problem_check(&problem, &config).map_err(|reason| invalid_problem(entry, reason))?;
-        }
-    }
-    if variant != Variant::LaunchSized && config.tm != 8 {
-        return Err(Error::Unsupported {
-            backend: backend.kind(),
-            what: format!("tm = {} in the {variant} form (its thread tile is 8 x 8)", config.tm),
-        });
-    }
     let SgemmProblem { m, n, k, .. } = problem;
-    // Indices are u32 on the device: row * k, row * n and k * n must fit.
-    for (what, v) in [("m * k", m as u64 * k as u64), ("k * n", k as u64 * n as u64), ("m * n", m as u64 * n as u64)] {
-        crate::contract::check_index(entry, what, v, u32::MAX as u64, "u32 (element index)")?;
-    }
-    if config.splits > 1 {
-        if variant != Variant::LaunchSized {
-            return Err(Error::Unsupported {
-                backend: backend.kind(),
-                what: format!("split-K ({} splits) in the {variant} form (no atomic float add)", config.splits),
-            });
-        }
-        let k_tiles = k.div_ceil(config.bk);
-        if config.splits > k_tiles {
-            return Err(invalid(
-                entry,
-                format!(
-                    "{} splits of k = {k} in k-tiles of {}: there are {k_tiles} k-tiles, and each split takes at \
-                     least one",
-                    config.splits, config.bk
-                ),
-            ));
-        }
-    }
-    let sms = backend.info().limits.multiprocessors.unwrap_or(1);
-    let mut grid = if config.sk > 0 { config.sk_grid(m, n, k, sms) as u64 } else { config.launch_grid(m, n) };
-    if matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) {
-        // The WGSL form: f32 inputs, its own config rules, and tile origins (`m0 + BM`,
-        // `n0 + BN`, `k0 + BK`) in u32; the grid is capped (the kernel loops over tiles).
-        if problem.f16_inputs || fixed {
-            return Err(Error::Unsupported {
-                backend: backend.kind(),
-                what: format!(
-                    "{} in WGSL (the WGSL form is {WGSL_KERNEL}, block tile set per pipeline)",
-                    if fixed { "the compiled-in-tile entry" } else { "f16 inputs" }
-                ),
-            });
-        }
-        wgsl_check(&config).map_err(|reason| invalid(WGSL_KERNEL, reason))?;
-        for (what, v, tile) in [("m", m, config.bm), ("n", n, config.bn), ("k", k, config.bk)] {
-            crate::contract::check_index(
-                WGSL_KERNEL,
-                what,
-                v as u64,
-                (u32::MAX - tile) as u64,
-                "WGSL u32 (tile origin)",
-            )?;
-        }
-        grid = wgsl_grid(&config, m, n, backend.info().limits.max_grid_x) as u64;
-    }
-    if grid > u32::MAX as u64 {
-        return Err(invalid_problem(entry, format!("{m} x {n} needs {grid} blocks")));
-    }
     let eb = problem.elem_bytes() as u64;
     let mut device = (m as u64 * k as u64 + k as u64 * n as u64) * eb + m as u64 * n as u64 * 4;
     if config.tma {
@@ -637,17 +455,14 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
         }
     }
     crate::contract::check_footprint(backend, entry, device, device * 3)?;
-    if fixed && variant == Variant::CudaStatic {
-        return Err(invalid(entry, "the cuda-static kernel compiles every tile in; --fixed is for the Rust kernel"));
-    }
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let cuda = || cuda_source(&problem, &config);
     let kernel = Prepared::new(
         backend,
         entry,
-        config.shared_bytes(problem.elem_bytes()),
-        grid as u32,
-        config.threads(),
+        Ok(footprint.launch_bytes),
+        footprint.grid,
+        footprint.threads,
         variant,
         Some(&wgsl),
         Some(&cuda),

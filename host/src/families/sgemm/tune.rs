@@ -15,12 +15,8 @@ use crate::backend::BackendKind;
 use crate::backend::Variant;
 use crate::contract::FamilyBackend;
 use crate::contract::Workload;
-use crate::contract::layout_reason;
 use crate::error::Result;
-use crate::families::sgemm::{
-    HostInputs, SgemmProblem, prepare_with, streamk_problem_check, tma_check, tma_problem_check, wgsl_check, wgsl_grid,
-    wgsl_static_bytes,
-};
+use crate::families::sgemm::{HostInputs, SgemmProblem, check, prepare_with};
 use crate::tune::tunable::SeedInputs;
 use crate::tune::{Footprint, Param, SearchSpace, Target, Tunable};
 
@@ -62,10 +58,6 @@ impl SgemmTunable {
 
     fn inputs(&self, seed: u64) -> Arc<HostInputs> {
         self.inputs.get(seed, || HostInputs::new(&self.problem, seed))
-    }
-
-    fn elem_bytes(&self) -> u32 {
-        if self.problem.f16_inputs { 2 } else { 4 }
     }
 }
 
@@ -145,44 +137,9 @@ impl Tunable for SgemmTunable {
         }
     }
 
+    /// The family's one validation ([`check`]), as the space's filter reason.
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = self.config(point);
-        let eb = self.elem_bytes();
-        if target.variant != Variant::LaunchSized {
-            if self.problem.f16_inputs {
-                return Err("the WGSL form takes f32 inputs only".into());
-            }
-            wgsl_check(&cfg)?;
-            let static_bytes = wgsl_static_bytes(&cfg).min(u32::MAX as u64) as u32;
-            let grid = wgsl_grid(&cfg, self.problem.m, self.problem.n, target.limits.max_grid_x);
-            return Ok(Footprint { threads: cfg.threads(), grid, launch_bytes: 0, static_bytes });
-        }
-        if cfg.tma {
-            tma_check(&cfg, eb)?;
-            tma_problem_check(&self.problem)?;
-            if cfg.sk > 0 {
-                streamk_problem_check(&self.problem, &cfg)?;
-            }
-        }
-        if !cfg.fits(eb) {
-            return Err(format!(
-                "tm 8 or 16, bm a multiple of tm, bn of 8, bk a multiple of 4 and of {} elements, 1-4 stages, \
-                 at most 1024 threads",
-                16 / eb
-            ));
-        }
-        let k_tiles = self.problem.k.div_ceil(cfg.bk);
-        if cfg.splits > k_tiles {
-            return Err(format!("{} splits of {k_tiles} k-tiles: each split takes at least one", cfg.splits));
-        }
-        let launch_bytes = cfg.shared_bytes(eb).map_err(layout_reason)?;
-        let SgemmProblem { m, n, k, .. } = self.problem;
-        let grid = if cfg.sk > 0 {
-            cfg.sk_grid(m, n, k, target.limits.multiprocessors.unwrap_or(1))
-        } else {
-            cfg.launch_grid(m, n).min(u32::MAX as u64) as u32
-        };
-        Ok(Footprint { threads: cfg.threads(), grid, launch_bytes, static_bytes: 0 })
+        check(&self.problem, &self.config(point), false, target).map_err(|e| e.to_string())
     }
 
     fn prepare<'b, B: FamilyBackend>(
