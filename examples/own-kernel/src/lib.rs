@@ -37,7 +37,7 @@ pub fn window_mean(n: u32, w: u32) -> Kernel {
 pub static WINDOW_MEAN: KernelFamily = KernelFamily {
     name: "window_mean",
     about: "Moving average of a window of floats over a launch-sized tile (the example crate's kernel)",
-    sizes: &[Size::new("n", 1 << 26, 10_007, "Input floats"), Size::new("window", 33, 33, "Window width")],
+    sizes: &[Size::new("n", 1 << 22, 10_007, "Input floats"), Size::new("window", 33, 33, "Window width")],
     build: |p| {
         let (n, w) = (p.u32("n")?, p.u32("window")?);
         if w == 0 || n < w {
@@ -77,7 +77,7 @@ pub fn chunk_sums(n: u32) -> Kernel {
 pub static CHUNK_SUMS: KernelFamily = KernelFamily {
     name: "chunk_sums",
     about: "Sums of chunks of 512 u32s, split between threads and items per thread (the example crate's kernel)",
-    sizes: &[Size::new("n", 1 << 26, 100_003, "Input u32s")],
+    sizes: &[Size::new("n", 1 << 22, 100_003, "Input u32s")],
     build: |p| Ok(chunk_sums(p.u32("n")?)),
     image: Some(IMAGE),
     ..KernelFamily::EMPTY
