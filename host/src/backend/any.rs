@@ -119,6 +119,16 @@ pub struct BackendRow {
     /// The image the backend runs of `images`: its name in records, and the parts its hash
     /// in tuning-cache keys is made of (a rebuilt kernel is not answered from an old cache).
     pub image: for<'a> fn(&Images<'a>) -> (String, Vec<&'a [u8]>),
+    /// What its limits are called where a refusal names them: the launch-sized (opt-in)
+    /// limit, the static limit, and the device's memory.
+    pub limit_names: LimitNames,
+}
+
+/// See [`BackendRow::limit_names`].
+pub struct LimitNames {
+    pub launch_shared: &'static str,
+    pub static_shared: &'static str,
+    pub memory: &'static str,
 }
 
 impl BackendRow {
@@ -133,12 +143,22 @@ impl BackendRow {
 pub const BACKENDS: [BackendRow; 4] = [
     BackendRow {
         kind: BackendKind::Cuda,
+        limit_names: LimitNames {
+            launch_shared: "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+            static_shared: "MAX_SHARED_MEMORY_PER_BLOCK: static __shared__ arrays cannot opt in past it",
+            memory: "cuDeviceTotalMem",
+        },
         rust_gpu: true,
         probe: probe_cuda,
         image: |i| (format!("nvptx64-nvidia-cuda {}", i.ptx_target), i.ptx.iter().map(|p| p.as_bytes()).collect()),
     },
     BackendRow {
         kind: BackendKind::Hip,
+        limit_names: LimitNames {
+            launch_shared: "hipDeviceAttributeSharedMemPerBlockOptin",
+            static_shared: "the static workgroup-memory limit",
+            memory: "hipMemGetInfo total",
+        },
         rust_gpu: true,
         probe: |images, ordinal| map_probe(HipBackend::probe(ordinal, images.amdgpu), OwnedBackend::Hip),
         image: |i| {
@@ -149,12 +169,22 @@ pub const BACKENDS: [BackendRow; 4] = [
     },
     BackendRow {
         kind: BackendKind::Wgsl,
+        limit_names: LimitNames {
+            launch_shared: "WGSL has no launch-sized workgroup memory",
+            static_shared: "max_compute_workgroup_storage_size",
+            memory: "the adapter's memory",
+        },
         rust_gpu: false,
         probe: |_, _| map_probe(WgpuBackend::probe(), OwnedBackend::Wgsl),
         image: |i| ("wgsl source (naga -> SPIR-V)".into(), i.wgsl.iter().map(|t| t.as_bytes()).collect()),
     },
     BackendRow {
         kind: BackendKind::Cpu,
+        limit_names: LimitNames {
+            launch_shared: "the CPU backend's H100 opt-in limit",
+            static_shared: "the static workgroup-memory limit",
+            memory: "the host's memory",
+        },
         rust_gpu: false,
         probe: |images, _| Probe::Ready(OwnedBackend::Cpu(CpuBackend::with_kernels(images.cpu))),
         // The host build of the same kernel source, which the PTX (compiled from that source by

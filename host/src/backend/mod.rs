@@ -21,7 +21,7 @@ pub mod hip;
 pub mod timed;
 pub mod wgpu;
 
-pub use any::{AnyBackend, BACKENDS, BackendRow, Erase, Images, OwnedBackend};
+pub use any::{AnyBackend, BACKENDS, BackendRow, Erase, Images, LimitNames, OwnedBackend};
 pub use timed::{time, time_paired, timer_label};
 
 pub use crate::backend_kind::BackendKind;
@@ -523,19 +523,10 @@ pub fn check_limits(kernel: &str, backend: BackendKind, l: &Limits, dims: Launch
     }
     check_cluster(kernel, backend, l, dims)?;
     let (kind, requested, limit, limit_name) = if dims.shared_bytes > l.launch_shared_max {
-        let name = match backend {
-            BackendKind::Cuda => "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
-            BackendKind::Hip => "hipDeviceAttributeSharedMemPerBlockOptin",
-            BackendKind::Wgsl => "WGSL has no launch-sized workgroup memory",
-            BackendKind::Cpu => "the CPU backend's H100 opt-in limit",
-        };
+        let name = BackendRow::of(backend).limit_names.launch_shared;
         ("launch-sized", dims.shared_bytes, l.launch_shared_max, name)
     } else if static_bytes > l.static_shared_max {
-        let name = match backend {
-            BackendKind::Cuda => "MAX_SHARED_MEMORY_PER_BLOCK: static __shared__ arrays cannot opt in past it",
-            BackendKind::Wgsl => "max_compute_workgroup_storage_size",
-            BackendKind::Hip | BackendKind::Cpu => "the static workgroup-memory limit",
-        };
+        let name = BackendRow::of(backend).limit_names.static_shared;
         ("static", static_bytes, l.static_shared_max, name)
     } else {
         return Ok(());

@@ -397,10 +397,7 @@ pub fn check_footprint<B: Backend>(backend: &B, kernel: &str, device_bytes: u64,
     if let Some(total) = info.limits.memory_bytes
         && device_bytes > total
     {
-        let name = match info.backend {
-            BackendKind::Hip => "hipMemGetInfo total",
-            _ => "cuDeviceTotalMem",
-        };
+        let name = crate::backend::BackendRow::of(info.backend).limit_names.memory;
         return Err(too_large("device", device_bytes, total, name));
     }
     if let Some(m) = host
