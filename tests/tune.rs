@@ -250,7 +250,12 @@ fn wgsl_sgemm_sweep_filters_by_the_forms_rules_and_builds_a_pipeline_per_config(
     ]);
     // bk = 32 with two stages: 16 chunks of A per invocation held in registers, past 8.
     assert!(out.contains("6 configs to evaluate, 2 filtered before launch"), "{out}");
-    assert!(out.contains("filtered bm=16 bn=32 bk=32 stages=2: two stages hold the next tile in registers"), "{out}");
+    assert!(
+        out.contains(
+            "filtered bm=16 bn=32 bk=32 stages=2: sgemm_f32: invalid config: two stages hold the next tile in registers"
+        ),
+        "{out}"
+    );
     assert!(out.contains("6 evaluations (6 measured now") && out.contains(", 0 failed;"), "{out}");
     assert!(out.contains("6 of 6 configs needed a new pipeline"), "{out}");
     let (e, _) = entries(&cache);

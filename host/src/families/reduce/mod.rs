@@ -11,7 +11,7 @@ pub use dynsmem_kernels::reduce::{MAX_GRID, ReduceConfig, ReduceOp, entry_name};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Arg, Backend, BackendKind, Buffer, KernelName, LaunchDims, Variant};
-use crate::contract::{CudaSource, FamilyBackend, KernelSpec, WgslSpec, fill_template};
+use crate::contract::{CudaSource, FamilyBackend, Footprint, KernelSpec, Target, WgslSpec, fill_template};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
@@ -175,80 +175,99 @@ pub struct ReducePlan<'b, B: FamilyBackend> {
     pub static_shared_bytes: u32,
 }
 
+/// Reduce's one validation: `config` for `problem` on `target`, and what its first pass asks
+/// for. `ReducePlan::new` (every prepare) calls it first, and the tuner filters with it: a
+/// block and items per thread of at least one, a chunk within the kernel's u32 index, passes
+/// that reach one value, on WGSL its u32 indices and the adapter's buffer limit, the layout,
+/// and the WGSL form's static arrays. A refusal names the kernel, the value and the rule.
+pub fn check(problem: &ReduceProblem, config: &ReduceConfig, target: &Target) -> Result<Footprint> {
+    let ReduceProblem { n, op, dtype } = *problem;
+    let name = entry_name(op, dtype, config.staged);
+    let invalid = |reason: String| Error::InvalidConfig { kernel: name.into(), reason };
+    if config.block == 0 {
+        return Err(invalid("block must be at least 1 thread".into()));
+    }
+    if config.items_per_thread == 0 {
+        return Err(invalid("items_per_thread must be at least 1".into()));
+    }
+    if config.chunk().is_none_or(|c| c > u32::MAX as u64) {
+        return Err(invalid(format!(
+            "block * items_per_thread = {} * {} does not fit the kernel's u32 chunk index",
+            config.block, config.items_per_thread
+        )));
+    }
+    if target.backend == BackendKind::Wgsl {
+        // The WGSL kernel indexes with u32 (the Rust kernels walk chunks with u64, so n past
+        // 2^32 runs there): n itself, and the chunk counter, which steps by the grid past the
+        // last chunk before the loop ends, must not wrap.
+        crate::contract::check_index(name, "n", n, u32::MAX as u64, "WGSL u32")?;
+        let chunk = config.chunk().unwrap_or(1).max(1);
+        let last_chunk_plus_grid = n.div_ceil(chunk).saturating_sub(1) + config.grid(n) as u64;
+        crate::contract::check_index(name, "chunks + grid", last_chunk_plus_grid, u32::MAX as u64, "WGSL u32")?;
+        let bytes = n * dtype.bytes() as u64;
+        let limit = target.limits.max_buffer_bytes;
+        if bytes > limit {
+            return Err(Error::BufferTooLarge {
+                backend: BackendKind::Wgsl,
+                requested: bytes,
+                limit,
+                limit_name: "adapter's max_storage_buffer_binding_size",
+            });
+        }
+    }
+    if config.pass_count(n).is_none() {
+        // A chunk of one element: every pass would write as many partials as it reads, and
+        // the passes (like the launches) would never end.
+        let mut len = n;
+        while (config.grid(len) as u64) < len {
+            len = config.grid(len) as u64;
+        }
+        return Err(invalid(format!(
+            "block * items_per_thread = {} * {}: a pass over {len} elements would leave {} partials, so the \
+             passes never reach one value (use a chunk of at least 2)",
+            config.block,
+            config.items_per_thread,
+            config.grid(len)
+        )));
+    }
+    let launch_bytes = match target.variant {
+        Variant::LaunchSized => {
+            config.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: name.into(), source })?
+        }
+        _ => 0,
+    };
+    let static_bytes = match target.variant {
+        Variant::WgslLiteral | Variant::WgslOverride => {
+            wgsl_static_bytes(dtype, config).ok_or_else(|| invalid("static workgroup arrays over 4 GiB".into()))?
+        }
+        _ => 0,
+    };
+    Ok(Footprint { threads: config.block, grid: config.grid(n), launch_bytes, static_bytes })
+}
+
 impl<'b, B: FamilyBackend> ReducePlan<'b, B> {
     pub fn new(backend: &'b B, problem: ReduceProblem, config: ReduceConfig, variant: Variant) -> Result<Self> {
         let ReduceProblem { n, op, dtype } = problem;
         let name = entry_name(op, dtype, config.staged);
-        let invalid = |reason: String| Error::InvalidConfig { kernel: name.into(), reason };
-        if config.block == 0 {
-            return Err(invalid("block must be at least 1 thread".into()));
-        }
-        if config.items_per_thread == 0 {
-            return Err(invalid("items_per_thread must be at least 1".into()));
-        }
-        if config.chunk().is_none_or(|c| c > u32::MAX as u64) {
-            return Err(invalid(format!(
-                "block * items_per_thread = {} * {} does not fit the kernel's u32 chunk index",
-                config.block, config.items_per_thread
-            )));
-        }
-        if backend.kind() == BackendKind::Wgsl {
-            // The WGSL kernel indexes with u32 (the Rust kernels walk chunks with u64, so n
-            // past 2^32 runs there): n itself, and the chunk counter, which steps by the
-            // grid past the last chunk before the loop ends, must not wrap.
-            crate::contract::check_index(name, "n", n, u32::MAX as u64, "WGSL u32")?;
-            let chunk = config.chunk().unwrap_or(1).max(1);
-            let last_chunk_plus_grid = n.div_ceil(chunk).saturating_sub(1) + config.grid(n) as u64;
-            crate::contract::check_index(name, "chunks + grid", last_chunk_plus_grid, u32::MAX as u64, "WGSL u32")?;
-            let bytes = n * dtype.bytes() as u64;
-            let limit = backend.info().limits.max_buffer_bytes;
-            if bytes > limit {
-                return Err(Error::BufferTooLarge {
-                    backend: BackendKind::Wgsl,
-                    requested: bytes,
-                    limit,
-                    limit_name: "adapter's max_storage_buffer_binding_size",
-                });
-            }
-        }
         if !backend.variants().contains(&variant) {
             return Err(Error::Unsupported {
                 backend: backend.kind(),
                 what: format!("the {variant} variant of reduce"),
             });
         }
+        // The one validation (the tuner's filter too), before anything is uploaded.
+        let footprint = check(&problem, &config, &Target::of(backend, variant))?;
         // The input and two partial buffers on the device; the input once more on the host
         // (the CPU reference folds it without copies).
         let elem = dtype.bytes() as u64;
         let input_bytes = crate::contract::bytes_of(n, elem);
         let partials_bytes = crate::contract::bytes_of(2 * config.grid(n) as u64, elem);
         crate::contract::check_footprint(backend, name, input_bytes.saturating_add(partials_bytes), input_bytes)?;
-        let shared_bytes = match variant {
-            Variant::LaunchSized => {
-                config.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: name.into(), source })?
-            }
-            _ => 0,
-        };
-        let wgsl_bytes = match variant {
-            Variant::WgslLiteral | Variant::WgslOverride => {
-                wgsl_static_bytes(dtype, &config).ok_or_else(|| invalid("static workgroup arrays over 4 GiB".into()))?
-            }
-            _ => 0,
-        };
-
+        let (shared_bytes, wgsl_bytes) = (footprint.launch_bytes, footprint.static_bytes);
         let mut passes = Vec::new();
         let mut len = n;
         loop {
             let grid = config.grid(len);
-            if grid > 1 && grid as u64 >= len {
-                // A chunk of one element: every pass would write as many partials as it
-                // reads, and this loop (like the launches) would never end.
-                return Err(invalid(format!(
-                    "block * items_per_thread = {} * {}: a pass over {len} elements would leave {grid} partials, \
-                     so the passes never reach one value (use a chunk of at least 2)",
-                    config.block, config.items_per_thread
-                )));
-            }
             let dims = LaunchDims::new(grid, config.block, shared_bytes);
             backend.check_launch(name, dims)?;
             passes.push(Pass { n: len, dims });

@@ -8,12 +8,9 @@ use dynsmem_kernels::Dtype;
 use super::Reduce;
 use crate::backend::Buffer;
 use crate::backend::Variant;
-use crate::contract::layout_reason;
 use crate::contract::{FamilyBackend, KernelInfo, Workload};
 use crate::error::Result;
-use crate::families::reduce::{
-    ReduceConfig, ReduceElement, ReducePlan, ReduceProblem, Reference, reference, wgsl_static_bytes,
-};
+use crate::families::reduce::{ReduceConfig, ReduceElement, ReducePlan, ReduceProblem, Reference, reference};
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
 
@@ -95,19 +92,9 @@ impl Space for Reduce {
         ReduceConfig { block: point[0], items_per_thread: point[1], staged: point[2] != 0 }
     }
 
-    fn check(problem: &ReduceProblem, cfg: &ReduceConfig, _: &Target) -> std::result::Result<Footprint, String> {
-        if cfg.block == 0 || cfg.items_per_thread == 0 {
-            return Err("block and items per thread must be at least 1".into());
-        }
-        if cfg.chunk().is_none_or(|c| c > u32::MAX as u64) {
-            return Err("block * items per thread does not fit the kernel's u32 chunk index".into());
-        }
-        if cfg.pass_count(problem.n).is_none() {
-            return Err("a chunk of one element: the passes never reach one value".into());
-        }
-        let launch_bytes = cfg.shared_bytes(problem.dtype).map_err(layout_reason)?;
-        let static_bytes = wgsl_static_bytes(problem.dtype, cfg).ok_or("static arrays over 4 GiB")?;
-        Ok(Footprint { threads: cfg.block, grid: cfg.grid(problem.n), launch_bytes, static_bytes })
+    /// Reduce's one validation ([`super::check`]), as the space's filter reason.
+    fn check(problem: &ReduceProblem, cfg: &ReduceConfig, target: &Target) -> std::result::Result<Footprint, String> {
+        super::check(problem, cfg, target).map_err(|e| e.to_string())
     }
 }
 
