@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::backend::BackendKind;
 use crate::backend::Variant;
 use crate::contract::{
-    CudaSource, FamilyBackend, Launch, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, FamilyBackend, Footprint, Launch, Target, WgslSpec, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
@@ -155,15 +156,12 @@ pub fn reference(x: &[f32], w: &[f32]) -> (Vec<f64>, Vec<f64>) {
     both.into_iter().unzip()
 }
 
-/// `n` samples drawn from `seed` (uniform in [-1, 1)) through a `taps`-tap filter drawn from it too.
-pub fn prepare<'b, B: FamilyBackend>(
-    backend: &'b B,
-    problem: Conv1dProblem,
-    config: Conv1dConfig,
-    variant: Variant,
-    seed: u64,
-) -> Result<Launch<'b, B>> {
-    let Conv1dProblem { n, taps } = problem;
+/// Conv1d's one validation: `config` for `problem` on `target`, and what it asks for.
+/// `prepare` calls it first and the tuner filters with it: outputs per thread among the
+/// image's entries and the kernel's shape rules (`Conv1dConfig::fits`), an odd tap count
+/// from 3 to [`MAX_TAPS`], WGSL's u32 indices, and the layout.
+pub fn check(problem: &Conv1dProblem, config: &Conv1dConfig, target: &Target) -> Result<Footprint> {
+    let Conv1dProblem { n, taps } = *problem;
     let entry = entry_name(config.outputs_per_thread).ok_or_else(|| {
         invalid(
             "conv1d_f32",
@@ -179,12 +177,36 @@ pub fn prepare<'b, B: FamilyBackend>(
     if config.block == 0 {
         return Err(invalid(entry, "block must be at least 1 thread"));
     }
-    if backend.kind() == BackendKind::Wgsl && n > (u32::MAX / 2) as u64 {
+    if !config.fits() {
+        return Err(invalid(entry, "block must be at least 1 and outputs per thread a multiple of 4"));
+    }
+    if target.backend == BackendKind::Wgsl && n > (u32::MAX / 2) as u64 {
         return Err(invalid_problem(entry, format!("n = {n}: the WGSL path indexes with u32")));
     }
+    let layout = config.shared_bytes(taps).map_err(|source| Error::Layout { kernel: entry.into(), source })?;
+    let (launch_bytes, static_bytes) = match target.variant {
+        Variant::LaunchSized => (layout, 0),
+        Variant::CudaStatic => (0, cuda_source(problem, config).static_bytes),
+        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_spec(problem, config, target.variant).static_bytes),
+    };
+    Ok(Footprint { threads: config.block, grid: config.grid(n), launch_bytes, static_bytes })
+}
+
+/// `n` samples drawn from `seed` (uniform in [-1, 1)) through a `taps`-tap filter drawn from it too.
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: Conv1dProblem,
+    config: Conv1dConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<Launch<'b, B>> {
+    let Conv1dProblem { n, taps } = problem;
+    // The one validation (the tuner's filter too), before anything is generated or uploaded.
+    let footprint = check(&problem, &config, &Target::of(backend, variant))?;
+    let entry = entry_name(config.outputs_per_thread).expect("check refuses an entry not in the image");
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
-    let geometry = (config.shared_bytes(taps), config.grid(n), config.block);
+    let geometry = (Ok(footprint.launch_bytes), footprint.grid, footprint.threads);
     let launch = Launch::prepare(backend, entry, geometry, variant, &wgsl, &cuda)?;
     let mut rng = SplitMix64::new(seed);
     let xs: Vec<f32> = (0..n).map(|_| rng.next_f32() * 2.0 - 1.0).collect();

@@ -5,9 +5,7 @@ use dynsmem_kernels::conv1d::{Conv1dConfig, OUTPUTS_PER_THREAD};
 
 use super::Conv1d;
 use crate::backend::BackendKind;
-use crate::backend::Variant;
-use crate::contract::layout_reason;
-use crate::families::conv1d::{Conv1dProblem, wgsl_spec};
+use crate::families::conv1d::Conv1dProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
 
@@ -22,16 +20,12 @@ impl Space for Conv1d {
         Conv1dConfig { block: point[0], outputs_per_thread: point[1] }
     }
 
-    fn check(problem: &Conv1dProblem, config: &Conv1dConfig, _: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = *config;
-        if !OUTPUTS_PER_THREAD.contains(&cfg.outputs_per_thread) {
-            return Err(format!("outputs per thread not in the image (one of {OUTPUTS_PER_THREAD:?})"));
-        }
-        if !cfg.fits() {
-            return Err("block must be at least 1 and outputs per thread a multiple of 4".into());
-        }
-        let launch_bytes = cfg.shared_bytes(problem.taps).map_err(layout_reason)?;
-        let static_bytes = wgsl_spec(problem, &cfg, Variant::WgslLiteral).static_bytes;
-        Ok(Footprint { threads: cfg.block, grid: cfg.grid(problem.n), launch_bytes, static_bytes })
+    /// Conv1d's one validation ([`super::check`]), as the space's filter reason.
+    fn check(
+        problem: &Conv1dProblem,
+        config: &Conv1dConfig,
+        target: &Target,
+    ) -> std::result::Result<Footprint, String> {
+        super::check(problem, config, target).map_err(|e| e.to_string())
     }
 }

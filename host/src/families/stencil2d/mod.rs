@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::backend::BackendKind;
 use crate::backend::Variant;
 use crate::contract::{
-    CudaSource, FamilyBackend, Launch, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, FamilyBackend, Footprint, Launch, Target, WgslSpec, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
@@ -203,15 +204,12 @@ pub fn reference(image: &[f32], width: usize, height: usize, radius: usize, w: &
     both.into_iter().unzip()
 }
 
-/// A `width x height` image drawn from `seed` (uniform in [0, 1)) through the problem's blur.
-pub fn prepare<'b, B: FamilyBackend>(
-    backend: &'b B,
-    problem: Stencil2dProblem,
-    config: Stencil2dConfig,
-    variant: Variant,
-    seed: u64,
-) -> Result<Launch<'b, B>> {
-    let Stencil2dProblem { width, height, radius, blur } = problem;
+/// The stencil's one validation: `config` for `problem` on `target`, and what it asks for.
+/// `prepare` calls it first and the tuner filters with it: a radius among the image's
+/// entries, the threads dividing the tile (`Stencil2dConfig::fits`), WGSL's u32 indices, and
+/// the layout.
+pub fn check(problem: &Stencil2dProblem, config: &Stencil2dConfig, target: &Target) -> Result<Footprint> {
+    let Stencil2dProblem { width, height, radius, .. } = *problem;
     let entry = entry_name(radius).ok_or_else(|| {
         invalid_problem("stencil2d_f32", format!("radius {radius} is not in the image (one of {RADII:?})"))
     })?;
@@ -225,12 +223,34 @@ pub fn prepare<'b, B: FamilyBackend>(
         ));
     }
     let pixels = width as u64 * height as u64;
-    if backend.kind() == BackendKind::Wgsl && pixels > (u32::MAX / 2) as u64 {
+    if target.backend == BackendKind::Wgsl && pixels > (u32::MAX / 2) as u64 {
         return Err(invalid_problem(entry, format!("{width} x {height}: the WGSL path indexes with u32")));
     }
+    let layout = config.shared_bytes(radius).map_err(|source| Error::Layout { kernel: entry.into(), source })?;
+    let (launch_bytes, static_bytes) = match target.variant {
+        Variant::LaunchSized => (layout, 0),
+        Variant::CudaStatic => (0, cuda_source(problem, config).static_bytes),
+        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_spec(problem, config, target.variant).static_bytes),
+    };
+    Ok(Footprint { threads: config.block, grid: config.grid(width, height), launch_bytes, static_bytes })
+}
+
+/// A `width x height` image drawn from `seed` (uniform in [0, 1)) through the problem's blur.
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: Stencil2dProblem,
+    config: Stencil2dConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<Launch<'b, B>> {
+    let Stencil2dProblem { width, height, radius, blur } = problem;
+    // The one validation (the tuner's filter too), before anything is generated or uploaded.
+    let footprint = check(&problem, &config, &Target::of(backend, variant))?;
+    let entry = entry_name(radius).expect("check refuses a radius not in the image");
+    let pixels = width as u64 * height as u64;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
-    let geometry = (config.shared_bytes(radius), config.grid(width, height), config.block);
+    let geometry = (Ok(footprint.launch_bytes), footprint.grid, footprint.threads);
     let launch = Launch::prepare(backend, entry, geometry, variant, &wgsl, &cuda)?;
     let mut rng = SplitMix64::new(seed);
     let image: Vec<f32> = (0..pixels).map(|_| rng.next_f32()).collect();

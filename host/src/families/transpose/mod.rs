@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::BackendKind;
 use crate::backend::Variant;
-use crate::contract::{CudaSource, FamilyBackend, Launch, WgslSpec, fill_template, invalid, wgsl_sizing};
+use crate::contract::{
+    CudaSource, FamilyBackend, Footprint, Launch, Target, WgslSpec, fill_template, invalid, wgsl_sizing,
+};
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
@@ -78,29 +80,23 @@ pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     out
 }
 
-/// Transpose of a `rows x cols` matrix drawn from `seed` (uniform in [-1, 1)), checked exactly.
-pub fn prepare<'b, B: FamilyBackend>(
-    backend: &'b B,
-    problem: TransposeProblem,
-    config: TransposeConfig,
-    variant: Variant,
-    seed: u64,
-) -> Result<Launch<'b, B>> {
-    let TransposeProblem { rows, cols } = problem;
-    match config.fits() {
+/// The transpose's one validation: `config` for `problem` on `target`, and what it asks for.
+/// `prepare` calls it first and the tuner filters with it: the tile rules and layout
+/// (`TransposeConfig::fits`), sides within one tile of 2^32 (both forms compute a tile's rows
+/// and columns as u32: `r0 + j` with `j < tile`, and WGSL's `cols + TILE - 1`; a side that
+/// wraps would overwrite valid rows), and on WGSL its u32 element index and tile counter.
+pub fn check(problem: &TransposeProblem, config: &TransposeConfig, target: &Target) -> Result<Footprint> {
+    let TransposeProblem { rows, cols } = *problem;
+    let launch_bytes = match config.fits() {
         Err(TransposeRefusal::Layout(source)) => return Err(Error::Layout { kernel: KERNEL.into(), source }),
         Err(why) => return Err(invalid(KERNEL, why.to_string())),
-        Ok(_) => {}
-    }
-    let elems = rows as u64 * cols as u64;
-    // Both forms compute a tile's rows and columns as u32 (`r0 + j` with `j < tile`, and
-    // WGSL's `cols + TILE - 1`): a side within one tile of 2^32 would wrap onto valid
-    // rows and overwrite them.
+        Ok(bytes) => bytes,
+    };
     let side_limit = u32::MAX as u64 - config.tile as u64;
     crate::contract::check_index(KERNEL, "rows", rows as u64, side_limit, "u32 (tile row)")?;
     crate::contract::check_index(KERNEL, "cols", cols as u64, side_limit, "u32 (tile column)")?;
-    if backend.kind() == BackendKind::Wgsl {
-        crate::contract::check_index(KERNEL, "rows * cols", elems, u32::MAX as u64, "WGSL u32")?;
+    if target.backend == BackendKind::Wgsl {
+        crate::contract::check_index(KERNEL, "rows * cols", rows as u64 * cols as u64, u32::MAX as u64, "WGSL u32")?;
         let tiles_plus_grid = config.square_tiles(rows, cols) + config.grid(rows, cols) as u64;
         crate::contract::check_index(
             KERNEL,
@@ -110,6 +106,26 @@ pub fn prepare<'b, B: FamilyBackend>(
             "WGSL u32 (tile counter)",
         )?;
     }
+    let (launch_bytes, static_bytes) = match target.variant {
+        Variant::LaunchSized => (launch_bytes, 0),
+        Variant::CudaStatic => (0, cuda_source(config).static_bytes),
+        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_spec(config, target.variant).static_bytes),
+    };
+    Ok(Footprint { threads: config.block, grid: config.grid(rows, cols), launch_bytes, static_bytes })
+}
+
+/// Transpose of a `rows x cols` matrix drawn from `seed` (uniform in [-1, 1)), checked exactly.
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: TransposeProblem,
+    config: TransposeConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<Launch<'b, B>> {
+    let TransposeProblem { rows, cols } = problem;
+    // The one validation (the tuner's filter too), before anything is generated or uploaded.
+    let footprint = check(&problem, &config, &Target::of(backend, variant))?;
+    let elems = rows as u64 * cols as u64;
     // Input and output on the device; the input, the reference, the NaN fill and, in
     // the check, the read-back and the reference as f64 on the host.
     crate::contract::check_footprint(
@@ -120,7 +136,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     )?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let cuda = || cuda_source(&config);
-    let geometry = (config.shared_bytes(), config.grid(rows, cols), config.block);
+    let geometry = (Ok(footprint.launch_bytes), footprint.grid, footprint.threads);
     let launch = Launch::prepare(backend, KERNEL, geometry, variant, &wgsl, &cuda)?;
     let mut rng = SplitMix64::new(seed);
     let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();

@@ -4,8 +4,7 @@ use dynsmem_kernels::transpose::TransposeConfig;
 
 use super::Transpose;
 use crate::backend::BackendKind;
-use crate::backend::Variant;
-use crate::families::transpose::{TransposeProblem, wgsl_spec};
+use crate::families::transpose::TransposeProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
 
@@ -26,15 +25,12 @@ impl Space for Transpose {
         TransposeConfig { block: point[0], tile: point[1], pad: point[2] }
     }
 
+    /// The transpose's one validation ([`super::check`]), as the space's filter reason.
     fn check(
         problem: &TransposeProblem,
         config: &TransposeConfig,
-        _: &Target,
+        target: &Target,
     ) -> std::result::Result<Footprint, String> {
-        let cfg = *config;
-        let launch_bytes = cfg.fits().map_err(|why| why.to_string())?;
-        let static_bytes = wgsl_spec(&cfg, Variant::WgslLiteral).static_bytes;
-        let grid = cfg.grid(problem.rows, problem.cols);
-        Ok(Footprint { threads: cfg.block, grid, launch_bytes, static_bytes })
+        super::check(problem, config, target).map_err(|e| e.to_string())
     }
 }
