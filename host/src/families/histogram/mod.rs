@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::backend::Variant;
 use crate::backend::{Backend, BackendKind};
 use crate::contract::{
-    CudaSource, FamilyBackend, Launch, WgslSpec, fill_template, invalid, invalid_problem, wgsl_sizing,
+    CudaSource, FamilyBackend, Footprint, Launch, Target, WgslSpec, fill_template, invalid, invalid_problem,
+    wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -212,6 +213,38 @@ pub fn reference(keys: &[u32], bins: u32) -> Vec<u32> {
     counts
 }
 
+/// The histogram's one validation: `config` for `problem` on `target`, and what it asks for.
+/// `prepare` calls it first and the tuner filters with it: at least one bin, block, grid
+/// and copy, the cluster (a power of two within the backend's; 1 for the twins), a share of
+/// out-of-range keys of at most 100%, WGSL's u32 grid-stride, and the layout.
+pub fn check(problem: &HistogramProblem, config: &HistogramConfig, target: &Target) -> Result<Footprint> {
+    if problem.bins == 0 {
+        return Err(invalid_problem(KERNEL, "a histogram needs at least one bin"));
+    }
+    if config.copies == 0 || config.block == 0 || config.grid == 0 {
+        return Err(invalid(KERNEL, format!("block, grid and copies must be at least 1 (got {config:?})")));
+    }
+    check_cluster(config, target.variant, target.limits.max_cluster).map_err(|reason| invalid(KERNEL, reason))?;
+    if problem.out_of_range_pct > 100 {
+        return Err(invalid_problem(
+            KERNEL,
+            format!("out_of_range_pct = {}: a share of the keys, at most 100", problem.out_of_range_pct),
+        ));
+    }
+    if target.backend == BackendKind::Wgsl {
+        crate::contract::check_index(KERNEL, "n", problem.n, WGSL_MAX_KEYS, "WGSL u32 (grid-stride)")?;
+    }
+    let layout = config
+        .shared_bytes(problem.bins)
+        .map_err(|source| crate::error::Error::Layout { kernel: KERNEL.into(), source })?;
+    let (launch_bytes, static_bytes) = match target.variant {
+        Variant::LaunchSized => (layout, 0),
+        Variant::CudaStatic => (0, cuda_source(problem, config).static_bytes),
+        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_spec(problem, config, target.variant).static_bytes),
+    };
+    Ok(Footprint { threads: config.block, grid: config.grid, launch_bytes, static_bytes })
+}
+
 /// Validates `problem` and `config` for `backend` (nothing is launched when this fails),
 /// builds the kernel, uploads keys from `seed` and computes the reference.
 pub fn prepare<'b, B: FamilyBackend>(
@@ -221,22 +254,8 @@ pub fn prepare<'b, B: FamilyBackend>(
     variant: Variant,
     seed: u64,
 ) -> Result<Launch<'b, B>> {
-    if problem.bins == 0 {
-        return Err(invalid_problem(KERNEL, "a histogram needs at least one bin"));
-    }
-    if config.copies == 0 || config.block == 0 || config.grid == 0 {
-        return Err(invalid(KERNEL, format!("block, grid and copies must be at least 1 (got {config:?})")));
-    }
-    check_cluster(&config, variant, backend.info().limits.max_cluster).map_err(|reason| invalid(KERNEL, reason))?;
-    if problem.out_of_range_pct > 100 {
-        return Err(invalid_problem(
-            KERNEL,
-            format!("out_of_range_pct = {}: a share of the keys, at most 100", problem.out_of_range_pct),
-        ));
-    }
-    if backend.kind() == BackendKind::Wgsl {
-        crate::contract::check_index(KERNEL, "n", problem.n, WGSL_MAX_KEYS, "WGSL u32 (grid-stride)")?;
-    }
+    // The one validation (the tuner's filter too), before anything is generated or uploaded.
+    let footprint = check(&problem, &config, &Target::of(backend, variant))?;
     // Keys and bins on the device; keys, the reference and its f64 copy on the host.
     let (keys_bytes, bins_bytes) = (crate::contract::bytes_of(problem.n, 4), problem.bins as u64 * 4);
     crate::contract::check_footprint(
@@ -247,7 +266,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     )?;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
-    let geometry = (config.shared_bytes(problem.bins), config.grid, config.block);
+    let geometry = (Ok(footprint.launch_bytes), footprint.grid, footprint.threads);
     let launch = Launch::prepare(backend, KERNEL, geometry, variant, &wgsl, &cuda)?.clustered(config.cluster)?;
     let data = inputs(&problem, seed);
     let expected: Vec<f64> = reference(&data, problem.bins).into_iter().map(f64::from).collect();

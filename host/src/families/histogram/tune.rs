@@ -7,9 +7,7 @@ use dynsmem_kernels::histogram::HistogramConfig;
 
 use super::Histogram;
 use crate::backend::BackendKind;
-use crate::backend::Variant;
-use crate::contract::layout_reason;
-use crate::families::histogram::{HistogramProblem, wgsl_spec};
+use crate::families::histogram::HistogramProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
 
@@ -46,18 +44,12 @@ impl Space for Histogram {
         }
     }
 
+    /// The histogram's one validation ([`super::check`]), as the space's filter reason.
     fn check(
         problem: &HistogramProblem,
         config: &HistogramConfig,
         target: &Target,
     ) -> std::result::Result<Footprint, String> {
-        let cfg = *config;
-        if cfg.block == 0 || cfg.copies == 0 || cfg.grid == 0 {
-            return Err("block, copies and grid must be at least 1".into());
-        }
-        super::check_cluster(&cfg, target.variant, target.limits.max_cluster)?;
-        let launch_bytes = cfg.shared_bytes(problem.bins).map_err(layout_reason)?;
-        let static_bytes = wgsl_spec(problem, &cfg, Variant::WgslLiteral).static_bytes;
-        Ok(Footprint { threads: cfg.block, grid: cfg.grid, launch_bytes, static_bytes })
+        super::check(problem, config, target).map_err(|e| e.to_string())
     }
 }

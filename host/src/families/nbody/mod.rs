@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::backend::Variant;
 
 use crate::contract::{
-    CudaSource, Data, FamilyBackend, Launch, LaunchElement, WgslSpec, fill_template, invalid, invalid_problem,
-    wgsl_sizing,
+    CudaSource, Data, FamilyBackend, Footprint, Launch, LaunchElement, Target, WgslSpec, fill_template, invalid,
+    invalid_problem, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -102,15 +102,10 @@ pub fn reference_body(pos: &[[f32; 4]], vel: &[[f32; 4]], i: usize, p: &NbodyPro
     ([np[0], np[1], np[2], me[3], nv[0], nv[1], nv[2], 0.0], [sp[0], sp[1], sp[2], 0.0, sv[0], sv[1], sv[2], 0.0])
 }
 
-/// One step of `n` bodies drawn from `seed`; up to [`CHECKED_BODIES`] of them (the first, the last
-/// and seeded others) are checked against the f64 reference.
-pub fn prepare<'b, B: FamilyBackend>(
-    backend: &'b B,
-    problem: NbodyProblem,
-    config: NbodyConfig,
-    variant: Variant,
-    seed: u64,
-) -> Result<Launch<'b, B>> {
+/// The n-body step's one validation: `config` for `problem` on `target`, and what it asks
+/// for. `prepare` calls it first and the tuner filters with it: a block and tile of at
+/// least one, a positive softening and a finite step, u32 body indices, and the layout.
+pub fn check(problem: &NbodyProblem, config: &NbodyConfig, target: &Target) -> Result<Footprint> {
     if config.block == 0 || config.tile == 0 {
         return Err(invalid(KERNEL, format!("block and tile must be at least 1 (got {config:?})")));
     }
@@ -123,6 +118,28 @@ pub fn prepare<'b, B: FamilyBackend>(
     let threads = config.grid(problem.n) as u64 * config.block as u64;
     crate::contract::check_index(KERNEL, "grid * block", threads, u32::MAX as u64 + 1, "u32 (body index)")?;
     crate::contract::check_index(KERNEL, "n + tile", n + config.tile as u64, u32::MAX as u64, "u32 (tile start)")?;
+    let layout =
+        config.shared_bytes().map_err(|source| crate::error::Error::Layout { kernel: KERNEL.into(), source })?;
+    let (launch_bytes, static_bytes) = match target.variant {
+        Variant::LaunchSized => (layout, 0),
+        Variant::CudaStatic => (0, cuda_source(config).static_bytes),
+        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_static_bytes(config)),
+    };
+    Ok(Footprint { threads: config.block, grid: config.grid(problem.n), launch_bytes, static_bytes })
+}
+
+/// One step of `n` bodies drawn from `seed`; up to [`CHECKED_BODIES`] of them (the first, the last
+/// and seeded others) are checked against the f64 reference.
+pub fn prepare<'b, B: FamilyBackend>(
+    backend: &'b B,
+    problem: NbodyProblem,
+    config: NbodyConfig,
+    variant: Variant,
+    seed: u64,
+) -> Result<Launch<'b, B>> {
+    // The one validation (the tuner's filter too), before anything is generated or uploaded.
+    let footprint = check(&problem, &config, &Target::of(backend, variant))?;
+    let n = problem.n as u64;
     // Four 16-byte-per-body buffers on the device; positions and velocities (twice: as
     // generated and flattened), the NaN fill and the read-back on the host.
     crate::contract::check_footprint(
@@ -133,7 +150,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     )?;
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let cuda = || cuda_source(&config);
-    let geometry = (config.shared_bytes(), config.grid(problem.n), config.block);
+    let geometry = (Ok(footprint.launch_bytes), footprint.grid, footprint.threads);
     let launch = Launch::prepare(backend, KERNEL, geometry, variant, &wgsl, &cuda)?;
     let n = problem.n as usize;
     let mut rng = SplitMix64::new(seed);

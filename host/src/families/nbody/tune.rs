@@ -3,8 +3,7 @@
 use dynsmem_kernels::nbody::NbodyConfig;
 
 use super::Nbody;
-use crate::contract::layout_reason;
-use crate::families::nbody::{NbodyProblem, wgsl_static_bytes};
+use crate::families::nbody::NbodyProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
 
@@ -21,13 +20,8 @@ impl Space for Nbody {
         NbodyConfig { block: point[0], tile: point[1] }
     }
 
-    fn check(problem: &NbodyProblem, config: &NbodyConfig, _: &Target) -> std::result::Result<Footprint, String> {
-        let cfg = *config;
-        if cfg.block == 0 || cfg.tile == 0 {
-            return Err("block and tile must be at least 1".into());
-        }
-        let launch_bytes = cfg.shared_bytes().map_err(layout_reason)?;
-        let static_bytes = wgsl_static_bytes(&cfg);
-        Ok(Footprint { threads: cfg.block, grid: cfg.grid(problem.n), launch_bytes, static_bytes })
+    /// The n-body step's one validation ([`super::check`]), as the space's filter reason.
+    fn check(problem: &NbodyProblem, config: &NbodyConfig, target: &Target) -> std::result::Result<Footprint, String> {
+        super::check(problem, config, target).map_err(|e| e.to_string())
     }
 }

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::backend::Variant;
 use crate::backend::{Arg, BackendKind, Buffer, KernelName, LaunchDims};
 use crate::contract::{
-    Built, CudaSource, FamilyBackend, KernelInfo, KernelSpec, WgslSpec, Workload, fill_template, invalid,
-    invalid_problem, wgsl_sizing,
+    Built, CudaSource, FamilyBackend, Footprint, KernelInfo, KernelSpec, Target, WgslSpec, Workload, fill_template,
+    invalid, invalid_problem, wgsl_sizing,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -168,6 +168,49 @@ pub struct ScanWorkload<'b, B: FamilyBackend, T: Element> {
     expected: (Vec<f64>, Vec<f64>),
 }
 
+/// The scan's one validation: `config` for `problem` on `target`, and what it asks for.
+/// `prepare` calls it first and the tuner filters with it: a tile of at least one element,
+/// whole 16-byte vectors per thread for the Rust kernels and the CUDA C twin, a block per
+/// tile within a grid (the look-back forms), WGSL's u32 indices, and the layout.
+pub fn check(problem: &ScanProblem, config: &ScanConfig, target: &Target) -> Result<Footprint> {
+    let kernel = entry(problem.dtype);
+    if config.tile().is_none_or(|t| t == 0) {
+        return Err(invalid(kernel, format!("block and items_per_thread must be at least 1 (got {config:?})")));
+    }
+    if target.backend != BackendKind::Wgsl && !config.fits() {
+        return Err(invalid(
+            kernel,
+            format!(
+                "items_per_thread must be a multiple of 4 (whole 16-byte vectors), got {}",
+                config.items_per_thread
+            ),
+        ));
+    }
+    if target.backend == BackendKind::Wgsl && problem.n > (u32::MAX / 2) as u64 {
+        return Err(invalid_problem(kernel, format!("n = {}: the WGSL path indexes with u32", problem.n)));
+    }
+    let layout = config.shared_bytes().map_err(|source| Error::Layout { kernel: kernel.into(), source })?;
+    let tiles = config.tiles(problem.n);
+    let look_back = |static_bytes| -> Result<Footprint> {
+        // One block per tile with decoupled look-back.
+        let grid = u32::try_from(tiles)
+            .map_err(|_| invalid_problem(kernel, format!("{tiles} tiles: more blocks than a grid holds")))?;
+        let launch_bytes = if target.variant == Variant::LaunchSized { layout } else { 0 };
+        Ok(Footprint { threads: config.block, grid, launch_bytes, static_bytes })
+    };
+    match target.variant {
+        Variant::LaunchSized => look_back(0),
+        Variant::CudaStatic => look_back(cuda_source(problem.dtype, config).static_bytes),
+        // The WGSL passes loop over the tiles past 65535 workgroups.
+        Variant::WgslLiteral | Variant::WgslOverride => Ok(Footprint {
+            threads: config.block,
+            grid: tiles.min(WGSL_MAX_GRID) as u32,
+            launch_bytes: 0,
+            static_bytes: wgsl_spec(problem.dtype, config, target.variant, "tile_sums").static_bytes,
+        }),
+    }
+}
+
 pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
     backend: &'b B,
     problem: ScanProblem,
@@ -179,30 +222,16 @@ pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
     if T::DTYPE != problem.dtype {
         return Err(invalid_problem(kernel, format!("{} data for a {} scan", T::DTYPE.name(), problem.dtype.name())));
     }
-    let Some(tile) = config.tile().filter(|&t| t > 0) else {
-        return Err(invalid(kernel, format!("block and items_per_thread must be at least 1 (got {config:?})")));
-    };
-    if backend.kind() != BackendKind::Wgsl && !config.fits() {
-        return Err(invalid(
-            kernel,
-            format!(
-                "items_per_thread must be a multiple of 4 (whole 16-byte vectors), got {}",
-                config.items_per_thread
-            ),
-        ));
-    }
-    if backend.kind() == BackendKind::Wgsl && problem.n > (u32::MAX / 2) as u64 {
-        return Err(invalid_problem(kernel, format!("n = {}: the WGSL path indexes with u32", problem.n)));
-    }
     if !backend.variants().contains(&variant) {
         return Err(Error::Unsupported { backend: backend.kind(), what: format!("the {variant} variant of {kernel}") });
     }
-    let launch_bytes = config.shared_bytes().map_err(|source| Error::Layout { kernel: kernel.into(), source })?;
+    // The one validation (the tuner's filter too), before anything is generated or uploaded.
+    let footprint = check(&problem, &config, &Target::of(backend, variant))?;
+    let (tile, launch_bytes) = (config.tile().unwrap_or(1), footprint.launch_bytes);
     let tiles = config.tiles(problem.n);
     let mut levels = Vec::new();
     let (plan, name) = if matches!(variant, Variant::LaunchSized | Variant::CudaStatic) {
-        let grid = u32::try_from(tiles)
-            .map_err(|_| invalid_problem(kernel, format!("{tiles} tiles: more blocks than a grid holds")))?;
+        let grid = footprint.grid;
         let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
         backend.check_launch(kernel, LaunchDims::new(grid, config.block, shared_bytes))?;
         let cuda = || cuda_source(problem.dtype, &config);
