@@ -18,14 +18,13 @@
 //! taken to be the launch-sized bytes. Without a twin, its variants are a typed refusal.
 
 use std::cell::OnceCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use dynsmem_kernels::KernelEntry;
 use dynsmem_kernels::entry::ParamKind;
-use dynsmem_kernels::layout::LayoutError;
 
 use super::launch::{Launch, OutputCheck};
+pub use super::values::{Data, Fill, Params, Scalar, SharedBytes};
 use super::wgsl::{WgslSpec, fill_template, wgsl_sizing};
 use super::{CudaSource, FamilyBackend, Footprint, Prepared, Workload};
 use crate::backend::cpu::CpuBackend;
@@ -35,116 +34,11 @@ use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
-/// The values of a kernel's parameters at one point of its space: `p["block"]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Params(pub BTreeMap<&'static str, u32>);
-
-impl std::ops::Index<&str> for Params {
-    type Output = u32;
-    /// Panics naming the parameter when the kernel declares none of that name: a typo in
-    /// a closure of the contract, found on its first call.
-    fn index(&self, name: &str) -> &u32 {
-        self.0.get(name).unwrap_or_else(|| panic!("no parameter `{name}` (the kernel has {:?})", self.0.keys()))
-    }
-}
-
-/// How an input buffer is filled.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Fill {
-    /// f32 uniform in [-1, 1) from this seed.
-    Random(u64),
-    /// Every element this f32 value.
-    Value(f32),
-}
-
-/// A buffer's contents on the host.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Data {
-    F32(Vec<f32>),
-    U32(Vec<u32>),
-}
-
-impl From<Vec<f32>> for Data {
-    fn from(v: Vec<f32>) -> Data {
-        Data::F32(v)
-    }
-}
-impl From<Vec<u32>> for Data {
-    fn from(v: Vec<u32>) -> Data {
-        Data::U32(v)
-    }
-}
-
-impl Data {
-    pub fn len(&self) -> usize {
-        match self {
-            Data::F32(v) => v.len(),
-            Data::U32(v) => v.len(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// The values widened to f64, as checks compare them.
-    pub fn to_f64(&self) -> Vec<f64> {
-        match self {
-            Data::F32(v) => v.iter().map(|&x| x as f64).collect(),
-            Data::U32(v) => v.iter().map(|&x| x as f64).collect(),
-        }
-    }
-}
-
-/// A scalar argument: a fixed value, or a parameter's value at the launched point.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Scalar {
-    U32(u32),
-    U64(u64),
-    F32(f32),
-    Param(&'static str),
-}
-
-impl From<u32> for Scalar {
-    fn from(v: u32) -> Scalar {
-        Scalar::U32(v)
-    }
-}
-impl From<u64> for Scalar {
-    fn from(v: u64) -> Scalar {
-        Scalar::U64(v)
-    }
-}
-impl From<f32> for Scalar {
-    fn from(v: f32) -> Scalar {
-        Scalar::F32(v)
-    }
-}
-
 #[derive(Debug, Clone)]
 enum ArgSpec {
     Input(&'static str, Rc<Data>),
     Output(&'static str, Data),
     Scalar(&'static str, Scalar),
-}
-
-/// Launch-sized bytes as a parameter function returns them: a byte count, or a layout's
-/// result (the same `layout` code the kernel carves with).
-pub trait SharedBytes {
-    fn into_bytes(self) -> std::result::Result<u32, String>;
-}
-impl SharedBytes for u32 {
-    fn into_bytes(self) -> std::result::Result<u32, String> {
-        Ok(self)
-    }
-}
-impl SharedBytes for u64 {
-    fn into_bytes(self) -> std::result::Result<u32, String> {
-        u32::try_from(self).map_err(|_| format!("{self} launch-sized bytes: past u32"))
-    }
-}
-impl SharedBytes for std::result::Result<u32, LayoutError> {
-    fn into_bytes(self) -> std::result::Result<u32, String> {
-        self.map_err(|e| format!("shared-memory layout: {e}"))
-    }
 }
 
 /// How the outputs are checked.

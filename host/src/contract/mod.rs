@@ -17,6 +17,7 @@
 
 mod builder;
 mod launch;
+mod values;
 mod wgsl;
 
 pub use builder::{CPU_RUN_RTOL, Check, Data, Fill, Kernel, KernelWorkload, Params, Scalar, SharedBytes};
