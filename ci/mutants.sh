@@ -32,7 +32,8 @@ export DYNSMEM_DEVICE_IMAGES=none
 files=()
 if [[ " $* " != *" -f "* && " $* " != *" --file "* ]]; then
   files=(-f 'device-kernels/src/*.rs' -f 'device-kernels/src/gpu/host.rs' -f host/src/verify.rs
-    -f 'host/src/families/*/mod.rs' -f host/src/backend/cpu/mod.rs)
+    -f 'host/src/families/*/mod.rs' -f 'host/src/families/*/check.rs' -f 'host/src/families/*/workload.rs'
+    -f host/src/backend/cpu/mod.rs -f host/src/backend/cpu/execute.rs)
 fi
 
 # The suites that run the Rust kernels on the CPU backend, and the checks' own tests

@@ -2,7 +2,7 @@
 // The block and thread mapping of device-kernels/src/sgemm.rs (read that first), with its
 // tiles in `var<workgroup>` arrays whose sizes are fixed when the pipeline is created.
 //
-// Template slot (the name in double braces), filled by host/src/families/sgemm/mod.rs:
+// Template slot (the name in double braces), filled by host/src/families/sgemm/mod.rs (wgsl_spec):
 //   SIZING   declarations (u32) of BM, BN, BK (the block tile), STAGES (1 or 2), THREADS
 //            (= BM/8 * BN/8), LOADS_A and LOADS_B (16-byte chunks of the A and B tiles each
 //            thread copies per k-tile: ceil(BM*BK/4 / THREADS), ceil(BK*BN/4 / THREADS))
