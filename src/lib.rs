@@ -125,18 +125,11 @@ pub fn runs_cpu(asked: &[BackendKind], rust_gpu_ran: bool) -> bool {
     asked.contains(&BackendKind::Cpu) || (asked.is_empty() && !rust_gpu_ran)
 }
 
-/// The typed backend of a probe of `kind`'s row.
-fn typed<B>(p: Probe<OwnedBackend>, f: impl FnOnce(OwnedBackend) -> Option<B>) -> Probe<B> {
-    match p {
-        Probe::Ready(b) => Probe::Ready(f(b).expect("a row probes its own kind")),
-        Probe::Unavailable(k, why) => Probe::Unavailable(k, why),
-    }
-}
-
 /// CUDA device `ordinal` with the embedded PTX (and the PTX of [`families`]' own images)
 /// loaded and the embedded twin cubins at hand, or why not.
 pub fn cuda(ordinal: usize) -> Probe<CudaBackend> {
-    typed(probe(BackendKind::Cuda, ordinal), |b| if let OwnedBackend::Cuda(b) = b { Some(b) } else { None })
+    probe(BackendKind::Cuda, ordinal)
+        .map(|b| if let OwnedBackend::Cuda(b) = b { b } else { unreachable!("the CUDA row probes CUDA") })
 }
 
 /// The CPU backend, running the built-in kernels and those of [`families`]' own images.
@@ -150,12 +143,14 @@ pub fn cpu() -> CpuBackend {
 /// AMD GPU `ordinal` through HIP with the embedded code object for its `gfx` target, or why
 /// not. Only the built-in image: a family's own AMD image is not loaded beside it yet.
 pub fn hip(ordinal: usize) -> Probe<HipBackend> {
-    typed(probe(BackendKind::Hip, ordinal), |b| if let OwnedBackend::Hip(b) = b { Some(b) } else { None })
+    probe(BackendKind::Hip, ordinal)
+        .map(|b| if let OwnedBackend::Hip(b) = b { b } else { unreachable!("the HIP row probes HIP") })
 }
 
 /// The preferred Vulkan adapter through wgpu, or why not.
 pub fn wgsl() -> Probe<WgpuBackend> {
-    typed(probe(BackendKind::Wgsl, 0), |b| if let OwnedBackend::Wgsl(b) = b { Some(b) } else { None })
+    probe(BackendKind::Wgsl, 0)
+        .map(|b| if let OwnedBackend::Wgsl(b) = b { b } else { unreachable!("the WGSL row probes WGSL") })
 }
 
 /// Provenance for records a backend makes under `command`.

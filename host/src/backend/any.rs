@@ -160,7 +160,7 @@ pub const BACKENDS: [BackendRow; 4] = [
             memory: "hipMemGetInfo total",
         },
         rust_gpu: true,
-        probe: |images, ordinal| map_probe(HipBackend::probe(ordinal, images.amdgpu), OwnedBackend::Hip),
+        probe: |images, ordinal| HipBackend::probe(ordinal, images.amdgpu).map(OwnedBackend::Hip),
         image: |i| {
             let archs: Vec<&str> = i.amdgpu.iter().map(|(a, _)| *a).collect();
             let parts = i.amdgpu.iter().flat_map(|(a, o)| [a.as_bytes(), &o[..]]).collect();
@@ -175,7 +175,7 @@ pub const BACKENDS: [BackendRow; 4] = [
             memory: "the adapter's memory",
         },
         rust_gpu: false,
-        probe: |_, _| map_probe(WgpuBackend::probe(), OwnedBackend::Wgsl),
+        probe: |_, _| WgpuBackend::probe().map(OwnedBackend::Wgsl),
         image: |i| ("wgsl source (naga -> SPIR-V)".into(), i.wgsl.iter().map(|t| t.as_bytes()).collect()),
     },
     BackendRow {
@@ -197,13 +197,6 @@ pub const BACKENDS: [BackendRow; 4] = [
     },
 ];
 
-fn map_probe<B>(p: Probe<B>, f: impl FnOnce(B) -> OwnedBackend) -> Probe<OwnedBackend> {
-    match p {
-        Probe::Ready(b) => Probe::Ready(f(b)),
-        Probe::Unavailable(k, why) => Probe::Unavailable(k, why),
-    }
-}
-
 /// CUDA device `ordinal` with every PTX image of `images` loaded (the first as its module,
 /// the others beside it) and the twins' cubins at hand.
 fn probe_cuda(images: &Images<'_>, ordinal: usize) -> Probe<OwnedBackend> {
@@ -216,8 +209,8 @@ fn probe_cuda(images: &Images<'_>, ordinal: usize) -> Probe<OwnedBackend> {
                 .into(),
         );
     };
-    let mut b = match CudaBackend::probe(ordinal, first) {
-        Probe::Ready(b) => b.with_twin_cubins(images.twin_cubins),
+    let mut b = match CudaBackend::probe(ordinal, first).map(|b| b.with_twin_cubins(images.twin_cubins)) {
+        Probe::Ready(b) => b,
         Probe::Unavailable(k, why) => return Probe::Unavailable(k, why),
     };
     for p in ptx {

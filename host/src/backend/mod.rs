@@ -445,6 +445,16 @@ pub enum Probe<B> {
     Unavailable(BackendKind, String),
 }
 
+impl<B> Probe<B> {
+    /// The ready backend through `f`; an unavailable one keeps its reason.
+    pub fn map<C>(self, f: impl FnOnce(B) -> C) -> Probe<C> {
+        match self {
+            Probe::Ready(b) => Probe::Ready(f(b)),
+            Probe::Unavailable(k, why) => Probe::Unavailable(k, why),
+        }
+    }
+}
+
 /// How a kernel gets its workgroup memory: the axis the project compares along.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

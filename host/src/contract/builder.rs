@@ -192,8 +192,9 @@ impl Kernel {
         self.default_point = Some(point.to_vec());
         self
     }
-    /// Bytes one launch must move, for its GB/s (default: every buffer argument once), and
-    /// its floating-point operations, for its TFLOP/s (default: none reported).
+    /// What one launch must do, as records divide it by the time: the bytes it must move
+    /// (default: every buffer argument once) and its floating-point operations (default:
+    /// none, so no compute rate is reported).
     pub fn work(mut self, bytes: Option<u64>, flops: f64) -> Kernel {
         self.work = (bytes, flops);
         self
