@@ -68,6 +68,25 @@ pub struct Footprint {
 }
 
 impl Footprint {
+    /// The footprint of the form `variant` builds: `threads` x `grid`, with the Rust kernel's
+    /// launch-sized bytes (`launch`) or the static bytes of its CUDA C twin (`cuda`) or WGSL
+    /// twin (`wgsl`, given the variant). Each closure is called for its own variants only, so
+    /// one form's refusal (its layout, its arrays) does not stop the others.
+    pub fn of_variant(
+        variant: Variant,
+        (threads, grid): (u32, u32),
+        launch: impl FnOnce() -> Result<u32>,
+        cuda: impl FnOnce() -> Result<u32>,
+        wgsl: impl FnOnce(Variant) -> Result<u32>,
+    ) -> Result<Footprint> {
+        let (launch_bytes, static_bytes) = match variant {
+            Variant::LaunchSized => (launch()?, 0),
+            Variant::CudaStatic => (0, cuda()?),
+            Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl(variant)?),
+        };
+        Ok(Footprint { threads, grid, launch_bytes, static_bytes })
+    }
+
     /// The workgroup bytes the target's variant uses: launch-sized for the Rust kernels,
     /// static for WGSL. What the plots put on their x axis.
     pub fn shared_bytes(&self, variant: Variant) -> u32 {

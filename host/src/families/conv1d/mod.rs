@@ -184,12 +184,13 @@ pub fn check(problem: &Conv1dProblem, config: &Conv1dConfig, target: &Target) ->
         return Err(invalid_problem(entry, format!("n = {n}: the WGSL path indexes with u32")));
     }
     let layout = config.shared_bytes(taps).map_err(|source| Error::Layout { kernel: entry.into(), source })?;
-    let (launch_bytes, static_bytes) = match target.variant {
-        Variant::LaunchSized => (layout, 0),
-        Variant::CudaStatic => (0, cuda_source(problem, config).static_bytes),
-        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_spec(problem, config, target.variant).static_bytes),
-    };
-    Ok(Footprint { threads: config.block, grid: config.grid(n), launch_bytes, static_bytes })
+    Footprint::of_variant(
+        target.variant,
+        (config.block, config.grid(n)),
+        || Ok(layout),
+        || Ok(cuda_source(problem, config).static_bytes),
+        |v| Ok(wgsl_spec(problem, config, v).static_bytes),
+    )
 }
 
 /// `n` samples drawn from `seed` (uniform in [-1, 1)) through a `taps`-tap filter drawn from it too.

@@ -237,12 +237,13 @@ pub fn check(problem: &HistogramProblem, config: &HistogramConfig, target: &Targ
     let layout = config
         .shared_bytes(problem.bins)
         .map_err(|source| crate::error::Error::Layout { kernel: KERNEL.into(), source })?;
-    let (launch_bytes, static_bytes) = match target.variant {
-        Variant::LaunchSized => (layout, 0),
-        Variant::CudaStatic => (0, cuda_source(problem, config).static_bytes),
-        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_spec(problem, config, target.variant).static_bytes),
-    };
-    Ok(Footprint { threads: config.block, grid: config.grid, launch_bytes, static_bytes })
+    Footprint::of_variant(
+        target.variant,
+        (config.block, config.grid),
+        || Ok(layout),
+        || Ok(cuda_source(problem, config).static_bytes),
+        |v| Ok(wgsl_spec(problem, config, v).static_bytes),
+    )
 }
 
 /// Validates `problem` and `config` for `backend` (nothing is launched when this fails),

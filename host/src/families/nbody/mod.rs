@@ -120,12 +120,13 @@ pub fn check(problem: &NbodyProblem, config: &NbodyConfig, target: &Target) -> R
     crate::contract::check_index(KERNEL, "n + tile", n + config.tile as u64, u32::MAX as u64, "u32 (tile start)")?;
     let layout =
         config.shared_bytes().map_err(|source| crate::error::Error::Layout { kernel: KERNEL.into(), source })?;
-    let (launch_bytes, static_bytes) = match target.variant {
-        Variant::LaunchSized => (layout, 0),
-        Variant::CudaStatic => (0, cuda_source(config).static_bytes),
-        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_static_bytes(config)),
-    };
-    Ok(Footprint { threads: config.block, grid: config.grid(problem.n), launch_bytes, static_bytes })
+    Footprint::of_variant(
+        target.variant,
+        (config.block, config.grid(problem.n)),
+        || Ok(layout),
+        || Ok(cuda_source(config).static_bytes),
+        |_| Ok(wgsl_static_bytes(config)),
+    )
 }
 
 /// One step of `n` bodies drawn from `seed`; up to [`CHECKED_BODIES`] of them (the first, the last

@@ -230,19 +230,15 @@ pub fn check(problem: &ReduceProblem, config: &ReduceConfig, target: &Target) ->
             config.grid(len)
         )));
     }
-    let launch_bytes = match target.variant {
-        Variant::LaunchSized => {
-            config.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: name.into(), source })?
-        }
-        _ => 0,
-    };
-    let static_bytes = match target.variant {
-        Variant::WgslLiteral | Variant::WgslOverride => {
-            wgsl_static_bytes(dtype, config).ok_or_else(|| invalid("static workgroup arrays over 4 GiB".into()))?
-        }
-        _ => 0,
-    };
-    Ok(Footprint { threads: config.block, grid: config.grid(n), launch_bytes, static_bytes })
+    // 0 for the cuda-static twin: its arrays are known once NVRTC has compiled it, and its
+    // build refuses them past the static limit.
+    Footprint::of_variant(
+        target.variant,
+        (config.block, config.grid(n)),
+        || config.shared_bytes(dtype).map_err(|source| Error::Layout { kernel: name.into(), source }),
+        || Ok(0),
+        |_| wgsl_static_bytes(dtype, config).ok_or_else(|| invalid("static workgroup arrays over 4 GiB".into())),
+    )
 }
 
 impl<'b, B: FamilyBackend> ReducePlan<'b, B> {

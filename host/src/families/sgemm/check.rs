@@ -148,12 +148,13 @@ pub fn check(problem: &SgemmProblem, config: &SgemmConfig, fixed: bool, target: 
     let layout = |b: std::result::Result<u32, dynsmem_kernels::layout::LayoutError>| {
         b.map_err(|source| Error::Layout { kernel: entry.into(), source })
     };
-    let (launch_bytes, static_bytes) = match variant {
-        Variant::LaunchSized => (layout(config.shared_bytes(eb))?, 0),
-        Variant::CudaStatic => (0, layout(config.shared_bytes(eb))?),
-        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_static_bytes(&config).min(u32::MAX as u64) as u32),
-    };
-    Ok(Footprint { threads, grid: grid as u32, launch_bytes, static_bytes })
+    Footprint::of_variant(
+        variant,
+        (threads, grid as u32),
+        || layout(config.shared_bytes(eb)),
+        || layout(config.shared_bytes(eb)),
+        |_| Ok(wgsl_static_bytes(&config).min(u32::MAX as u64) as u32),
+    )
 }
 
 /// Why the tensor-map kernels have no entry for the tile of `cfg` ([`SgemmConfig::fits`] with

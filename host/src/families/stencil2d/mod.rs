@@ -227,12 +227,13 @@ pub fn check(problem: &Stencil2dProblem, config: &Stencil2dConfig, target: &Targ
         return Err(invalid_problem(entry, format!("{width} x {height}: the WGSL path indexes with u32")));
     }
     let layout = config.shared_bytes(radius).map_err(|source| Error::Layout { kernel: entry.into(), source })?;
-    let (launch_bytes, static_bytes) = match target.variant {
-        Variant::LaunchSized => (layout, 0),
-        Variant::CudaStatic => (0, cuda_source(problem, config).static_bytes),
-        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_spec(problem, config, target.variant).static_bytes),
-    };
-    Ok(Footprint { threads: config.block, grid: config.grid(width, height), launch_bytes, static_bytes })
+    Footprint::of_variant(
+        target.variant,
+        (config.block, config.grid(width, height)),
+        || Ok(layout),
+        || Ok(cuda_source(problem, config).static_bytes),
+        |v| Ok(wgsl_spec(problem, config, v).static_bytes),
+    )
 }
 
 /// A `width x height` image drawn from `seed` (uniform in [0, 1)) through the problem's blur.

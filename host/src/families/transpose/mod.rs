@@ -106,12 +106,13 @@ pub fn check(problem: &TransposeProblem, config: &TransposeConfig, target: &Targ
             "WGSL u32 (tile counter)",
         )?;
     }
-    let (launch_bytes, static_bytes) = match target.variant {
-        Variant::LaunchSized => (launch_bytes, 0),
-        Variant::CudaStatic => (0, cuda_source(config).static_bytes),
-        Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl_spec(config, target.variant).static_bytes),
-    };
-    Ok(Footprint { threads: config.block, grid: config.grid(rows, cols), launch_bytes, static_bytes })
+    Footprint::of_variant(
+        target.variant,
+        (config.block, config.grid(rows, cols)),
+        || Ok(launch_bytes),
+        || Ok(cuda_source(config).static_bytes),
+        |v| Ok(wgsl_spec(config, v).static_bytes),
+    )
 }
 
 /// Transpose of a `rows x cols` matrix drawn from `seed` (uniform in [-1, 1)), checked exactly.
