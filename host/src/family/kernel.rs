@@ -224,6 +224,15 @@ impl KernelFamily {
     }
 }
 
+/// Whether `kernel` has a form in `variant`: the Rust kernel always, a twin where described.
+fn has_form(kernel: &Kernel, variant: Variant) -> bool {
+    match variant {
+        Variant::LaunchSized => true,
+        Variant::CudaStatic => kernel.has_cuda(),
+        Variant::WgslLiteral | Variant::WgslOverride => kernel.has_wgsl(),
+    }
+}
+
 fn problem_json(p: &Problem) -> Value {
     to_json(&p.0)
 }
@@ -354,7 +363,7 @@ impl DynFamily for KernelFamily {
             .filter_map(|given| {
                 let p = self.problem_of(sizes, given).ok()?;
                 let tunable = self.tunable_of(&p).ok()?;
-                if !self.has_variant(&tunable.problem, variant).ok()? {
+                if !has_form(&tunable.kernel, variant) {
                     return None;
                 }
                 let (config, origin) =
@@ -386,12 +395,7 @@ impl DynFamily for KernelFamily {
         }
     }
     fn has_variant(&self, problem: &Value, variant: Variant) -> Result<bool> {
-        let kernel = self.kernel(&self.parse_problem(problem)?)?;
-        Ok(match variant {
-            Variant::LaunchSized => true,
-            Variant::CudaStatic => kernel.has_cuda(),
-            Variant::WgslLiteral | Variant::WgslOverride => kernel.has_wgsl(),
-        })
+        Ok(has_form(&self.kernel(&self.parse_problem(problem)?)?, variant))
     }
     fn tunable(&self, problem: &Value) -> Result<Option<Box<dyn DynTunable>>> {
         Ok(Some(Box::new(self.tunable_of(&self.parse_problem(problem)?)?)))
