@@ -57,8 +57,8 @@ impl<F: RowFamily> Space for F {
         RowConfig { block: point[0], cluster: point.get(1).copied().unwrap_or(1) }
     }
 
-    fn check(problem: &F::Problem, config: &RowConfig, target: &Target) -> std::result::Result<Footprint, String> {
-        check(&F::KERNEL, F::shape(problem), config, target).map_err(|e| e.to_string())
+    fn check(problem: &F::Problem, config: &RowConfig, target: &Target) -> Result<Footprint> {
+        check(&F::KERNEL, F::shape(problem), config, target)
     }
 }
 

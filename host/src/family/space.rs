@@ -16,11 +16,11 @@ pub trait Space: Family {
     fn params(target: &Target, problem: &Self::Problem) -> Vec<Param>;
     /// The config of a point (its values in [`Space::params`] order).
     fn config_of(point: &[u32]) -> Self::Config;
-    /// The config's constraints (its `fits()`, its layout) and what it asks for;
-    /// `Err(reason)` filters it out before launch. The backend's limits are checked on the
-    /// returned [`Footprint`] by the search space.
-    fn check(problem: &Self::Problem, config: &Self::Config, target: &Target)
-    -> std::result::Result<Footprint, String>;
+    /// The family's one validation (the same function its `prepare` calls first): the
+    /// config's constraints (its `fits()`, its layout) and what it asks for; a refusal
+    /// filters it out before launch, its text the reason. The backend's limits are checked on
+    /// the returned [`Footprint`] by the search space.
+    fn check(problem: &Self::Problem, config: &Self::Config, target: &Target) -> Result<Footprint>;
 }
 
 /// A [`Tunable`] made from the problem alone: what [`Family::tunable`] builds by default.
@@ -59,7 +59,7 @@ impl<F: Space> Tunable for Tuner<F> {
         F::params(target, &self.problem)
     }
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
-        F::check(&self.problem, &F::config_of(point), target)
+        F::check(&self.problem, &F::config_of(point), target).map_err(|e| e.to_string())
     }
     fn config(&self, point: &[u32]) -> F::Config {
         F::config_of(point)

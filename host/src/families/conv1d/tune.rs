@@ -5,6 +5,7 @@ use dynsmem_kernels::conv1d::{Conv1dConfig, OUTPUTS_PER_THREAD};
 
 use super::Conv1d;
 use crate::backend::BackendKind;
+use crate::error::Result;
 use crate::families::conv1d::Conv1dProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
@@ -20,12 +21,7 @@ impl Space for Conv1d {
         Conv1dConfig { block: point[0], outputs_per_thread: point[1] }
     }
 
-    /// Conv1d's one validation ([`super::check`]), as the space's filter reason.
-    fn check(
-        problem: &Conv1dProblem,
-        config: &Conv1dConfig,
-        target: &Target,
-    ) -> std::result::Result<Footprint, String> {
-        super::check(problem, config, target).map_err(|e| e.to_string())
+    fn check(problem: &Conv1dProblem, config: &Conv1dConfig, target: &Target) -> Result<Footprint> {
+        super::check(problem, config, target)
     }
 }

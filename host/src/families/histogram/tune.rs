@@ -7,6 +7,7 @@ use dynsmem_kernels::histogram::HistogramConfig;
 
 use super::Histogram;
 use crate::backend::BackendKind;
+use crate::error::Result;
 use crate::families::histogram::HistogramProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
@@ -44,12 +45,7 @@ impl Space for Histogram {
         }
     }
 
-    /// The histogram's one validation ([`super::check`]), as the space's filter reason.
-    fn check(
-        problem: &HistogramProblem,
-        config: &HistogramConfig,
-        target: &Target,
-    ) -> std::result::Result<Footprint, String> {
-        super::check(problem, config, target).map_err(|e| e.to_string())
+    fn check(problem: &HistogramProblem, config: &HistogramConfig, target: &Target) -> Result<Footprint> {
+        super::check(problem, config, target)
     }
 }

@@ -3,6 +3,7 @@
 use dynsmem_kernels::nbody::NbodyConfig;
 
 use super::Nbody;
+use crate::error::Result;
 use crate::families::nbody::NbodyProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
@@ -20,8 +21,7 @@ impl Space for Nbody {
         NbodyConfig { block: point[0], tile: point[1] }
     }
 
-    /// The n-body step's one validation ([`super::check`]), as the space's filter reason.
-    fn check(problem: &NbodyProblem, config: &NbodyConfig, target: &Target) -> std::result::Result<Footprint, String> {
-        super::check(problem, config, target).map_err(|e| e.to_string())
+    fn check(problem: &NbodyProblem, config: &NbodyConfig, target: &Target) -> Result<Footprint> {
+        super::check(problem, config, target)
     }
 }

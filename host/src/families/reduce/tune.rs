@@ -92,9 +92,8 @@ impl Space for Reduce {
         ReduceConfig { block: point[0], items_per_thread: point[1], staged: point[2] != 0 }
     }
 
-    /// Reduce's one validation ([`super::check`]), as the space's filter reason.
-    fn check(problem: &ReduceProblem, cfg: &ReduceConfig, target: &Target) -> std::result::Result<Footprint, String> {
-        super::check(problem, cfg, target).map_err(|e| e.to_string())
+    fn check(problem: &ReduceProblem, cfg: &ReduceConfig, target: &Target) -> Result<Footprint> {
+        super::check(problem, cfg, target)
     }
 }
 

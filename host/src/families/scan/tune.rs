@@ -4,6 +4,7 @@ use dynsmem_kernels::scan::ScanConfig;
 
 use super::Scan;
 use crate::backend::BackendKind;
+use crate::error::Result;
 use crate::families::scan::ScanProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
@@ -21,8 +22,7 @@ impl Space for Scan {
         ScanConfig { block: point[0], items_per_thread: point[1] }
     }
 
-    /// The scan's one validation ([`super::check`]), as the space's filter reason.
-    fn check(problem: &ScanProblem, config: &ScanConfig, target: &Target) -> std::result::Result<Footprint, String> {
-        super::check(problem, config, target).map_err(|e| e.to_string())
+    fn check(problem: &ScanProblem, config: &ScanConfig, target: &Target) -> Result<Footprint> {
+        super::check(problem, config, target)
     }
 }

@@ -5,6 +5,7 @@ use dynsmem_kernels::stencil2d::Stencil2dConfig;
 
 use super::Stencil2d;
 use crate::backend::BackendKind;
+use crate::error::Result;
 use crate::families::stencil2d::Stencil2dProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
@@ -30,12 +31,7 @@ impl Space for Stencil2d {
         Stencil2dConfig { block: point[0], tile_w: point[1], tile_h: point[2] }
     }
 
-    /// The stencil's one validation ([`super::check`]), as the space's filter reason.
-    fn check(
-        problem: &Stencil2dProblem,
-        config: &Stencil2dConfig,
-        target: &Target,
-    ) -> std::result::Result<Footprint, String> {
-        super::check(problem, config, target).map_err(|e| e.to_string())
+    fn check(problem: &Stencil2dProblem, config: &Stencil2dConfig, target: &Target) -> Result<Footprint> {
+        super::check(problem, config, target)
     }
 }

@@ -4,6 +4,7 @@ use dynsmem_kernels::transpose::TransposeConfig;
 
 use super::Transpose;
 use crate::backend::BackendKind;
+use crate::error::Result;
 use crate::families::transpose::TransposeProblem;
 use crate::family::space::Space;
 use crate::tune::{Footprint, Param, Target};
@@ -25,12 +26,7 @@ impl Space for Transpose {
         TransposeConfig { block: point[0], tile: point[1], pad: point[2] }
     }
 
-    /// The transpose's one validation ([`super::check`]), as the space's filter reason.
-    fn check(
-        problem: &TransposeProblem,
-        config: &TransposeConfig,
-        target: &Target,
-    ) -> std::result::Result<Footprint, String> {
-        super::check(problem, config, target).map_err(|e| e.to_string())
+    fn check(problem: &TransposeProblem, config: &TransposeConfig, target: &Target) -> Result<Footprint> {
+        super::check(problem, config, target)
     }
 }
