@@ -5,7 +5,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use dynsmem::host::Error;
-use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::backend::cpu::{CpuBackend, CpuSchedule};
 use dynsmem::host::backend::{Backend, LaunchDims};
 use dynsmem_kernels::gpu;
 use dynsmem_kernels::gpu::host::FaultKind;
@@ -82,6 +82,34 @@ dynsmem_kernels::kernels! { BROKEN;
             }
             unsafe { gpu::write_global(out.add(b as usize), sum) };
         }
+    }
+
+    /// [`block_sums`] without its barrier (a planted race): thread 0 sums the scratch while
+    /// the other threads may not have written their elements yet.
+    pub fn block_sums_no_barrier(input: *const u32, out: *mut u32) {
+        let (t, b, block) = (gpu::thread_idx_x(), gpu::block_idx_x(), gpu::block_dim_x());
+        let mut carve = Carve::new();
+        let scratch = carve.array::<u32>(block).unwrap_or_else(|_| gpu::trap());
+        let shared = gpu::launch_region(carve.bytes()).array(scratch);
+        unsafe { shared.write(t, gpu::read_global(input.add((b * block + t) as usize))) };
+        if t == 0 {
+            let mut sum = 0u32;
+            for i in 0..block {
+                sum = sum.wrapping_add(unsafe { shared.read(i) });
+            }
+            unsafe { gpu::write_global(out.add(b as usize), sum) };
+        }
+    }
+
+    /// In a cluster: rank 0's odd threads wait at their workgroup's barrier, every other
+    /// thread at the cluster's, so neither barrier is ever complete.
+    pub fn cluster_and_block_barriers(out: *mut u32) {
+        if gpu::micro::cluster_rank() == 0 && gpu::thread_idx_x() % 2 == 1 {
+            gpu::barrier();
+        } else {
+            gpu::micro::cluster_barrier();
+        }
+        unsafe { gpu::write_global(out, 1) };
     }
 
     /// Thread `t` of block `b` copies `input[b * block + t + 1]`: the grid's last thread
@@ -176,7 +204,10 @@ fn an_overrun_of_the_carve_is_reported_with_its_offset() {
             && msg.contains("bytes 128..132 of a 128-byte region"),
         "{msg}"
     );
-    assert!(msg.contains("CPU schedule: seed"), "the message gives the schedule's seed: {msg}");
+    assert!(
+        msg.contains("CPU schedule: ") && msg.contains(", seed 1, launch 0"),
+        "the message gives the schedule and its seed: {msg}"
+    );
 }
 
 #[test]
@@ -290,4 +321,61 @@ fn a_kernel_inside_its_buffers_runs_clean() {
     // The kernels above with launches that stay inside: the checks refuse nothing valid.
     launch_with("reads_one_past", LaunchDims::new(2, 32, 0), Some(65)).unwrap();
     launch_with("copies_past_the_end", LaunchDims::new(1, 8, 8 * 16), Some(32)).unwrap();
+}
+
+/// The block sums of `0, 1, ..` over `grid` blocks of `block`, exact (wrapping).
+fn block_sums_of(grid: u32, block: u32) -> Vec<u32> {
+    (0..grid).map(|b| (0..block).fold(0u32, |s, t| s.wrapping_add(b * block + t))).collect()
+}
+
+/// Runs `kernel` (a block-sums kernel) on `schedule` with seed `seed`; its sums.
+fn block_sums_on(kernel: &str, schedule: CpuSchedule, grid: u32, block: u32) -> Vec<u32> {
+    let cpu = CpuBackend::with_kernels(&[BROKEN]).with_schedule(schedule);
+    let input = cpu.htod(&(0..grid * block).collect::<Vec<u32>>()).unwrap();
+    let out = cpu.alloc::<u32>(grid as usize).unwrap();
+    let k = cpu.kernel(kernel).unwrap();
+    cpu.launch(&k, LaunchDims::new(grid, block, block * 4), &[input.arg(), out.arg()]).unwrap();
+    cpu.dtoh(&out).unwrap()
+}
+
+/// The correct kernel gives the exact sums on both schedules; the same kernel without its
+/// barrier gives wrong sums on both. Stress finds it by timing (thread 0 sums while the
+/// others, woken later, have not written: up to 20 launches); fast by order (each workgroup
+/// runs its threads first-to-last or last-to-first, drawn per workgroup: a first-to-last
+/// workgroup's thread 0 sums before the others write, and reads the region's poison).
+#[test]
+fn a_missing_barrier_is_caught_by_both_schedules() {
+    let (grid, block) = (64, 64);
+    let expected = block_sums_of(grid, block);
+    for schedule in [CpuSchedule::Fast, CpuSchedule::Stress] {
+        assert_eq!(block_sums_on("block_sums", schedule, grid, block), expected, "{schedule:?}");
+        let launches = if schedule == CpuSchedule::Fast { 1 } else { 20 };
+        let caught = (0..launches).any(|_| block_sums_on("block_sums_no_barrier", schedule, grid, block) != expected);
+        assert!(caught, "the {schedule:?} schedule ran a kernel without its barrier {launches} times and saw nothing");
+    }
+}
+
+/// Threads of one workgroup at its barrier and at the cluster's: the fast schedule reports
+/// that no thread can go on instead of spinning for ever.
+#[test]
+fn a_cluster_barrier_met_by_a_workgroup_barrier_is_reported_not_hung() {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let cpu = CpuBackend::with_kernels(&[BROKEN]).with_schedule(CpuSchedule::Fast);
+        let result = (|| {
+            let out = cpu.alloc::<u32>(1)?;
+            let k = cpu.kernel("cluster_and_block_barriers")?;
+            cpu.launch(&k, LaunchDims { grid: 4, block: 8, shared_bytes: 0, cluster: 2 }, &[out.arg()])
+        })();
+        let _ = tx.send(result);
+    });
+    let result = rx.recv_timeout(Duration::from_secs(20)).expect("the launch hung the fast schedule");
+    let (_, _, _, kind, msg) = fault(result);
+    match kind {
+        FaultKind::BarrierDivergence(what) => assert!(
+            what.contains("no thread can go on") && what.contains("cluster barrier") && what.contains("workgroup rank"),
+            "{msg}"
+        ),
+        other => panic!("{other:?}"),
+    }
 }

@@ -11,7 +11,7 @@ use dynsmem::host::contract::FamilyBackend;
 use dynsmem::host::families::FAMILIES;
 use dynsmem::host::family::Sizes;
 
-/// Odd sizes, small enough for the CPU backend (one OS thread per kernel thread).
+/// Odd sizes, small enough for the CPU backend.
 const ODD: Sizes = Sizes { n: 10_007, side: 67, rows: 5, bodies: 101, gemm: 37 };
 
 /// Returns the number of cases verified; panics naming the family, case and error.

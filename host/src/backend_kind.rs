@@ -16,7 +16,8 @@ pub enum BackendKind {
     Wgsl,
     /// Rust kernels (HSA code objects) on an AMD GPU through HIP.
     Hip,
-    /// Rust kernels on the host: one OS thread per kernel thread, real barriers, checked.
+    /// Rust kernels on the host, every access checked: a workgroup's threads as coroutines
+    /// (`--cpu-schedule fast`, the default) or as OS threads (`stress`: finds races).
     Cpu,
 }
 

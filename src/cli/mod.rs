@@ -57,6 +57,11 @@ pub fn main(families: &[&'static dyn DynFamily]) -> anyhow::Result<()> {
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// How the CPU backend runs a workgroup's threads: `fast` (coroutines, all cores; the
+    /// default) or `stress` (an OS thread each, perturbed order and delays: finds races).
+    /// Over `DYNSMEM_CPU_SCHEDULE`.
+    #[arg(long, global = true, value_enum)]
+    pub cpu_schedule: Option<dynsmem_host::backend::cpu::CpuSchedule>,
 }
 
 #[derive(Subcommand)]
@@ -616,6 +621,10 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let m = command().try_get_matches_from(args)?;
+    // Process-wide, before any backend is made: every CPU backend of this run uses it.
+    if let Some(&mode) = m.get_one::<dynsmem_host::backend::cpu::CpuSchedule>("cpu_schedule") {
+        dynsmem_host::backend::cpu::set_cpu_schedule(mode);
+    }
     let family = |name: &str| find(crate::families(), name).expect("subcommands are the registry's names");
     match m.subcommand() {
         Some(("run", r)) => {

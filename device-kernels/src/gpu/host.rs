@@ -1,8 +1,9 @@
 //! The `gpu` module on the host: what the CPU backend needs to run the same kernel source.
 //!
-//! The CPU backend (`dynsmem_host::backend::cpu`) runs each thread of a workgroup on its own
-//! OS thread and installs a [`ThreadContext`] there with [`with_context`]; `gpu::*` read it.
-//! The workgroup's barrier is the backend's ([`Workgroup`]), so a barrier is a real one.
+//! The CPU backend (`dynsmem_host::backend::cpu`) runs each thread of a workgroup either on its
+//! own OS thread (the stress schedule) or as a coroutine among the workgroup's on one OS thread
+//! (the fast schedule), and installs a [`ThreadContext`] with [`with_context`]; `gpu::*` read
+//! it. The workgroup's barrier is the backend's ([`Workgroup`]), so a barrier is a real one.
 //! What a GPU would let pass is raised as a [`Fault`] (by unwinding with it as the payload,
 //! which skips the panic hook): an access outside a carved array, a carve larger than the
 //! launch gave, a device-memory access outside the launch's buffers ([`GlobalBuffer`]), a
@@ -180,13 +181,31 @@ pub fn with_context<R>(ctx: &ThreadContext<'_>, f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// This OS thread's context pointer, for an executor that runs several kernel threads on
+/// one OS thread (as coroutines): it saves the pointer before it switches away from a kernel
+/// thread and puts it back with [`set_raw_context`] when that thread resumes.
+pub fn raw_context() -> *const ThreadContext<'static> {
+    CONTEXT.with(|c| c.get())
+}
+
+/// Puts back a pointer [`raw_context`] returned.
+///
+/// # Safety
+/// `ptr` is null or points to a context that outlives every `gpu::*` call until the pointer
+/// is replaced (the kernel thread it was saved for is suspended, not finished).
+pub unsafe fn set_raw_context(ptr: *const ThreadContext<'static>) {
+    CONTEXT.with(|c| c.set(ptr));
+}
+
 /// This thread's context. Outside a CPU-backend launch there is none: calling `gpu::*`
-/// there is a bug in the caller.
-pub fn context() -> ThreadContext<'static> {
+/// there is a bug in the caller. (A reference, not a copy: every shared-memory access reads
+/// it.)
+pub fn context() -> &'static ThreadContext<'static> {
     let ptr = CONTEXT.with(|c| c.get());
     assert!(!ptr.is_null(), "gpu::* called outside a kernel launched by the CPU backend");
-    // SAFETY: set by `with_context`, which outlives every use on this thread.
-    unsafe { *ptr }
+    // SAFETY: set by `with_context` (or put back by `set_raw_context`) for the kernel thread
+    // running now, whose context outlives every `gpu::*` call it makes.
+    unsafe { &*ptr }
 }
 
 /// Stops this kernel thread with `kind`, reported with the kernel, workgroup and thread.

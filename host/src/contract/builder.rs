@@ -398,7 +398,7 @@ impl Kernel {
         if let Check::Reference(f, _) = &self.check {
             return Ok((Rc::new(f(&inputs)), "the kernel's f64 reference".into()));
         }
-        let cpu = CpuBackend::with_kernels(&[self.table]);
+        let cpu = CpuBackend::with_kernels(&[self.table]).with_schedule(crate::backend::cpu::CpuSchedule::Fast);
         let limits = cpu.info().limits;
         let point = match &self.reference_point {
             Some(given) => self.point_of(given)?,

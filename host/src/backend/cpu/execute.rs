@@ -1,19 +1,20 @@
-//! One launch on the CPU backend: the workgroups in a seeded order, each workgroup's threads
-//! as OS threads meeting at real barriers, with the bounds checks and fault reports.
+//! One launch on the CPU backend's stress schedule: the workgroups in a seeded order, each
+//! workgroup's threads as OS threads meeting at real barriers, with the bounds checks and
+//! fault reports. The order and the fault helpers are shared with the fast schedule (`fast`).
 
 use super::*;
 
 /// The order in which a launch's workgroups start: `k -> (a k + b) mod grid` with `a`
 /// coprime to `grid`, both drawn from the seed (a permutation of the grid in O(1) memory,
 /// for grids of any size).
-struct Order {
+pub(super) struct Order {
     grid: u64,
     a: u64,
     b: u64,
 }
 
 impl Order {
-    fn new(grid: u32, seed: u64) -> Order {
+    pub(super) fn new(grid: u32, seed: u64) -> Order {
         let grid = grid.max(1) as u64;
         let mut rng = crate::rng::SplitMix64::new(seed);
         let mut a = 1 + rng.below(grid);
@@ -24,8 +25,37 @@ impl Order {
     }
 
     /// The `k`-th workgroup to start.
-    fn at(&self, k: u32) -> u32 {
+    pub(super) fn at(&self, k: u32) -> u32 {
         ((self.a as u128 * k as u128 + self.b as u128) % self.grid as u128) as u32
+    }
+}
+
+/// The fault a kernel thread unwound with: its [`Fault`], or a panic's message as one.
+pub(super) fn fault_of_payload(
+    payload: Box<dyn std::any::Any + Send>,
+    kernel: &'static str,
+    workgroup: u32,
+    thread: u32,
+) -> Fault {
+    match payload.downcast::<Fault>() {
+        Ok(f) => *f,
+        Err(other) => {
+            let msg = other
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| other.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".into());
+            Fault { kernel, workgroup, thread, kind: FaultKind::Panic(msg) }
+        }
+    }
+}
+
+/// Keeps `fault` as the launch's fault unless it already has one that is not `Aborted` (the
+/// cause, not a thread stopped because of it).
+pub(super) fn keep_first(first: &Mutex<Option<Fault>>, fault: Fault) {
+    let mut slot = first.lock().unwrap_or_else(|p| p.into_inner());
+    if slot.as_ref().is_none_or(|f| f.kind == FaultKind::Aborted) {
+        *slot = Some(fault);
     }
 }
 
@@ -127,22 +157,7 @@ pub(super) fn execute(
                             })
                         }));
                         if let Err(payload) = ran {
-                            let fault = match payload.downcast::<Fault>() {
-                                Ok(f) => *f,
-                                Err(other) => {
-                                    let msg = other
-                                        .downcast_ref::<&str>()
-                                        .map(|s| s.to_string())
-                                        .or_else(|| other.downcast_ref::<String>().cloned())
-                                        .unwrap_or_else(|| "non-string panic payload".into());
-                                    Fault { kernel: entry.name, workgroup, thread, kind: FaultKind::Panic(msg) }
-                                }
-                            };
-                            let mut slot = first.lock().unwrap_or_else(|p| p.into_inner());
-                            if slot.as_ref().is_none_or(|f| f.kind == FaultKind::Aborted) {
-                                *slot = Some(fault);
-                            }
-                            drop(slot);
+                            keep_first(first, fault_of_payload(payload, entry.name, workgroup, thread));
                             abort.store(true, Ordering::SeqCst);
                             sync.poison();
                             cluster_sync.poison();
@@ -184,6 +199,11 @@ pub(super) fn execute(
         gate.1.notify_all();
     });
     drop(regions);
+    outcome(first)
+}
+
+/// The launch's result: its first fault ([`keep_first`]), if any.
+pub(super) fn outcome(first: Mutex<Option<Fault>>) -> std::result::Result<(), Fault> {
     match first.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(f) => Err(f),
         None => Ok(()),

@@ -1,28 +1,35 @@
 //! CPU backend: the Rust kernels themselves, from the same source as the PTX, run on the
-//! host. Each workgroup runs its `block` threads as OS threads sharing one launch-sized
-//! region, and `gpu::barrier()` is a real barrier across them ([`sync`]). It catches what a
-//! GPU would hide: an access outside a carved array of the region, a carve larger than the
-//! launch gave, a barrier only part of the workgroup reaches; each becomes
-//! [`Error::KernelFault`] naming the kernel, workgroup and thread, and nothing hangs.
+//! host. It catches what a GPU would hide: an access outside a carved array of the region, a
+//! carve larger than the launch gave, a device-memory access outside the launch's buffers, a
+//! barrier only part of the workgroup reaches; each becomes [`Error::KernelFault`] naming the
+//! kernel, workgroup and thread, and nothing hangs.
 //!
-//! It is built to find bugs a GPU run could let through ([`Schedule`]):
-//! - [`Schedule::resident`] workgroups run at once, in a seeded order that is not the grid
-//!   order, so protocols between workgroups (the scan's look-back) really interleave;
-//! - threads are delayed at random at global-memory synchronisation points (atomics,
-//!   acquire loads, release stores), so a workgroup sees another's published state in
-//!   each of its stages;
-//! - launch-sized regions are filled with [`REGION_POISON`] at each launch and between
-//!   workgroups, so reading workgroup memory nobody wrote gives NaNs, not zeros.
+//! Two schedules run a launch ([`CpuSchedule`]), with the same checks and reports:
+//! - **fast** (the default, [`fast`]): a workgroup's threads are coroutines on one OS thread,
+//!   switched at barriers; workgroups (whole clusters) are spread over the host's cores. It is
+//!   the reference of the contract's CPU-run check and what the test suites run.
+//! - **stress** ([`execute`]): a workgroup's threads are OS threads meeting at real barriers
+//!   ([`sync`]), built to find races a GPU run could let through:
+//!   [`Schedule::resident`] workgroups run at once, in a seeded order that is not the grid
+//!   order, so protocols between workgroups (the scan's look-back) really interleave; and
+//!   threads are delayed at random at global-memory synchronisation points (atomics, acquire
+//!   loads, release stores), so a workgroup sees another's published state in each of its
+//!   stages. A missing barrier shows up here, not under fast, where threads between two
+//!   barriers never interleave.
 //!
-//! The seed is in the device name (records carry it) and in every fault's message;
-//! `DYNSMEM_CPU_SEED` sets it, so a failure can be run again with the same order and
-//! delays (the OS still schedules the threads).
+//! Under both, launch-sized regions are filled with [`REGION_POISON`] at each launch and
+//! between workgroups, so reading workgroup memory nobody wrote gives NaNs, not zeros. The
+//! workgroup order comes from a seed, which is in the device name (records carry it) and in
+//! every fault's message; `DYNSMEM_CPU_SEED` sets it, `DYNSMEM_CPU_SCHEDULE=fast|stress`
+//! (or `--cpu-schedule`) the schedule, so a failure can be run again with the same order
+//! (under stress the OS still schedules the threads).
 //!
 //! Timings are host wall-clock times of this emulation, useful to compare configs on the
 //! CPU, not GPU figures. The limits are an H100's (48 KB default, 232448 B opt-in), so a
 //! config the H100 refuses is refused here too.
 
 mod execute;
+mod fast;
 mod sync;
 
 use std::alloc::Layout;
@@ -152,26 +159,90 @@ impl KernelName for KernelEntry {
 /// How the CPU backend runs a launch's workgroups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Schedule {
-    /// Workgroups in flight at once (fewer when the grid is smaller), each with its own
-    /// threads, region and barrier, like the blocks resident on a GPU's SMs.
+    /// Coroutines and all cores, or OS threads and perturbed timing.
+    pub mode: CpuSchedule,
+    /// Stress only: workgroups in flight at once (fewer when the grid is smaller), each with
+    /// its own threads, region and barrier, like the blocks resident on a GPU's SMs.
     pub resident: u32,
-    /// Seed of each launch's workgroup order and of the delays at synchronisation points
-    /// (launch `i` of a backend draws from `seed` and `i`).
+    /// Seed of each launch's workgroup order (and, under stress, of the delays at
+    /// synchronisation points); launch `i` of a backend draws from `seed` and `i`.
     pub seed: u64,
 }
 
-/// Workgroups in flight at once by default: enough for a look-back to meet a predecessor
-/// that is itself still looking back.
+/// How the CPU backend runs a workgroup's threads (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuSchedule {
+    /// Coroutines switched at barriers, workgroups over all cores: the reference and the tests.
+    #[default]
+    Fast,
+    /// An OS thread per kernel thread, workgroups in a perturbed order with random delays:
+    /// finds races (a missing barrier, a look-back that reads a tile too early).
+    Stress,
+}
+
+impl CpuSchedule {
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuSchedule::Fast => "fast",
+            CpuSchedule::Stress => "stress",
+        }
+    }
+}
+
+/// The environment variable that picks the schedule (`fast` or `stress`).
+pub const SCHEDULE_ENV: &str = "DYNSMEM_CPU_SCHEDULE";
+
+/// The schedule `--cpu-schedule` set for this process (0: none; else `1 + CpuSchedule as u8`).
+static SCHEDULE_SET: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Sets the schedule of every CPU backend made from now on in this process, over
+/// `DYNSMEM_CPU_SCHEDULE` (the command line's `--cpu-schedule`).
+pub fn set_cpu_schedule(mode: CpuSchedule) {
+    SCHEDULE_SET.store(1 + mode as u8, Ordering::Relaxed);
+}
+
+/// Workgroups in flight at once under stress by default: enough for a look-back to meet a
+/// predecessor that is itself still looking back.
 pub const DEFAULT_RESIDENT: u32 = 3;
 /// The seed when `DYNSMEM_CPU_SEED` is not set.
 pub const DEFAULT_SEED: u64 = 1;
 
 impl Schedule {
-    /// [`DEFAULT_RESIDENT`] workgroups at a time, the seed from `DYNSMEM_CPU_SEED` (decimal)
-    /// or [`DEFAULT_SEED`].
+    /// The schedule `--cpu-schedule` set, else `DYNSMEM_CPU_SCHEDULE` (`fast` or `stress`),
+    /// else fast; [`DEFAULT_RESIDENT`] workgroups at a time under stress; the seed from
+    /// `DYNSMEM_CPU_SEED` (decimal) or [`DEFAULT_SEED`].
+    ///
+    /// # Panics
+    /// When `DYNSMEM_CPU_SCHEDULE` holds neither name: a test run that asked for stress must
+    /// not quietly run fast.
     pub fn from_env() -> Schedule {
         let seed = std::env::var("DYNSMEM_CPU_SEED").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_SEED);
-        Schedule { resident: DEFAULT_RESIDENT, seed }
+        let mode = match SCHEDULE_SET.load(Ordering::Relaxed) {
+            1 => CpuSchedule::Fast,
+            2 => CpuSchedule::Stress,
+            _ => match std::env::var(SCHEDULE_ENV).ok().as_deref().map(str::trim) {
+                None | Some("") | Some("fast") => CpuSchedule::Fast,
+                Some("stress") => CpuSchedule::Stress,
+                Some(other) => panic!("{SCHEDULE_ENV}={other:?}: the CPU schedules are `fast` and `stress`"),
+            },
+        };
+        Schedule { mode, resident: DEFAULT_RESIDENT, seed }
+    }
+
+    /// How the device name describes it.
+    fn describe(&self) -> String {
+        match self.mode {
+            CpuSchedule::Fast => format!(
+                "fast schedule: a workgroup's threads as coroutines on one OS thread, workgroups over the cores, \
+                 order from seed {}",
+                self.seed
+            ),
+            CpuSchedule::Stress => format!(
+                "stress schedule: one OS thread per kernel thread; {} workgroups at a time, order and delays from seed {}",
+                self.resident, self.seed
+            ),
+        }
     }
 }
 
@@ -208,7 +279,8 @@ impl Default for CpuBackend {
 /// The SMs of an H100, which GPU-shaped configs are chosen for.
 const H100_MULTIPROCESSORS: u32 = 132;
 
-/// Stack of each kernel thread: kernels keep a few registers' worth of locals.
+/// Stack of each kernel thread (an OS thread's under stress, a coroutine's under fast):
+/// kernels keep a few registers' worth of locals.
 const THREAD_STACK: usize = 256 * 1024;
 
 impl CpuBackend {
@@ -224,7 +296,7 @@ impl CpuBackend {
         let mut b = CpuBackend::new();
         b.gpu_shaped = true;
         b.info.limits.multiprocessors = Some(H100_MULTIPROCESSORS);
-        b.info.name = format!("{} (GPU-shaped configs)", b.info.name);
+        b.name_device();
         b
     }
 
@@ -259,7 +331,7 @@ impl CpuBackend {
         }
         let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
         let schedule = Schedule::from_env();
-        CpuBackend {
+        let mut b = CpuBackend {
             schedule,
             launches: AtomicU64::new(0),
             gpu_shaped: false,
@@ -268,12 +340,8 @@ impl CpuBackend {
             launch_log: Default::default(),
             info: DeviceInfo {
                 backend: BackendKind::Cpu,
-                name: format!(
-                    "CPU backend ({cores} hardware threads; one OS thread per kernel thread; {} workgroups at a \
-                     time, order and delays from seed {})",
-                    schedule.resident, schedule.seed
-                ),
-                driver: "std::thread".into(),
+                name: String::new(),
+                driver: String::new(),
                 api: "Rust kernels on the host, H100 limits".into(),
                 is_cpu: true,
                 // The H100's launch limits, the host's cores and memory: an allocation past the
@@ -287,7 +355,35 @@ impl CpuBackend {
                 },
             },
             kernels,
+        };
+        b.name_device();
+        b
+    }
+
+    /// The same backend on schedule `mode` (the seed stays).
+    pub fn with_schedule(mut self, mode: CpuSchedule) -> CpuBackend {
+        self.schedule.mode = mode;
+        self.name_device();
+        self
+    }
+
+    /// Names the device after its schedule (a twin-capturing backend keeps the GPU's name).
+    fn name_device(&mut self) {
+        if self.captured.is_some() {
+            return;
         }
+        let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+        let shaped = if self.gpu_shaped { " (GPU-shaped configs)" } else { "" };
+        self.info.name = format!("CPU backend ({cores} hardware threads; {}){shaped}", self.schedule.describe());
+        self.info.driver = match self.schedule.mode {
+            CpuSchedule::Fast => "corosensei coroutines".into(),
+            CpuSchedule::Stress => "std::thread".into(),
+        };
+    }
+
+    /// The schedule its launches run on.
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
     }
 
     /// The kernel `name`.
@@ -427,12 +523,20 @@ impl Backend for CpuBackend {
         let launch = self.launches.fetch_add(1, Ordering::Relaxed);
         let seed = crate::rng::SplitMix64::new(self.schedule.seed ^ launch.rotate_left(32)).next_u64();
         let skip = self.skip_first.as_deref() == Some(kernel.name);
-        execute::execute(kernel, dims, &slots, &buffers, self.schedule, seed, skip).map_err(|f| Error::KernelFault {
+        let ran = match self.schedule.mode {
+            CpuSchedule::Fast => fast::execute_fast(kernel, dims, &slots, &buffers, seed, skip),
+            CpuSchedule::Stress => execute::execute(kernel, dims, &slots, &buffers, self.schedule, seed, skip),
+        };
+        ran.map_err(|f| Error::KernelFault {
             backend: BackendKind::Cpu,
             kernel: f.kernel.into(),
             workgroup: f.workgroup,
             thread: f.thread,
-            detail: format!("{f} (CPU schedule: seed {}, launch {launch})", self.schedule.seed),
+            detail: format!(
+                "{f} (CPU schedule: {}, seed {}, launch {launch})",
+                self.schedule.mode.name(),
+                self.schedule.seed
+            ),
             fault: Some(Box::new(f.kind)),
         })
     }
