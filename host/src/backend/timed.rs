@@ -131,31 +131,78 @@ pub fn timer_label<B: Backend>(backend: &B, opts: &TimingOptions) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
 
     use super::*;
-    use crate::backend::cpu::CpuBackend;
+    use crate::backend::cpu::{CpuBackend, CpuMem};
+    use crate::backend::{Arg, Buffer, DeviceInfo, LaunchDims};
+    use crate::element::Element;
 
-    /// On the CPU backend (host wall clock, launches run at once): ours takes 1 ms a
-    /// launch and the anchor 3 ms, so every batch is one launch, the rounds alternate
-    /// ours-first and anchor-first, and the ratio says ours is faster.
+    /// The CPU backend with a virtual clock: an operation advances `now` by its cost, and a
+    /// timed run reads `now` before and after. Timings are then exact, whatever the load on
+    /// the machine running the test.
+    struct VirtualClock {
+        cpu: CpuBackend,
+        now: Cell<f64>,
+    }
+
+    impl Backend for VirtualClock {
+        type Raw = CpuMem;
+        type Kernel = &'static dynsmem_kernels::KernelEntry;
+        fn info(&self) -> &DeviceInfo {
+            self.cpu.info()
+        }
+        fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<CpuMem, T>> {
+            self.cpu.alloc(len)
+        }
+        fn htod<T: Element>(&self, data: &[T]) -> Result<Buffer<CpuMem, T>> {
+            self.cpu.htod(data)
+        }
+        fn dtoh<T: Element>(&self, buf: &Buffer<CpuMem, T>) -> Result<Vec<T>> {
+            self.cpu.dtoh(buf)
+        }
+        fn copy<T: Element>(&self, src: &Buffer<CpuMem, T>, dst: &mut Buffer<CpuMem, T>) -> Result<()> {
+            self.cpu.copy(src, dst)
+        }
+        fn fill_zero<T: Element>(&self, buf: &Buffer<CpuMem, T>) -> Result<()> {
+            self.cpu.fill_zero(buf)
+        }
+        fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, CpuMem>]) -> Result<()> {
+            self.cpu.launch(kernel, dims, args)
+        }
+        fn synchronize(&self) -> Result<()> {
+            Ok(())
+        }
+        fn time_ms(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+            let start = self.now.get();
+            work()?;
+            Ok(self.now.get() - start)
+        }
+        fn timer_name(&self) -> &'static str {
+            "virtual clock"
+        }
+    }
+
+    /// Ours costs 1 ms a launch and the anchor 3 ms (on a virtual clock), so every batch is
+    /// one launch, the rounds alternate ours-first and anchor-first, each pair is mapped back
+    /// to [ours, anchor], and the ratio is exactly 3.
     #[test]
     fn paired_rounds_alternate_and_the_ratio_favours_the_faster() {
-        let cpu = CpuBackend::new();
+        let clock = VirtualClock { cpu: CpuBackend::new(), now: Cell::new(0.0) };
         let opts = TimingOptions { warmup: 2, warmup_ms: 0.0, repeats: 12, energy_ms: 0.0, back_to_back: true };
         let order = RefCell::new(String::new());
-        let op = |name: char, ms: u64| {
-            let order = &order;
+        let op = |name: char, ms: f64| {
+            let (order, now) = (&order, &clock.now);
             move || -> Result<()> {
                 order.borrow_mut().push(name);
-                std::thread::sleep(std::time::Duration::from_millis(ms));
+                now.set(now.get() + ms);
                 Ok(())
             }
         };
-        let p = time_paired(&cpu, opts, &mut op('o', 1), &mut op('a', 3)).unwrap();
+        let p = time_paired(&clock, opts, &mut op('o', 1.0), &mut op('a', 3.0)).unwrap();
         assert_eq!((p.batch, p.warmup, p.rounds_ms.len()), (1, 2, 6));
         assert_eq!(order.into_inner(), "oaoa".to_string() + "oa" + "oaaooaaooaao", "warm-up, probe, ABBA rounds");
-        assert!(p.rounds_ms.iter().all(|[o, a]| o < a), "ours first in each pair: {:?}", p.rounds_ms);
-        assert!(p.ratio > 1.5, "anchor ms / ours ms: {}", p.ratio);
+        assert!(p.rounds_ms.iter().all(|&r| r == [1.0, 3.0]), "[ours, anchor] in each round: {:?}", p.rounds_ms);
+        assert_eq!(p.ratio, 3.0, "anchor ms / ours ms");
     }
 }
