@@ -3,7 +3,8 @@
 # config of the family's search space, per family, backend and variant (default 200), on the CPU
 # backend and, where a Vulkan adapter is found, on WGSL; seeded by SEED (default: the time, printed
 # so that a failure replays). A failure prints the case shrunk to its smallest failing dimensions
-# and the `dynsmem run` options that replay it. The README's test command runs 3 cases per family.
+# and the `dynsmem run` options that replay it. The README's test command runs 24 cases per family
+# on the CPU backend (plus those that cover every parameter value) and 3 on WGSL.
 #
 #   bash ci/properties.sh [CASES] [SEED]
 set -euo pipefail

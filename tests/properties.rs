@@ -12,13 +12,19 @@
 //!   range's low end while the same config still fails, and the smallest failing case is
 //!   printed with the `dynsmem run` options that replay it.
 //!
+//! - On the CPU backend the configs form a covering design: each case takes the config with
+//!   the most parameter values not run yet, and cases are added until every value that a
+//!   valid config of the drawn problems takes has run.
+//!
 //! `DYNSMEM_PROPERTY_CASES` (cases per family, backend and variant; default
-//! [`DEFAULT_CASES`]) and `DYNSMEM_PROPERTY_SEED` set the run; `ci/properties.sh` runs a
-//! long one.
+//! [`DEFAULT_CPU_CASES`] on the CPU backend, [`DEFAULT_WGSL_CASES`] on WGSL) and
+//! `DYNSMEM_PROPERTY_SEED` set the run; `ci/properties.sh` runs a long one.
 
 mod common;
 
 use common::wgsl_or_skip;
+use std::collections::BTreeSet;
+
 use dynsmem::host::Error;
 use dynsmem::host::backend::cpu::CpuBackend;
 use dynsmem::host::backend::{Backend, Variant};
@@ -29,8 +35,12 @@ use dynsmem::host::family::{DynFamily, Sizes};
 use dynsmem::host::rng::SplitMix64;
 use dynsmem::host::tune::{ErasedTunable, SearchSpace, Target, Tunable};
 
-/// Cases per family, backend and variant in the README's test command.
-const DEFAULT_CASES: usize = 3;
+/// Cases per family and variant in the README's test command on the CPU backend (a case
+/// takes milliseconds on its fast schedule), before the cases added to cover every value.
+const DEFAULT_CPU_CASES: usize = 24;
+/// Cases per family and variant in the README's test command on WGSL (lavapipe compiles a
+/// pipeline per config).
+const DEFAULT_WGSL_CASES: usize = 3;
 /// Most candidate cases a shrink tries.
 const SHRINK_STEPS: usize = 60;
 
@@ -93,16 +103,36 @@ fn problem_of(family: &dyn DynFamily, args: &[String]) -> Result<serde_json::Val
     Ok(family.problem(&m, &Sizes::cpu_backend()).map_err(|e| e.to_string())?.0)
 }
 
-/// A random valid config of `family`'s space for the problem `args`, on `backend` in
-/// `variant`: `Ok(None)` where the family has no space, `Err` where the problem is refused
-/// or no config of the space fits it.
+/// A value of a parameter: `(parameter name, value)`.
+type Value = (String, u32);
+
+/// Which values of which parameters the valid configs drawn from showed (`seen`), and which
+/// ran in a case (`covered`).
+#[derive(Default)]
+struct Cover {
+    seen: BTreeSet<Value>,
+    covered: BTreeSet<Value>,
+}
+
+impl Cover {
+    fn missing(&self) -> Vec<&Value> {
+        self.seen.difference(&self.covered).collect()
+    }
+}
+
+/// A valid config of `family`'s space for the problem `args`, on `backend` in `variant`,
+/// with the parameter values it takes: `Ok(None)` where the family has no space, `Err`
+/// where the problem is refused or no config of the space fits it. Uniform over the space;
+/// with a `cover`, uniform over the configs that take the most values not run yet (a greedy
+/// covering design: every value of every parameter runs in few cases).
 fn draw_config<B: FamilyBackend>(
     family: &dyn DynFamily,
     backend: &B,
     variant: Variant,
     args: &[String],
     rng: &mut SplitMix64,
-) -> Result<Option<serde_json::Value>, String> {
+    cover: Option<&mut Cover>,
+) -> Result<Option<(serde_json::Value, Vec<Value>)>, String> {
     let problem = problem_of(family, args)?;
     let Some(tunable) = family.tunable(&problem).map_err(|e| e.to_string())? else { return Ok(None) };
     let tunable = ErasedTunable::new(tunable);
@@ -110,8 +140,27 @@ fn draw_config<B: FamilyBackend>(
     if space.points.is_empty() {
         return Err(format!("no config of the space fits ({} filtered)", space.filtered.len()));
     }
-    let point = &space.points[rng.below(space.points.len() as u64) as usize];
-    Ok(Some(tunable.config(point)))
+    let pairs = |point: &[u32]| -> Vec<Value> {
+        space.params.iter().zip(point).map(|(p, &v)| (p.name.to_string(), v)).collect()
+    };
+    let candidates: Vec<usize> = match cover {
+        None => (0..space.points.len()).collect(),
+        Some(cover) => {
+            let mut best = (0, Vec::new());
+            for (i, point) in space.points.iter().enumerate() {
+                let new = pairs(point).into_iter().filter(|p| !cover.covered.contains(p)).count();
+                cover.seen.extend(pairs(point));
+                match new.cmp(&best.0) {
+                    std::cmp::Ordering::Greater => best = (new, vec![i]),
+                    std::cmp::Ordering::Equal => best.1.push(i),
+                    std::cmp::Ordering::Less => {}
+                }
+            }
+            best.1
+        }
+    };
+    let point = &space.points[candidates[rng.below(candidates.len() as u64) as usize]];
+    Ok(Some((tunable.config(point), pairs(point))))
 }
 
 /// The smallest case the failing `case` shrinks to under `fails`: each option drawn from a
@@ -144,10 +193,16 @@ fn shrink(case: &Case, ranges: &[Option<(u64, u64)>], mut fails: impl FnMut(&Cas
     best
 }
 
+/// Most cases a family's variant adds to `cases` to cover every value of its parameters.
+const MAX_COVERING_CASES: usize = 48;
+
 /// Draws and runs `cases` cases of every family on `backend`, each of its variants; panics
-/// with every failure (shrunk). Returns (ran, skipped).
-fn check_registry<B: FamilyBackend>(backend: &B, cases: usize, seed: u64) -> (usize, usize) {
-    let (mut ran, mut skipped, mut failures) = (0, 0, Vec::new());
+/// with every failure (shrunk). With `covering`, configs are drawn to cover every value of
+/// every parameter that a valid config of the drawn problems takes, and cases are added (up to
+/// [`MAX_COVERING_CASES`]) until they do; a value left out fails. Returns (ran, skipped, values
+/// covered).
+fn check_registry<B: FamilyBackend>(backend: &B, cases: usize, seed: u64, covering: bool) -> (usize, usize, usize) {
+    let (mut ran, mut skipped, mut failures, mut values) = (0, 0, Vec::new(), 0);
     for (index, family) in FAMILIES.iter().enumerate() {
         let suite = shapes::parse(family.name(), family.shapes()).unwrap();
         let Some((_, template)) = suite.random.iter().find(|(s, _)| *s == Section::Small) else {
@@ -169,16 +224,33 @@ fn check_registry<B: FamilyBackend>(backend: &B, cases: usize, seed: u64) -> (us
                 continue;
             }
             let (mut family_ran, mut family_skipped) = (0, Vec::new());
-            for shape in &shapes {
-                let config = match draw_config(*family, backend, variant, &shape.args, &mut rng) {
+            let mut cover = covering.then(Cover::default);
+            let mut shapes = shapes.into_iter();
+            let mut extra = 0;
+            loop {
+                let shape = match shapes.next() {
+                    Some(s) => s,
+                    // The drawn cases are done: more until every value seen has run.
+                    None if cover.as_ref().is_some_and(|c| !c.missing().is_empty()) && extra < MAX_COVERING_CASES => {
+                        extra += 1;
+                        suite.random(Section::Small, 1, rng.next_u64()).remove(0)
+                    }
+                    None => break,
+                };
+                let config = match draw_config(*family, backend, variant, &shape.args, &mut rng, cover.as_mut()) {
                     Ok(c) => c,
                     Err(why) => {
                         family_skipped.push(format!("{}: {why}", shape.args.join(" ")));
                         continue;
                     }
                 };
+                let (config, taken) = config.map_or((None, Vec::new()), |(c, t)| (Some(c), t));
                 let case = Case { args: shape.args.clone(), config };
-                match run(*family, backend, variant, &case, seed) {
+                let outcome = run(*family, backend, variant, &case, seed);
+                if let (Some(c), false) = (cover.as_mut(), matches!(outcome, Outcome::Skipped(_))) {
+                    c.covered.extend(taken);
+                }
+                match outcome {
                     Outcome::Passed => family_ran += 1,
                     Outcome::Skipped(why) => family_skipped.push(format!("{}: {why}", shape.args.join(" "))),
                     Outcome::Failed(first) => {
@@ -203,33 +275,44 @@ fn check_registry<B: FamilyBackend>(backend: &B, cases: usize, seed: u64) -> (us
             }
             // Skips are allowed (a drawn problem no config fits), not a majority of them: a
             // template that draws mostly refused problems tests nothing.
+            let drawn = cases + extra;
             assert!(
-                family_skipped.len() * 2 <= shapes.len(),
-                "{} {variant}: {} of {} cases skipped:\n{}",
+                family_skipped.len() * 2 <= drawn,
+                "{} {variant}: {} of {drawn} cases skipped:\n{}",
                 family.name(),
                 family_skipped.len(),
-                shapes.len(),
                 family_skipped.join("\n")
             );
+            if let Some(c) = &cover {
+                assert!(
+                    c.missing().is_empty(),
+                    "{} {variant}: {} cases left parameter values of valid configs unrun: {:?}",
+                    family.name(),
+                    drawn,
+                    c.missing()
+                );
+                values += c.covered.len();
+            }
             ran += family_ran;
             skipped += family_skipped.len();
         }
     }
     assert!(failures.is_empty(), "{} failing cases:\n{}", failures.len(), failures.join("\n"));
-    (ran, skipped)
+    (ran, skipped, values)
 }
 
-fn settings() -> (usize, u64) {
-    (env_or("DYNSMEM_PROPERTY_CASES", DEFAULT_CASES), env_or("DYNSMEM_PROPERTY_SEED", 1))
+fn settings(default_cases: usize) -> (usize, u64) {
+    (env_or("DYNSMEM_PROPERTY_CASES", default_cases), env_or("DYNSMEM_PROPERTY_SEED", 1))
 }
 
 #[test]
 fn random_configs_at_random_problems_on_the_cpu_backend() {
-    let (cases, seed) = settings();
+    let (cases, seed) = settings(DEFAULT_CPU_CASES);
     let cpu = CpuBackend::new();
-    let (ran, skipped) = check_registry(&cpu, cases, seed);
+    let (ran, skipped, values) = check_registry(&cpu, cases, seed, true);
     common::note(&format!(
-        "properties on the CPU backend: {ran} cases verified, {skipped} skipped ({cases} per family, seed {seed})"
+        "properties on the CPU backend: {ran} cases verified, {skipped} skipped ({cases} per family and more to cover \
+         every parameter value: {values} values run; seed {seed})"
     ));
     assert!(ran >= FAMILIES.len() - 1, "{ran} cases ran");
 }
@@ -237,8 +320,8 @@ fn random_configs_at_random_problems_on_the_cpu_backend() {
 #[test]
 fn random_configs_at_random_problems_on_wgsl() {
     let Some(wgsl) = wgsl_or_skip("properties::random_configs_at_random_problems_on_wgsl") else { return };
-    let (cases, seed) = settings();
-    let (ran, skipped) = check_registry(&wgsl, cases, seed);
+    let (cases, seed) = settings(DEFAULT_WGSL_CASES);
+    let (ran, skipped, _) = check_registry(&wgsl, cases, seed, false);
     common::note(&format!(
         "properties on WGSL ({}): {ran} cases verified, {skipped} skipped ({cases} per family and variant, seed {seed})",
         wgsl.info().name
