@@ -34,6 +34,9 @@ plants=(
   # the wrong order: every run would launch another config than the one recorded.
   "kernel-family-config-in-the-wrong-order kernel_family a_run_command_line_names_the_sizes_and_the_parameters"
   "reduce-staged-tail-skips-a-row properties random_configs_at_random_problems_on_the_cpu_backend DYNSMEM_PROPERTY_CASES=100"
+  # A race: the transpose reads its tile without the barrier after the tile's stores. The stress
+  # schedule (OS threads, real barriers) must see it.
+  "transpose-reads-the-tile-before-its-barrier suite cpu_backend DYNSMEM_CPU_SCHEDULE=stress"
 )
 
 if ! git diff --quiet -- device-kernels; then

@@ -54,6 +54,42 @@ pub static WINDOW_MEAN: KernelFamily = KernelFamily {
     ..KernelFamily::EMPTY
 };
 
+/// A 2-D box filter of radius `radius` over a `height x width` image (the researcher
+/// stencil): tiles of `tile_w x tile_h` outputs plus their halo in launch-sized memory, a
+/// 1-D grid over the tiles. Checked by the CPU-run check (no reference, no twins).
+pub fn box_filter(width: u32, height: u32, radius: u32) -> Kernel {
+    let tiles = move |p: &Params| width.div_ceil(p["tile_w"]) * height.div_ceil(p["tile_h"]);
+    Kernel::new(own_kernels::KERNELS, "box_filter_f32")
+        .image(images::IMAGE_INFO)
+        .input("x", (width * height) as usize, Fill::Random(3))
+        .output("y", (width * height) as usize)
+        .scalar("width", width)
+        .scalar("height", height)
+        .scalar("radius", radius)
+        .param_arg("tile_w")
+        .param_arg("tile_h")
+        .params(&[("block", &[64, 128, 256]), ("tile_w", &[16, 32, 64]), ("tile_h", &[4, 8, 16])])
+        .block(|p| p["block"])
+        .grid(move |p| tiles(p).min(own_kernels::MAX_GRID))
+        .shared_bytes(move |p| own_kernels::box_tile(p["tile_w"], p["tile_h"], radius).map(|(_, b)| b))
+        .work(Some(8 * (width * height) as u64), 2.0 * ((2 * radius + 1) * (2 * radius + 1) * width * height) as f64)
+}
+
+/// [`box_filter`] as a family of the command line:
+/// `own-cli tune box_filter --backend cpu --width 1777 --height 1000 --radius 3`.
+pub static BOX_FILTER: KernelFamily = KernelFamily {
+    name: "box_filter",
+    about: "2-D box filter over tiles plus halo in launch-sized memory (the example crate's stencil)",
+    sizes: &[
+        Size::new("width", 8191, 1777, "Image columns"),
+        Size::new("height", 4099, 1000, "Image rows"),
+        Size::new("radius", 3, 3, "Filter radius (a (2r+1)^2 box)"),
+    ],
+    build: |p| Ok(box_filter(p.u32("width")?, p.u32("height")?, p.u32("radius")?)),
+    image: Some(IMAGE),
+    ..KernelFamily::EMPTY
+};
+
 /// Every config sums chunks of `SPAN` inputs (so all have the same outputs); the parameters
 /// split a chunk between threads and items per thread.
 const SPAN: u32 = 512;

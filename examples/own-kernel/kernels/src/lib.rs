@@ -158,10 +158,83 @@ unsafe fn chunk_sums(x: *const u32, sums: *mut u32, n: u32, chunk: u32) {
     }
 }
 
+/// The tile of a 2-D box filter of radius `radius`: `tile_w x tile_h` outputs and their halo,
+/// `(tile_w + 2 radius) x (tile_h + 2 radius)` f32 row-major in the launch-sized region.
+pub fn box_tile(tile_w: u32, tile_h: u32, radius: u32) -> Result<(Slice<f32>, u32), LayoutError> {
+    let side = |t: u32| t.checked_add(radius.checked_mul(2)?);
+    let len = side(tile_w).zip(side(tile_h)).and_then(|(w, h)| w.checked_mul(h));
+    let Some(len) = len else { return Err(LayoutError::Overflow { offset: 0, len: u32::MAX, elem_bytes: 4 }) };
+    let mut carve = Carve::new();
+    let tile = carve.array::<f32>(len)?;
+    Ok((tile, carve.bytes()))
+}
+
+/// A 2-D box filter (the third example: a researcher's stencil): `y[r][c]` is the mean of
+/// the `(2 radius + 1)^2` inputs around `x[r][c]`, zeros outside the `height x width` image.
+///
+/// Thread mapping: the image is cut into `tile_w x tile_h` output tiles, numbered row by
+/// row; block `b` takes tiles `b, b + grid, ...` (a 1-D grid over 2-D tiles: the ids are
+/// flattened by hand). For each tile the block's threads copy the tile and its halo into the
+/// launch-sized region (element `i` by thread `i mod block`; zeros outside the image), wait
+/// at a barrier, then each makes outputs `t, t + block, ...` of the tile, and wait again
+/// before the next tile overwrites the region.
+///
+/// # Safety
+/// `x` and `y` hold `width * height` floats; the launch gave [`box_tile`]'s bytes.
+#[inline(always)]
+unsafe fn box_filter(x: *const f32, y: *mut f32, width: u32, height: u32, radius: u32, tile_w: u32, tile_h: u32) {
+    let (tid, block) = (gpu::thread_idx_x(), gpu::block_dim_x());
+    let Ok((slice, bytes)) = box_tile(tile_w, tile_h, radius) else { gpu::trap() };
+    let tile = gpu::launch_region(bytes).array(slice);
+    let (side_w, side_h) = (tile_w + 2 * radius, tile_h + 2 * radius);
+    let (tiles_x, tiles_y) = (width.div_ceil(tile_w), height.div_ceil(tile_h));
+    let inv = 1.0 / ((2 * radius + 1) * (2 * radius + 1)) as f32;
+    let mut t = gpu::block_idx_x();
+    while t < tiles_x * tiles_y {
+        let (x0, y0) = ((t % tiles_x) * tile_w, (t / tiles_x) * tile_h);
+        let mut i = tid;
+        while i < side_w * side_h {
+            // Image coordinates of tile element i (the halo starts `radius` before the tile).
+            let (c, r) = ((x0 + i % side_w) as i64 - radius as i64, (y0 + i / side_w) as i64 - radius as i64);
+            let inside = c >= 0 && r >= 0 && c < width as i64 && r < height as i64;
+            let v =
+                if inside { unsafe { gpu::read_global(x.add((r as u32 * width + c as u32) as usize)) } } else { 0.0 };
+            unsafe { tile.write(i, v) };
+            i += block;
+        }
+        gpu::barrier();
+        let mut o = tid;
+        while o < tile_w * tile_h {
+            let (c, r) = (x0 + o % tile_w, y0 + o / tile_w);
+            if c < width && r < height {
+                let mut s = 0.0f32;
+                let mut dy = 0;
+                while dy <= 2 * radius {
+                    let row = (o / tile_w + dy) * side_w + o % tile_w;
+                    let mut dx = 0;
+                    while dx <= 2 * radius {
+                        s += unsafe { tile.read(row + dx) };
+                        dx += 1;
+                    }
+                    dy += 1;
+                }
+                unsafe { gpu::write_global(y.add((r * width + c) as usize), s * inv) };
+            }
+            o += block;
+        }
+        gpu::barrier();
+        t += gpu::grid_dim_x();
+    }
+}
+
 dynsmem_kernels::kernels! { KERNELS;
     /// `y[i] = mean(x[i..i + window])` for `i < n - window + 1`; see the crate docs.
     pub fn window_mean_f32(x: *const f32, y: *mut f32, n: u32, window: u32, per_thread: u32) {
         unsafe { window_mean(x, y, n, window, per_thread) }
+    }
+    /// A 2-D box filter over `tile_w x tile_h` tiles with their halo; see [`box_filter`].
+    pub fn box_filter_f32(x: *const f32, y: *mut f32, width: u32, height: u32, radius: u32, tile_w: u32, tile_h: u32) {
+        unsafe { box_filter(x, y, width, height, radius, tile_w, tile_h) }
     }
     /// Wrapping sums of `block * chunk` consecutive inputs per block; see [`chunk_sums`].
     pub fn chunk_sums_u32(x: *const u32, sums: *mut u32, n: u32, chunk: u32) {

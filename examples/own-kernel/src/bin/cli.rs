@@ -1,5 +1,5 @@
 //! The example's kernels on dynsmem's own command line: `run`, `tune`, `bench`, `shapes` and
-//! the rest, for `window_mean` and `chunk_sums` only (add `dynsmem::host::families::FAMILIES`
+//! the rest, for `window_mean`, `chunk_sums` and `box_filter` only (add `dynsmem::host::families::FAMILIES`
 //! to the list for the built-in families beside them):
 //!
 //! ```text
@@ -9,5 +9,5 @@
 //! ```
 
 fn main() -> anyhow::Result<()> {
-    dynsmem::cli::main(&[&own_kernel::WINDOW_MEAN, &own_kernel::CHUNK_SUMS])
+    dynsmem::cli::main(&[&own_kernel::WINDOW_MEAN, &own_kernel::CHUNK_SUMS, &own_kernel::BOX_FILTER])
 }
