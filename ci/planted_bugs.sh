@@ -10,6 +10,7 @@
 # markdown table to $1 (default: stdout).
 #
 #   bash ci/planted_bugs.sh results/log/<date>-cpu/planted-bugs.md
+#   DYNSMEM_PLANTS="name ..." bash ci/planted_bugs.sh OUT     # only these plants
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-/dev/stdout}"
@@ -51,6 +52,9 @@ rows=()
 status=0
 for p in "${plants[@]}"; do
   read -r name bin test envs <<<"$p"
+  if [ -n "${DYNSMEM_PLANTS:-}" ] && [[ " $DYNSMEM_PLANTS " != *" $name "* ]]; then
+    continue
+  fi
   patch="ci/planted-bugs/$name.patch"
   git apply "$patch"
   # Reverted however this loop ends.
