@@ -35,18 +35,14 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use dynsmem_kernels::gpu::host::{Workgroup, fault, raw_context, set_raw_context};
 
 use super::execute::{Order, fault_of_payload, keep_first, outcome};
+use super::sync::{Arrival, Barrier};
 use super::*;
 
 /// One barrier: a workgroup's (its `block` threads) or a cluster's (all `size * block`).
 #[derive(Default)]
 struct Scope {
     members: u32,
-    arrived: u32,
-    /// Where the first waiting thread waits, and which thread that is.
-    site: Option<(&'static Location<'static>, u32)>,
-    generation: u64,
-    /// Threads of the scope that returned from the kernel.
-    exited: u32,
+    barrier: Barrier,
 }
 
 /// The threads of one cluster (or workgroup) as coroutines on one OS thread: their barriers
@@ -118,7 +114,7 @@ impl<'a> Group<'a> {
     /// Readies the group for the next cluster.
     fn reset(&self) {
         for s in self.scopes.borrow_mut().iter_mut() {
-            *s = Scope { members: s.members, ..Scope::default() };
+            s.barrier = Barrier::default();
         }
         self.poisoned.set(false);
         self.waiting.iter().for_each(|w| w.set(None));
@@ -141,33 +137,17 @@ impl<'a> Group<'a> {
         }
         let mut scopes = self.scopes.borrow_mut();
         let sc = &mut scopes[s];
-        if sc.exited > 0 {
-            let exited = sc.exited;
-            drop(scopes);
-            self.fail(FaultKind::BarrierDivergence(format!(
-                "thread {thread} waits at the barrier at {at}, which the {exited} thread(s) that already returned from the kernel will never reach"
-            )));
-        }
-        match sc.site {
-            None => sc.site = Some((at, thread)),
-            Some((site, first)) if !same_site(site, at) => {
-                drop(scopes);
-                self.fail(FaultKind::BarrierDivergence(format!(
-                    "thread {thread} reached the barrier at {at} while thread {first} waits at the barrier at {site}"
-                )));
-            }
-            Some(_) => {}
-        }
-        self.progress.set(self.progress.get() + 1);
-        sc.arrived += 1;
-        if sc.arrived == sc.members {
-            sc.arrived = 0;
-            sc.site = None;
-            sc.generation += 1;
-            return;
-        }
-        let generation = sc.generation;
+        let arrival = sc.barrier.arrive(sc.members, thread, at);
         drop(scopes);
+        let generation = match arrival {
+            Err(divergence) => self.fail(divergence),
+            Ok(Arrival::Released) => {
+                self.progress.set(self.progress.get() + 1);
+                return;
+            }
+            Ok(Arrival::Wait(generation)) => generation,
+        };
+        self.progress.set(self.progress.get() + 1);
         let me = &self.waiting[index as usize];
         me.set(Some((s, at)));
         let yielder = self.yielders[index as usize].get();
@@ -179,7 +159,7 @@ impl<'a> Group<'a> {
             // SAFETY: this thread's own context, saved above; `execute_fast` keeps it alive
             // until the thread returns.
             unsafe { set_raw_context(context) };
-            if self.scopes.borrow()[s].generation != generation {
+            if self.scopes.borrow()[s].barrier.generation != generation {
                 break;
             }
             if self.poisoned.get() || self.abort.load(Ordering::Relaxed) {
@@ -191,23 +171,18 @@ impl<'a> Group<'a> {
 
     /// Thread `thread` of scope `s` returned from the kernel.
     fn exit(&self, s: usize, thread: u32) {
-        let mut scopes = self.scopes.borrow_mut();
-        let sc = &mut scopes[s];
-        sc.exited += 1;
+        let divergence = self.scopes.borrow_mut()[s].barrier.exit(thread);
         self.progress.set(self.progress.get() + 1);
-        if sc.arrived > 0 && !self.poisoned.get() {
+        if let Some(divergence) = divergence
+            && !self.poisoned.get()
+        {
             // As in the stress schedule: after a fault elsewhere the waiters are released,
             // not blamed.
             if self.abort.load(Ordering::Relaxed) {
                 self.poisoned.set(true);
                 return;
             }
-            let (site, waiter) = sc.site.expect("set by the first arrival");
-            let arrived = sc.arrived;
-            drop(scopes);
-            self.fail(FaultKind::BarrierDivergence(format!(
-                "thread {thread} returned from the kernel while {arrived} thread(s) (thread {waiter} first) wait at the barrier at {site}"
-            )));
+            self.fail(divergence);
         }
     }
 
@@ -248,12 +223,6 @@ impl<'a> Group<'a> {
         let what = "no thread can go on: every unfinished thread waits at a barrier that is never complete".to_string();
         (first.map_or(0, |f| f.0 % self.block), FaultKind::BarrierDivergence(what))
     }
-}
-
-/// Whether two barriers are one source location: the same static first (one call site's
-/// `Location` is usually one static), else file, line and column.
-fn same_site(a: &'static Location<'static>, b: &'static Location<'static>) -> bool {
-    std::ptr::eq(a, b) || a == b
 }
 
 /// A workgroup's barrier in its group: rank `rank`'s scope.

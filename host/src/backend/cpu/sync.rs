@@ -26,15 +26,87 @@ use dynsmem_kernels::gpu::host::{FaultKind, Workgroup, fault};
 
 use crate::rng::SplitMix64;
 
+/// One barrier's bookkeeping and its divergence rules, shared by both schedules (this file's
+/// OS-thread barrier and the fast schedule's coroutine barrier): who waits, where, and who
+/// already returned. The schedule does the waiting and the poisoning.
 #[derive(Default)]
-struct State {
+pub(super) struct Barrier {
     /// Threads waiting at the current barrier generation.
     arrived: u32,
     /// Where the first of them waits, and which thread that is.
     site: Option<(&'static Location<'static>, u32)>,
-    generation: u64,
+    pub(super) generation: u64,
     /// Threads that returned from the kernel.
     exited: u32,
+}
+
+/// What an arrival at a [`Barrier`] comes to.
+pub(super) enum Arrival {
+    /// The last of the `members`: the barrier is released (the next generation begins).
+    Released,
+    /// The thread waits until the barrier's generation is no longer this one.
+    Wait(u64),
+}
+
+impl Barrier {
+    /// `thread` arrives at the barrier at `at`, of `members` threads: released, waiting, or the
+    /// divergence it is (a thread already returned; another waits at another site).
+    pub(super) fn arrive(
+        &mut self,
+        members: u32,
+        thread: u32,
+        at: &'static Location<'static>,
+    ) -> Result<Arrival, FaultKind> {
+        if self.exited > 0 {
+            let exited = self.exited;
+            return Err(FaultKind::BarrierDivergence(format!(
+                "thread {thread} waits at the barrier at {at}, which the {exited} thread(s) that already returned from the kernel will never reach"
+            )));
+        }
+        match self.site {
+            None => self.site = Some((at, thread)),
+            // One call site's `Location` is usually one static: compare addresses first.
+            Some((site, first)) if !(std::ptr::eq(site, at) || site == at) => {
+                return Err(FaultKind::BarrierDivergence(format!(
+                    "thread {thread} reached the barrier at {at} while thread {first} waits at the barrier at {site}"
+                )));
+            }
+            Some(_) => {}
+        }
+        self.arrived += 1;
+        if self.arrived == members {
+            self.arrived = 0;
+            self.site = None;
+            self.generation += 1;
+            return Ok(Arrival::Released);
+        }
+        Ok(Arrival::Wait(self.generation))
+    }
+
+    /// `thread` returned from the kernel: the divergence it is where threads wait at the
+    /// barrier (they will never be released), else `None`.
+    pub(super) fn exit(&mut self, thread: u32) -> Option<FaultKind> {
+        self.exited += 1;
+        if self.arrived == 0 {
+            return None;
+        }
+        let (site, waiter) = self.site.expect("set by the first arrival");
+        let arrived = self.arrived;
+        Some(FaultKind::BarrierDivergence(format!(
+            "thread {thread} returned from the kernel while {arrived} thread(s) (thread {waiter} first) wait at the barrier at {site}"
+        )))
+    }
+
+    /// Whether a thread waits at it.
+    #[cfg(test)]
+    fn waited(&self) -> bool {
+        self.arrived > 0
+    }
+}
+
+#[derive(Default)]
+struct State {
+    barrier: Barrier,
     poisoned: bool,
 }
 
@@ -85,8 +157,9 @@ impl<'a> WorkgroupSync<'a> {
     /// Called when `thread` returns from the kernel.
     pub(super) fn exit(&self, thread: u32) {
         let mut s = self.lock();
-        s.exited += 1;
-        if s.arrived > 0 && !s.poisoned {
+        if let Some(divergence) = s.barrier.exit(thread)
+            && !s.poisoned
+        {
             // After a fault elsewhere in the launch, a thread of this workgroup may have been
             // stopped before a barrier the others wait at: not this workgroup's divergence,
             // but its waiters will never be released, so they wake and stop (`Aborted`).
@@ -96,14 +169,7 @@ impl<'a> WorkgroupSync<'a> {
                 self.wake.notify_all();
                 return;
             }
-            let (site, waiter) = s.site.expect("set by the first arrival");
-            let arrived = s.arrived;
-            self.fail(
-                s,
-                FaultKind::BarrierDivergence(format!(
-                    "thread {thread} returned from the kernel while {arrived} thread(s) (thread {waiter} first) wait at the barrier at {site}"
-                )),
-            );
+            self.fail(s, divergence);
         }
     }
 
@@ -137,39 +203,19 @@ impl Workgroup for WorkgroupSync<'_> {
             drop(s);
             fault(FaultKind::Aborted);
         }
-        if s.exited > 0 {
-            let exited = s.exited;
-            self.fail(
-                s,
-                FaultKind::BarrierDivergence(format!(
-                    "thread {thread} waits at the barrier at {at}, which the {exited} thread(s) that already returned from the kernel will never reach"
-                )),
-            );
-        }
-        match s.site {
-            None => s.site = Some((at, thread)),
-            Some((site, first)) if site != at => self.fail(
-                s,
-                FaultKind::BarrierDivergence(format!(
-                    "thread {thread} reached the barrier at {at} while thread {first} waits at the barrier at {site}"
-                )),
-            ),
-            Some(_) => {}
-        }
-        s.arrived += 1;
-        if s.arrived == self.threads {
-            s.arrived = 0;
-            s.site = None;
-            s.generation += 1;
-            drop(s);
-            self.wake.notify_all();
-            return;
-        }
-        let generation = s.generation;
-        while s.generation == generation && !s.poisoned {
+        let generation = match s.barrier.arrive(self.threads, thread, at) {
+            Err(divergence) => self.fail(s, divergence),
+            Ok(Arrival::Released) => {
+                drop(s);
+                self.wake.notify_all();
+                return;
+            }
+            Ok(Arrival::Wait(generation)) => generation,
+        };
+        while s.barrier.generation == generation && !s.poisoned {
             s = self.wake.wait(s).unwrap_or_else(|p| p.into_inner());
         }
-        if s.generation == generation {
+        if s.barrier.generation == generation {
             drop(s);
             fault(FaultKind::Aborted);
         }
@@ -195,7 +241,7 @@ mod tests {
                 tx.send(waited.is_err()).unwrap();
             });
             // Thread 0 waits at the barrier; then another workgroup faults, then thread 1 returns.
-            while sync.lock().arrived == 0 {
+            while !sync.lock().barrier.waited() {
                 std::thread::yield_now();
             }
             abort.store(true, Ordering::SeqCst);
