@@ -12,6 +12,27 @@ use dynsmem_kernels::gpu::host::FaultKind;
 use dynsmem_kernels::layout::Carve;
 use dynsmem_kernels::vector::Vec4;
 
+/// Workgroup `b`'s sum of `input[b * block ..][..block]` into `out[b]`: each thread stores
+/// its element in launch-sized scratch, then (after the barrier, where `barrier`) thread 0
+/// adds them up.
+fn sums_of_blocks(input: *const u32, out: *mut u32, barrier: bool) {
+    let (t, b, block) = (gpu::thread_idx_x(), gpu::block_idx_x(), gpu::block_dim_x());
+    let mut carve = Carve::new();
+    let scratch = carve.array::<u32>(block).unwrap_or_else(|_| gpu::trap());
+    let shared = gpu::launch_region(carve.bytes()).array(scratch);
+    unsafe { shared.write(t, gpu::read_global(input.add((b * block + t) as usize))) };
+    if barrier {
+        gpu::barrier();
+    }
+    if t == 0 {
+        let mut sum = 0u32;
+        for i in 0..block {
+            sum = sum.wrapping_add(unsafe { shared.read(i) });
+        }
+        unsafe { gpu::write_global(out.add(b as usize), sum) };
+    }
+}
+
 dynsmem_kernels::kernels! { BROKEN;
     /// Thread `t` writes element `t + 1` of a `block`-element scratch: the last thread
     /// writes one element past the carve.
@@ -69,36 +90,13 @@ dynsmem_kernels::kernels! { BROKEN;
 
     /// A correct kernel: workgroup sums of `input` through launch-sized scratch.
     pub fn block_sums(input: *const u32, out: *mut u32) {
-        let (t, b, block) = (gpu::thread_idx_x(), gpu::block_idx_x(), gpu::block_dim_x());
-        let mut carve = Carve::new();
-        let scratch = carve.array::<u32>(block).unwrap_or_else(|_| gpu::trap());
-        let shared = gpu::launch_region(carve.bytes()).array(scratch);
-        unsafe { shared.write(t, gpu::read_global(input.add((b * block + t) as usize))) };
-        gpu::barrier();
-        if t == 0 {
-            let mut sum = 0u32;
-            for i in 0..block {
-                sum = sum.wrapping_add(unsafe { shared.read(i) });
-            }
-            unsafe { gpu::write_global(out.add(b as usize), sum) };
-        }
+        sums_of_blocks(input, out, true);
     }
 
     /// [`block_sums`] without its barrier (a planted race): thread 0 sums the scratch while
     /// the other threads may not have written their elements yet.
     pub fn block_sums_no_barrier(input: *const u32, out: *mut u32) {
-        let (t, b, block) = (gpu::thread_idx_x(), gpu::block_idx_x(), gpu::block_dim_x());
-        let mut carve = Carve::new();
-        let scratch = carve.array::<u32>(block).unwrap_or_else(|_| gpu::trap());
-        let shared = gpu::launch_region(carve.bytes()).array(scratch);
-        unsafe { shared.write(t, gpu::read_global(input.add((b * block + t) as usize))) };
-        if t == 0 {
-            let mut sum = 0u32;
-            for i in 0..block {
-                sum = sum.wrapping_add(unsafe { shared.read(i) });
-            }
-            unsafe { gpu::write_global(out.add(b as usize), sum) };
-        }
+        sums_of_blocks(input, out, false);
     }
 
     /// In a cluster: rank 0's odd threads wait at their workgroup's barrier, every other

@@ -354,10 +354,10 @@ pub(super) fn rsqrt(x: f32) -> f32 {
     1.0 / x.sqrt()
 }
 /// One rounding, as on a GPU. Without `+fma` in the host build, `mul_add` is a call into the
-/// runtime's `fmaf`, which dispatches on every call (half an SGEMM's time on the CPU backend):
-/// with the instruction present, a call to a function that is that instruction instead. Not
-/// inlined: the check at every FMA of every kernel made the kernel crate's host build about
-/// four times slower to compile.
+/// runtime's `fmaf`, which dispatches on every call and dominates FMA-heavy kernels on the CPU
+/// backend: with the instruction present, a call to a function that is that instruction
+/// instead. Keep it out of line: inlined, the feature check at every FMA of every kernel
+/// multiplies the kernel crate's host compile time.
 #[inline(never)]
 pub(super) fn fma(a: f32, b: f32, c: f32) -> f32 {
     #[cfg(target_arch = "x86_64")]
