@@ -128,6 +128,34 @@ fn an_f64_reference_fails_on_a_single_wrong_term() {
     }
 }
 
+/// Two sweeps of one kernel in one process, the second against an f64 reference of zeros:
+/// the second must fail every config (its check is another cache key), not be answered
+/// from the first sweep's entries; and its failures name the check that failed. The same
+/// with one cache file kept between them.
+#[test]
+fn two_checks_in_one_process_are_two_sweeps() {
+    let cpu = CpuBackend::new();
+    let zeros = |_: &[&Data]| vec![vec![0.0; (ROWS * COLS) as usize]];
+    let kept = std::env::temp_dir().join(format!("dynsmem-two-checks-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&kept);
+    for cache in [None, Some(kept.clone())] {
+        let opts = TuneOptions { cache: cache.clone(), ..quick() };
+        let first = tune_kernel_with(&cpu, &transpose(), &opts).unwrap();
+        assert!(first.failures().is_empty(), "{:?}", first.failures());
+        let second = tune_kernel_with(&cpu, &transpose().reference(zeros, 1e-6), &opts).unwrap();
+        let failures = second.failures();
+        assert_eq!(failures.len(), second.space.len(), "{cache:?}: {}", second.summary());
+        assert!(
+            failures.iter().all(|(_, e)| e.contains("the kernel's f64 reference")),
+            "the failure names its check: {:?}",
+            failures[0]
+        );
+        assert!(second.result.evaluations.iter().all(|e| !e.cached), "nothing answered from the first sweep");
+        drop((first, second));
+    }
+    let _ = std::fs::remove_file(&kept);
+}
+
 /// What does not match the entry is refused before anything is uploaded or launched.
 #[test]
 fn a_contract_that_does_not_match_its_entry_is_refused() {

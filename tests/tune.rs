@@ -345,8 +345,11 @@ fn worker_pid(shard: &str, cache: &str) -> Option<u32> {
     })
 }
 
+/// `kill -9` of a worker of `--devices` mid-sweep: its supervisor starts a new worker,
+/// which answers the finished configs from the shard cache and measures the rest; the
+/// command succeeds, every config is in the merged cache once, and a rerun measures nothing.
 #[test]
-fn a_killed_worker_loses_no_finished_config_and_the_rerun_runs_only_its_unfinished_ones() {
+fn a_killed_worker_is_restarted_and_nothing_is_measured_twice() {
     let dir = temp_dir("shard-kill");
     let cache = dir.join("c.jsonl");
     let shard1 = dir.join("c.shard-1-of-2.jsonl");
@@ -362,26 +365,28 @@ fn a_killed_worker_loses_no_finished_config_and_the_rerun_runs_only_its_unfinish
     let pid = worker_pid("1/2", cache.to_str().unwrap()).expect("worker 1's process");
     let status = Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
     assert!(status.success());
+    let before = entries(&shard1).0;
     let out = parent.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "the command fails when a worker dies:\n{stdout}");
-    assert!(stdout.contains("worker 1/2 (device 0) FAILED"), "{stdout}");
-    let (before, torn) = entries(&shard1);
+    assert!(out.status.success(), "the supervisor restarts the killed worker:\n{stdout}");
+    assert!(
+        stdout.contains("worker 1/2 (device 0): supervisor: the worker was killed by signal 9 (SIGKILL)"),
+        "{stdout}"
+    );
+    let (after, torn) = entries(&shard1);
     assert!(torn <= 1);
-    let finished = before.len();
-    assert!((2..9).contains(&finished), "killed mid-sweep: {finished} of 9 finished");
-    // The other worker finished, and its results were merged.
-    assert_eq!(entries(&cache).0.len(), 9 + finished);
+    let mut configs: Vec<String> = after.iter().map(|e| format!("{:?}", e.tune.params)).collect();
+    configs.sort();
+    configs.dedup();
+    assert_eq!((after.len(), configs.len()), (9, 9), "each of worker 1's configs once");
+    assert_eq!(&after[..before.len()], &before[..], "the entries finished before the kill are untouched");
+    assert_eq!(entries(&cache).0.len(), 18, "the merged cache holds every config once");
+    common::note(&format!("shard kill: worker 1 killed after {} of 9 configs, restarted, finished", before.len()));
 
     let rerun = run_ok(&strs(&args));
     let line = |w: &str| rerun.lines().find(|l| l.starts_with(w)).unwrap_or_else(|| panic!("no {w} in\n{rerun}"));
-    let (w1, w2) = (line("worker 1/2"), line("worker 2/2"));
-    common::note(&format!("shard kill: worker 1 killed after {finished} of 9 configs; rerun: {w1} / {w2}"));
-    assert_eq!(number_before(w1, " measured now"), 9 - finished, "only worker 1's unfinished configs run");
-    assert_eq!(number_before(w1, " from the cache"), finished);
-    assert_eq!(number_before(w2, " measured now"), 0, "worker 2 finished: nothing runs again");
-    let (after, _) = entries(&shard1);
-    assert_eq!(&after[..finished], &before[..], "the finished entries are untouched");
-    assert_eq!(entries(&cache).0.len(), 18, "the merged cache holds every config once");
+    for w in ["worker 1/2", "worker 2/2"] {
+        assert_eq!(number_before(line(w), " measured now"), 0, "{w}: nothing runs again");
+    }
     assert!(rerun.contains("18 of the space's 18 configs are in the cache"), "{rerun}");
 }

@@ -57,6 +57,10 @@ pub enum Error {
     /// Configs of a sweep ran and failed (build, launch or check against the reference).
     #[error("{kernel}: {failed} of {run} configs failed; the first, {config}: {error}")]
     SweepFailed { kernel: String, failed: usize, run: usize, config: String, error: String },
+    /// A sweep that could not go on (its device context lost, its cache unwritable); what
+    /// it measured before is in its cache.
+    #[error("{kernel}: the sweep stopped: {reason}")]
+    SweepStopped { kernel: String, reason: String },
     /// The backend cannot be used on this machine (no driver library, no device, no adapter).
     #[error("{backend} unavailable: {reason}")]
     Unavailable { backend: BackendKind, reason: String },
@@ -122,6 +126,15 @@ pub enum Error {
         detail: String,
         fault: Option<Box<dynsmem_kernels::gpu::host::FaultKind>>,
     },
+    /// A launch on a GPU faulted (an illegal or misaligned address, a trap, a launch
+    /// failure), found by the synchronisation right after it: the kernel and config named
+    /// are the ones that faulted. The device context is lost with it (CUDA's sticky errors):
+    /// every later call in this process fails, so a sweep stops here, and a supervised
+    /// sweep starts a new worker process.
+    #[error(
+        "{backend}: {kernel} at {config} faulted: {message} (found by {call} right after its launch; the device context is lost with it)"
+    )]
+    DeviceFault { backend: BackendKind, kernel: String, config: String, call: &'static str, message: String },
     /// A result differs from the CPU reference beyond the tolerance.
     #[error(transparent)]
     Mismatch(#[from] Mismatch),
@@ -144,7 +157,50 @@ impl Error {
     /// The kernel ran and was wrong: its result differs from the reference, or it faulted.
     /// Not a refusal before launch, nor an unavailable backend: what makes `bench` fail.
     pub fn is_wrong_result(&self) -> bool {
-        matches!(self, Error::Mismatch(_) | Error::KernelFault { .. })
+        matches!(self, Error::Mismatch(_) | Error::KernelFault { .. } | Error::DeviceFault { .. })
+    }
+
+    /// Whether the device context is lost after this error: a [`Error::DeviceFault`], or a
+    /// driver call that reported one of the errors after which CUDA (and HIP) refuse every
+    /// later call of the context ("sticky" errors). Only a new context, in practice a new
+    /// process, runs kernels again.
+    pub fn context_lost(&self) -> bool {
+        match self {
+            Error::DeviceFault { .. } => true,
+            Error::Driver { message, .. } => STICKY.iter().any(|s| message.contains(s)),
+            _ => false,
+        }
+    }
+}
+
+/// The error names (CUDA driver API, HIP runtime) after which a context is unusable.
+const STICKY: &[&str] = &[
+    "CUDA_ERROR_ILLEGAL_ADDRESS",
+    "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_ASSERT",
+    "CUDA_ERROR_LAUNCH_TIMEOUT",
+    "CUDA_ERROR_ECC_UNCORRECTABLE",
+    "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+    "hipErrorIllegalAddress",
+    "hipErrorLaunchFailure",
+    "hipErrorAssert",
+];
+
+impl Error {
+    /// `self` as the fault of `kernel` at `config` when it lost the context (see
+    /// [`Error::context_lost`]); any other error unchanged.
+    pub fn as_fault_of(self, kernel: &str, config: &str) -> Error {
+        match self {
+            Error::Driver { backend, call, message } if STICKY.iter().any(|s| message.contains(s)) => {
+                Error::DeviceFault { backend, kernel: kernel.into(), config: config.into(), call, message }
+            }
+            other => other,
+        }
     }
 }
 

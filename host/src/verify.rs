@@ -62,14 +62,28 @@ pub struct Mismatch {
     /// How many elements differ in all.
     pub count: usize,
     pub len: usize,
+    /// What the result was checked against, for the message (`None`: the CPU reference).
+    pub against: Option<String>,
+}
+
+impl Mismatch {
+    /// This mismatch, said to be against `against` (e.g. "the kernel's f64 reference").
+    pub fn against(mut self, against: impl Into<String>) -> Mismatch {
+        self.against = Some(against.into());
+        self
+    }
 }
 
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}: result differs from the CPU reference at index {}: expected {}, got {}",
-            self.kernel, self.index, self.expected, self.actual
+            "{}: result differs from {} at index {}: expected {}, got {}",
+            self.kernel,
+            self.against.as_deref().unwrap_or("the CPU reference"),
+            self.index,
+            self.expected,
+            self.actual
         )?;
         if self.allowed > 0.0 {
             write!(f, " (allowed difference {:.3e})", self.allowed)?;
@@ -78,6 +92,24 @@ impl fmt::Display for Mismatch {
             write!(f, "; {} of {} elements differ", self.count, self.len)?;
         }
         Ok(())
+    }
+}
+
+/// What an f32 a kernel returned says of where it came from, when it is a poison value:
+/// the outputs' own ([`crate::element::Element::poison`], never written) or the CPU
+/// backend's workgroup-memory poison (every byte
+/// [`crate::backend::cpu::REGION_POISON`]: stored from workgroup memory no thread wrote).
+pub fn poison_note(x: f32) -> Option<&'static str> {
+    let region = u32::from_ne_bytes([crate::backend::cpu::REGION_POISON; 4]);
+    if x.to_bits() == region {
+        Some(
+            "workgroup memory's poison: the kernel stored a value it read from launch-sized workgroup memory \
+             that no thread had written (read before it was staged, or outside what was staged)",
+        )
+    } else if x.to_bits() == <f32 as Element>::poison().to_bits() {
+        Some("the output's poison: no thread wrote this element")
+    } else {
+        None
     }
 }
 
@@ -101,6 +133,7 @@ pub fn check_scalar<T: Element>(
             allowed: tol.bound(scale),
             count: 1,
             len: 1,
+            against: None,
         })
     }
 }
@@ -122,6 +155,7 @@ pub fn check_slice<T: Element>(
             allowed: 0.0,
             count: 1,
             len: expected.len(),
+            against: None,
         });
     }
     let mut first = None;
@@ -143,6 +177,7 @@ pub fn check_slice<T: Element>(
             allowed: tol.bound(scale(i)),
             count,
             len: expected.len(),
+            against: None,
         }),
     }
 }
@@ -174,6 +209,7 @@ pub fn check_matrix_entries(
                 allowed: tol.bound(scale),
                 count: 0,
                 len: entries.len(),
+                against: None,
             });
         }
     }

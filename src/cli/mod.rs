@@ -538,6 +538,16 @@ pub struct TuneCommon {
     /// Lock the GPU's SM clock at this many MHz for the sweep (NVML; see `run --help`).
     #[arg(long, value_name = "MHZ")]
     pub lock_clocks: Option<u32>,
+    /// Seconds a config may run (from its first launch to its recorded result) before its
+    /// worker process is killed and the config recorded as failed. Default: 10 x the longest
+    /// config of the sweep so far, at least 10 s (60 s before any has finished).
+    #[arg(long, value_name = "SECONDS")]
+    pub config_timeout: Option<f64>,
+    /// Measure in this process, with no supervised worker: a config that faults on a GPU
+    /// ends the sweep (its context is lost), one that hangs hangs it. Default: a worker
+    /// process that a supervisor restarts past such configs, recording them as failed.
+    #[arg(long)]
+    pub in_process: bool,
     #[command(flatten)]
     pub shards: ShardArgs,
 }

@@ -146,6 +146,13 @@ pub fn tune(family: &dyn DynFamily, matches: &clap::ArgMatches, common: &TuneCom
         let finished = crate::cli::workers::run(family, common)?;
         return merge_and_report(&common.cache, &finished.caches, &opts.outputs, finished.failed);
     }
+    if sh.worker {
+        // Started by a supervisor: end with it, if it dies.
+        crate::host::tune::supervise::exit_with_supervisor();
+    } else if !common.in_process {
+        let cache = sh.shard.unwrap_or(Shard::WHOLE).cache_path(&common.cache);
+        return crate::cli::workers::supervised(common, &cache);
+    }
     let picked = pick(common.backend)?;
     crate::host::with_backend!(picked.erase(), b => sweep(b, &opts, family, matches))
 }
@@ -242,8 +249,9 @@ fn sweep<B: TuneBackend>(
         opts.common.input_seed,
         prov,
         opts.strategy.name(),
-    );
+    )?;
     runner.objective = opts.objective;
+    runner.announce = opts.common.shards.worker;
     runner.timing_lock = std::env::var_os(TIMING_LOCK).map(PathBuf::from);
     if let Some(lock) = &runner.timing_lock {
         say!("timing holds the lock {} (one process times on this device at a time)", lock.display());

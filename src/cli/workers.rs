@@ -11,9 +11,13 @@
 //! [`crate::cli::files::TIMING_LOCK`], held from a config's verification run to its last
 //! timed run): two processes timing at once on one GPU time each other's kernels too.
 //! Their inputs, uploads and CPU references are still made at the same time.
-//! A worker that dies (killed, out of memory, a driver fault) loses none of the configs it
-//! finished: they are in its cache, the others' results are merged anyway, the command
-//! fails naming it, and running the same command again measures only what is missing.
+//! Each worker is supervised ([`Supervisor`]): a config that faults (the device context is
+//! lost) or hangs past its time is recorded as failed and a new worker goes on from the
+//! cache. A worker that cannot go on loses none of the configs it finished: they are in
+//! its cache, the others' results are merged anyway, the command fails naming it, and
+//! running the same command again measures only what is missing.
+//!
+//! [`supervised`] is the same for a sweep on one device: the plain `tune` command.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -26,6 +30,7 @@ use crate::cli::{BackendKind, TuneCommon, worker_args};
 use crate::host::family::DynFamily;
 use crate::host::tune::Shard;
 use crate::host::tune::progress::{bar_style, parse_worker_line};
+use crate::host::tune::supervise::{SUPERVISED_ENV, Supervisor, Timeouts, WorkerEnd};
 use anyhow::{Context, bail};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 
@@ -59,16 +64,84 @@ pub struct Finished {
     pub failed: Vec<String>,
 }
 
+/// The supervisor's limits from the command line.
+pub fn timeouts(common: &TuneCommon) -> Timeouts {
+    Timeouts { fixed: common.config_timeout, ..Timeouts::default() }
+}
+
+/// What a supervisor says of a worker that ended without finishing.
+fn describe_end(end: &WorkerEnd) -> Option<String> {
+    match end {
+        WorkerEnd::Finished | WorkerEnd::Failed { .. } => None,
+        WorkerEnd::ContextLost => Some("a config faulted and lost the device context (recorded)".into()),
+        WorkerEnd::TimedOut { config, limit } => Some(format!("{config} ran past {limit}: killed, recorded as failed")),
+        WorkerEnd::Died { config, status, retried: true } => {
+            Some(format!("the worker {status} while {config} ran; it runs again in the next worker"))
+        }
+        WorkerEnd::Died { config, status, retried: false } => {
+            Some(format!("the worker {status} while {config} ran: recorded as failed"))
+        }
+    }
+}
+
+/// `tune` on one device, supervised: this process starts the sweep as a worker (this
+/// binary, the same command line with `--worker`), passes its report through, draws its
+/// progress, and restarts it past configs that fault or hang ([`Supervisor`]).
+pub fn supervised(common: &TuneCommon, cache: &Path) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("the path of this binary")?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let bar = ProgressBar::with_draw_target(
+        None,
+        if common.quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() },
+    );
+    bar.set_style(bar_style());
+    let lines = !common.quiet && bar.is_hidden();
+    let mut supervisor = Supervisor::new(cache, timeouts(common));
+    let mut started = 0u32;
+    let result = supervisor.run(
+        &mut || {
+            started += 1;
+            let mut cmd = Command::new(&exe);
+            cmd.args(&args).arg("--worker").env(SUPERVISED_ENV, "1");
+            cmd.stdin(Stdio::piped()).stdout(Stdio::inherit()).stderr(Stdio::piped()).spawn()
+        },
+        &mut |line| match parse_worker_line(line) {
+            Some((done, total, best)) => {
+                bar.set_length(total);
+                bar.set_position(done);
+                bar.set_message(best.to_string());
+                if lines && done > 0 {
+                    eprintln!("[{done}/{total}] {best}");
+                }
+            }
+            None => bar.suspend(|| eprintln!("{line}")),
+        },
+    );
+    bar.finish_and_clear();
+    for end in &supervisor.ends {
+        if let Some(what) = describe_end(end) {
+            say!("supervisor: {what}");
+        }
+    }
+    if started > 1 {
+        say!(
+            "supervisor: {started} worker processes ran this sweep (the configs they finished are in {})",
+            cache.display()
+        );
+    }
+    result.map_err(anyhow::Error::from)
+}
+
 /// One running worker.
 struct Running {
     label: String,
     log: PathBuf,
-    child: std::process::Child,
-    readers: Vec<std::thread::JoinHandle<()>>,
+    thread: std::thread::JoinHandle<(anyhow::Result<()>, Vec<WorkerEnd>)>,
     summary: Arc<Mutex<Option<String>>>,
 }
 
-/// Runs the sweep as one worker per entry of `--devices`, all at once, and waits for them.
+/// Runs the sweep as one worker per entry of `--devices`, all at once, each supervised
+/// ([`Supervisor`]: restarted past configs that fault or hang), and waits for them.
 pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finished> {
     let devices = &common.shards.devices;
     let distinct: BTreeSet<u32> = devices.iter().copied().collect();
@@ -93,10 +166,10 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finish
         let shard = Shard::new(k as u32 + 1, n).expect("1 <= k + 1 <= n");
         let label = format!("worker {shard} (device {device})");
         let log = shard.cache_path(&common.cache).with_extension("log");
-        let file = create_log(&log)?;
+        let file = Arc::new(Mutex::new(create_log(&log)?));
         let mut cmd = Command::new(&exe);
         cmd.args(&args).args(["--shard", &shard.to_string(), "--worker"]);
-        cmd.env(WORKER_DEVICE, device.to_string());
+        cmd.env(WORKER_DEVICE, device.to_string()).env(SUPERVISED_ENV, "1");
         if common.backend != Some(BackendKind::Cpu) {
             cmd.env("CUDA_VISIBLE_DEVICES", device.to_string()).env("HIP_VISIBLE_DEVICES", device.to_string());
             // Workers sharing a GPU would time each other's kernels: they take turns.
@@ -105,71 +178,76 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finish
                 cmd.env(TIMING_LOCK, lock);
             }
         }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("starting {label}: {}", exe.display()))?;
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Its length comes with the worker's first progress line (the size of its shard).
         let bar = bars.add(ProgressBar::new(1));
         bar.set_style(bar_style());
         bar.set_prefix(format!("{label} | "));
         bar.set_message("starting");
         let summary = Arc::new(Mutex::new(None));
-        let file = Arc::new(Mutex::new(file));
-        let out = child.stdout.take().expect("piped");
-        let err = child.stderr.take().expect("piped");
-        let readers = vec![
-            {
-                let (file, summary) = (file.clone(), summary.clone());
-                std::thread::spawn(move || {
-                    for line in BufReader::new(out).lines().map_while(Result::ok) {
-                        if line.contains(" evaluations (") {
-                            *summary.lock().expect("not poisoned") = Some(line.clone());
-                        }
-                        let _ = writeln!(file.lock().expect("not poisoned"), "{line}");
-                    }
-                })
-            },
-            {
-                let label = label.clone();
-                std::thread::spawn(move || {
-                    for line in BufReader::new(err).lines().map_while(Result::ok) {
-                        match parse_worker_line(&line) {
-                            Some((done, total, best)) => {
-                                bar.set_length(total);
-                                bar.set_position(done);
-                                bar.set_message(best.to_string());
-                                if lines && done > 0 {
-                                    eprintln!("[{label}] {done}/{total} {best}");
+        let mut supervisor = Supervisor::new(&shard.cache_path(&common.cache), timeouts(common));
+        let thread = std::thread::spawn({
+            let (label, summary) = (label.clone(), summary.clone());
+            move || {
+                let mut stdout_readers = Vec::new();
+                let result = supervisor.run(
+                    &mut || {
+                        let mut child = cmd.spawn()?;
+                        let out = child.stdout.take().expect("piped");
+                        let (file, summary) = (file.clone(), summary.clone());
+                        stdout_readers.push(std::thread::spawn(move || {
+                            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                                if line.contains(" evaluations (") {
+                                    *summary.lock().expect("not poisoned") = Some(line.clone());
                                 }
-                            }
-                            None => {
                                 let _ = writeln!(file.lock().expect("not poisoned"), "{line}");
                             }
+                        }));
+                        Ok(child)
+                    },
+                    &mut |line| match parse_worker_line(line) {
+                        Some((done, total, best)) => {
+                            bar.set_length(total);
+                            bar.set_position(done);
+                            bar.set_message(best.to_string());
+                            if lines && done > 0 {
+                                eprintln!("[{label}] {done}/{total} {best}");
+                            }
                         }
-                    }
-                    bar.finish_and_clear();
-                })
-            },
-        ];
-        running.push(Running { label, log, child, readers, summary });
+                        None => {
+                            let _ = writeln!(file.lock().expect("not poisoned"), "{line}");
+                        }
+                    },
+                );
+                for r in stdout_readers {
+                    let _ = r.join();
+                }
+                bar.finish_and_clear();
+                (result.map_err(anyhow::Error::from), supervisor.ends)
+            }
+        });
+        running.push(Running { label, log, thread, summary });
     }
     let mut failed = Vec::new();
-    for mut w in running {
-        let status = w.child.wait().with_context(|| format!("waiting for {}", w.label))?;
-        for r in w.readers {
-            let _ = r.join();
-        }
-        if status.success() {
-            let summary = w.summary.lock().expect("not poisoned").clone().unwrap_or_default();
-            say!("{}: {summary} (log {})", w.label, w.log.display());
-        } else {
-            say!("{} FAILED ({status}); the end of its log {}:", w.label, w.log.display());
-            for line in tail(&w.log, 5) {
-                say!("  | {line}");
+    for w in running {
+        let (result, ends) = w.thread.join().map_err(|_| anyhow::anyhow!("the supervisor of {} panicked", w.label))?;
+        for end in &ends {
+            if let Some(what) = describe_end(end) {
+                say!("{}: supervisor: {what}", w.label);
             }
-            failed.push(w.label);
+        }
+        match result {
+            Ok(()) => {
+                let summary = w.summary.lock().expect("not poisoned").clone().unwrap_or_default();
+                say!("{}: {summary} (log {})", w.label, w.log.display());
+            }
+            Err(e) => {
+                say!("{} FAILED ({e}); the end of its log {}:", w.label, w.log.display());
+                for line in tail(&w.log, 5) {
+                    say!("  | {line}");
+                }
+                failed.push(w.label);
+            }
         }
     }
     // A worker that died before its first config left no cache.

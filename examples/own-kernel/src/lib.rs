@@ -54,6 +54,51 @@ pub static WINDOW_MEAN: KernelFamily = KernelFamily {
     ..KernelFamily::EMPTY
 };
 
+/// The configs [`planted_faults`] plants its faults at: `(block, per_thread)`.
+pub const FAR_WRITE_AT: (u32, u32) = (64, 4);
+pub const HANG_AT: (u32, u32) = (128, 2);
+
+/// [`window_mean`]'s 12 configs, two of them planted ([`own_kernels::planted_code`]): at
+/// [`FAR_WRITE_AT`] the kernel writes 16 GiB past `y` (a GPU's context is lost), at
+/// [`HANG_AT`] its workgroups never leave a barrier. A sweep must record both as failed and
+/// measure the other 10 (`ci/run`, and on a GPU `results/log/.../supervised`).
+pub fn planted_faults(n: u32, w: u32) -> Kernel {
+    let cfg = |p: &Params| WindowConfig { block: p["block"], per_thread: p["per_thread"] };
+    let code = |(b, p)| own_kernels::planted_code(b, p);
+    Kernel::new(own_kernels::KERNELS, "window_mean_planted_f32")
+        .image(images::IMAGE_INFO)
+        .input("x", n as usize, Fill::Random(1))
+        .output("y", (n - w + 1) as usize)
+        .scalar("n", n)
+        .scalar("window", w)
+        .param_arg("per_thread")
+        .scalar("far_at", code(FAR_WRITE_AT))
+        .scalar("hang_at", code(HANG_AT))
+        .params(&[("block", &[32, 64, 128, 256]), ("per_thread", &[1, 2, 4])])
+        .block(|p| p["block"])
+        .grid(move |p| cfg(p).grid(n, w))
+        .shared_bytes(move |p| cfg(p).shared_bytes(w))
+}
+
+/// [`planted_faults`] as a family of the command line:
+/// `own-cli tune planted_faults --backend cpu --n 10007 --window 33`.
+pub static PLANTED_FAULTS: KernelFamily = KernelFamily {
+    name: "planted_faults",
+    about: "The moving average with a config that writes far past its output and one that hangs at a barrier \
+            (tests that a sweep survives them)",
+    sizes: &[Size::new("n", 1 << 22, 10_007, "Input floats"), Size::new("window", 33, 33, "Window width")],
+    build: |p| {
+        let (n, w) = (p.u32("n")?, p.u32("window")?);
+        if w == 0 || n < w {
+            let reason = format!("a window of {w} needs 1 to n = {n} inputs");
+            return Err(dynsmem_host::Error::InvalidProblem { kernel: "planted_faults".into(), reason });
+        }
+        Ok(planted_faults(n, w))
+    },
+    image: Some(IMAGE),
+    ..KernelFamily::EMPTY
+};
+
 /// A 2-D box filter of radius `radius` over a `height x width` image (the issue's researcher
 /// stencil): tiles of `tile_w x tile_h` outputs plus their halo in launch-sized memory, a
 /// 1-D grid over the tiles. Checked by the CPU-run check (no reference, no twins).

@@ -391,6 +391,44 @@ impl Kernel {
         made.clone().map_err(|reason| self.invalid(format!("no reference: {reason}")))
     }
 
+    /// What this kernel's outputs are checked against, as tuning caches key it: where the
+    /// expected outputs come from, a hash of them and of the inputs, and the tolerance. A
+    /// change to the reference, the inputs or the tolerance makes another key.
+    pub fn check_identity(&self) -> Result<String> {
+        let (expected, from) = self.expected()?;
+        let mut h = crate::tune::WordHash::new();
+        for out in expected.iter() {
+            h.words(out.iter().map(|v| v.to_bits()));
+        }
+        let outputs = h.finish();
+        let mut h = crate::tune::WordHash::new();
+        for a in &self.args {
+            match a {
+                ArgSpec::Input(_, d) => match &**d {
+                    Data::F32(v) => h.words(v.iter().map(|x| u64::from(x.to_bits()))),
+                    Data::U32(v) => h.words(v.iter().map(|&x| u64::from(x))),
+                },
+                ArgSpec::Scalar(name, s) => h.bytes(format!("{name}={s:?}").as_bytes()),
+                ArgSpec::Output(..) => {}
+            }
+        }
+        let tolerance = self.tolerance();
+        Ok(format!(
+            "{from}, expected outputs {outputs:016x}, inputs {:016x}, tolerance rtol {:e} atol {:e}",
+            h.finish(),
+            tolerance.rtol,
+            tolerance.atol
+        ))
+    }
+
+    /// The tolerance of float outputs.
+    fn tolerance(&self) -> Tolerance {
+        match &self.check {
+            Check::Reference(_, t) => *t,
+            Check::CpuRun => Tolerance { rtol: CPU_RUN_RTOL, atol: 0.0 },
+        }
+    }
+
     fn compute_expected(&self) -> Result<(Expected, String)> {
         self.validate()?;
         let inputs: Vec<&Data> =
@@ -414,14 +452,19 @@ impl Kernel {
         let outputs = work.read_outputs()?;
         for (name, out) in &outputs {
             let poisoned = match out {
-                Data::F32(v) => v.iter().position(|x| x.is_nan()),
-                Data::U32(v) => v.iter().position(|&x| x == u32::poison()),
+                Data::F32(v) => v.iter().position(|x| x.is_nan()).map(|i| {
+                    let note = crate::verify::poison_note(v[i]).unwrap_or("a NaN the kernel computed");
+                    (i, format!("is NaN: {note}"))
+                }),
+                Data::U32(v) => v
+                    .iter()
+                    .position(|&x| x == u32::poison())
+                    .map(|i| (i, "is still the output's poison: no thread wrote it".to_string())),
             };
-            if let Some(i) = poisoned {
-                return Err(self.invalid(format!(
-                    "the CPU run at {} left {name}[{i}] unwritten (still the poison value)",
-                    describe(&self.params_at(&point))
-                )));
+            if let Some((i, what)) = poisoned {
+                return Err(
+                    self.invalid(format!("the CPU run at {}: {name}[{i}] {what}", describe(&self.params_at(&point))))
+                );
             }
         }
         let why = format!("the same kernel on the CPU backend at {}", describe(&self.params_at(&point)));
@@ -489,10 +532,7 @@ impl Kernel {
             self.wgsl.as_ref().map(|_| &wgsl as &dyn Fn(Variant) -> WgslSpec),
             self.cuda.as_ref().map(|_| &cuda as &dyn Fn() -> CudaSource),
         )?;
-        let tolerance = match &self.check {
-            Check::Reference(_, t) => *t,
-            Check::CpuRun => Tolerance { rtol: CPU_RUN_RTOL, atol: 0.0 },
-        };
+        let tolerance = self.tolerance();
         let mut launch = Launch::new(backend, kernel, f.grid, f.threads).flops(self.work.1);
         if let Some(bytes) = self.work.0 {
             launch = launch.bytes(bytes);
@@ -505,9 +545,9 @@ impl Kernel {
                     Data::U32(v) => launch.input(v)?,
                 },
                 ArgSpec::Output(name, d) => {
-                    let want = expected.as_ref().map(|(e, _)| e[k].clone());
+                    let want = expected.as_ref().map(|(e, from)| (e[k].clone(), from.clone()));
                     k += 1;
-                    let check = want.map(|want| output_check(name, want, tolerance));
+                    let check = want.map(|(want, from)| output_check(name, want, tolerance, from));
                     match d {
                         Data::F32(v) => launch.output_named(name, v, check, false)?,
                         Data::U32(v) => launch.output_named(name, v, check, false)?,
@@ -523,15 +563,22 @@ impl Kernel {
 
 /// The check of output `name` against `want`: f32 within `tolerance` at
 /// `max(|expected|, rms(expected))`, u32 exactly.
-fn output_check(name: &'static str, want: Vec<f64>, tolerance: Tolerance) -> OutputCheck {
+/// A mismatch names `against`, the check's source, and says what a poison value it got means.
+fn output_check(name: &'static str, want: Vec<f64>, tolerance: Tolerance, against: String) -> OutputCheck {
     Box::new(move |kernel, got| {
         let rms = (want.iter().map(|v| v * v).sum::<f64>() / want.len().max(1) as f64).sqrt();
         let what = format!("{kernel} output {name}");
         let scale = |i: usize| want[i].abs().max(rms);
-        match got {
-            Data::F32(g) => check_slice(&what, &want, g, scale, tolerance)?,
-            Data::U32(g) => check_slice(&what, &want, g, scale, Tolerance::EXACT)?,
+        let checked = match got {
+            Data::F32(g) => check_slice(&what, &want, g, scale, tolerance).map_err(|mut m| {
+                if let Some(note) = crate::verify::poison_note(g[m.index]) {
+                    m.actual = format!("{} ({note})", m.actual);
+                }
+                m
+            }),
+            Data::U32(g) => check_slice(&what, &want, g, scale, Tolerance::EXACT),
         };
+        checked.map_err(|m| m.against(against.clone()))?;
         Ok(())
     })
 }

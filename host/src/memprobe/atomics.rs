@@ -70,6 +70,7 @@ fn check_tries(kernel: &str, op: AtomicOp, iters: u32, tries: &[u32]) -> Result<
             allowed: 0.0,
             count: 1,
             len: tries.len(),
+            against: None,
         }),
     }
 }

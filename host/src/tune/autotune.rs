@@ -277,7 +277,7 @@ impl Autotune {
         let path = self.dir.join(MEASUREMENTS);
         let mut cache = TuneCache::open(&path)?;
         let mut runner =
-            RealRunner::new(backend, tunable, &mut cache, variant, image, self.timing, self.seed, prov, STRATEGY);
+            RealRunner::new(backend, tunable, &mut cache, variant, image, self.timing, self.seed, prov, STRATEGY)?;
         // The seconds count from the end of the first candidate, which also made the
         // problem's inputs and reference (seconds of their own at large shapes).
         let mut ev = Evaluator::new(space, &mut runner, Budget { seconds: None, ..self.budget });

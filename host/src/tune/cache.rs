@@ -55,6 +55,12 @@ pub struct TuneFields {
     pub bench_ms: Option<f64>,
     /// The strategy that measured it.
     pub strategy: String,
+    /// What the config's outputs were checked against: the reference's identity (the
+    /// family's CPU reference and its inputs seed, or a [`crate::contract::Kernel`]'s
+    /// check, reference data hash and tolerance). Part of the cache key: a sweep with
+    /// another check is another sweep. Empty in caches written before it was recorded.
+    #[serde(default)]
+    pub check: String,
     /// The shard, host and device that measured it, when a sharded sweep did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<super::shard::Worker>,
@@ -79,14 +85,23 @@ pub struct GroupKey {
     pub variant: String,
     /// The problem as [`canonical_json`].
     pub problem: String,
+    /// What results are checked against ([`TuneFields::check`]).
+    pub check: String,
 }
 
 impl std::fmt::Display for GroupKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} {} {} on {} ({}; driver {}; image {})",
-            self.family, self.problem, self.variant, self.backend, self.device, self.driver, self.image_hash
+            "{} {} {} on {} ({}; driver {}; image {}; checked against {})",
+            self.family,
+            self.problem,
+            self.variant,
+            self.backend,
+            self.device,
+            self.driver,
+            self.image_hash,
+            if self.check.is_empty() { "an unrecorded check" } else { &self.check }
         )
     }
 }
@@ -109,6 +124,7 @@ impl CacheEntry {
             family: r.family.clone(),
             variant: r.variant.clone(),
             problem: canonical_json(&r.problem),
+            check: self.tune.check.clone(),
         }
     }
 
@@ -316,6 +332,7 @@ pub(crate) mod tests {
                 wall_ms: 3.0,
                 bench_ms: Some(1.5),
                 strategy: "exhaustive".into(),
+                check: "test reference".into(),
                 worker: None,
             },
         }
@@ -365,7 +382,7 @@ pub(crate) mod tests {
     fn keys_differ_by_every_component() {
         let a = entry(&[("block", 32)], Some(1.0));
         let mut changed = Vec::new();
-        for f in 0..6 {
+        for f in 0..7 {
             let mut e = a.clone();
             match f {
                 0 => e.record.device = "other".into(),
@@ -373,6 +390,7 @@ pub(crate) mod tests {
                 2 => e.tune.image_hash = "beef".into(),
                 3 => e.record.family = "scan".into(),
                 4 => e.record.problem = serde_json::json!({"n": 8192, "op": "sum", "dtype": "f32"}),
+                5 => e.tune.check = "another reference".into(),
                 _ => e.tune.params.insert("block".into(), 64).map(|_| ()).unwrap_or(()),
             }
             changed.push(e.key());

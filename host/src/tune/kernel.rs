@@ -39,6 +39,9 @@ impl Tunable for Kernel {
     fn config(&self, point: &[u32]) -> Self::Config {
         self.params_at(point).0
     }
+    fn check_id(&self, _seed: u64) -> Result<String> {
+        self.check_identity()
+    }
     fn prepare<'b, B: FamilyBackend>(
         &self,
         backend: &'b B,
@@ -114,12 +117,15 @@ pub struct Sweep {
     group: GroupKey,
     meta: t4::Metadata,
     /// The cache file to remove with the sweep (the default, temporary one).
-    temporary: Option<PathBuf>,
+    _temporary: Temporary,
 }
 
-impl Drop for Sweep {
+/// A cache file removed when dropped (the default cache of a sweep, its own per sweep).
+struct Temporary(Option<PathBuf>);
+
+impl Drop for Temporary {
     fn drop(&mut self) {
-        if let Some(p) = &self.temporary {
+        if let Some(p) = &self.0 {
             let _ = std::fs::remove_file(p);
         }
     }
@@ -235,11 +241,15 @@ pub fn tune_kernel_with<B: TuneBackend>(backend: &B, kernel: &Kernel, opts: &Tun
         });
     }
     let (_, checked_against) = kernel.expected()?;
-    let temporary = opts.cache.is_none().then(|| {
-        let stem = format!("dynsmem-{}-{}-{}.jsonl", kernel.entry(), backend.kind(), std::process::id());
+    // One file per sweep, never shared: two sweeps of a process (at once or one after the
+    // other) do not see each other's entries.
+    static SWEEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let temporary = Temporary(opts.cache.is_none().then(|| {
+        let n = SWEEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stem = format!("dynsmem-{}-{}-{}-{n}.jsonl", kernel.entry(), backend.kind(), std::process::id());
         std::env::temp_dir().join(stem)
-    });
-    let path = opts.cache.clone().or(temporary.clone()).expect("one of the two");
+    }));
+    let path = opts.cache.clone().or(temporary.0.clone()).expect("one of the two");
     let mut cache = TuneCache::open(&path)?;
     let [image, rustc, commit] = kernel.image_info().clone();
     let mut prov = opts.provenance.clone();
@@ -252,12 +262,14 @@ pub fn tune_kernel_with<B: TuneBackend>(backend: &B, kernel: &Kernel, opts: &Tun
     let commit = prov.commit.clone();
     let strategy = opts.strategy;
     let mut runner =
-        RealRunner::new(backend, kernel, &mut cache, variant, &image, opts.timing, 1, prov, strategy.name());
+        RealRunner::new(backend, kernel, &mut cache, variant, &image, opts.timing, 1, prov, strategy.name())?;
     let group = runner.group().clone();
     let result = strategy.search(&space, &mut runner, opts.budget, &mut SplitMix64::new(opts.seed));
     drop(runner);
     if let Stop::RunnerFailed(e) = &result.stop {
-        return Err(Error::InvalidConfig { kernel: kernel.entry().into(), reason: format!("the sweep stopped: {e}") });
+        let said = format!("{}: the sweep stopped: ", kernel.entry());
+        let reason = e.strip_prefix(&said).unwrap_or(e).to_string();
+        return Err(Error::SweepStopped { kernel: kernel.entry().into(), reason });
     }
     if opts.verbose {
         for e in &result.evaluations {
@@ -268,5 +280,5 @@ pub fn tune_kernel_with<B: TuneBackend>(backend: &B, kernel: &Kernel, opts: &Tun
     let info = backend.info().clone();
     let meta = t4::Metadata::of(kernel, &info, variant, image, result.strategy, commit);
     let cache = TuneCache::read(&path)?;
-    Ok(Sweep { space, result, device: info, variant, checked_against, cache, group, meta, temporary })
+    Ok(Sweep { space, result, device: info, variant, checked_against, cache, group, meta, _temporary: temporary })
 }

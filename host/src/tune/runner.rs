@@ -50,8 +50,15 @@ pub trait Runner {
     fn evaluate(&mut self, space: &SearchSpace, index: usize) -> Result<Evaluation>;
 }
 
-/// The group key a sweep on `backend` writes its entries under.
-pub fn group_key<B: Backend, T: Tunable>(backend: &B, tunable: &T, variant: Variant, image_hash: &str) -> GroupKey {
+/// The group key a sweep on `backend` writes its entries under; `check` is
+/// [`Tunable::check_id`] of its inputs seed.
+pub fn group_key<B: Backend, T: Tunable>(
+    backend: &B,
+    tunable: &T,
+    variant: Variant,
+    image_hash: &str,
+    check: String,
+) -> GroupKey {
     let info = backend.info();
     GroupKey {
         device: info.name.clone(),
@@ -61,6 +68,7 @@ pub fn group_key<B: Backend, T: Tunable>(backend: &B, tunable: &T, variant: Vari
         family: tunable.family().into(),
         variant: variant.name().into(),
         problem: canonical_json(&serde_json::to_value(tunable.problem()).expect("problems serialize")),
+        check,
     }
 }
 
@@ -112,6 +120,11 @@ pub struct RealRunner<'a, B: TuneBackend, T: Tunable> {
     pub from_cache: usize,
     /// What the evaluations' scores are.
     pub objective: Objective,
+    /// Tell a supervising process ([`super::supervise`]) what runs: a
+    /// [`super::supervise::LAUNCHING`] line with the config's entry (as a failure) before its
+    /// first launch, [`super::supervise::RECORDED`] once its entry is in the cache, and
+    /// [`super::supervise::CONTEXT_LOST`] when the device context is lost.
+    pub announce: bool,
 }
 
 impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
@@ -128,9 +141,9 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
         seed: u64,
         prov: Provenance,
         strategy: &str,
-    ) -> Self {
-        let group = group_key(backend, tunable, variant, image_hash);
-        RealRunner {
+    ) -> Result<Self> {
+        let group = group_key(backend, tunable, variant, image_hash, tunable.check_id(seed)?);
+        Ok(RealRunner {
             backend,
             tunable,
             cache,
@@ -145,7 +158,8 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             measured: 0,
             from_cache: 0,
             objective: Objective::Time,
-        }
+            announce: false,
+        })
     }
 
     pub fn group(&self) -> &GroupKey {
@@ -153,8 +167,8 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
     }
 
     /// Builds, verifies and times config `index`, returning its entry (never an error:
-    /// a failure is an entry with its error).
-    fn measure(&self, space: &SearchSpace, index: usize) -> CacheEntry {
+    /// a failure is an entry with its error) and whether the device context is lost.
+    fn measure(&self, space: &SearchSpace, index: usize) -> (CacheEntry, bool) {
         let started = Instant::now();
         let point = &space.points[index];
         let footprint = space.footprints[index];
@@ -177,14 +191,16 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             wall_ms: 0.0,
             bench_ms: None,
             strategy: self.strategy.clone(),
+            check: self.group.check.clone(),
             worker: self.worker.clone(),
         };
+        let config = space.describe(index);
         let built_before = self.backend.build_ms_total();
         let prepared = self.tunable.prepare(self.backend, self.variant, point, self.seed);
         tune.build_ms = self.backend.build_ms_total() - built_before;
         let outcome = prepared.map_err(|e| (Stage::Prepare, e)).and_then(|w| {
             let k = w.kernel();
-            rec.kernel = k.name;
+            rec.kernel = k.name.clone();
             rec.shared_bytes = k.shared_bytes;
             rec.static_shared_bytes = k.static_shared_bytes;
             // Every kernel launch of the config (the verification run, the check's run,
@@ -192,26 +208,39 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
             // that workers sharing a GPU never time while another one runs kernels; their
             // inputs, uploads and CPU references are made outside it, at the same time.
             let lock = self.timing_lock.as_deref().map(timing_lock).transpose().map_err(|e| (Stage::Verify, e))?;
+            if self.announce {
+                // What the supervisor records if this process dies or hangs from here on.
+                let mut pending = CacheEntry { record: rec.clone(), tune: tune.clone() };
+                pending.record.error = Some(format!("{}: the worker process ended while running {config}", k.name));
+                pending.tune.invalidity = "runtime".into();
+                super::supervise::announce_launching(&pending);
+            }
+            // The synchronisation right after the launch finds a fault of this kernel (a
+            // sticky error would otherwise surface at the next API call, naming that).
+            let fault = |e: Error| e.as_fault_of(&k.name, &config);
             let verify_started = Instant::now();
-            let verified = w.run().and_then(|()| w.check());
+            let verified = w.run().and_then(|()| self.backend.synchronize()).map_err(fault).and_then(|()| w.check());
             tune.verify_ms = verify_started.elapsed().as_secs_f64() * 1e3;
             verified.map_err(|e| (Stage::Verify, e))?;
             let bench_started = Instant::now();
-            let timed = crate::backend::time(self.backend, self.timing, &mut || w.run()).map_err(|e| (Stage::Time, e));
+            let timed =
+                crate::backend::time(self.backend, self.timing, &mut || w.run()).map_err(|e| (Stage::Time, fault(e)));
             tune.bench_ms = Some(bench_started.elapsed().as_secs_f64() * 1e3);
             drop(lock);
             let (t, warmups) = timed?;
             Ok((t, warmups, w.bytes(), w.flops()))
         });
+        let mut lost = false;
         match outcome {
             Ok((t, warmups, bytes, flops)) => rec.set_measured(t, warmups, bytes, flops, None),
             Err((stage, e)) => {
                 tune.invalidity = invalidity(stage, &e).into();
+                lost = e.context_lost();
                 rec.error = Some(e.to_string());
             }
         }
         tune.wall_ms = started.elapsed().as_secs_f64() * 1e3;
-        CacheEntry { record: rec, tune }
+        (CacheEntry { record: rec, tune }, lost)
     }
 }
 
@@ -231,9 +260,27 @@ impl<B: TuneBackend, T: Tunable> Runner for RealRunner<'_, B, T> {
             self.from_cache += 1;
             return Ok(Evaluation::from_entry(index, e, true, self.objective));
         }
-        let entry = self.measure(space, index);
+        let (entry, lost) = self.measure(space, index);
         self.cache.append(entry.clone())?;
         self.measured += 1;
+        if self.announce {
+            super::supervise::announce(super::supervise::RECORDED);
+        }
+        if lost {
+            // Every later config would fail on the lost context: stop, with this config's
+            // failure recorded; a supervisor goes on in a new process.
+            if self.announce {
+                super::supervise::announce(super::supervise::CONTEXT_LOST);
+            }
+            let error = entry.record.error.unwrap_or_default();
+            return Err(Error::SweepStopped {
+                kernel: self.group.family.clone(),
+                reason: format!(
+                    "{error}; it stops here (its results so far are in {}; a supervised sweep, `dynsmem tune`, goes on in a new process)",
+                    self.cache.path().display()
+                ),
+            });
+        }
         Ok(Evaluation::from_entry(index, &entry, false, self.objective))
     }
 }

@@ -83,6 +83,13 @@ pub trait Tunable {
     where
         Self: Sized;
 
+    /// What the outputs of configs prepared with inputs `seed` are checked against, as cache
+    /// keys carry it ([`super::TuneFields::check`]): two sweeps with different checks never
+    /// answer each other. A built-in family: its CPU reference of the seed's inputs.
+    fn check_id(&self, seed: u64) -> Result<String> {
+        Ok(format!("the {} CPU reference, inputs seed {seed}", self.family()))
+    }
+
     /// The points of `space` most likely to be fastest, best first, at most `limit`, as the
     /// family's cost model ranks them: what tuning on first use ([`super::autotune`])
     /// measures. `None` (the default): the family has no model, and a problem without a
@@ -101,6 +108,7 @@ pub trait DynTunable {
     fn params(&self, target: &Target) -> Vec<Param>;
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String>;
     fn config_json(&self, point: &[u32]) -> serde_json::Value;
+    fn check_id(&self, seed: u64) -> Result<String>;
     fn prepare_any<'b>(
         &self,
         backend: AnyBackend<'b>,
@@ -125,6 +133,9 @@ impl<T: Tunable> DynTunable for T {
     }
     fn config_json(&self, point: &[u32]) -> serde_json::Value {
         Tunable::config_json(self, point)
+    }
+    fn check_id(&self, seed: u64) -> Result<String> {
+        Tunable::check_id(self, seed)
     }
     fn prepare_any<'b>(
         &self,
@@ -170,6 +181,9 @@ impl Tunable for ErasedTunable {
     }
     fn config(&self, point: &[u32]) -> serde_json::Value {
         self.inner.config_json(point)
+    }
+    fn check_id(&self, seed: u64) -> Result<String> {
+        self.inner.check_id(seed)
     }
     fn prepare<'b, B: FamilyBackend>(
         &self,

@@ -227,10 +227,61 @@ unsafe fn box_filter(x: *const f32, y: *mut f32, width: u32, height: u32, radius
     }
 }
 
+/// `(block, per_thread)` as one number, as [`window_mean_planted`] compares configs.
+pub const fn planted_code(block: u32, per_thread: u32) -> u32 {
+    block * 16 + per_thread
+}
+
+/// A value the spin of [`window_mean_planted`] waits for and nothing writes.
+const NEVER: u32 = 0x0123_4567;
+
+/// The moving average with two planted faults, for sweeps that must go on past them (the
+/// supervisor's test; never use it for anything else). At a config whose
+/// [`planted_code`] is `far_at`, thread 0 of block 0 first writes 16 GiB past `y`; at one
+/// whose code is `hang_at`, thread 0 of every block spins on `y[0]` (as bits) until it
+/// reads a value nothing writes, while the block's other threads wait at the tile's
+/// barrier: the workgroup never leaves it. A code of 0 plants nothing.
+///
+/// # Safety
+/// As [`window_mean`], at every other config.
+#[inline(always)]
+unsafe fn window_mean_planted(
+    x: *const f32,
+    y: *mut f32,
+    n: u32,
+    window: u32,
+    per_thread: u32,
+    far_at: u32,
+    hang_at: u32,
+) {
+    let code = planted_code(gpu::block_dim_x(), per_thread);
+    if gpu::thread_idx_x() == 0 {
+        if code == far_at && gpu::block_idx_x() == 0 {
+            unsafe { gpu::write_global(y.add(1 << 32), 0.0) };
+        }
+        if code == hang_at {
+            while unsafe { gpu::atomic_add_global_u32(y.cast::<u32>(), 0) } != NEVER {}
+        }
+    }
+    unsafe { window_mean(x, y, n, window, per_thread) }
+}
+
 dynsmem_kernels::kernels! { KERNELS;
     /// `y[i] = mean(x[i..i + window])` for `i < n - window + 1`; see the crate docs.
     pub fn window_mean_f32(x: *const f32, y: *mut f32, n: u32, window: u32, per_thread: u32) {
         unsafe { window_mean(x, y, n, window, per_thread) }
+    }
+    /// [`window_mean_f32`] with two planted faults; see [`window_mean_planted`].
+    pub fn window_mean_planted_f32(
+        x: *const f32,
+        y: *mut f32,
+        n: u32,
+        window: u32,
+        per_thread: u32,
+        far_at: u32,
+        hang_at: u32,
+    ) {
+        unsafe { window_mean_planted(x, y, n, window, per_thread, far_at, hang_at) }
     }
     /// A 2-D box filter over `tile_w x tile_h` tiles with their halo; see [`box_filter`].
     pub fn box_filter_f32(x: *const f32, y: *mut f32, width: u32, height: u32, radius: u32, tile_w: u32, tile_h: u32) {

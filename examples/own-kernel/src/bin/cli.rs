@@ -9,5 +9,10 @@
 //! ```
 
 fn main() -> anyhow::Result<()> {
-    dynsmem::cli::main(&[&own_kernel::WINDOW_MEAN, &own_kernel::CHUNK_SUMS, &own_kernel::BOX_FILTER])
+    dynsmem::cli::main(&[
+        &own_kernel::WINDOW_MEAN,
+        &own_kernel::CHUNK_SUMS,
+        &own_kernel::BOX_FILTER,
+        &own_kernel::PLANTED_FAULTS,
+    ])
 }

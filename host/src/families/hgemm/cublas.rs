@@ -127,6 +127,7 @@ pub fn anchor(w: &HgemmWorkload<'_, CudaBackend>, ours: &[f32], opts: TimingOpti
             allowed: tol.bound(scale),
             count,
             len: mn,
+            against: Some("cuBLAS".into()),
         }
         .into());
     }

@@ -120,6 +120,7 @@ pub fn anchor(
             allowed: tol.bound(scale[i] as f64),
             count,
             len: mn,
+            against: Some("cuBLAS".into()),
         }
         .into());
     }
