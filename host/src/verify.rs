@@ -63,13 +63,13 @@ pub struct Mismatch {
     pub count: usize,
     pub len: usize,
     /// What the result was checked against, for the message (`None`: the CPU reference).
-    pub against: Option<String>,
+    pub against: Option<Box<str>>,
 }
 
 impl Mismatch {
     /// This mismatch, said to be against `against` (e.g. "the kernel's f64 reference").
     pub fn against(mut self, against: impl Into<String>) -> Mismatch {
-        self.against = Some(against.into());
+        self.against = Some(against.into().into_boxed_str());
         self
     }
 }

@@ -92,34 +92,6 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// FNV-1a over 64-bit words (then bytes where given): hashes reference data and inputs
-/// for cache keys eight times faster than [`fnv1a64`] byte by byte. Not cryptographic:
-/// it tells apart checks a user changed, not data made to collide.
-pub struct WordHash(u64);
-
-impl Default for WordHash {
-    fn default() -> Self {
-        WordHash::new()
-    }
-}
-
-impl WordHash {
-    pub fn new() -> WordHash {
-        WordHash(0xcbf2_9ce4_8422_2325)
-    }
-    pub fn words(&mut self, words: impl IntoIterator<Item = u64>) {
-        for w in words {
-            self.0 = (self.0 ^ w).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    pub fn bytes(&mut self, bytes: &[u8]) {
-        self.words(bytes.iter().map(|&b| u64::from(b)));
-    }
-    pub fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// The hash of a kernel image as cache keys carry it: 16 hex digits of [`fnv1a64`] over
 /// the image's parts, each prefixed by its length (so parts cannot run into each other).
 pub fn image_hash(parts: &[&[u8]]) -> String {

@@ -168,6 +168,8 @@ impl<'a, B: TuneBackend, T: Tunable> RealRunner<'a, B, T> {
 
     /// Builds, verifies and times config `index`, returning its entry (never an error:
     /// a failure is an entry with its error) and whether the device context is lost.
+    // The closures' `Err` is `(Stage, Error)`, one config's failure, made once per config.
+    #[allow(clippy::result_large_err)]
     fn measure(&self, space: &SearchSpace, index: usize) -> (CacheEntry, bool) {
         let started = Instant::now();
         let point = &space.points[index];
