@@ -84,6 +84,23 @@ fn describe_end(end: &WorkerEnd) -> Option<String> {
     }
 }
 
+/// Draws a worker's progress line on `bar`, and with `lines` (stderr is not a terminal) also
+/// prints it, after the worker's `label` where there are several; `false` when `line` is
+/// not a progress line.
+fn show_progress(bar: &ProgressBar, line: &str, lines: bool, label: Option<&str>) -> bool {
+    let Some((done, total, best)) = parse_worker_line(line) else { return false };
+    bar.set_length(total);
+    bar.set_position(done);
+    bar.set_message(best.to_string());
+    if lines && done > 0 {
+        match label {
+            Some(label) => eprintln!("[{label}] {done}/{total} {best}"),
+            None => eprintln!("[{done}/{total}] {best}"),
+        }
+    }
+    true
+}
+
 /// `tune` on one device, supervised: this process starts the sweep as a worker (this
 /// binary, the same command line with `--worker`), passes its report through, draws its
 /// progress, and restarts it past configs that fault or hang ([`Supervisor`]).
@@ -105,16 +122,10 @@ pub fn supervised(common: &TuneCommon, cache: &Path) -> anyhow::Result<()> {
             cmd.args(&args).arg("--worker").env(SUPERVISED_ENV, "1");
             cmd.stdin(Stdio::piped()).stdout(Stdio::inherit()).stderr(Stdio::piped()).spawn()
         },
-        &mut |line| match parse_worker_line(line) {
-            Some((done, total, best)) => {
-                bar.set_length(total);
-                bar.set_position(done);
-                bar.set_message(best.to_string());
-                if lines && done > 0 {
-                    eprintln!("[{done}/{total}] {best}");
-                }
+        &mut |line| {
+            if !show_progress(&bar, line, lines, None) {
+                bar.suspend(|| eprintln!("{line}"));
             }
-            None => bar.suspend(|| eprintln!("{line}")),
         },
     );
     bar.finish_and_clear();
@@ -205,16 +216,8 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finish
                         }));
                         Ok(child)
                     },
-                    &mut |line| match parse_worker_line(line) {
-                        Some((done, total, best)) => {
-                            bar.set_length(total);
-                            bar.set_position(done);
-                            bar.set_message(best.to_string());
-                            if lines && done > 0 {
-                                eprintln!("[{label}] {done}/{total} {best}");
-                            }
-                        }
-                        None => {
+                    &mut |line| {
+                        if !show_progress(&bar, line, lines, Some(&label)) {
                             let _ = writeln!(file.lock().expect("not poisoned"), "{line}");
                         }
                     },

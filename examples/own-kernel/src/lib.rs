@@ -33,19 +33,23 @@ pub fn window_mean(n: u32, w: u32) -> Kernel {
         .cuda(include_str!("window_mean.cu"), "window_mean_static")
 }
 
+/// The `n` and `window` of a moving-average family's command line, refused unless
+/// `1 <= window <= n` (the kernel makes `n - window + 1` outputs).
+fn window_problem(p: &dynsmem_host::family::kernel::Problem, family: &str) -> dynsmem_host::Result<(u32, u32)> {
+    let (n, w) = (p.u32("n")?, p.u32("window")?);
+    if w == 0 || n < w {
+        let reason = format!("a window of {w} needs 1 to n = {n} inputs");
+        return Err(dynsmem_host::Error::InvalidProblem { kernel: family.into(), reason });
+    }
+    Ok((n, w))
+}
+
 /// [`window_mean`] as a family of the command line: `own-cli run window_mean --n 4096 --block 64`.
 pub static WINDOW_MEAN: KernelFamily = KernelFamily {
     name: "window_mean",
     about: "Moving average of a window of floats over a launch-sized tile (the example crate's kernel)",
     sizes: &[Size::new("n", 1 << 22, 10_007, "Input floats"), Size::new("window", 33, 33, "Window width")],
-    build: |p| {
-        let (n, w) = (p.u32("n")?, p.u32("window")?);
-        if w == 0 || n < w {
-            let reason = format!("a window of {w} needs 1 to n = {n} inputs");
-            return Err(dynsmem_host::Error::InvalidProblem { kernel: "window_mean".into(), reason });
-        }
-        Ok(window_mean(n, w))
-    },
+    build: |p| window_problem(p, "window_mean").map(|(n, w)| window_mean(n, w)),
     bench: &[&[("window", 129)]],
     image: Some(IMAGE),
     shapes: "[gpu]\nodd-2^26-3-w33: --n 67108861 --window 33\nodd-10^7-w129: --n 10000019 --window 129\n\
@@ -61,7 +65,7 @@ pub const HANG_AT: (u32, u32) = (128, 2);
 /// [`window_mean`]'s 12 configs, two of them planted ([`own_kernels::planted_code`]): at
 /// [`FAR_WRITE_AT`] the kernel writes 16 GiB past `y` (a GPU's context is lost), at
 /// [`HANG_AT`] its workgroups never leave a barrier. A sweep must record both as failed and
-/// measure the other 10 (`ci/run`, and on a GPU `results/log/.../supervised`).
+/// measure the other 10 (`ci/run` checks this on the CPU backend).
 pub fn planted_faults(n: u32, w: u32) -> Kernel {
     let cfg = |p: &Params| WindowConfig { block: p["block"], per_thread: p["per_thread"] };
     let code = |(b, p)| own_kernels::planted_code(b, p);
@@ -87,14 +91,7 @@ pub static PLANTED_FAULTS: KernelFamily = KernelFamily {
     about: "The moving average with a config that writes far past its output and one that hangs at a barrier \
             (tests that a sweep survives them)",
     sizes: &[Size::new("n", 1 << 22, 10_007, "Input floats"), Size::new("window", 33, 33, "Window width")],
-    build: |p| {
-        let (n, w) = (p.u32("n")?, p.u32("window")?);
-        if w == 0 || n < w {
-            let reason = format!("a window of {w} needs 1 to n = {n} inputs");
-            return Err(dynsmem_host::Error::InvalidProblem { kernel: "planted_faults".into(), reason });
-        }
-        Ok(planted_faults(n, w))
-    },
+    build: |p| window_problem(p, "planted_faults").map(|(n, w)| planted_faults(n, w)),
     image: Some(IMAGE),
     ..KernelFamily::EMPTY
 };
