@@ -42,6 +42,11 @@ plants=(
   "supervisor-never-restarts-a-worker tune a_killed_worker_is_restarted_and_nothing_is_measured_twice"
 )
 
+# GPU-only plants, not run by this script (their tests skip without CUDA): build the test
+# executable with the patch applied, run it on an H100 and require it to fail.
+#   hgemm-streamk-fixup-drops-the-first-piece: tests/hgemm.rs cuda_every_entry_at_awkward_shapes
+#     (the tensor-core GEMM's stream-K fix-up leaves out the first cluster's piece of a split tile)
+
 if ! git diff --quiet -- device-kernels; then
   echo "device-kernels/ has uncommitted changes: commit or stash them first" >&2
   exit 2

@@ -1,7 +1,7 @@
 //! Tensor-core GEMM conformance on CUDA where a device is (prints `SKIPPED: no CUDA device`
-//! and passes elsewhere): every entry (wgmma n128 / n192 / n256 with one and two math
-//! warpgroups, cooperative and ping-pong, alone and in clusters of two, the compiled-in
-//! tiles, mma.sync with one and two warp rows) at awkward shapes (m and n
+//! and passes elsewhere): every entry (wgmma n128 / n160 / n192 / n224 / n256 with one and two math
+//! warpgroups, cooperative and ping-pong, data-parallel and stream-K, alone and in clusters
+//! of two, the compiled-in tiles, mma.sync with one and two warp rows) at awkward shapes (m and n
 //! not multiples of any tile, k not a multiple of the k-tile, fewer k-tiles than stages),
 //! two to six stages, past 48 KB of launch-sized memory, f16 and bf16 inputs, f32 and
 //! 16-bit outputs, each against the CPU reference (exact integer inputs: one wrong product
@@ -40,6 +40,9 @@ fn cuda_every_entry_at_awkward_shapes() {
         (513, 250, 4104),
         (2050, 1030, 136),
         (1100, 2100, 520),
+        // A partial last wave on 132 SMs (135 tiles of 128 x 256, 72 cluster items), checked
+        // whole: stream-K splits the last wave's tiles.
+        (1920, 2304, 192),
     ];
     let mut configs = vec![HgemmConfig::mma(64, 2), HgemmConfig::mma(128, 3), HgemmConfig::mma(64, 6)];
     if wgmma {
@@ -63,6 +66,18 @@ fn cuda_every_entry_at_awkward_shapes() {
             // Two k-tile groups in flight: the fewest stages it allows, and ping-pong.
             HgemmConfig::wgmma(128, 256, 3).with_depth(2).with_cluster(2),
             HgemmConfig::wgmma(128, 256, 5).with_pingpong(true).with_depth(2),
+            // Stream-K: pieces of split tiles summed per math warp, alone and in clusters,
+            // one math warpgroup, two groups in flight.
+            HgemmConfig::wgmma(128, 256, 4).with_streamk(true),
+            HgemmConfig::wgmma(128, 256, 4).with_cluster(2).with_streamk(true),
+            HgemmConfig { group_m: 3, ..HgemmConfig::wgmma(64, 192, 3).with_cluster(2).with_streamk(true) },
+            HgemmConfig::wgmma(128, 128, 3).with_depth(2).with_streamk(true),
+            // The widths between the powers of two (wave-filling tiles).
+            HgemmConfig::wgmma(128, 160, 5).with_cluster(2),
+            HgemmConfig::wgmma(64, 160, 4),
+            HgemmConfig::wgmma(128, 224, 4),
+            HgemmConfig { group_m: 3, ..HgemmConfig::wgmma(128, 224, 5).with_cluster(2).with_pingpong(true) },
+            HgemmConfig::wgmma(128, 224, 4).with_cluster(2).with_streamk(true),
         ]);
     } else {
         note("hgemm: no sm_90a image on a 9.0 device: wgmma entries not run");

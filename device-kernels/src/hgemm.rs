@@ -18,13 +18,21 @@
 //!   - ping-pong (two math warpgroups): tiles are `64 x BN` and alternate between the
 //!     warpgroups, whose k-tiles follow each other in the ring; one stores its tile while
 //!     the other multiplies, so the stores are hidden.
+//!
+//!   Cooperative blocks can also take the stream-K schedule ([`STREAMK`], [`crate::streamk`]):
+//!   whole waves of tiles data-parallel, the last wave and the tail split by k-tile evenly
+//!   over the clusters, so no SM idles through a partial last wave. A piece of a split tile
+//!   is summed per math warp: the warp writes its 16 x `BN` part to the workspace, counts
+//!   itself on its counter, and the warp that counts last adds every piece in cluster order
+//!   and stores ([`fix_up`]); no warp waits for another.
 //! - `hgemm_mma_*` (sm_80): `mma.sync` m16n8k16 from `ldmatrix`, one block per tile, a
 //!   `cp.async` ring of `stages` k-tiles of 32 (rows XOR-swizzled by 16-byte chunk so that
 //!   `ldmatrix` reads eight rows without a bank conflict). Warps `4 * wm + wn` own 64 x 32
 //!   of the `BM x 128` tile.
 //!
 //! # Compiled in, launch-time
-//! Compiled in: the instruction shapes (wgmma N = `BN` 128, 192 or 256 by entry, k-tile 64;
+//! Compiled in: the instruction shapes (wgmma N = `BN` 128, 160, 192, 224 or 256 by entry,
+//! k-tile 64;
 //! mma warp tile 64 x 32, k-tile 32), the element type and the cluster size. Launch-time:
 //! `BM` (the math warpgroups or warp rows, so the block size), the schedule, the stages (the
 //! ring's bytes), the output type and the tile order; `_fixed` entries compile `BM`, `BN`
@@ -36,16 +44,20 @@
 //! `stages` `empty` barriers.
 //!
 //! # Entry points ([`entry_name`])
-//! `hgemm_wgmma_{f16,bf16}_n{128,192,256}[_c2](a_map, b_map, c, m, n, k, flags, bm, stages,
-//! group_m)` (`a_map`, `b_map`: `CUtensorMap`s in device memory, box `64 x tile_rows` and `64 x
-//! BN / cluster`, 128-byte swizzle); `hgemm_mma_{f16,bf16}(a, b, c, ...)` (the same scalars;
-//! `a`, `b` the matrices); `hgemm_wgmma_f16_n256[_c2]_fixed` (`BM` 128, 4 stages,
-//! cooperative). `flags`: [`OUT16`] writes `C` in the input type, else f32; [`PINGPONG`]
-//! picks the ping-pong schedule; [`DEPTH2`] keeps two k-tile groups in flight. Grid: wgmma
-//! at most one block per tile; mma one per tile.
+//! `hgemm_wgmma_{f16,bf16}_n{128,160,192,224,256}[_c2](a_map, b_map, c, m, n, k, flags, bm, stages,
+//! group_m, partials, counters)` (`a_map`, `b_map`: `CUtensorMap`s in device memory, box `64 x
+//! tile_rows` and `64 x BN / cluster`, 128-byte swizzle; `partials`, `counters`: the stream-K
+//! workspace, [`HgemmConfig::sk_workspace`], null without [`STREAMK`]); `hgemm_mma_{f16,bf16}(a,
+//! b, c, ...)` (the same scalars; `a`, `b` the matrices; the workspace unused);
+//! `hgemm_wgmma_f16_n256[_c2]_fixed` (`BM` 128, 4 stages, cooperative). `flags`: [`OUT16`]
+//! writes `C` in the input type, else f32; [`PINGPONG`] picks the ping-pong schedule;
+//! [`DEPTH2`] keeps two k-tile groups in flight; [`STREAMK`] the stream-K schedule. Grid:
+//! wgmma at most one block per tile without stream-K, at most one cluster per k-tile with it
+//! ([`HgemmConfig::schedule`]); mma one per tile.
 
 use crate::gpu::{self, WARPGROUP};
 use crate::layout::{Carve, LayoutError, Slice};
+use crate::streamk::{Segment, StreamK, read_l2};
 use crate::vector::Vec4;
 
 /// `$body` once per value, `$i` bound to it (a `usize`): loops over register arrays written
@@ -63,8 +75,10 @@ pub const WGMMA_BK: u32 = 64;
 pub const MMA_BK: u32 = 32;
 /// Block tile columns of the mma kernel (four warps of 32).
 pub const MMA_BN: u32 = 128;
-/// Block tile columns the wgmma entries have (one entry each).
-pub const WGMMA_BN: [u32; 3] = [128, 192, 256];
+/// Block tile columns the wgmma entries have (one entry each). The widths between the powers
+/// of two let the cost model fill the SMs' waves: 2560 columns are 10 tiles of 256 but 16 of
+/// 160, 3072 are 12 of 256 but 16 of 192.
+pub const WGMMA_BN: [u32; 5] = [128, 160, 192, 224, 256];
 /// Rows of `C` per math warpgroup (wgmma) or per row of four warps (mma).
 pub const ROWS_PER_UNIT: u32 = 64;
 /// Most math units: two warpgroups of 128 accumulators fit the register file beside the
@@ -121,6 +135,12 @@ pub struct HgemmConfig {
     /// written before it existed.
     #[cfg_attr(feature = "serde", serde(default = "one", skip_serializing_if = "is_one"))]
     pub depth: u32,
+    /// Cooperative wgmma: the stream-K schedule ([`HgemmConfig::schedule`]): the tiles past
+    /// the last whole wave but one are split by k-tile evenly over the clusters, so a partial
+    /// last wave leaves no SM idle; the pieces are summed in a fixed order (the result does
+    /// not depend on timing). Launch-time; false in records written before it existed.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
+    pub streamk: bool,
 }
 
 #[cfg(feature = "serde")]
@@ -139,6 +159,8 @@ pub const OUT16: u32 = 1;
 pub const PINGPONG: u32 = 2;
 /// Bit of an entry's `flags`: two k-tile groups in flight ([`HgemmConfig::depth`] 2).
 pub const DEPTH2: u32 = 4;
+/// Bit of an entry's `flags`: the stream-K schedule ([`HgemmConfig::streamk`]).
+pub const STREAMK: u32 = 8;
 
 /// Blocks of the clustered wgmma entries (`_c2`).
 pub const CLUSTER: u32 = 2;
@@ -160,10 +182,30 @@ pub struct HgemmLayout {
 
 impl HgemmConfig {
     pub const fn wgmma(bm: u32, bn: u32, stages: u32) -> Self {
-        HgemmConfig { kind: MmaKind::Wgmma, bm, bn, stages, group_m: 8, cluster: 1, pingpong: false, depth: 1 }
+        HgemmConfig {
+            kind: MmaKind::Wgmma,
+            bm,
+            bn,
+            stages,
+            group_m: 8,
+            cluster: 1,
+            pingpong: false,
+            depth: 1,
+            streamk: false,
+        }
     }
     pub const fn mma(bm: u32, stages: u32) -> Self {
-        HgemmConfig { kind: MmaKind::Mma, bm, bn: MMA_BN, stages, group_m: 8, cluster: 1, pingpong: false, depth: 1 }
+        HgemmConfig {
+            kind: MmaKind::Mma,
+            bm,
+            bn: MMA_BN,
+            stages,
+            group_m: 8,
+            cluster: 1,
+            pingpong: false,
+            depth: 1,
+            streamk: false,
+        }
     }
     /// This config in clusters of `cluster` blocks.
     pub const fn with_cluster(self, cluster: u32) -> Self {
@@ -177,10 +219,19 @@ impl HgemmConfig {
     pub const fn with_depth(self, depth: u32) -> Self {
         HgemmConfig { depth, ..self }
     }
+    /// This config with the stream-K schedule on or off (see the field).
+    pub const fn with_streamk(self, streamk: bool) -> Self {
+        HgemmConfig { streamk, ..self }
+    }
     /// This config with the launch-time choices of an entry's `flags` ([`PINGPONG`],
-    /// [`DEPTH2`]).
+    /// [`DEPTH2`], [`STREAMK`]).
     pub const fn with_flags(self, flags: u32) -> Self {
-        HgemmConfig { pingpong: flags & PINGPONG != 0, depth: if flags & DEPTH2 != 0 { 2 } else { 1 }, ..self }
+        HgemmConfig {
+            pingpong: flags & PINGPONG != 0,
+            depth: if flags & DEPTH2 != 0 { 2 } else { 1 },
+            streamk: flags & STREAMK != 0,
+            ..self
+        }
     }
     /// Rows of one output tile (and of an A slot): `bm`, or 64 in ping-pong.
     pub const fn tile_rows(&self) -> u32 {
@@ -220,13 +271,22 @@ impl HgemmConfig {
     /// rule a refused config breaks.
     pub const fn fits(&self) -> bool {
         let bn_ok = match self.kind {
-            MmaKind::Wgmma => self.bn == WGMMA_BN[0] || self.bn == WGMMA_BN[1] || self.bn == WGMMA_BN[2],
+            MmaKind::Wgmma => {
+                let mut i = 0;
+                let mut found = false;
+                while i < WGMMA_BN.len() {
+                    found |= self.bn == WGMMA_BN[i];
+                    i += 1;
+                }
+                found
+            }
             MmaKind::Mma => self.bn == MMA_BN,
         };
         let cluster_ok = self.cluster == 1
             || (self.cluster == CLUSTER && matches!(self.kind, MmaKind::Wgmma) && self.bn != WGMMA_BN[0]);
         let pingpong_ok = !self.pingpong || (matches!(self.kind, MmaKind::Wgmma) && self.units() == MAX_UNITS);
         let depth_ok = self.depth == 1 || (self.depth == 2 && matches!(self.kind, MmaKind::Wgmma) && self.stages >= 3);
+        let streamk_ok = !self.streamk || (matches!(self.kind, MmaKind::Wgmma) && !self.pingpong);
         bn_ok
             && self.bm.is_multiple_of(ROWS_PER_UNIT)
             && self.units() >= 1
@@ -237,6 +297,7 @@ impl HgemmConfig {
             && cluster_ok
             && pingpong_ok
             && depth_ok
+            && streamk_ok
     }
     /// The carve of the launch-sized region (see the module documentation).
     pub fn layout(&self) -> Result<HgemmLayout, LayoutError> {
@@ -257,6 +318,43 @@ impl HgemmConfig {
     /// Output tiles of an `m x n` result.
     pub const fn tiles(&self, m: u32, n: u32) -> u64 {
         m.div_ceil(self.tile_rows()) as u64 * n.div_ceil(self.bn) as u64
+    }
+    /// Blocks per cluster, at least 1.
+    const fn cluster_size(&self) -> u32 {
+        if self.cluster == 0 { 1 } else { self.cluster }
+    }
+    /// Work items of an `m x n` result (wgmma): column tiles of `cluster` row tiles, one per
+    /// block of a cluster.
+    pub const fn items(&self, m: u32, n: u32) -> u32 {
+        m.div_ceil(self.tile_rows()).div_ceil(self.cluster_size()) * n.div_ceil(self.bn)
+    }
+    /// The schedule of a wgmma launch of `grid` blocks on `m x n x k`: the items (in
+    /// [`tile_coords`] order) over the grid's clusters, stream-K or every item whole.
+    pub const fn schedule(&self, m: u32, n: u32, k: u32, grid: u32) -> StreamK {
+        let (items, k_tiles, workers) = (self.items(m, n), k.div_ceil(self.bk()), grid / self.cluster_size());
+        if self.streamk {
+            StreamK::new(items, k_tiles, workers)
+        } else {
+            StreamK::data_parallel(items, k_tiles, workers)
+        }
+    }
+    /// Math warps of a block: each sums its own 16 rows of a split tile ([`fix_up`]).
+    pub const fn math_warps(&self) -> u32 {
+        self.units() * 4
+    }
+    /// The stream-K workspace of a launch (`(floats of the pieces, counters)`, both 0 without
+    /// stream-K): two pieces per block of each cluster, a tile each, and a counter per math
+    /// warp of each block's tile of every stream-K item. The counters are zero before a launch
+    /// and left zero after it.
+    pub const fn sk_workspace(&self, m: u32, n: u32, k: u32, grid: u32) -> (u64, u64) {
+        if !self.streamk {
+            return (0, 0);
+        }
+        let s = self.schedule(m, n, k, grid);
+        let blocks = s.blocks as u64 * self.cluster_size() as u64;
+        let tile = self.tile_rows() as u64 * self.bn as u64;
+        let sk_tiles = (s.tiles - s.dp_tiles) as u64 * self.cluster_size() as u64;
+        (2 * blocks * tile, sk_tiles * self.math_warps() as u64)
     }
 }
 
@@ -339,10 +437,15 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
     k: u32,
     flags: u32,
     cfg: HgemmConfig,
+    (partials, counters): (*mut f32, *mut u32),
 ) {
     let t = gpu::thread_idx_x();
-    // k > 0: every tile has a k-tile, whose first wgmma overwrites the accumulators.
-    let bad_launch = !gpu::grid_dim_x().is_multiple_of(CLUSTER) || k == 0;
+    let sched = cfg.schedule(m, n, k, gpu::grid_dim_x());
+    // k > 0: every tile has a k-tile, whose first wgmma overwrites the accumulators. With
+    // stream-K every cluster has a unit (the host sizes the grid so).
+    let bad_launch = !gpu::grid_dim_x().is_multiple_of(CLUSTER)
+        || k == 0
+        || (cfg.streamk && (sched.blocks > sched.sk_units() || partials.is_null() || counters.is_null()));
     if cfg.kind != MmaKind::Wgmma || cfg.bn != BN || !cfg.fits() || gpu::block_dim_x() != cfg.threads() || bad_launch {
         gpu::trap();
     }
@@ -387,10 +490,10 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
 
     let rows = cfg.tile_rows();
     let (tiles_m, tiles_n) = (m.div_ceil(rows), n.div_ceil(BN));
-    // Work items are column tiles of `CLUSTER` row tiles, one per block of a cluster.
+    // Work items are column tiles of `CLUSTER` row tiles, one per block of a cluster; the
+    // schedule deals them (or, stream-K, their k-tiles) to the clusters, `worker` this one.
     let items_m = tiles_m.div_ceil(CLUSTER);
-    let items = items_m * tiles_n;
-    let (first, step) = (gpu::block_idx_x() / CLUSTER, gpu::grid_dim_x() / CLUSTER);
+    let worker = gpu::block_idx_x() / CLUSTER;
     let coords = |item: u32| {
         let (im, tn) = tile_coords(item, items_m, tiles_n, cfg.group_m);
         (im * CLUSTER + rank, tn)
@@ -404,10 +507,10 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
             // This block's share of B: `BN / CLUSTER` rows, into every block's slot.
             let b_rows = cfg.b_box_rows();
             let (mut s, mut phase) = (0, 0);
-            let mut item = first;
-            while item < items {
-                let (tm, tn) = coords(item);
-                for kt in 0..k_tiles {
+            let mut j = 0;
+            while let Some(seg) = sched.segment(worker, j) {
+                let (tm, tn) = coords(seg.tile);
+                for kt in seg.kt0..seg.kt1 {
                     // The slot's previous k-tile has been released (a fresh barrier's phase
                     // "before the first" counts as complete: parity 1 passes at once).
                     unsafe {
@@ -429,15 +532,10 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
                         phase ^= 1;
                     }
                 }
-                item += step;
+                j += 1;
             }
         }
-        if CLUSTER > 1 {
-            gpu::cluster_barrier();
-        }
-        return;
-    }
-    {
+    } else {
         gpu::registers_for_math();
         // Warp-uniform (a shuffle), so that the ring position and descriptors derived from it
         // stay in uniform registers.
@@ -454,9 +552,9 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
                 }
             }
         };
-        // Cooperative: every math warpgroup takes every item of the block, `unit`'s 64 rows of
-        // its tile. Ping-pong: warpgroup `unit` takes the block's items `unit`, `unit + 2`,
-        // ... whole; the producer fills the ring with the block's items in order, so this
+        // Cooperative: every math warpgroup takes every segment of the block, `unit`'s 64 rows
+        // of its tile. Ping-pong (items whole): warpgroup `unit` takes the block's items `unit`,
+        // `unit + 2`, ...; the producer fills the ring with the block's items in order, so this
         // warpgroup's k-tiles start `unit` items in and it skips the other's after each own.
         // Turns: a warpgroup waits for its k-tiles only once the other has waited for all of
         // its own (`turn` barriers), so no wait is more than one pass of the ring ahead of
@@ -464,7 +562,7 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
         // multiply in turn while the other stores.
         let pingpong = cfg.pingpong;
         let deep = cfg.depth == 2;
-        let (mut item, item_step) = if pingpong { (first + unit * step, 2 * step) } else { (first, step) };
+        let (mut j, j_step) = if pingpong { (unit, 2) } else { (0, 1) };
         let (mut s, mut phase) = if pingpong { ring_advance(0, 0, unit * k_tiles, stages) } else { (0, 0) };
         let unit_rows = if pingpong { 0 } else { unit * ROWS_PER_UNIT };
         // Fragment coordinates of this thread (see `gpu::wgmma`).
@@ -474,8 +572,14 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
         let mut acc = [0f32; ACC];
         // This warpgroup's tiles so far: the phase of its turn barrier to wait for.
         let mut own = 0;
-        while item < items {
-            let (tm, tn) = coords(item);
+        while let Some(seg) = sched.segment(worker, j) {
+            // The same in every lane: shuffled from lane 0 so that ptxas keeps the ring
+            // position and the loop bounds in uniform registers (see `warp_uniform`).
+            let seg = Segment {
+                tile: gpu::warp_uniform(seg.tile),
+                kt0: gpu::warp_uniform(seg.kt0),
+                kt1: gpu::warp_uniform(seg.kt1),
+            };
             // Warpgroup 0's first tile is its turn at once; every other follows the other
             // warpgroup's previous tile.
             if pingpong && (unit == 1 || own > 0) {
@@ -483,7 +587,9 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
             }
             // Slots of the last two k-tiles issued (the one before `s`, and the one before that).
             let (mut prev, mut prev2) = (0, 0);
-            for kt in 0..k_tiles {
+            for done in 0..seg.kt1 - seg.kt0 {
+                // The segment's first k-tile overwrites the accumulators.
+                let fresh = done == 0;
                 unsafe { full_at(s).mbar_wait(phase) };
                 let a_desc = a_at(s).wrapping_add(unit_rows * WGMMA_BK).wgmma_desc_sw128();
                 let b_desc = b_at(s).wgmma_desc_sw128();
@@ -491,18 +597,18 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
                 // Four k-steps of 16: 32 bytes further along the (swizzled) rows each, 2 in
                 // the descriptor's address field (bytes / 16).
                 for kk in 0..(WGMMA_BK / 16) as u64 {
-                    unsafe { gpu::wgmma::<BF16, ACC>(&mut acc, a_desc + 2 * kk, b_desc + 2 * kk, kt > 0 || kk > 0) };
+                    unsafe { gpu::wgmma::<BF16, ACC>(&mut acc, a_desc + 2 * kk, b_desc + 2 * kk, !fresh || kk > 0) };
                 }
                 gpu::wgmma_commit();
                 // The group `depth` k-tiles back is done: its slot can be refilled.
                 if deep {
                     gpu::wgmma_wait::<2, ACC>(&mut acc);
-                    if kt > 1 {
+                    if done > 1 {
                         release(prev2);
                     }
                 } else {
                     gpu::wgmma_wait::<1, ACC>(&mut acc);
-                    if kt > 0 {
+                    if done > 0 {
                         release(prev);
                     }
                 }
@@ -519,32 +625,123 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
             }
             own += 1;
             gpu::wgmma_wait::<0, ACC>(&mut acc);
-            if deep && k_tiles > 1 {
+            if deep && seg.kt1 - seg.kt0 > 1 {
                 release(prev2);
             }
             release(prev);
-            let (row0, col0) = (tm * rows + row_in, tn * BN + col_in);
-            // Per 8-column chunk `j` of the fragment (written out: see `unroll!`).
-            unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31] {
-                if 4 * j < ACC {
-                    let col = col0 + 8 * j as u32;
-                    unsafe {
-                        store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0, col, acc[4 * j], acc[4 * j + 1]);
-                        store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0 + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+            // A whole tile is stored; a piece of a split tile only by the warp that sums the
+            // pieces (each warp its own 16 rows).
+            let piece = |g: u32| {
+                let slot = sched.slot(g, seg.tile) * CLUSTER + rank;
+                partials.wrapping_add(((slot * rows + unit_rows + warp * 16) * BN) as usize)
+            };
+            let counter = || {
+                let at = ((seg.tile - sched.dp_tiles) * CLUSTER + rank) * cfg.math_warps() + (t - WARPGROUP) / 32;
+                counters.wrapping_add(at as usize)
+            };
+            if sched.whole(&seg) || unsafe { fix_up(&sched, worker, &seg, &mut acc, piece, counter()) } {
+                let (tm, tn) = coords(seg.tile);
+                let (row0, col0) = (tm * rows + row_in, tn * BN + col_in);
+                // Per 8-column chunk `q` of the fragment (written out: see `unroll!`).
+                unroll!(q in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31] {
+                    if 4 * q < ACC {
+                        let col = col0 + 8 * q as u32;
+                        unsafe {
+                            store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0, col, acc[4 * q], acc[4 * q + 1]);
+                            store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0 + 8, col, acc[4 * q + 2], acc[4 * q + 3]);
+                        }
                     }
-                }
-            });
-            item += item_step;
+                });
+            }
+            j += j_step;
             if pingpong {
                 (s, phase) = ring_advance(s, phase, k_tiles, stages);
             }
         }
     }
-    // No block exits while another may still copy into its slots or arrive on its barriers
-    // (the producer warpgroup waits at its own call above).
+    // No block exits while another may still copy into its slots or arrive on its barriers.
+    // (The producer and the math warpgroups are the two branches of one `if`: ptxas then
+    // gives the math branch the registers `setmaxnreg` moves to it.)
     if CLUSTER > 1 {
         gpu::cluster_barrier();
     }
+}
+
+/// A math warp's part in the fix-up of its block's piece `seg` of a split tile (see
+/// [`crate::streamk`]): writes its 16 x `BN` accumulators to `piece(worker)` (lane `l`'s
+/// chunk `q` of four at `32 q + l` 16-byte words: a warp writes 512 consecutive bytes), counts
+/// itself on `counter`, and if it counted last, sums every piece of the tile into `acc` in
+/// cluster order (its own read back too, so the order and the rounding are the same whichever
+/// warp comes last), resets the counter and returns true: the caller stores the tile. A
+/// piece's 16 rows are this warp's rows of the tile in every cluster, so only warps in the
+/// same place count on one counter.
+///
+/// # Safety
+/// Every lane of the warp calls it; `piece(g)` is 16-byte aligned device memory of `16 BN`
+/// floats for each worker `g` of the tile's pieces, `counter` a `u32` of the workspace, zero
+/// before the tile's first count.
+#[inline(always)]
+unsafe fn fix_up<const ACC: usize>(
+    sched: &StreamK,
+    worker: u32,
+    seg: &Segment,
+    acc: &mut [f32; ACC],
+    piece: impl Fn(u32) -> *mut f32,
+    counter: *mut u32,
+) -> bool {
+    let lane = (gpu::thread_idx_x() % 32) as usize;
+    let mine = piece(worker).cast::<Vec4<f32>>();
+    unroll!(q in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31] {
+        if 4 * q < ACC {
+            let v = Vec4([acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]]);
+            unsafe { gpu::write_global(mine.wrapping_add(32 * q + lane), v) };
+        }
+    });
+    // Every lane's piece is in device memory before lane 0 counts the warp.
+    gpu::micro::fence(gpu::micro::FenceScope::Device);
+    gpu::warp_sync();
+    let (first, last) = sched.pieces(seg.tile);
+    let arrived = if lane == 0 { unsafe { gpu::atomic_add_global_u32(counter, 1) } } else { 0 };
+    if gpu::warp_uniform(arrived) != last - first {
+        return false;
+    }
+    if lane == 0 {
+        // Every piece has counted: reset for the next launch (kernel boundaries order it).
+        unsafe { gpu::write_global(counter, 0) };
+    }
+    // The other warps' pieces, published by their fences before their counts. Summed half
+    // the fragment at a time: a whole piece in flight would need as many registers again as
+    // the accumulators.
+    gpu::warp_sync();
+    gpu::micro::fence(gpu::micro::FenceScope::Device);
+    macro_rules! sum_chunks {
+        ($($q:literal)*) => {
+            let mut g = first;
+            while g <= last {
+                let p = piece(g).cast::<Vec4<f32>>();
+                $(
+                    if 4 * $q < ACC {
+                        let v = unsafe { read_l2(p.wrapping_add(32 * $q + lane)) };
+                        if g == first {
+                            acc[4 * $q] = v[0];
+                            acc[4 * $q + 1] = v[1];
+                            acc[4 * $q + 2] = v[2];
+                            acc[4 * $q + 3] = v[3];
+                        } else {
+                            acc[4 * $q] += v[0];
+                            acc[4 * $q + 1] += v[1];
+                            acc[4 * $q + 2] += v[2];
+                            acc[4 * $q + 3] += v[3];
+                        }
+                    }
+                )*
+                g += 1;
+            }
+        };
+    }
+    sum_chunks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+    sum_chunks!(16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+    true
 }
 
 /// Byte offset of 16-byte chunk `chunk` (0..4) of row `row` in an mma slot: rows of 64
@@ -690,83 +887,127 @@ pub const FIXED_C2: HgemmConfig = FIXED.with_cluster(CLUSTER);
 // B tiles by multicast copies (`CLUSTER`).
 crate::kernels! { KERNELS;
     /// wgmma, f16 inputs, `BN` = 256.
-    pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// wgmma, bf16 inputs, `BN` = 256.
-    pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// wgmma, f16 inputs, `BN` = 192.
-    pub fn hgemm_wgmma_f16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_f16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<false, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// wgmma, bf16 inputs, `BN` = 192.
-    pub fn hgemm_wgmma_bf16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_bf16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<true, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+    }
+    /// wgmma, f16 inputs, `BN` = 160.
+    pub fn hgemm_wgmma_f16_n160(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages) }.with_flags(flags);
+        unsafe { hgemm_wgmma::<false, 160, 80, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+    }
+    /// wgmma, f16 inputs, `BN` = 160, clusters of 2 blocks sharing B (build.rs sets the
+    /// cluster size).
+    pub fn hgemm_wgmma_f16_n160_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages).with_cluster(CLUSTER) }.with_flags(flags);
+        unsafe { hgemm_wgmma::<false, 160, 80, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+    }
+    /// wgmma, bf16 inputs, `BN` = 160.
+    pub fn hgemm_wgmma_bf16_n160(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages) }.with_flags(flags);
+        unsafe { hgemm_wgmma::<true, 160, 80, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+    }
+    /// wgmma, bf16 inputs, `BN` = 160, clusters of 2 blocks sharing B (build.rs sets the
+    /// cluster size).
+    pub fn hgemm_wgmma_bf16_n160_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages).with_cluster(CLUSTER) }.with_flags(flags);
+        unsafe { hgemm_wgmma::<true, 160, 80, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+    }
+    /// wgmma, f16 inputs, `BN` = 224.
+    pub fn hgemm_wgmma_f16_n224(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages) }.with_flags(flags);
+        unsafe { hgemm_wgmma::<false, 224, 112, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+    }
+    /// wgmma, f16 inputs, `BN` = 224, clusters of 2 blocks sharing B (build.rs sets the
+    /// cluster size).
+    pub fn hgemm_wgmma_f16_n224_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages).with_cluster(CLUSTER) }.with_flags(flags);
+        unsafe { hgemm_wgmma::<false, 224, 112, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+    }
+    /// wgmma, bf16 inputs, `BN` = 224.
+    pub fn hgemm_wgmma_bf16_n224(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages) }.with_flags(flags);
+        unsafe { hgemm_wgmma::<true, 224, 112, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+    }
+    /// wgmma, bf16 inputs, `BN` = 224, clusters of 2 blocks sharing B (build.rs sets the
+    /// cluster size).
+    pub fn hgemm_wgmma_bf16_n224_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+        let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages).with_cluster(CLUSTER) }.with_flags(flags);
+        unsafe { hgemm_wgmma::<true, 224, 112, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// wgmma, f16 inputs, `BN` = 128.
-    pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// wgmma, bf16 inputs, `BN` = 128.
-    pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match;
     /// cooperative).
-    pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] {
-        if bm != FIXED.bm || stages != FIXED.stages || flags & (PINGPONG | DEPTH2) != 0 {
+    pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+        if bm != FIXED.bm || stages != FIXED.stages || flags & (PINGPONG | DEPTH2 | STREAMK) != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED };
-        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// wgmma, f16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// wgmma, bf16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// wgmma, f16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_f16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_f16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<false, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// wgmma, bf16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_bf16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_bf16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<true, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in (cooperative).
-    pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 168] [cluster = 2] {
-        if bm != FIXED_C2.bm || stages != FIXED_C2.stages || flags & (PINGPONG | DEPTH2) != 0 {
+    pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+        if bm != FIXED_C2.bm || stages != FIXED_C2.stages || flags & (PINGPONG | DEPTH2 | STREAMK) != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED_C2 };
-        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg) }
+        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
     }
     /// mma.sync, f16 inputs.
-    pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
+    pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, _partials: *mut f32, _counters: *mut u32) [max_registers = 128] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) }.with_flags(flags);
         unsafe { hgemm_mma::<false>(a, b, c, m, n, k, flags, cfg) }
     }
     /// mma.sync, bf16 inputs.
-    pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32) [max_registers = 128] {
+    pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, _partials: *mut f32, _counters: *mut u32) [max_registers = 128] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) }.with_flags(flags);
         unsafe { hgemm_mma::<true>(a, b, c, m, n, k, flags, cfg) }
     }
@@ -792,6 +1033,14 @@ pub fn entry_name(cfg: &HgemmConfig, bf16: bool, fixed: bool) -> Option<&'static
         (MmaKind::Wgmma, 192, true, 1, _) => "hgemm_wgmma_bf16_n192",
         (MmaKind::Wgmma, 192, false, CLUSTER, _) => "hgemm_wgmma_f16_n192_c2",
         (MmaKind::Wgmma, 192, true, CLUSTER, _) => "hgemm_wgmma_bf16_n192_c2",
+        (MmaKind::Wgmma, 224, false, 1, _) => "hgemm_wgmma_f16_n224",
+        (MmaKind::Wgmma, 224, true, 1, _) => "hgemm_wgmma_bf16_n224",
+        (MmaKind::Wgmma, 224, false, CLUSTER, _) => "hgemm_wgmma_f16_n224_c2",
+        (MmaKind::Wgmma, 224, true, CLUSTER, _) => "hgemm_wgmma_bf16_n224_c2",
+        (MmaKind::Wgmma, 160, false, 1, _) => "hgemm_wgmma_f16_n160",
+        (MmaKind::Wgmma, 160, true, 1, _) => "hgemm_wgmma_bf16_n160",
+        (MmaKind::Wgmma, 160, false, CLUSTER, _) => "hgemm_wgmma_f16_n160_c2",
+        (MmaKind::Wgmma, 160, true, CLUSTER, _) => "hgemm_wgmma_bf16_n160_c2",
         (MmaKind::Wgmma, 128, false, 1, _) => "hgemm_wgmma_f16_n128",
         (MmaKind::Wgmma, 128, true, 1, _) => "hgemm_wgmma_bf16_n128",
         (MmaKind::Mma, MMA_BN, false, 1, _) => "hgemm_mma_f16",
@@ -834,7 +1083,7 @@ mod tests {
         assert_eq!(HgemmConfig::wgmma(128, 256, 4).b_box_rows(), 256);
         // Rank r's box starts at row r * box: the shares tile the slot's `bn` rows exactly, and
         // each starts on a swizzle atom (8 rows of 128 bytes) as TMA's 128-byte swizzle needs.
-        for bn in [192, 256] {
+        for bn in [160, 192, 224, 256] {
             let c2 = HgemmConfig::wgmma(128, bn, 4).with_cluster(CLUSTER);
             assert!(c2.fits());
             assert_eq!(c2.b_box_rows() * CLUSTER, c2.bn);

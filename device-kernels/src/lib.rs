@@ -9,7 +9,7 @@
 //!
 //! Modules: [`gpu`] (the only code touching `core::arch::*`, with a host implementation
 //! for the CPU backend), [`layout`] (carving), [`entry`] (the kernel definition form), one
-//! module per kernel family, and [`memprobe`] (the microbenchmarks of `dynsmem probe`).
+//! module per kernel family, [`streamk`] (the stream-K schedule both GEMMs share), and [`memprobe`] (the microbenchmarks of `dynsmem probe`).
 #![no_std]
 // f16 inputs of hgemm on the device and in the CPU backend (the primitive, not `half`:
 // `half` on the device is software emulation).
@@ -41,6 +41,7 @@ pub mod sgemm;
 pub mod softmax;
 pub mod stage;
 pub mod stencil2d;
+pub mod streamk;
 pub mod transpose;
 pub mod vector;
 

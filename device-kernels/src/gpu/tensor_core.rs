@@ -92,10 +92,21 @@ macro_rules! with_indices {
         $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63])
     };
+    (80, $m:ident!($($args:tt)*)) => {
+        $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+            64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79])
+    };
     (96, $m:ident!($($args:tt)*)) => {
         $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
             32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
             64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95])
+    };
+    (112, $m:ident!($($args:tt)*)) => {
+        $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+            32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+            64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+            96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111])
     };
     (128, $m:ident!($($args:tt)*)) => {
         $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
@@ -135,8 +146,8 @@ impl<T: Copy> SharedPtr<T> {
 
 /// `D = A B (+ D)` for a 64 x `N` tile of a warpgroup, one k-step of 16 (`wgmma.mma_async`
 /// m64nNk16, f32 accumulators, A and B K-major in shared memory by descriptor). `ACC` is
-/// `N / 2` (64, 96 or 128: `N` = 128, 192 or 256); `BF16` picks bf16 inputs over f16. Thread `t`
-/// of the warpgroup holds, for each 8-column chunk `j` of `N`, rows `16 (t / 32) + (t % 32)
+/// `N / 2` (64, 80, 96, 112 or 128: `N` = 128, 160, 192, 224 or 256); `BF16` picks bf16
+/// inputs over f16. Thread `t` of the warpgroup holds, for each 8-column chunk `j` of `N`, rows `16 (t / 32) + (t % 32)
 /// / 4` (entries `4j`, `4j + 1`) and that row + 8 (`4j + 2`, `4j + 3`), columns `8j + 2 (t %
 /// 4)` and the next. Asynchronous: see [`wgmma_commit`] and [`wgmma_wait`].
 ///
@@ -155,12 +166,26 @@ pub unsafe fn wgmma<const BF16: bool, const ACC: usize>(d: &mut [f32; ACC], a: u
             } else {
                 with_indices!(128, wgmma_asm!("m64n256k16", "f16", d, a, b, sc,))
             }
+        } else if ACC == 112 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 112]);
+            if BF16 {
+                with_indices!(112, wgmma_asm!("m64n224k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(112, wgmma_asm!("m64n224k16", "f16", d, a, b, sc,))
+            }
         } else if ACC == 96 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
             if BF16 {
                 with_indices!(96, wgmma_asm!("m64n192k16", "bf16", d, a, b, sc,))
             } else {
                 with_indices!(96, wgmma_asm!("m64n192k16", "f16", d, a, b, sc,))
+            }
+        } else if ACC == 80 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 80]);
+            if BF16 {
+                with_indices!(80, wgmma_asm!("m64n160k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(80, wgmma_asm!("m64n160k16", "f16", d, a, b, sc,))
             }
         } else if ACC == 64 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
@@ -228,9 +253,15 @@ pub fn wgmma_fence<const ACC: usize>(d: &mut [f32; ACC]) {
         if ACC == 128 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
             with_indices!(128, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
+        } else if ACC == 112 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 112]);
+            with_indices!(112, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
         } else if ACC == 96 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
             with_indices!(96, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
+        } else if ACC == 80 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 80]);
+            with_indices!(80, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
         } else if ACC == 64 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 64]);
             with_indices!(64, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
@@ -277,6 +308,30 @@ pub fn wgmma_wait<const PENDING: u32, const ACC: usize>(d: &mut [f32; ACC]) {
             (128, 2) => {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 128]);
                 with_indices!(128, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 2;", d,))
+            }
+            (112, 0) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 112]);
+                with_indices!(112, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
+            }
+            (112, 1) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 112]);
+                with_indices!(112, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
+            }
+            (112, 2) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 112]);
+                with_indices!(112, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 2;", d,))
+            }
+            (80, 0) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 80]);
+                with_indices!(80, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
+            }
+            (80, 1) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 80]);
+                with_indices!(80, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
+            }
+            (80, 2) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 80]);
+                with_indices!(80, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 2;", d,))
             }
             (96, 0) => {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 96]);
@@ -576,6 +631,19 @@ pub fn quad_reduce(v: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
         let _ = (v, op);
         super::trap()
     }
+}
+
+/// `bar.warp.sync`: every lane of the warp waits for the others, and the memory accesses
+/// each made before it are ordered before those any makes after it (a warp's counterpart of
+/// [`super::barrier`]). Every lane calls it. Elsewhere nothing: the warp-level code that uses
+/// it (the tensor-core GEMM's stream-K fix-up) runs on NVIDIA only.
+#[inline(always)]
+pub fn warp_sync() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a warp barrier over every lane (full mask).
+    unsafe {
+        core::arch::asm!("bar.warp.sync 0xffffffff;", options(nostack))
+    };
 }
 
 /// `v` as lane 0 of the warp has it (`shfl.sync.idx`): a value the same in every lane that

@@ -588,7 +588,8 @@ macro_rules! for_quads {
 }
 
 pub mod pack;
-pub mod streamk;
+/// The stream-K schedule (shared with the tensor-core GEMM).
+pub use crate::streamk;
 pub mod tma;
 
 /// The f32 kernel: tiles in k-groups (see the module documentation).

@@ -23,9 +23,9 @@
 //! x `k`, box `BN` x `BK`), f32, no swizzle, zero fill; their rows may be padded
 //! ([`super::pack`]) so that they are 16-byte aligned.
 
-use super::streamk::{Segment, StreamK};
 use super::{SgemmConfig, SplitK, THREAD_TILE, store_tile};
 use crate::gpu::{self, SharedArray, SharedPtr};
+use crate::streamk::{Segment, StreamK, read_l2};
 use crate::vector::Vec4;
 
 /// The tensor-map kernel's columns per block (compiled in: B's row stride is then an
@@ -365,14 +365,14 @@ pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
     let (tid, b) = (gpu::thread_idx_x(), gpu::block_idx_x());
     let tiles_n = n.div_ceil(BN).max(1);
     let sched = StreamK::new(m.div_ceil(cfg.bm).max(1) * tiles_n, k.div_ceil(BK).max(1), gpu::grid_dim_x());
-    if sched.blocks as u64 > sched.sk_units() || sched.units(0) > u32::MAX as u64 {
+    if sched.blocks > sched.sk_units() || !StreamK::fits(sched.tiles as u64, sched.k_tiles as u64) {
         gpu::trap();
     }
     let across = BN / TN as u32;
     let (tx, ty) = (tid % across, tid / across);
     let origin = |s: &Segment| ((s.tile / tiles_n) * cfg.bm, (s.tile % tiles_n) * BN);
     // Units of this block (the host keeps a problem's units within u32).
-    let total = sched.units(b) as u32;
+    let total = sched.units(b);
 
     // The copies' cursor, kept by thread 0 in shared memory (registers are the multiply's):
     // the next unit to start is k-tile `kt` of segment `j` (ending at `kt1`) of the tile at
@@ -521,16 +521,4 @@ unsafe fn fix_up<const TN: usize>(
         bb += 1;
     }
     true
-}
-
-/// A 16-byte load of device memory that other blocks wrote in this launch, from L2 (not a
-/// possibly stale L1 line).
-///
-/// # Safety
-/// As for [`gpu::read_global`].
-#[inline(always)]
-unsafe fn read_l2(p: *const Vec4<f32>) -> [f32; 4] {
-    use gpu::micro::{CacheHint, HintedLoad};
-    let v = unsafe { <Vec4<u32> as HintedLoad>::load::<{ CacheHint::Global as u32 }>(p.cast()) };
-    v.0.map(f32::from_bits)
 }

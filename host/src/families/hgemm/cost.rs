@@ -14,7 +14,11 @@
 //! - **a tile's stores** (`rows x bn` of `C`) at the SM's share of the L2 write rate.
 //!   Cooperative blocks store after each tile, so every tile pays both; in ping-pong one
 //!   warpgroup stores while the other multiplies, so a tile costs the longer of the two,
-//!   plus the last store (but see the measured factors below).
+//!   plus the last store (but see the measured factors below);
+//! - **stream-K** (cooperative): whole waves but the last data-parallel, then the rest of
+//!   the items split evenly (`sk_items / clusters` each, not rounded up to a wave), each
+//!   stream-K item's work [`STREAMK_TILE`] times a data-parallel one's (measured), plus the
+//!   fix-up: each block writes up to two f32 pieces and the last reads them back.
 //!
 //! Measured factors: 64-row tiles' MMAs (ping-pong, or one math warpgroup) run slower than two
 //! warpgroups on one tile, and two k-tile groups in flight slightly slower than one. Within a
@@ -45,6 +49,11 @@ const CLUSTER_WAIT: f64 = 1.02;
 const ONE_WARPGROUP: f64 = 1.12;
 /// Slowdown of two k-tile groups in flight (measured no faster, a few percent slower).
 const DEPTH2: f64 = 1.03;
+/// Cost of a stream-K item's work against a data-parallel one's. Measured 1.5 to 2.7 on the
+/// H100 (NOTES.md): the clusters' segments start at different k, so the operands the
+/// clusters read at once no longer overlap in L2 (at large `k` the stream-K share ran from
+/// DRAM), and the f32 pieces' writes and reads come on top.
+const STREAMK_TILE: f64 = 1.6;
 
 /// Predicted seconds of `cfg` on `problem` with `limits`' multiprocessors (for ranking).
 pub fn predicted_seconds(problem: &HgemmProblem, cfg: &HgemmConfig, limits: &Limits) -> f64 {
@@ -53,7 +62,15 @@ pub fn predicted_seconds(problem: &HgemmProblem, cfg: &HgemmConfig, limits: &Lim
     let cluster = cfg.cluster.max(1);
     let items = (problem.m.div_ceil(rows).div_ceil(cluster) as u64) * problem.n.div_ceil(cfg.bn) as u64;
     let clusters = (sms as u64 / cluster as u64).max(1);
-    let tiles_per_sm = items.div_ceil(clusters) as f64;
+    let streamk = cfg.streamk && cfg.kind == MmaKind::Wgmma && !cfg.pingpong;
+    // Stream-K: as `dynsmem_kernels::streamk::StreamK::new` deals the items.
+    let dp_items = if items / clusters >= 2 { (items / clusters - 1) * clusters } else { 0 };
+    let tiles_per_sm = if streamk {
+        (dp_items / clusters) as f64 + STREAMK_TILE * (items - dp_items) as f64 / clusters as f64
+    } else {
+        items.div_ceil(clusters) as f64
+    };
+    let split = streamk && !items.is_multiple_of(clusters);
     let k = problem.k.div_ceil(WGMMA_BK) as f64 * WGMMA_BK as f64;
     let (rows, bn) = (rows as f64, cfg.bn as f64);
     let tensor = 2.0 * rows * bn * k / (TENSOR_FLOPS / sms);
@@ -70,11 +87,16 @@ pub fn predicted_seconds(problem: &HgemmProblem, cfg: &HgemmConfig, limits: &Lim
     }
     let out_bytes = if problem.out == OutType::F32 { 4.0 } else { 2.0 };
     let store = rows * bn * out_bytes / (STORE_BYTES_PER_S / sms);
-    let seconds = match (cfg.kind, cfg.pingpong) {
+    let mut seconds = match (cfg.kind, cfg.pingpong) {
         (MmaKind::Wgmma, true) => tiles_per_sm * mma.max(store) + store,
         (MmaKind::Wgmma, false) => tiles_per_sm * (mma + store),
         (MmaKind::Mma, _) => tiles_per_sm * (tensor / MMA_SHARE + store),
     };
+    if streamk {
+        // f32 pieces whatever `C`'s type.
+        let piece = rows * bn * 4.0 / (STORE_BYTES_PER_S / sms);
+        seconds += if split { 2.0 * piece } else { 0.0 };
+    }
     let ring = 1.0 + 0.1 / cfg.stages.max(1) as f64;
     let order = 1.0 + 0.005 * ((cfg.group_m.max(1) as f64).log2() - 3.0).abs();
     seconds * ring * order
@@ -103,16 +125,22 @@ pub fn ranked_by_shape(problem: &HgemmProblem, configs: &[HgemmConfig], limits: 
 }
 
 /// The wgmma configs the heuristic default chooses among: every tile width, schedule
-/// (cooperative 64 or 128 rows, ping-pong) and cluster size, each with the most stages whose
-/// ring fits `limits`' opt-in shared memory; tile order `group_m` 8.
+/// (cooperative 64 or 128 rows, either data-parallel or stream-K; ping-pong) and cluster size,
+/// each with the most stages whose ring fits `limits`' opt-in shared memory; tile order
+/// `group_m` 8.
 pub fn wgmma_choices(limits: &Limits) -> Vec<HgemmConfig> {
     let mut out = Vec::new();
     for bn in WGMMA_BN {
-        for (bm, pingpong) in [(128, false), (64, false), (128, true)] {
+        for (bm, pingpong, streamk) in
+            [(128, false, false), (128, false, true), (64, false, false), (64, false, true), (128, true, false)]
+        {
             for cluster in [1, CLUSTER] {
-                let fitting = (2..=MAX_STAGES)
-                    .rev()
-                    .map(|stages| HgemmConfig::wgmma(bm, bn, stages).with_cluster(cluster).with_pingpong(pingpong));
+                let fitting = (2..=MAX_STAGES).rev().map(|stages| {
+                    HgemmConfig::wgmma(bm, bn, stages)
+                        .with_cluster(cluster)
+                        .with_pingpong(pingpong)
+                        .with_streamk(streamk)
+                });
                 let fits = |c: &HgemmConfig| c.fits() && c.shared_bytes().is_ok_and(|b| b <= limits.launch_shared_max);
                 if let Some(c) = fitting.into_iter().find(fits) {
                     out.push(c);
@@ -177,7 +205,7 @@ mod tests {
     fn the_choices_fill_shared_memory_and_keep_to_the_kernels_rules() {
         let l = limits();
         let choices = wgmma_choices(&l);
-        assert_eq!(choices.len(), 3 * 3 * 2 - 3, "no clusters at bn 128");
+        assert_eq!(choices.len(), 5 * 5 * 2 - 5, "no clusters at bn 128");
         for c in &choices {
             assert!(c.fits(), "{c:?}");
             let more = HgemmConfig { stages: c.stages + 1, ..*c };
@@ -188,6 +216,26 @@ mod tests {
         assert_eq!(best, HgemmConfig::wgmma(128, 256, 4).with_cluster(2), "{best:?}");
         let best = fastest(&cube(3072), &choices, &l).unwrap();
         assert_eq!(best, HgemmConfig::wgmma(128, 192, 5).with_cluster(2), "{best:?}");
+    }
+
+    #[test]
+    fn stream_k_ranks_below_data_parallel_where_it_measured_slower_and_first_past_a_wave() {
+        let l = limits();
+        let coop = HgemmConfig::wgmma(128, 256, 4).with_cluster(2);
+        let sk = coop.with_streamk(true);
+        // Measured slower (NOTES.md): 2560^3 (1.5 waves of cluster items), 4096^3 (3.9),
+        // 5120 x 2048 x 8192 (2.4), 1536 x 1664 x 1024 (0.6).
+        for p in [
+            cube(2560),
+            cube(4096),
+            HgemmProblem { m: 5120, n: 2048, k: 8192, ..cube(1) },
+            HgemmProblem { m: 1536, n: 1664, k: 1024, ..cube(1) },
+        ] {
+            assert!(predicted_seconds(&p, &coop, &l) < predicted_seconds(&p, &sk, &l), "{p:?}");
+        }
+        // One item past a whole wave (67 items on 66 clusters): data-parallel runs two rounds.
+        let over = HgemmProblem { m: 256 * 67, n: 256, k: 4096, ..cube(1) };
+        assert!(predicted_seconds(&over, &sk, &l) < predicted_seconds(&over, &coop, &l));
     }
 
     #[test]

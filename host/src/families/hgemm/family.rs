@@ -55,7 +55,7 @@ pub struct ConfigArgs {
     /// Block tile rows: 64 or 128 (64 per math warpgroup / row of warps).
     #[arg(long)]
     pub bm: Option<u32>,
-    /// Block tile columns: wgmma 128 or 256; mma 128.
+    /// Block tile columns: wgmma 128, 160, 192, 224 or 256; mma 128.
     #[arg(long)]
     pub bn: Option<u32>,
     /// Ring slots (k-tiles in flight): 2-8, within the shared-memory limit.
@@ -64,7 +64,7 @@ pub struct ConfigArgs {
     /// Tile rows per group of the tile order (L2 reuse).
     #[arg(long)]
     pub group_m: Option<u32>,
-    /// Blocks per cluster sharing B tiles by multicast copies: 1 or 2 (wgmma, bn 192 or 256).
+    /// Blocks per cluster sharing B tiles by multicast copies: 1 or 2 (wgmma, bn past 128).
     #[arg(long)]
     pub cluster: Option<u32>,
     /// The ping-pong schedule (true: each of two math warpgroups takes its own 64-row tile,
@@ -75,6 +75,11 @@ pub struct ConfigArgs {
     /// wgmma k-tile groups each math warpgroup keeps in flight: 1, or 2 (at least 3 stages).
     #[arg(long)]
     pub depth: Option<u32>,
+    /// The stream-K schedule (true: the tiles of a partial last wave are split by k-tile over
+    /// every cluster, the pieces summed in a fixed order) or data-parallel (false: whole
+    /// tiles). Cooperative wgmma.
+    #[arg(long)]
+    pub streamk: Option<bool>,
 }
 
 /// The default config: on sm_90a, the wgmma config the cost model ([`super::cost`]) predicts
@@ -128,8 +133,10 @@ impl Family for Hgemm {
             stages: a.stages.unwrap_or(base.stages),
             group_m: a.group_m.unwrap_or(base.group_m),
             cluster: a.cluster.unwrap_or(if a.mma || a.bn == Some(128) { 1 } else { base.cluster }),
-            pingpong: a.pingpong.unwrap_or(base.pingpong && a.bm.is_none_or(|bm| bm == 128)),
+            // Asking for stream-K asks for the cooperative schedule it runs on.
+            pingpong: a.pingpong.unwrap_or(base.pingpong && a.bm.is_none_or(|bm| bm == 128) && a.streamk != Some(true)),
             depth: a.depth.unwrap_or(base.depth),
+            streamk: a.streamk.unwrap_or(base.streamk && a.pingpong != Some(true) && !a.mma && !a.fixed),
             ..base
         };
         HgemmRun { config, fixed: a.fixed }

@@ -165,10 +165,10 @@ pub fn validate(
     if !cfg.fits() {
         return fail(format!(
             "bm 64 or 128 (64 per math unit), bn {} ({:?}), stages {} to {}, group_m at least 1, cluster 1 \
-             or 2 (wgmma, bn 192 or 256), pingpong only with wgmma and bm 128, depth 1 or 2 (2: wgmma, at least 3 \
-             stages) (got {cfg:?})",
+             or 2 (wgmma, bn past 128), pingpong only with wgmma and bm 128, depth 1 or 2 (2: wgmma, at least 3 \
+             stages), streamk only with cooperative wgmma (got {cfg:?})",
             match cfg.kind {
-                MmaKind::Wgmma => "128, 192 or 256",
+                MmaKind::Wgmma => "128, 160, 192, 224 or 256",
                 MmaKind::Mma => "128",
             },
             cfg.kind,
@@ -198,18 +198,26 @@ pub fn validate(
     if cfg.tiles(p.m, p.n) > u32::MAX as u64 {
         return Err((entry.into(), format!("{} tiles: at most 2^32 - 1", cfg.tiles(p.m, p.n))));
     }
+    let k_tiles = p.k.div_ceil(cfg.bk()) as u64;
+    if cfg.streamk && !dynsmem_kernels::streamk::StreamK::fits(cfg.items(p.m, p.n) as u64, k_tiles) {
+        return Err((
+            entry.into(),
+            format!("stream-K: {} items x {k_tiles} k-tiles must fit the schedule's u32 count", cfg.items(p.m, p.n)),
+        ));
+    }
     Ok(entry)
 }
 
 /// Blocks of a launch: wgmma blocks are persistent, one per multiprocessor (a block's ring
-/// and 384 threads fill one), at most one per tile (cluster item), in whole clusters; mma
-/// one per tile.
-pub fn launch_grid(cfg: &HgemmConfig, m: u32, n: u32, multiprocessors: u32) -> u64 {
+/// and 384 threads fill one), in whole clusters, at most one cluster per item (a column tile
+/// of `cluster` row tiles) or, stream-K, per k-tile of the items; mma one per tile.
+pub fn launch_grid(cfg: &HgemmConfig, m: u32, n: u32, k: u32, multiprocessors: u32) -> u64 {
     match cfg.kind {
         MmaKind::Wgmma => {
             let c = cfg.cluster.max(1) as u64;
-            let items = (m.div_ceil(cfg.tile_rows()) as u64).div_ceil(c) * n.div_ceil(cfg.bn) as u64;
-            items.min((multiprocessors as u64 / c).max(1)) * c
+            let items = cfg.items(m, n) as u64;
+            let work = if cfg.streamk { items * k.div_ceil(cfg.bk()) as u64 } else { items };
+            work.min((multiprocessors as u64 / c).max(1)) * c
         }
         MmaKind::Mma => cfg.tiles(m, n),
     }
@@ -217,10 +225,11 @@ pub fn launch_grid(cfg: &HgemmConfig, m: u32, n: u32, multiprocessors: u32) -> u
 
 /// The entries' `flags` word for `cfg` on `p`.
 fn launch_flags(p: &HgemmProblem, cfg: &HgemmConfig) -> u32 {
-    use dynsmem_kernels::hgemm::{DEPTH2, OUT16, PINGPONG};
+    use dynsmem_kernels::hgemm::{DEPTH2, OUT16, PINGPONG, STREAMK};
     (if p.out == OutType::Input { OUT16 } else { 0 })
         | (if cfg.pingpong { PINGPONG } else { 0 })
         | (if cfg.depth == 2 { DEPTH2 } else { 0 })
+        | (if cfg.streamk { STREAMK } else { 0 })
 }
 
 /// The device and image facts an entry needs, checked before building: wgmma needs
@@ -246,6 +255,9 @@ fn check_device(backend: AnyBackend<'_>, cfg: &HgemmConfig, entry: &str, variant
 /// The tensor maps (`CUtensorMap`s) of A and of B.
 type TensorMaps<R> = (Buffer<R, u32>, Buffer<R, u32>);
 
+/// The stream-K workspace: the pieces of split tiles (f32) and their counters.
+type Workspace<R> = (Buffer<R, f32>, Buffer<R, u32>);
+
 /// A and B on the device, borrowed (two 16-bit values per word).
 pub type Operands<'a, R> = (&'a Buffer<R, u32>, &'a Buffer<R, u32>);
 
@@ -261,6 +273,8 @@ pub struct HgemmWorkload<'b, B: FamilyBackend> {
     /// `C` as words: f32 bits, or two 16-bit values per word.
     c: Buffer<B::Raw, u32>,
     maps: Option<TensorMaps<B::Raw>>,
+    /// Stream-K: the pieces of split tiles and their counters (zero between launches).
+    workspace: Option<Workspace<B::Raw>>,
     host: Arc<HostInputs>,
 }
 
@@ -277,9 +291,10 @@ pub fn prepare<'b, B: FamilyBackend>(
     let entry = validate(&problem, &config, fixed).map_err(|(kernel, reason)| invalid(&kernel, reason))?;
     check_device(backend.erase(), &config, entry, variant)?;
     let HgemmProblem { m, n, k, .. } = problem;
-    let grid = launch_grid(&config, m, n, backend.info().limits.multiprocessors.unwrap_or(1)) as u32;
+    let grid = launch_grid(&config, m, n, k, backend.info().limits.multiprocessors.unwrap_or(1)) as u32;
     let (mk, nk, mn) = (m as u64 * k as u64, n as u64 * k as u64, m as u64 * n as u64);
-    let device = (mk + nk) * 2 + mn * problem.out_bytes();
+    let (pieces, counters) = config.sk_workspace(m, n, k, grid);
+    let device = (mk + nk) * 2 + mn * problem.out_bytes() + 4 * (pieces + counters);
     crate::contract::check_footprint(backend, entry, device, device + mn * 4)?;
     let kernel = Prepared::new(backend, entry, config.shared_bytes(), grid, config.threads(), variant, None, None)?;
     let host = inputs();
@@ -302,7 +317,14 @@ pub fn prepare<'b, B: FamilyBackend>(
     } else {
         None
     };
-    Ok(HgemmWorkload { backend, kernel, problem, config, grid, a, b, c, maps, host })
+    let workspace = if config.streamk {
+        let counters = backend.alloc::<u32>(counters as usize)?;
+        backend.fill_zero(&counters)?;
+        Some((backend.alloc::<f32>(pieces as usize)?, counters))
+    } else {
+        None
+    };
+    Ok(HgemmWorkload { backend, kernel, problem, config, grid, a, b, c, maps, workspace, host })
 }
 
 impl<B: FamilyBackend> HgemmWorkload<'_, B> {
@@ -313,6 +335,10 @@ impl<B: FamilyBackend> HgemmWorkload<'_, B> {
             None => (self.a.arg(), self.b.arg()),
         };
         let cfg = &self.config;
+        let (partials, counters) = match &self.workspace {
+            Some((p, c)) => (p.arg(), c.arg()),
+            None => (Arg::U64(0), Arg::U64(0)),
+        };
         self.backend.launch(
             &self.kernel.built.kernel,
             self.kernel.dims(self.grid, cfg.threads()),
@@ -327,6 +353,8 @@ impl<B: FamilyBackend> HgemmWorkload<'_, B> {
                 Arg::U32(cfg.bm),
                 Arg::U32(cfg.stages),
                 Arg::U32(cfg.group_m),
+                partials,
+                counters,
             ],
         )
     }
@@ -449,19 +477,31 @@ mod tests {
         let (_, why) = validate(&p, &HgemmConfig::wgmma(64, 256, 4).with_pingpong(true), false).unwrap_err();
         assert!(why.contains("pingpong only with wgmma and bm 128"), "{why}");
         assert!(validate(&p, &HgemmConfig::wgmma(128, 256, 1), false).is_err(), "one slot deadlocks");
+        let sk = HgemmConfig::wgmma(128, 256, 4).with_cluster(2).with_streamk(true);
+        assert_eq!(validate(&p, &sk, false), Ok("hgemm_wgmma_f16_n256_c2"));
+        let (_, why) = validate(&p, &sk.with_pingpong(true), false).unwrap_err();
+        assert!(why.contains("streamk only with cooperative wgmma"), "{why}");
+        assert!(validate(&p, &HgemmConfig::mma(128, 4).with_streamk(true), false).is_err());
+        assert!(validate(&p, &FIXED.with_streamk(true), true).is_err(), "the fixed entries are data-parallel");
     }
 
     #[test]
     fn persistent_grids_come_in_whole_clusters_and_never_exceed_the_work() {
         let c2 = HgemmConfig::wgmma(128, 256, 4).with_cluster(2);
-        assert_eq!(launch_grid(&c2, 4096, 4096, 132), 132);
-        assert_eq!(launch_grid(&c2, 4096, 4096, 131), 130);
+        assert_eq!(launch_grid(&c2, 4096, 4096, 4096, 132), 132);
+        assert_eq!(launch_grid(&c2, 4096, 4096, 4096, 131), 130);
         // 3 row tiles -> 2 cluster items per column tile, 1 column: 2 clusters.
-        assert_eq!(launch_grid(&c2, 300, 256, 132), 4);
-        assert_eq!(launch_grid(&HgemmConfig::wgmma(128, 256, 4), 300, 256, 132), 3);
-        assert_eq!(launch_grid(&HgemmConfig::mma(64, 3), 300, 256, 132), 10);
+        assert_eq!(launch_grid(&c2, 300, 256, 64, 132), 4);
+        assert_eq!(launch_grid(&HgemmConfig::wgmma(128, 256, 4), 300, 256, 64, 132), 3);
+        assert_eq!(launch_grid(&HgemmConfig::mma(64, 3), 300, 256, 64, 132), 10);
         // Ping-pong: 64-row items, so 300 rows are 5 items (3 cluster items).
-        assert_eq!(launch_grid(&HgemmConfig::wgmma(128, 256, 4).with_pingpong(true), 300, 256, 132), 5);
-        assert_eq!(launch_grid(&c2.with_pingpong(true), 300, 256, 132), 6);
+        assert_eq!(launch_grid(&HgemmConfig::wgmma(128, 256, 4).with_pingpong(true), 300, 256, 64, 132), 5);
+        assert_eq!(launch_grid(&c2.with_pingpong(true), 300, 256, 64, 132), 6);
+        // Stream-K: one cluster per k-tile of the items at most. 2 items of 2 k-tiles: 4
+        // clusters; at 4096^3 every multiprocessor.
+        let sk = c2.with_streamk(true);
+        assert_eq!(launch_grid(&sk, 300, 256, 128, 132), 8);
+        assert_eq!(launch_grid(&sk, 4096, 4096, 4096, 132), 132);
+        assert_eq!(launch_grid(&sk, 2560, 2560, 2560, 131), 130);
     }
 }

@@ -1,6 +1,6 @@
 //! HGEMM's search space: the kernel (`mma` 0 = wgmma, 1 = mma.sync), the block rows `bm`
 //! and tile columns `bn`, the ring's stages, the tile order's `group_m`, the cluster size, the
-//! schedule (`pingpong`) and the k-tile groups in flight (`depth`), every one a launch-time
+//! schedule (`pingpong`, `streamk`) and the k-tile groups in flight (`depth`), every one a launch-time
 //! value of one compiled image except `bn` and the cluster size of wgmma (one entry per
 //! value) and the instruction. The cost model ([`super::cost`]) ranks the space for tuning
 //! on first use. Points past the 48 KB default are ordinary points: the shared-memory
@@ -57,12 +57,13 @@ impl Tunable for HgemmTunable {
         vec![
             Param::new("mma", &[0, 1]),
             Param::new("bm", &[64, 128]),
-            Param::new("bn", &[128, 192, 256]),
+            Param::new("bn", &dynsmem_kernels::hgemm::WGMMA_BN),
             Param::new("stages", &[2, 3, 4, 5, 6]),
             Param::new("group_m", &[1, 4, 8, 16]),
             Param::new("cluster", &[1, 2]).absent_as(1),
             Param::new("pingpong", &[0, 1]).absent_as(0),
             Param::new("depth", &[1, 2]).absent_as(1),
+            Param::new("streamk", &[0, 1]).absent_as(0),
         ]
     }
 
@@ -71,7 +72,18 @@ impl Tunable for HgemmTunable {
         let cluster = point.get(5).copied().unwrap_or(1);
         let pingpong = point.get(6).is_some_and(|&p| p == 1);
         let depth = point.get(7).copied().unwrap_or(1);
-        HgemmConfig { kind, bm: point[1], bn: point[2], stages: point[3], group_m: point[4], cluster, pingpong, depth }
+        let streamk = point.get(8).is_some_and(|&p| p == 1);
+        HgemmConfig {
+            kind,
+            bm: point[1],
+            bn: point[2],
+            stages: point[3],
+            group_m: point[4],
+            cluster,
+            pingpong,
+            depth,
+            streamk,
+        }
     }
 
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
@@ -82,7 +94,7 @@ impl Tunable for HgemmTunable {
         validate(&self.problem, &cfg, false).map_err(|(kernel, reason)| format!("{kernel}: {reason}"))?;
         let launch_bytes = cfg.shared_bytes().map_err(layout_reason)?;
         let sms = target.limits.multiprocessors.unwrap_or(1);
-        let grid = launch_grid(&cfg, self.problem.m, self.problem.n, sms);
+        let grid = launch_grid(&cfg, self.problem.m, self.problem.n, self.problem.k, sms);
         Ok(Footprint { threads: cfg.threads(), grid: grid as u32, launch_bytes, static_bytes: 0 })
     }
 
@@ -118,18 +130,21 @@ mod tests {
             limits: crate::tune::cache::tests::limits(),
             is_cpu: false,
         };
-        let fp = t.check(&[0, 128, 256, 4, 8, 2, 0, 1], &target).expect("the cooperative wgmma tile fits");
+        let fp = t.check(&[0, 128, 256, 4, 8, 2, 0, 1, 0], &target).expect("the cooperative wgmma tile fits");
         assert_eq!((fp.threads, fp.launch_bytes), (384, 4 * 384 * 128 + 64));
         assert!(fp.launch_bytes > 48 * 1024);
-        let pp = t.check(&[0, 128, 256, 5, 8, 2, 1, 1], &target).expect("ping-pong 64 x 256 fits 5 stages");
+        let pp = t.check(&[0, 128, 256, 5, 8, 2, 1, 1, 0], &target).expect("ping-pong 64 x 256 fits 5 stages");
         assert_eq!(pp.launch_bytes, 5 * 320 * 128 + 80 + 16, "the ring, its barriers and the two turn barriers");
-        assert!(t.check(&[0, 64, 256, 5, 8, 2, 1, 1], &target).is_err(), "ping-pong needs two warpgroups");
-        let refused = t.check(&[1, 128, 256, 4, 8, 1, 0, 1], &target).unwrap_err();
+        assert!(t.check(&[0, 64, 256, 5, 8, 2, 1, 1, 0], &target).is_err(), "ping-pong needs two warpgroups");
+        let refused = t.check(&[1, 128, 256, 4, 8, 1, 0, 1, 0], &target).unwrap_err();
         assert!(refused.contains("hgemm_mma") && refused.contains("bn"), "{refused}");
-        let mma = t.check(&[1, 128, 128, 4, 8, 1, 0, 1], &target).expect("mma 128 x 128 fits");
-        assert!(t.check(&[1, 128, 128, 4, 8, 2, 0, 1], &target).is_err(), "mma has no clusters");
-        assert!(t.check(&[0, 128, 256, 3, 8, 2, 1, 2], &target).is_ok(), "two groups in flight with 3 stages");
-        assert!(t.check(&[0, 128, 256, 2, 8, 2, 0, 2], &target).is_err(), "two groups in flight need 3 stages");
+        let mma = t.check(&[1, 128, 128, 4, 8, 1, 0, 1, 0], &target).expect("mma 128 x 128 fits");
+        assert!(t.check(&[1, 128, 128, 4, 8, 2, 0, 1, 0], &target).is_err(), "mma has no clusters");
+        assert!(t.check(&[0, 128, 256, 3, 8, 2, 1, 2, 0], &target).is_ok(), "two groups in flight with 3 stages");
+        assert!(t.check(&[0, 128, 256, 2, 8, 2, 0, 2, 0], &target).is_err(), "two groups in flight need 3 stages");
         assert_eq!((mma.threads, mma.launch_bytes), (256, 4 * (128 + 128) * 64));
+        let sk = t.check(&[0, 128, 256, 4, 8, 2, 0, 1, 1], &target).expect("stream-K on the cooperative tile");
+        assert_eq!(sk.launch_bytes, fp.launch_bytes, "stream-K's workspace is device memory");
+        assert!(t.check(&[0, 128, 256, 5, 8, 2, 1, 1, 1], &target).is_err(), "stream-K is cooperative only");
     }
 }

@@ -144,7 +144,8 @@ fn streamk_seconds(problem: &SgemmProblem, cfg: &SgemmConfig, fp: &Footprint, li
     let sms = limits.multiprocessors.unwrap_or(132).max(1);
     let blocks = cfg.sk_grid(m, n, k, sms);
     let sched = cfg.schedule(m, n, k, blocks);
-    let units = (sched.dp_count(0) as u64 * sched.k_tiles as u64 + sched.sk_units().div_ceil(blocks as u64)) as f64;
+    let units =
+        (sched.dp_count(0) as u64 * sched.k_tiles as u64 + (sched.sk_units() as u64).div_ceil(blocks as u64)) as f64;
     let per_sm = (blocks as u64).div_ceil(sms as u64);
     let concurrent = resident(cfg, fp, limits).min(per_sm);
     let rounds = per_sm.div_ceil(concurrent) as f64;
@@ -160,7 +161,7 @@ fn streamk_seconds(problem: &SgemmProblem, cfg: &SgemmConfig, fp: &Footprint, li
     let dram = ((mf * kf + kf * nf) + 2.0 * mf * nf) * 4.0 / DRAM_BYTES_PER_S;
     // Split tiles: about one piece per block and one more per split tile, each written and
     // read back once.
-    let split_tiles = if sched.sk_units() / blocks as u64 >= sched.k_tiles as u64 {
+    let split_tiles = if sched.sk_units() as u64 / blocks as u64 >= sched.k_tiles as u64 {
         (sched.tiles - sched.dp_tiles).min(blocks)
     } else {
         sched.tiles - sched.dp_tiles
