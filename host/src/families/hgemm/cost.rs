@@ -49,10 +49,10 @@ const CLUSTER_WAIT: f64 = 1.02;
 const ONE_WARPGROUP: f64 = 1.12;
 /// Slowdown of two k-tile groups in flight (measured no faster, a few percent slower).
 const DEPTH2: f64 = 1.03;
-/// Cost of a stream-K item's work against a data-parallel one's. Measured 1.5 to 2.7 on the
-/// H100 (NOTES.md): the clusters' segments start at different k, so the operands the
-/// clusters read at once no longer overlap in L2 (at large `k` the stream-K share ran from
-/// DRAM), and the f32 pieces' writes and reads come on top.
+/// Cost of a stream-K item's work against a data-parallel one's, a round figure inside the
+/// range measured on the H100 (NOTES.md): the clusters' segments start at different k, so the
+/// operands the clusters read at once no longer overlap in L2 (at large `k` the stream-K share
+/// runs from DRAM), and the f32 pieces' writes and reads come on top.
 const STREAMK_TILE: f64 = 1.6;
 
 /// Predicted seconds of `cfg` on `problem` with `limits`' multiprocessors (for ranking).
