@@ -11,6 +11,23 @@ use std::time::{Duration, Instant};
 
 use common::cli::{dynsmem, entries, number_before, outcomes, run_ok, small_sweep, strs, temp_dir};
 
+/// Waits until no process is a `--worker` of the sweep writing `cache` (Linux: /proc).
+fn wait_for_workers(cache: &str) {
+    let started = Instant::now();
+    loop {
+        let alive = std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|p| {
+            let cmd = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd);
+            cmd.contains(cache) && cmd.contains("--worker")
+        });
+        if !alive {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "a worker of {cache} outlived its supervisor by 60 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn killed_sweep_loses_no_finished_config_and_its_rerun_measures_none_again() {
     let dir = temp_dir("kill");
@@ -52,6 +69,9 @@ fn killed_sweep_loses_no_finished_config_and_its_rerun_measures_none_again() {
         child.kill().unwrap();
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(9), "killed mid-sweep: {status:?}");
+        // The supervised worker sees its supervisor's death at its next line and may record
+        // the config it was measuring first: count the cache once no worker of it is left.
+        wait_for_workers(cache_arg);
         let (e, torn) = entries(&cache);
         assert!(torn <= 1, "at most the line being written when killed is torn");
         e.len()
