@@ -16,21 +16,30 @@ pub const IMAGE: DeviceImage = DeviceImage { ptx: images::PTX, amdgpu: images::A
 
 /// The moving average of a window of `w` over `n` floats, with twins in WGSL and CUDA C.
 pub fn window_mean(n: u32, w: u32) -> Kernel {
+    moving_average("window_mean_f32", n, w, &[])
+        .define("WINDOW", w)
+        .wgsl(include_str!("window_mean.wgsl"), "window_mean")
+        .cuda(include_str!("window_mean.cu"), "window_mean_static")
+}
+
+/// The moving-average entry `entry` on `n` floats and a window of `w`: its arguments (`x`, `y`,
+/// `n`, `window`, `per_thread`, then `extra` scalars in order), parameters and launch shape.
+fn moving_average(entry: &'static str, n: u32, w: u32, extra: &[(&'static str, u32)]) -> Kernel {
     let cfg = |p: &Params| WindowConfig { block: p["block"], per_thread: p["per_thread"] };
-    Kernel::new(own_kernels::KERNELS, "window_mean_f32")
+    let mut k = Kernel::new(own_kernels::KERNELS, entry)
         .image(images::IMAGE_INFO)
         .input("x", n as usize, Fill::Random(1))
         .output("y", (n - w + 1) as usize)
         .scalar("n", n)
         .scalar("window", w)
-        .param_arg("per_thread")
-        .params(&[("block", &[32, 64, 128, 256]), ("per_thread", &[1, 2, 4])])
+        .param_arg("per_thread");
+    for &(name, value) in extra {
+        k = k.scalar(name, value);
+    }
+    k.params(&[("block", &[32, 64, 128, 256]), ("per_thread", &[1, 2, 4])])
         .block(|p| p["block"])
         .grid(move |p| cfg(p).grid(n, w))
         .shared_bytes(move |p| cfg(p).shared_bytes(w))
-        .define("WINDOW", w)
-        .wgsl(include_str!("window_mean.wgsl"), "window_mean")
-        .cuda(include_str!("window_mean.cu"), "window_mean_static")
 }
 
 /// The `n` and `window` of a moving-average family's command line, refused unless
@@ -67,21 +76,8 @@ pub const HANG_AT: (u32, u32) = (128, 2);
 /// [`HANG_AT`] its workgroups never leave a barrier. A sweep must record both as failed and
 /// measure the other 10 (`ci/run` checks this on the CPU backend).
 pub fn planted_faults(n: u32, w: u32) -> Kernel {
-    let cfg = |p: &Params| WindowConfig { block: p["block"], per_thread: p["per_thread"] };
     let code = |(b, p)| own_kernels::planted_code(b, p);
-    Kernel::new(own_kernels::KERNELS, "window_mean_planted_f32")
-        .image(images::IMAGE_INFO)
-        .input("x", n as usize, Fill::Random(1))
-        .output("y", (n - w + 1) as usize)
-        .scalar("n", n)
-        .scalar("window", w)
-        .param_arg("per_thread")
-        .scalar("far_at", code(FAR_WRITE_AT))
-        .scalar("hang_at", code(HANG_AT))
-        .params(&[("block", &[32, 64, 128, 256]), ("per_thread", &[1, 2, 4])])
-        .block(|p| p["block"])
-        .grid(move |p| cfg(p).grid(n, w))
-        .shared_bytes(move |p| cfg(p).shared_bytes(w))
+    moving_average("window_mean_planted_f32", n, w, &[("far_at", code(FAR_WRITE_AT)), ("hang_at", code(HANG_AT))])
 }
 
 /// [`planted_faults`] as a family of the command line:

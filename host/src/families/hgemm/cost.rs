@@ -29,6 +29,7 @@
 //! tensor rate (its measured share), so it ranks below every wgmma config that fits.
 
 use dynsmem_kernels::hgemm::{CLUSTER, HgemmConfig, MAX_STAGES, MmaKind, ROWS_PER_UNIT, WGMMA_BK, WGMMA_BN};
+use dynsmem_kernels::streamk::StreamK;
 
 use super::{HgemmProblem, OutType};
 use crate::backend::Limits;
@@ -60,11 +61,11 @@ pub fn predicted_seconds(problem: &HgemmProblem, cfg: &HgemmConfig, limits: &Lim
     let sms = limits.multiprocessors.unwrap_or(132).max(1) as f64;
     let rows = cfg.tile_rows();
     let cluster = cfg.cluster.max(1);
-    let items = (problem.m.div_ceil(rows).div_ceil(cluster) as u64) * problem.n.div_ceil(cfg.bn) as u64;
+    let items = cfg.items(problem.m, problem.n) as u64;
     let clusters = (sms as u64 / cluster as u64).max(1);
     let streamk = cfg.streamk && cfg.kind == MmaKind::Wgmma && !cfg.pingpong;
-    // Stream-K: as `dynsmem_kernels::streamk::StreamK::new` deals the items.
-    let dp_items = if items / clusters >= 2 { (items / clusters - 1) * clusters } else { 0 };
+    // Stream-K: the items the kernel's schedule deals whole, before the split ones.
+    let dp_items = StreamK::new(items as u32, problem.k.div_ceil(WGMMA_BK), clusters as u32).dp_tiles as u64;
     let tiles_per_sm = if streamk {
         (dp_items / clusters) as f64 + STREAMK_TILE * (items - dp_items) as f64 / clusters as f64
     } else {
