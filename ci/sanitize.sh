@@ -86,6 +86,7 @@ cases=(
   "attention --batch 1 --heads 3 --seq 129 --dtype bf16 --bq 64 --stages 3 --mask causal"
   "attention --batch 1 --heads 3 --seq 129 --d 64 --bq 64 --stages 5 --mask causal"
   "attention --batch 1 --heads 2 --seq 300 --fixed"
+  "attention --batch 1 --heads 2 --seq 300 --pingpong false --mask causal"
   "attention --batch 1 --heads 2 --seq 77 --d 64 --simt --bq 32 --bk 16 --mask causal"
 )
 # Every registry family has a case (tests/registry.rs checks the same without a GPU).

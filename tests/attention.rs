@@ -2,7 +2,8 @@
 //! and bf16, D 64 and 128, causal and not) at sequence lengths that leave partial query and
 //! key tiles, against the f64 reference (O and the row log-sum-exp; one wrong key fails, see
 //! the family's unit tests). On CUDA where a device is (prints `SKIPPED: no CUDA device` and
-//! passes elsewhere): every wgmma entry with one and two math warpgroups, two to five ring
+//! passes elsewhere): every wgmma entry with one and two math warpgroups (in ping-pong and
+//! not), two to five ring
 //! slots (past 48 KB of launch-sized memory), the compiled-in tile, and the SIMT entries, at
 //! odd sequence lengths (1, 65, 1000, 4097) and several heads. And the refusals before
 //! anything launches.
@@ -63,6 +64,7 @@ fn cuda_every_entry_at_odd_sequences() {
         configs.extend([
             AttentionConfig::wgmma(64, 2),
             AttentionConfig::wgmma(128, 2),
+            AttentionConfig::wgmma(128, 2).with_pingpong(false),
             AttentionConfig::wgmma(128, 3),
             AttentionConfig::wgmma(64, 5),
         ]);

@@ -12,12 +12,14 @@
 //! - `attention_wgmma_*` (sm_90a): warp-specialised. Warpgroup 0's first thread copies the
 //!   block's Q tile once and K/V tiles of [`WGMMA_BK`] keys into a ring of `stages` slots
 //!   (TMA, 128-byte swizzle, panels of 64 columns) and completes each slot's `full` barrier.
-//!   Warpgroups 1..=`bq / 64` each own 64 query rows: per K/V tile, `S = Q K^T` (wgmma
-//!   m64n128k16, both operands K-major in shared memory), the online softmax in registers
-//!   (row maxima over a lane quad), `P` rounded to 16 bits in the accumulator layout, then
-//!   `O += P V` (wgmma with A from registers and V N-major: no transpose of V), and the slot
-//!   released (`empty` barrier). Two math warpgroups run their softmax and products out of
-//!   step, so one's softmax overlaps the other's MMAs.
+//!   Warpgroups 1..=`bq / 64` each own 64 query rows and run FlashAttention-3's pipeline:
+//!   per K/V tile, `S = Q K^T` (wgmma m64n128k16, both operands K-major in shared memory) is
+//!   issued together with the previous tile's `O += P V` (wgmma with A from registers and V
+//!   N-major: no transpose of V); the online softmax of `S` (row maxima over a lane quad)
+//!   runs while the tensor cores multiply `P V`; then `O` is rescaled and the new `P` rounded
+//!   to 16 bits in the accumulator layout. K and V slots are released apart (`empty`
+//!   barriers), K's once `S` is done. Two math warpgroups may issue their products in turn
+//!   (`pingpong`: hardware barriers 1 and 2), so one's softmax runs under the other's MMAs.
 //! - `attention_simt_*` (any target, the CPU backend included): one thread per query row
 //!   (`bq` threads), its query row and output accumulators in launch-sized memory (a row of
 //!   `D` floats per thread would be a register array indexed in loops: local memory), K/V
@@ -27,17 +29,18 @@
 //! Compiled in: the head dimension `D` (64 or 128: the accumulators are registers), the
 //! element type, and for wgmma the K/V tile depth [`WGMMA_BK`] (the score tile's registers).
 //! Launch-time: `bq` (math warpgroups, or threads), `stages` (the ring's slots: its bytes),
-//! SIMT's `bk`. `_fixed` entries compile `bq` and `stages` in too ([`FIXED`]).
+//! `pingpong`, SIMT's `bk`. `_fixed` entries compile `bq`, `stages` and `pingpong` in too
+//! ([`FIXED`]).
 //!
 //! # Launch-sized memory ([`AttentionConfig::layout`])
 //! wgmma: the Q tile (`bq x D`), `stages` K slots and `stages` V slots (`WGMMA_BK x D`), each
 //! a run of 64-column panels of 128-byte rows, 1024-byte aligned; then the Q barrier,
-//! `stages` `full` and `stages` `empty` barriers. SIMT: a K tile and a V tile of `bk x D` f32,
+//! `stages` K `full`, `stages` V `full`, `stages` K `empty` and `stages` V `empty` barriers. SIMT: a K tile and a V tile of `bk x D` f32,
 //! then the query rows and the output rows, `D x bq` f32 each.
 //!
 //! # Entry points ([`entry_name`])
 //! `attention_{wgmma,simt}_{f16,bf16}_d{64,128}(q, k, v, o, lse, seq, bh, causal, bq, bk,
-//! stages)`: for wgmma `q`, `k`, `v` are `CUtensorMap`s (box 64 x `bq` for Q, 64 x
+//! stages, pingpong)`: for wgmma `q`, `k`, `v` are `CUtensorMap`s (box 64 x `bq` for Q, 64 x
 //! [`WGMMA_BK`] for K and V, 128-byte swizzle), for SIMT the tensors. Grid
 //! [`AttentionConfig::grid`]: one block per (query tile, head), heads outermost.
 
@@ -95,6 +98,10 @@ pub struct AttentionConfig {
     pub bk: u32,
     /// Ring slots of K/V tiles: wgmma [`MIN_STAGES`] to [`MAX_STAGES`]; SIMT 1.
     pub stages: u32,
+    /// wgmma with two math warpgroups: they issue their products in turn (ping-pong), so
+    /// one's softmax runs under the other's MMAs. Otherwise false.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pingpong: bool,
 }
 
 /// Where a config's arrays sit in the launch-sized region.
@@ -111,16 +118,21 @@ pub struct AttentionLayout {
     /// as bits each, element `i` of thread `t`'s row at `i * bq + t` (consecutive threads,
     /// consecutive banks). wgmma: empty.
     pub rows: Slice<u32>,
-    /// wgmma: the Q copy's barrier, then `stages` `full` and `stages` `empty` barriers.
+    /// wgmma: the Q copy's barrier, then `stages` each of K full, V full, K empty, V empty.
     pub bars: Slice<u64>,
 }
 
 impl AttentionConfig {
+    /// wgmma, in ping-pong where it has two math warpgroups.
     pub const fn wgmma(bq: u32, stages: u32) -> Self {
-        AttentionConfig { kind: AttentionKind::Wgmma, bq, bk: WGMMA_BK, stages }
+        AttentionConfig { kind: AttentionKind::Wgmma, bq, bk: WGMMA_BK, stages, pingpong: bq / ROWS_PER_WARPGROUP > 1 }
     }
     pub const fn simt(bq: u32, bk: u32) -> Self {
-        AttentionConfig { kind: AttentionKind::Simt, bq, bk, stages: 1 }
+        AttentionConfig { kind: AttentionKind::Simt, bq, bk, stages: 1, pingpong: false }
+    }
+    /// The config with ping-pong set to `on`.
+    pub const fn with_pingpong(self, on: bool) -> Self {
+        AttentionConfig { pingpong: on, ..self }
     }
     /// Math warpgroups (wgmma).
     pub const fn warpgroups(&self) -> u32 {
@@ -146,9 +158,15 @@ impl AttentionConfig {
                     && self.bk == WGMMA_BK
                     && self.stages >= MIN_STAGES
                     && self.stages <= MAX_STAGES
+                    && (!self.pingpong || self.warpgroups() == 2)
             }
             AttentionKind::Simt => {
-                self.bq >= 1 && self.bq <= SIMT_MAX_BQ && self.bk >= 1 && self.bk <= SIMT_MAX_BK && self.stages == 1
+                self.bq >= 1
+                    && self.bq <= SIMT_MAX_BQ
+                    && self.bk >= 1
+                    && self.bk <= SIMT_MAX_BK
+                    && self.stages == 1
+                    && !self.pingpong
             }
         };
         d_ok && shape_ok
@@ -162,7 +180,7 @@ impl AttentionConfig {
                 // 16-bit tiles as words: two elements each.
                 let k = carve.array_aligned::<u32>(self.stages * self.bk * d / 2, SLOT_ALIGN)?;
                 let v = carve.array_aligned::<u32>(self.stages * self.bk * d / 2, SLOT_ALIGN)?;
-                let bars = carve.array::<u64>(1 + 2 * self.stages)?;
+                let bars = carve.array::<u64>(1 + 4 * self.stages)?;
                 let rows = carve.array::<u32>(0)?;
                 Ok(AttentionLayout { q, k, v, rows, bars })
             }
@@ -363,13 +381,17 @@ unsafe fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
     let (q_panel, kv_panel) = (cfg.bq * PANEL, WGMMA_BK * PANEL);
     let kv_slot = panels * kv_panel;
     // SAFETY (all the pointers below): panel `p < D / 64` of slot `s < stages`, in bounds by
-    // the layout; barrier `i < 1 + 2 stages`.
+    // the layout; barrier `i < 1 + 4 stages`.
     let q_at = |p: u32| unsafe { q_s.shared_ptr(p * q_panel, q_panel) };
     let k_at = |s: u32, p: u32| unsafe { k_s.shared_ptr(s * kv_slot + p * kv_panel, kv_panel) };
     let v_at = |s: u32, p: u32| unsafe { v_s.shared_ptr(s * kv_slot + p * kv_panel, kv_panel) };
     let q_full = unsafe { bars.shared_ptr(0, 1) };
-    let full_at = |s: u32| unsafe { bars.shared_ptr(1 + s, 1) };
-    let empty_at = |s: u32| unsafe { bars.shared_ptr(1 + stages + s, 1) };
+    // K and V have barriers of their own: a K slot is free once `S` is computed, its V slot
+    // only after the next tile's `S` (the product with `P` is issued a tile late).
+    let k_full_at = |s: u32| unsafe { bars.shared_ptr(1 + s, 1) };
+    let v_full_at = |s: u32| unsafe { bars.shared_ptr(1 + stages + s, 1) };
+    let k_empty_at = |s: u32| unsafe { bars.shared_ptr(1 + 2 * stages + s, 1) };
+    let v_empty_at = |s: u32| unsafe { bars.shared_ptr(1 + 3 * stages + s, 1) };
     if t == 0 {
         if q_at(0).shared_addr() % SLOT_ALIGN != 0 {
             gpu::trap();
@@ -377,8 +399,10 @@ unsafe fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
         unsafe { q_full.mbar_init(1) };
         for s in 0..stages {
             unsafe {
-                full_at(s).mbar_init(1);
-                empty_at(s).mbar_init(cfg.warpgroups());
+                k_full_at(s).mbar_init(1);
+                v_full_at(s).mbar_init(1);
+                k_empty_at(s).mbar_init(cfg.warpgroups());
+                v_empty_at(s).mbar_init(cfg.warpgroups());
             }
         }
         gpu::mbar_init_fence();
@@ -405,11 +429,15 @@ unsafe fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
                 let y = (head * seq + kt * WGMMA_BK) as i32;
                 unsafe {
                     // A fresh barrier's phase "before the first" counts as complete.
-                    empty_at(s).mbar_wait(phase ^ 1);
-                    full_at(s).mbar_arrive_expect_tx(2 * WGMMA_BK * D * 2);
+                    k_empty_at(s).mbar_wait(phase ^ 1);
+                    k_full_at(s).mbar_arrive_expect_tx(WGMMA_BK * D * 2);
                     for p in 0..panels {
-                        k_at(s, p).copy_tile_2d(k_map, (p * PANEL) as i32, y, full_at(s));
-                        v_at(s, p).copy_tile_2d(v_map, (p * PANEL) as i32, y, full_at(s));
+                        k_at(s, p).copy_tile_2d(k_map, (p * PANEL) as i32, y, k_full_at(s));
+                    }
+                    v_empty_at(s).mbar_wait(phase ^ 1);
+                    v_full_at(s).mbar_arrive_expect_tx(WGMMA_BK * D * 2);
+                    for p in 0..panels {
+                        v_at(s, p).copy_tile_2d(v_map, (p * PANEL) as i32, y, v_full_at(s));
                     }
                 }
                 s += 1;
@@ -428,7 +456,6 @@ unsafe fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
     // columns `2c`, `2c + 1` of each 8-column chunk.
     let (lane, warp) = (t % 32, (t % WARPGROUP) / 32);
     let (g, c) = (lane / 4, lane % 4);
-    // Sequence positions of this thread's two rows.
     // Sequence positions of this thread's two rows (`g` and `g + 8`).
     let row_lo = tile * cfg.bq + unit * ROWS_PER_WARPGROUP + warp * 16 + g;
     let row_hi = row_lo + 8;
@@ -436,96 +463,136 @@ unsafe fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
     let mut m = [f32::NEG_INFINITY; 2];
     let mut l = [0f32; 2];
     let mut acc = [0f32; ACC_O];
-    // One K/V tile at ring slot `s`: `S = Q K^T`, the mask where `MASK` (only the last tile
-    // and, causal, the diagonal's tiles have masked keys: the loops below call the two forms
-    // apart, so the others carry no mask code), the online softmax, `O += P V`, the release.
     // Descriptors step by adding to their address field (bytes / 16; a shared address is
     // under 2^18, so the field never carries out): this warpgroup's Q rows once, each slot's
     // K and V from its first panel, the rest by constant or loop-invariant steps.
     let q_desc = q_at(0).wrapping_add(unit * ROWS_PER_WARPGROUP * PANEL).wgmma_desc_sw128();
     let q_panel_step = (q_panel * 2 / 16) as u64;
     let kv_panel_step = (kv_panel * 2 / 16) as u64;
-    let mut tile_step = #[inline(always)]
-    |kt: u32, s: u32, phase: u32, mask: bool| {
-        // The slot as ptxas sees it warp-uniform: its addresses and descriptors then stay in
-        // uniform registers (a loop-carried slot is not seen as one).
-        let s = gpu::warp_uniform(s);
-        unsafe { full_at(s).mbar_wait(phase) };
-        // S = Q K^T: D / 16 k-steps, four per 64-column panel (32 bytes along the swizzled
-        // rows each: 2 in the descriptor's address field).
-        let mut scores = [0f32; ACC_S];
+
+    // The pipeline (FlashAttention-3's, per math warpgroup): tile `kt`'s `S = Q K^T` and the
+    // previous tile's `O += P V` are issued together, `O` rescaled between the two (under
+    // the first product); the online softmax of `S` then runs while the tensor cores
+    // multiply `P V`, and the new `P` is packed once that product is done (its A operand is
+    // `P`'s registers). In ping-pong the two math warpgroups issue their products in turn:
+    // warpgroup `u` waits at hardware barrier `1 + u` (its 128 threads and the other
+    // warpgroup's 128 arriving), and arrives at the other's after issuing. Warpgroup 1
+    // arrives once first (warpgroup 0 goes first) and not after its last turn, so every
+    // barrier's arrivals match. Slots are made warp-uniform for ptxas once per tile (a
+    // loop-carried value is not seen as one): their addresses and descriptors then stay in
+    // uniform registers.
+    const TURN_THREADS: u32 = 2 * WARPGROUP;
+    let pingpong = cfg.pingpong;
+    // Turns per warpgroup: one per tile and the last tile's `P V`.
+    let last_turn = k_tiles;
+    let take_turn = || match (pingpong, unit) {
+        (true, 0) => gpu::named_barrier_sync::<1>(TURN_THREADS),
+        (true, _) => gpu::named_barrier_sync::<2>(TURN_THREADS),
+        _ => {}
+    };
+    let pass_turn = |turn: u32| match (pingpong, unit) {
+        (true, 0) => gpu::named_barrier_arrive::<2>(TURN_THREADS),
+        (true, _) if turn != last_turn => gpu::named_barrier_arrive::<1>(TURN_THREADS),
+        _ => {}
+    };
+    if pingpong && unit == 1 {
+        gpu::named_barrier_arrive::<1>(TURN_THREADS);
+    }
+    // S = Q K^T from K slot `s`: D / 16 k-steps, four per 64-column panel (32 bytes along the
+    // swizzled rows each: 2 in the descriptor's address field). One commit group.
+    let issue_s = #[inline(always)]
+    |scores: &mut [f32; ACC_S], s: u32| {
         let k_desc = k_at(s, 0).wgmma_desc_sw128();
-        gpu::wgmma_fence(&mut scores);
+        gpu::wgmma_fence(scores);
         for step in 0..(D / 16) as u64 {
             let (p, kk) = (step / 4, step % 4);
             let (qd, kd) = (q_desc + p * q_panel_step + 2 * kk, k_desc + p * kv_panel_step + 2 * kk);
-            unsafe { gpu::wgmma::<BF16, ACC_S>(&mut scores, qd, kd, step > 0) };
+            unsafe { gpu::wgmma::<BF16, ACC_S>(scores, qd, kd, step > 0) };
         }
         gpu::wgmma_commit();
-        gpu::wgmma_wait::<0, ACC_S>(&mut scores);
-        // Scores to the base-2 domain; masked keys (past the sequence, or causal past the
-        // row) to -inf.
-        let k0 = kt * WGMMA_BK;
-        unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
-            unroll!(e in [0 1 2 3] {
-                let x = scores[4 * j + e] * scale;
-                scores[4 * j + e] = if mask {
-                    let key = k0 + 8 * j as u32 + 2 * c + (e as u32 & 1);
-                    let row = if e >= 2 { row_hi } else { row_lo };
-                    if key >= seq || (causal && key > row) { f32::NEG_INFINITY } else { x }
-                } else {
-                    x
-                };
+    };
+    // O += P V from V slot `s`: V's k-steps of 16 keys are 2048 bytes apart; its panels (64
+    // columns of O each) one panel's bytes apart. One commit group.
+    let issue_pv = #[inline(always)]
+    |acc: &mut [f32; ACC_O], pa: &[[u32; 4]; 8], s: u32| {
+        let v_desc = v_at(s, 0).wgmma_desc_sw128_n_major(kv_panel * 2);
+        gpu::wgmma_fence(acc);
+        unroll!(kk in [0 1 2 3 4 5 6 7] {
+            let vd = v_desc + kk as u64 * (16 * PANEL as u64 * 2 / 16);
+            unsafe { gpu::wgmma_rs::<BF16, ACC_O>(acc, pa[kk], vd, true) };
+        });
+        gpu::wgmma_commit();
+    };
+    let rescale = #[inline(always)]
+    |acc: &mut [f32; ACC_O], alpha: [f32; 2]| {
+        unroll!(r in [0 1] {
+            unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
+                if 4 * j < ACC_O {
+                    acc[4 * j + 2 * r] *= alpha[r];
+                    acc[4 * j + 2 * r + 1] *= alpha[r];
+                }
             });
         });
-        // Online softmax per row r: new maximum, rescale, exponentials, partial sums (this
-        // thread's quarter of the row; the quad's sum is taken once at the end).
+    };
+    let release = |empty: crate::gpu::SharedPtr<u64>| {
+        if lead {
+            unsafe { empty.mbar_arrive() };
+        }
+    };
+    // Tile `kt`'s scores to weights in place, where `mask` masked keys (past the sequence,
+    // or causal past the row) to -inf first (only the last tile and, causal, the diagonal's
+    // have any: the callers choose the form, so the others carry no mask code). Updates the
+    // row maxima (base-2 domain) and this thread's partial sums (its quarter of each row; the
+    // quad's sum is taken once at the end); returns each row's rescale of `O`. The maximum is
+    // taken over the raw scores (the scale is positive) and each weight is one `fma` and one
+    // `ex2.approx.ftz`: the softmax's instructions share the issue slots with the MMAs'.
+    let softmax = #[inline(always)]
+    |scores: &mut [f32; ACC_S], m: &mut [f32; 2], l: &mut [f32; 2], kt: u32, mask: bool| -> [f32; 2] {
+        let k0 = kt * WGMMA_BK;
+        if mask {
+            unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
+                unroll!(e in [0 1 2 3] {
+                    let key = k0 + 8 * j as u32 + 2 * c + (e as u32 & 1);
+                    let row = if e >= 2 { row_hi } else { row_lo };
+                    if key >= seq || (causal && key > row) {
+                        scores[4 * j + e] = f32::NEG_INFINITY;
+                    }
+                });
+            });
+        }
+        let mut alpha = [1f32; 2];
         unroll!(r in [0 1] {
-            let mut mx = m[r];
+            let mut mx = f32::NEG_INFINITY;
             unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
                 mx = mx.max(scores[4 * j + 2 * r]).max(scores[4 * j + 2 * r + 1]);
             });
-            let mx = gpu::quad_reduce(mx, f32::max);
+            let mx = (gpu::quad_reduce(mx, f32::max) * scale).max(m[r]);
             // A row with every key so far masked keeps exp2(-inf) = 0 everywhere.
             let base = if mx == f32::NEG_INFINITY { 0.0 } else { mx };
-            let alpha = gpu::exp2(m[r] - base);
+            alpha[r] = gpu::exp2_ftz(m[r] - base);
             m[r] = mx;
             let mut sum = 0f32;
             unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
-                let p0 = gpu::exp2(scores[4 * j + 2 * r] - base);
-                let p1 = gpu::exp2(scores[4 * j + 2 * r + 1] - base);
+                let p0 = gpu::exp2_ftz(gpu::fma(scores[4 * j + 2 * r], scale, -base));
+                let p1 = gpu::exp2_ftz(gpu::fma(scores[4 * j + 2 * r + 1], scale, -base));
                 scores[4 * j + 2 * r] = p0;
                 scores[4 * j + 2 * r + 1] = p1;
                 sum += p0 + p1;
             });
-            l[r] = l[r] * alpha + sum;
-            unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
-                if 4 * j < ACC_O {
-                    acc[4 * j + 2 * r] *= alpha;
-                    acc[4 * j + 2 * r + 1] *= alpha;
-                }
-            });
+            l[r] = l[r] * alpha[r] + sum;
         });
-        // P as 16-bit A fragments: k-step `kk` (keys 16 kk..) is score chunks 2 kk and 2 kk + 1.
+        alpha
+    };
+    // P as 16-bit A fragments: k-step `kk` (keys 16 kk..) is score chunks 2 kk and 2 kk + 1.
+    let pack = #[inline(always)]
+    |scores: &[f32; ACC_S]| -> [[u32; 4]; 8] {
         let mut pa = [[0u32; 4]; 8];
         unroll!(kk in [0 1 2 3 4 5 6 7] {
             unroll!(i in [0 1 2 3] {
                 pa[kk][i] = gpu::pack_half2::<BF16>(scores[8 * kk + 2 * i], scores[8 * kk + 2 * i + 1]);
             });
         });
-        // O += P V: V's k-steps of 16 keys are 2048 bytes apart; its panels (64 columns of
-        // O each) one panel's bytes apart.
-        let v_desc = v_at(s, 0).wgmma_desc_sw128_n_major(kv_panel * 2);
-        gpu::wgmma_fence(&mut acc);
-        unroll!(kk in [0 1 2 3 4 5 6 7] {
-            let vd = v_desc + kk as u64 * (16 * PANEL as u64 * 2 / 16);
-            unsafe { gpu::wgmma_rs::<BF16, ACC_O>(&mut acc, pa[kk], vd, true) };
-        });
-        gpu::wgmma_commit();
-        gpu::wgmma_wait::<0, ACC_O>(&mut acc);
-        if lead {
-            unsafe { empty_at(s).mbar_arrive() };
-        }
+        pa
     };
     unsafe { q_full.mbar_wait(0) };
     // Tiles before `unmasked` have no masked key: inside the sequence and, causal, at or
@@ -533,7 +600,8 @@ unsafe fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
     let full_tiles = seq / WGMMA_BK;
     let unmasked =
         if causal && (tile * cfg.bq + 1) / WGMMA_BK < full_tiles { (tile * cfg.bq + 1) / WGMMA_BK } else { full_tiles };
-    // Ring slot and barrier parity of the next tile.
+    // Ring slot and barrier parity of the next tile (`s`) and of the tile whose `P V` is
+    // still to issue (`vs`).
     let (mut s, mut phase) = (0, 0);
     let advance = |s: &mut u32, phase: &mut u32| {
         *s += 1;
@@ -542,14 +610,55 @@ unsafe fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
             *phase ^= 1;
         }
     };
-    for kt in 0..unmasked {
-        tile_step(kt, s, phase, false);
+    let mut scores = [0f32; ACC_S];
+    // Tile 0: `S` alone.
+    unsafe { k_full_at(0).mbar_wait(0) };
+    take_turn();
+    issue_s(&mut scores, 0);
+    pass_turn(0);
+    gpu::wgmma_wait::<0, ACC_S>(&mut scores);
+    release(k_empty_at(0));
+    let mut alpha = if unmasked == 0 {
+        softmax(&mut scores, &mut m, &mut l, 0, true)
+    } else {
+        softmax(&mut scores, &mut m, &mut l, 0, false)
+    };
+    let mut pa = pack(&scores);
+    let (mut vs, mut vphase) = (s, phase);
+    advance(&mut s, &mut phase);
+    for kt in 1..k_tiles {
+        let (su, vu) = (gpu::warp_uniform(s), gpu::warp_uniform(vs));
+        unsafe {
+            k_full_at(su).mbar_wait(phase);
+            v_full_at(vu).mbar_wait(vphase);
+        }
+        take_turn();
+        issue_s(&mut scores, su);
+        rescale(&mut acc, alpha);
+        issue_pv(&mut acc, &pa, vu);
+        pass_turn(kt);
+        gpu::wgmma_wait::<1, ACC_S>(&mut scores);
+        release(k_empty_at(su));
+        alpha = if kt >= unmasked {
+            softmax(&mut scores, &mut m, &mut l, kt, true)
+        } else {
+            softmax(&mut scores, &mut m, &mut l, kt, false)
+        };
+        gpu::wgmma_wait::<0, ACC_O>(&mut acc);
+        release(v_empty_at(vu));
+        pa = pack(&scores);
+        (vs, vphase) = (s, phase);
         advance(&mut s, &mut phase);
     }
-    for kt in unmasked..k_tiles {
-        tile_step(kt, s, phase, true);
-        advance(&mut s, &mut phase);
-    }
+    // The last tile's `P V`.
+    let vu = gpu::warp_uniform(vs);
+    unsafe { v_full_at(vu).mbar_wait(vphase) };
+    take_turn();
+    rescale(&mut acc, alpha);
+    issue_pv(&mut acc, &pa, vu);
+    pass_turn(last_turn);
+    gpu::wgmma_wait::<0, ACC_O>(&mut acc);
+    release(v_empty_at(vu));
     // Normalise and store: O's 8-column chunk `j` holds columns 8j + 2c and the next.
     unroll!(r in [0 1] {
         let total = gpu::quad_reduce(l[r], |a, b| a + b);
@@ -572,7 +681,8 @@ unsafe fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
     });
 }
 
-/// The compiled-in tile of the `_fixed` entry: two math warpgroups, two ring slots.
+/// The compiled-in tile of the `_fixed` entry: two math warpgroups in ping-pong, two ring
+/// slots.
 pub const FIXED: AttentionConfig = AttentionConfig::wgmma(128, 2);
 
 // Register caps (`[max_registers = N]`): the wgmma entries run 384-thread blocks (65536 / 384
@@ -581,53 +691,53 @@ pub const FIXED: AttentionConfig = AttentionConfig::wgmma(128, 2);
 // on a GPU, where they are the portable form, not the fast one.
 crate::kernels! { KERNELS;
     /// wgmma, f16, D = 128.
-    pub fn attention_wgmma_f16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32) [max_registers = 168] {
+    pub fn attention_wgmma_f16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [max_registers = 168] {
         let _ = (bh, bk);
-        unsafe { attention_wgmma::<false, 128, 64>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages)) }
+        unsafe { attention_wgmma::<false, 128, 64>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0)) }
     }
     /// wgmma, bf16, D = 128.
-    pub fn attention_wgmma_bf16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32) [max_registers = 168] {
+    pub fn attention_wgmma_bf16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [max_registers = 168] {
         let _ = (bh, bk);
-        unsafe { attention_wgmma::<true, 128, 64>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages)) }
+        unsafe { attention_wgmma::<true, 128, 64>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0)) }
     }
     /// wgmma, f16, D = 64.
-    pub fn attention_wgmma_f16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32) [max_registers = 168] {
+    pub fn attention_wgmma_f16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [max_registers = 168] {
         let _ = (bh, bk);
-        unsafe { attention_wgmma::<false, 64, 32>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages)) }
+        unsafe { attention_wgmma::<false, 64, 32>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0)) }
     }
     /// wgmma, bf16, D = 64.
-    pub fn attention_wgmma_bf16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32) [max_registers = 168] {
+    pub fn attention_wgmma_bf16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [max_registers = 168] {
         let _ = (bh, bk);
-        unsafe { attention_wgmma::<true, 64, 32>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages)) }
+        unsafe { attention_wgmma::<true, 64, 32>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0)) }
     }
     /// `attention_wgmma_f16_d128` with [`FIXED`] compiled in (its `bq` and `stages` must
     /// match).
-    pub fn attention_wgmma_f16_d128_fixed(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32) [max_registers = 168] {
+    pub fn attention_wgmma_f16_d128_fixed(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [max_registers = 168] {
         let _ = (bh, bk);
-        if bq != FIXED.bq || stages != FIXED.stages {
+        if bq != FIXED.bq || stages != FIXED.stages || (pingpong != 0) != FIXED.pingpong {
             gpu::trap();
         }
         unsafe { attention_wgmma::<false, 128, 64>(q, k, v, o, lse, seq, causal != 0, FIXED) }
     }
     /// SIMT, f16, D = 128.
-    pub fn attention_simt_f16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32) [spills = "a query and an output row of 128 floats per thread"] {
+    pub fn attention_simt_f16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [spills = "a query and an output row of 128 floats per thread"] {
         let _ = (bh, stages);
-        unsafe { attention_simt::<false, 128>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk)) }
+        unsafe { attention_simt::<false, 128>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0)) }
     }
     /// SIMT, bf16, D = 128.
-    pub fn attention_simt_bf16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32) [spills = "a query and an output row of 128 floats per thread"] {
+    pub fn attention_simt_bf16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [spills = "a query and an output row of 128 floats per thread"] {
         let _ = (bh, stages);
-        unsafe { attention_simt::<true, 128>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk)) }
+        unsafe { attention_simt::<true, 128>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0)) }
     }
     /// SIMT, f16, D = 64.
-    pub fn attention_simt_f16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32) [spills = "a query and an output row of 64 floats per thread"] {
+    pub fn attention_simt_f16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [spills = "a query and an output row of 64 floats per thread"] {
         let _ = (bh, stages);
-        unsafe { attention_simt::<false, 64>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk)) }
+        unsafe { attention_simt::<false, 64>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0)) }
     }
     /// SIMT, bf16, D = 64.
-    pub fn attention_simt_bf16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32) [spills = "a query and an output row of 64 floats per thread"] {
+    pub fn attention_simt_bf16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [spills = "a query and an output row of 64 floats per thread"] {
         let _ = (bh, stages);
-        unsafe { attention_simt::<true, 64>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk)) }
+        unsafe { attention_simt::<true, 64>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0)) }
     }
 }
 
@@ -658,7 +768,7 @@ mod tests {
         let cfg = AttentionConfig::wgmma(128, 3);
         let l = cfg.layout(128).unwrap();
         assert_eq!((l.q.offset(), l.k.offset(), l.v.offset()), (0, 32768, 32768 + 3 * 32768));
-        assert_eq!(cfg.shared_bytes(128).unwrap(), 32768 + 6 * 32768 + 7 * 8);
+        assert_eq!(cfg.shared_bytes(128).unwrap(), 32768 + 6 * 32768 + 13 * 8);
         assert!(cfg.shared_bytes(128).unwrap() <= 232448);
         let small = AttentionConfig::wgmma(64, 5).layout(64).unwrap();
         assert!([small.k.offset(), small.v.offset()].iter().all(|o| o % SLOT_ALIGN == 0));

@@ -633,6 +633,34 @@ pub fn quad_reduce(v: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
     }
 }
 
+/// `bar.sync ID, threads`: waits at hardware barrier `ID` (1 to 15; 0 is [`super::barrier`]'s)
+/// until `threads` threads (a multiple of 32, counting those that [`named_barrier_arrive`])
+/// have reached it. Every thread of each warp taking part calls it. Elsewhere nothing: the
+/// code that uses it (attention's warpgroup turns) runs on NVIDIA only.
+#[inline(always)]
+pub fn named_barrier_sync<const ID: u32>(threads: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier over whole warps; the caller keeps the counts matched.
+    unsafe {
+        core::arch::asm!("bar.sync {id}, {n};", id = const ID, n = in(reg32) threads, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = threads;
+}
+
+/// `bar.arrive ID, threads`: counts this warp's threads at barrier `ID` without waiting
+/// (the signalling half of [`named_barrier_sync`]).
+#[inline(always)]
+pub fn named_barrier_arrive<const ID: u32>(threads: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as for `named_barrier_sync`.
+    unsafe {
+        core::arch::asm!("bar.arrive {id}, {n};", id = const ID, n = in(reg32) threads, options(nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = threads;
+}
+
 /// `bar.warp.sync`: every lane of the warp waits for the others, and the memory accesses
 /// each made before it are ordered before those any makes after it (a warp's counterpart of
 /// [`super::barrier`]). Every lane calls it. Elsewhere nothing: the warp-level code that uses

@@ -68,6 +68,9 @@ pub struct ConfigArgs {
     /// Ring slots of K/V tiles (wgmma): 2-8, within the shared-memory limit.
     #[arg(long)]
     pub stages: Option<u32>,
+    /// The two math warpgroups issue their products in turn (wgmma, bq 128; default on there).
+    #[arg(long)]
+    pub pingpong: Option<bool>,
 }
 
 /// The SIMT config of a backend: 32 query rows by 32 keys on a GPU (64 KB at D = 128: the
@@ -121,10 +124,17 @@ impl Family for Attention {
         if a.fixed {
             base = FIXED;
         }
+        let bq = a.bq.unwrap_or(base.bq);
+        // Ping-pong follows the rows (two math warpgroups) unless asked for.
+        let pingpong = match a.pingpong {
+            Some(on) => on,
+            None => base.kind == AttentionKind::Wgmma && bq / dynsmem_kernels::attention::ROWS_PER_WARPGROUP == 2,
+        };
         let config = AttentionConfig {
-            bq: a.bq.unwrap_or(base.bq),
+            bq,
             bk: a.bk.unwrap_or(base.bk),
             stages: a.stages.unwrap_or(base.stages),
+            pingpong,
             ..base
         };
         AttentionRun { config, fixed: a.fixed }

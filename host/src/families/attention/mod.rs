@@ -217,13 +217,14 @@ pub fn validate(
     if !cfg.fits(p.d) {
         return fail(match cfg.kind {
             AttentionKind::Wgmma => format!(
-                "bq 64 or 128 (64 rows per math warpgroup), bk {} (compiled in), stages {} to {} (got {cfg:?})",
+                "bq 64 or 128 (64 rows per math warpgroup), bk {} (compiled in), stages {} to {}, pingpong only with \
+                 two math warpgroups (bq 128) (got {cfg:?})",
                 dev::WGMMA_BK,
                 dev::MIN_STAGES,
                 dev::MAX_STAGES
             ),
             AttentionKind::Simt => format!(
-                "bq 1 to {} (one thread per query row), bk 1 to {}, stages 1 (got {cfg:?})",
+                "bq 1 to {} (one thread per query row), bk 1 to {}, stages 1, no pingpong (got {cfg:?})",
                 dev::SIMT_MAX_BQ,
                 dev::SIMT_MAX_BK
             ),
@@ -345,6 +346,7 @@ impl<B: FamilyBackend> AttentionWorkload<'_, B> {
                 Arg::U32(cfg.bq),
                 Arg::U32(cfg.bk),
                 Arg::U32(cfg.stages),
+                Arg::U32(cfg.pingpong as u32),
             ],
         )
     }

@@ -1,6 +1,7 @@
 //! Attention's search space: the kernel (`simt` 0 = wgmma, 1 = SIMT), the query rows per
-//! block `bq`, the keys per K/V tile `bk` (SIMT; wgmma's is compiled in) and the ring's
-//! `stages` (wgmma), every one a launch-time value of one compiled image except the kernel.
+//! block `bq`, the keys per K/V tile `bk` (SIMT; wgmma's is compiled in), the ring's
+//! `stages` and `pingpong` (wgmma, two math warpgroups), every one a launch-time value of one
+//! compiled image except the kernel.
 
 use std::sync::Arc;
 
@@ -56,6 +57,7 @@ impl Tunable for AttentionTunable {
                 Param::new("bq", &[1, 5, 16, 32]),
                 Param::new("bk", &[1, 7, 16, 64]),
                 Param::new("stages", &[1]),
+                Param::new("pingpong", &[0]),
             ];
         }
         vec![
@@ -63,12 +65,13 @@ impl Tunable for AttentionTunable {
             Param::new("bq", &[32, 64, 128]),
             Param::new("bk", &[32, 64, 128]),
             Param::new("stages", &[1, 2, 3, 4, 5, 6]),
+            Param::new("pingpong", &[0, 1]),
         ]
     }
 
     fn config(&self, point: &[u32]) -> AttentionConfig {
         let kind = if point[0] == 1 { AttentionKind::Simt } else { AttentionKind::Wgmma };
-        AttentionConfig { kind, bq: point[1], bk: point[2], stages: point[3] }
+        AttentionConfig { kind, bq: point[1], bk: point[2], stages: point[3], pingpong: point[4] == 1 }
     }
 
     fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
@@ -110,12 +113,16 @@ mod tests {
             limits: crate::tune::cache::tests::limits(),
             is_cpu: false,
         };
-        let fp = t.check(&[0, 128, 128, 2], &target).expect("the wgmma default fits");
-        assert_eq!((fp.threads, fp.launch_bytes), (384, 32768 + 4 * 32768 + 5 * 8));
+        let fp = t.check(&[0, 128, 128, 2, 1], &target).expect("the wgmma default fits");
+        assert_eq!((fp.threads, fp.launch_bytes), (384, 32768 + 4 * 32768 + 9 * 8));
         assert!(fp.launch_bytes > 48 * 1024);
-        let refused = t.check(&[0, 128, 64, 2], &target).unwrap_err();
+        let refused = t.check(&[0, 128, 64, 2, 1], &target).unwrap_err();
         assert!(refused.contains("attention_wgmma") && refused.contains("bk 128"), "{refused}");
-        assert!(t.check(&[1, 64, 32, 2], &target).is_err(), "SIMT has no ring");
-        assert_eq!(t.check(&[1, 64, 32, 1], &target).unwrap().threads, 64);
+        let alone = t.check(&[0, 64, 128, 2, 1], &target).unwrap_err();
+        assert!(alone.contains("pingpong only with two math warpgroups"), "{alone}");
+        assert!(t.check(&[0, 64, 128, 2, 0], &target).is_ok());
+        assert!(t.check(&[1, 64, 32, 2, 0], &target).is_err(), "SIMT has no ring");
+        assert!(t.check(&[1, 64, 32, 1, 1], &target).is_err(), "SIMT has no ping-pong");
+        assert_eq!(t.check(&[1, 64, 32, 1, 0], &target).unwrap().threads, 64);
     }
 }
