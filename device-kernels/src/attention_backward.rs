@@ -19,8 +19,8 @@
 //! # Tensors
 //! `q`, `k`, `v`, `o`, `d_o`: `bh x seq x D` row-major 16-bit (`bh` = batch x heads, each
 //! head's rows contiguous: PyTorch's `[B, H, S, D]`). `lse`, `delta`: `bh x seq` f32.
-//! `dq`, `dk`, `dv`: `bh x seq x D` f32, every entry written (rows past nothing: each row of
-//! every head belongs to one thread of one block).
+//! `dq`, `dk`, `dv`: `bh x seq x D` f32, every entry written once (each row of every head
+//! belongs to one thread of one block: no atomics).
 //!
 //! # Kernels, thread mapping
 //! - [`attention_bwd_delta`]: one thread per row of `O` over all heads, [`DELTA_THREADS`]
