@@ -40,6 +40,9 @@ plants=(
   "transpose-reads-the-tile-before-its-barrier suite cpu_backend DYNSMEM_CPU_SCHEDULE=stress"
   # The supervisor of a sweep never starts a second worker: a killed worker's configs are lost.
   "supervisor-never-restarts-a-worker tune a_killed_worker_is_restarted_and_nothing_is_measured_twice"
+  # Attention backward's dK/dV kernel leaves out the diagonal pair (query i, key i) under the
+  # causal mask: one term of each key's sums, which the per-entry bounds must see.
+  "attention-backward-dkdv-skips-the-diagonal attention_backward cpu_backend_simt_entries_at_partial_tiles"
 )
 
 # GPU-only plants, not run by this script (their tests skip without CUDA): build the test

@@ -88,6 +88,9 @@ cases=(
   "attention --batch 1 --heads 2 --seq 300 --fixed"
   "attention --batch 1 --heads 2 --seq 300 --pingpong false --mask causal"
   "attention --batch 1 --heads 2 --seq 77 --d 64 --simt --bq 32 --bk 16 --mask causal"
+  # Attention backward: partial query and key tiles, causal and not, both head dimensions.
+  "attention-backward --batch 1 --heads 2 --seq 300 --mask causal"
+  "attention-backward --batch 1 --heads 3 --seq 129 --d 64 --dtype bf16 --bq 32 --bk 24"
 )
 # Every registry family has a case (tests/registry.rs checks the same without a GPU).
 for f in $("$B" families); do

@@ -76,8 +76,9 @@ fn no_entry_declares_local_memory_in_the_ptx() {
     }
     let all: usize = dynsmem_kernels::KERNELS.iter().map(|t| t.len()).sum();
     // Every entry but the probes of device memory, atomics included, and of fences, and the
-    // tensor-map GEMMs' row padding (a copy between device buffers).
-    assert!(carving >= all - 4, "only {carving} of {all} entries address the launch-sized region");
+    // tensor-map GEMMs' row padding (a copy between device buffers), and attention backward's
+    // two Delta pre-passes (a row sum per thread).
+    assert!(carving >= all - 6, "only {carving} of {all} entries address the launch-sized region");
 }
 
 /// Every entry's `[max_registers = N]` and `[cluster = N]` of its `kernels!` table is the

@@ -25,6 +25,7 @@
 #![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu))]
 
 pub mod attention;
+pub mod attention_backward;
 pub mod conv1d;
 pub mod entry;
 pub mod gpu;
@@ -61,6 +62,7 @@ pub const KERNELS: &[&[KernelEntry]] = &[
     sgemm::KERNELS,
     hgemm::KERNELS,
     attention::KERNELS,
+    attention_backward::KERNELS,
     memprobe::KERNELS,
 ];
 

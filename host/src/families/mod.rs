@@ -33,4 +33,5 @@ pub static FAMILIES: &[&dyn DynFamily] = &[
     &Entry::<sgemm::Sgemm>::NEW,
     &Entry::<hgemm::Hgemm>::NEW,
     &Entry::<attention::Attention>::NEW,
+    &Entry::<attention::backward::AttentionBackward>::NEW,
 ];

@@ -9,6 +9,7 @@
 //! launch-sized Rust kernels (the CPU backend included). There is no cuda-static or WGSL
 //! twin yet (`NOTES.md`). PyTorch's SDPA is the anchor, run beside the CLI by `sdpa.py`.
 
+pub mod backward;
 mod family;
 mod tune;
 
