@@ -230,13 +230,13 @@ pub const fn keys_seen(tile: u32, bq: u32, seq: u32, causal: bool) -> u32 {
 
 /// `softmax scale * log2(e)`: scores go to the base-2 domain in one multiply.
 #[inline(always)]
-fn scale_log2(d: u32) -> f32 {
+pub(crate) fn scale_log2(d: u32) -> f32 {
     core::f32::consts::LOG2_E * gpu::rsqrt(d as f32)
 }
 
 /// A 16-bit element's value.
 #[inline(always)]
-fn to_f32<const BF16: bool>(bits: u16) -> f32 {
+pub(crate) fn to_f32<const BF16: bool>(bits: u16) -> f32 {
     if BF16 { f32::from_bits((bits as u32) << 16) } else { f16::from_bits(bits) as f32 }
 }
 

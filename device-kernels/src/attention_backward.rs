@@ -53,7 +53,7 @@
 //!
 //! The dK/dV and dQ kernels read `delta`: the pre-pass runs first, in stream order.
 
-use crate::attention::{HEAD_DIMS, block_coords, keys_seen};
+use crate::attention::{HEAD_DIMS, block_coords, keys_seen, scale_log2, to_f32};
 use crate::gpu;
 use crate::layout::{Carve, LayoutError, Slice};
 
@@ -149,18 +149,6 @@ impl AttentionBwdConfig {
     pub const fn dq_grid(&self, seq: u32, bh: u32) -> u64 {
         seq.div_ceil(self.bq) as u64 * bh as u64
     }
-}
-
-/// `softmax scale * log2(e)`: scores go to the base-2 domain in one multiply.
-#[inline(always)]
-fn scale_log2(d: u32) -> f32 {
-    core::f32::consts::LOG2_E * gpu::rsqrt(d as f32)
-}
-
-/// A 16-bit element's value.
-#[inline(always)]
-fn to_f32<const BF16: bool>(bits: u16) -> f32 {
-    if BF16 { f32::from_bits((bits as u32) << 16) } else { f16::from_bits(bits) as f32 }
 }
 
 /// The pre-pass: `delta[r] = sum_i dO[r][i] O[r][i]` (f32) for each of the `rows` rows of
