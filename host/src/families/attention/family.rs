@@ -125,11 +125,10 @@ impl Family for Attention {
             base = FIXED;
         }
         let bq = a.bq.unwrap_or(base.bq);
-        // Ping-pong follows the rows (two math warpgroups) unless asked for.
-        let pingpong = match a.pingpong {
-            Some(on) => on,
-            None => base.kind == AttentionKind::Wgmma && bq / dynsmem_kernels::attention::ROWS_PER_WARPGROUP == 2,
-        };
+        // Ping-pong follows the rows as the wgmma constructor sets it (two math warpgroups)
+        // unless asked for.
+        let pingpong =
+            a.pingpong.unwrap_or(base.kind == AttentionKind::Wgmma && AttentionConfig::wgmma(bq, base.stages).pingpong);
         let config = AttentionConfig {
             bq,
             bk: a.bk.unwrap_or(base.bk),
