@@ -15,12 +15,18 @@ const CONV1D_SIZES: [u64; 4] = [1, 5, 1000, 10_007];
 const CONV1D_TAPS: [u32; 3] = [3, 33, 129];
 // (64, 20) and (132, 9): widths that are whole vectors, so rows are loaded and stored as such.
 const STENCIL: [(u32, u32); 7] = [(1, 1), (1, 9), (7, 5), (70, 33), (130, 67), (64, 20), (132, 9)];
+// Radii 3 to 6 start the window at every offset in its first vector (each with its
+// remainder of 2r + 1 taps over whole chunks of four); 9 and 16 take halos of three and four
+// vectors.
+const STENCIL_ANY: [(u32, u32); 4] = [(1, 1), (7, 5), (70, 33), (132, 9)];
+const RADII_ANY: [u32; 8] = [3, 4, 5, 6, 7, 8, 9, 16];
 const SCAN: [u64; 6] = [0, 1, 2, 191, 4097, 100_003];
 const NBODY: [u32; 5] = [1, 2, 100, 1000, 1001];
 // Rows of every start alignment, shorter than a cluster's blocks (1, 5) and longer.
 const ROWS_IN_CLUSTERS: [(u32, u32); 5] = [(3, 1), (4, 5), (4, 7), (3, 1001), (2, 4099)];
-// (threads, blocks per cluster): 5 and 3 threads are not warps or powers of two.
-const CLUSTER_CONFIGS: [(u32, u32); 3] = [(8, 2), (5, 4), (3, 8)];
+// (threads, blocks per cluster): 5 and 3 threads are not warps or powers of two; 16 blocks
+// is past the portable cluster size.
+const CLUSTER_CONFIGS: [(u32, u32); 4] = [(8, 2), (5, 4), (3, 8), (4, 16)];
 
 #[test]
 fn cpu_backend() {
@@ -29,9 +35,10 @@ fn cpu_backend() {
     assert_eq!(conformance::softmax(&cpu, &SOFTMAX), 5 * 2);
     assert_eq!(conformance::conv1d(&cpu, &CONV1D_SIZES, &CONV1D_TAPS), 4 * 3 * 3);
     assert_eq!(conformance::stencil2d(&cpu, &STENCIL), 7 * 4 * 2);
+    assert_eq!(conformance::stencil2d_any_radius(&cpu, &STENCIL_ANY, &RADII_ANY), 4 * 8 * 2);
     assert_eq!(conformance::scan(&cpu, &SCAN), 6 * 4 * 2);
     assert_eq!(conformance::nbody(&cpu, &NBODY), 5 * 3);
-    assert_eq!(conformance::rows_in_clusters(&cpu, &ROWS_IN_CLUSTERS, &CLUSTER_CONFIGS), 5 * 3 * 2);
+    assert_eq!(conformance::rows_in_clusters(&cpu, &ROWS_IN_CLUSTERS, &CLUSTER_CONFIGS), 5 * 4 * 2);
 }
 
 #[test]
@@ -58,9 +65,15 @@ fn cuda() {
     assert_eq!(conformance::softmax(&cuda, &[(1, 1), (7, 1000), (3, 4096), (5, 32768), (1000, 4099)]), 5 * 2 * 2 - 2);
     assert_eq!(conformance::conv1d(&cuda, &[1, 1000, 1 << 20], &[3, 33, 129]), 3 * 3 * 3 * 2);
     assert_eq!(conformance::stencil2d(&cuda, &[(1, 1), (7, 5), (1000, 777), (16384, 35)]), 4 * 4 * 2 * 2);
+    let any = [(1, 1), (1000, 777), (4099, 67)];
+    assert_eq!(conformance::stencil2d_any_radius(&cuda, &any, &[3, 4, 5, 6, 7, 8, 13, 16]), 3 * 8 * 2);
     assert_eq!(conformance::scan(&cuda, &[0, 1, 191, 100_003, 1 << 24]), 5 * 4 * 2 + 5 * 3 * 2);
     assert_eq!(conformance::nbody(&cuda, &[1, 100, 1001, 1 << 16]), 4 * 3 * 2);
-    let shapes = [(3, 1), (7, 1001), (5, 65536), (1000, 20000), (9, 32771)];
-    let configs = [(256, 2), (1024, 4), (512, 8), (33, 2)];
-    assert_eq!(conformance::rows_in_clusters(&cuda, &shapes, &configs), 5 * 4 * 2);
+    let shapes = [(3, 1), (7, 1001), (1000, 20000), (9, 32771)];
+    let configs = [(256, 2), (1024, 4), (512, 8), (33, 2), (256, 16)];
+    assert_eq!(conformance::rows_in_clusters(&cuda, &shapes, &configs), 4 * 5 * 2);
+    // Rows whose part and RMSNorm's held weights fit only clusters of 16 (one row of
+    // 262147: the default's case for a cluster of 16).
+    let long = [(5, 65536), (1, 262_147)];
+    assert_eq!(conformance::rows_in_clusters(&cuda, &long, &[(256, 16), (33, 16)]), 2 * 2 * 2);
 }

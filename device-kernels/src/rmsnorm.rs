@@ -8,8 +8,10 @@
 //! thread copies its vectors into the shared row, summing their squares; a fold over the
 //! cluster gives the row's sum of squares `s`; with `inv = 1 / sqrt(s / cols + eps)`, each
 //! thread writes `x * inv * g` for the elements it stored, reading them back from the
-//! shared row and `g` at the same columns (16-byte reads where `g`'s columns are aligned as
-//! the row's are). `g` is read once per row (it stays in L2). A row holding an infinity or NaN gives NaN.
+//! shared row and `g` at the same columns from the block's held part of `g`
+//! ([`Row::hold`]: copied once per launch, so the write pass reads no device memory;
+//! 16-byte reads where `g` starts as aligned as the row). A row holding an infinity or NaN
+//! gives NaN.
 //!
 //! # Entry point
 //! `rmsnorm_f32(x, g, y, rows: u32, cols: u32, eps: f32)`, grid [`RmsnormConfig::grid`], in
@@ -24,7 +26,8 @@ pub use crate::rows::{MAX_GRID, RowConfig as RmsnormConfig, RowLayout as Rmsnorm
 /// bytes.
 #[inline(always)]
 unsafe fn rmsnorm(x: *const f32, g: *const f32, y: *mut f32, rows: u32, cols: u32, eps: f32) {
-    let row = unsafe { Row::new(cols) };
+    let row = unsafe { Row::new(cols, true) };
+    let held = unsafe { row.hold(g) };
     let inv_cols = 1.0 / cols as f32;
     row.each_row(rows, |r| {
         let offset = r as usize * cols as usize;
@@ -33,9 +36,8 @@ unsafe fn rmsnorm(x: *const f32, g: *const f32, y: *mut f32, rows: u32, cols: u3
         let (s, span) = unsafe { row.load(x.add(offset), 0.0, 0.0, squares4) };
         let s = row.fold(s, |a, b| a + b);
         let inv = 1.0 / gpu::sqrt(s * inv_cols + eps);
-        let g_aligned = row.aligned(g, span);
-        let scale4 = |v: u32, x: [f32; 4], whole: bool| {
-            let w = unsafe { row.read(g, span, v, whole && g_aligned) };
+        let scale4 = |v: u32, x: [f32; 4], _| {
+            let w = row.held_at(held, span, v);
             [x[0] * inv * w[0], x[1] * inv * w[1], x[2] * inv * w[2], x[3] * inv * w[3]]
         };
         unsafe { row.store(y.add(offset), span, scale4) };

@@ -22,9 +22,11 @@
 //! flight.
 //!
 //! # Launch-sized memory ([`RowConfig::layout`])
-//! `part`: [`RowConfig::part`] f32, 16-byte aligned; `scratch`: `block` f32, 16-byte
-//! aligned; `partials`:
-//! 2 f32, the block's result of the last two folds, read by the cluster's other blocks.
+//! `part`: [`RowConfig::part`] f32, 16-byte aligned; `held`: [`RowConfig::held`] f32 where the
+//! kernel holds a second vector (RMSNorm's weight, [`Row::hold`]), else none; `scratch`:
+//! [`FOLD_LANES`] lanes of `block` f32 (each rounded up to whole vectors), 16-byte aligned;
+//! `partials`: [`FOLD_LANES`] f32 for each of two folds, the block's results read by the
+//! cluster's other blocks.
 //! Rows of 32768 floats take 128 KB in one block, 64 KB per block in clusters of two; rows
 //! of 65536 (256 KB) fit only split over a cluster.
 
@@ -50,14 +52,21 @@ fn one() -> u32 {
 /// Most blocks a launch uses; clusters loop over the rows past it.
 pub const MAX_GRID: u32 = 65_535;
 
-/// Where a row-wise kernel finds its part of the row, its scratch and its partials.
+/// Where a row-wise kernel finds its part of the row, its held part of a second vector,
+/// its scratch and its partials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowLayout {
     pub part: Slice<f32>,
+    /// [`RowConfig::held`] floats of a vector of `cols` the block keeps for the whole launch
+    /// (RMSNorm's weight); empty where the kernel holds none.
+    pub held: Slice<f32>,
     pub scratch: Slice<f32>,
     pub partials: Slice<f32>,
     pub bytes: u32,
 }
+
+/// Values [`Row::fold_n`] folds at once, at most: the scratch has a lane per value.
+pub const FOLD_LANES: u32 = 2;
 
 impl RowConfig {
     /// A block per row.
@@ -71,18 +80,36 @@ impl RowConfig {
         (cols as u64 + 3).div_ceil(self.cluster.max(1) as u64).next_multiple_of(4)
     }
 
-    pub fn layout(&self, cols: u32) -> Result<RowLayout, LayoutError> {
-        let mut carve = Carve::new();
-        // Past u32 the carve reports the overflow.
-        let part = self.part(cols).min(u32::MAX as u64) as u32;
-        let part = carve.array_aligned::<f32>(part, 16)?;
-        let scratch = carve.array_aligned::<f32>(self.block, 16)?;
-        let partials = carve.array::<f32>(2)?;
-        Ok(RowLayout { part, scratch, partials, bytes: carve.bytes() })
+    /// Floats of a held vector each block keeps: its part's columns under every shift a
+    /// row may have, and the vector's own shift (see [`Row::hold`]).
+    pub fn held(&self, cols: u32) -> u64 {
+        self.part(cols) + 8
     }
 
-    pub fn shared_bytes(&self, cols: u32) -> Result<u32, LayoutError> {
-        Ok(self.layout(cols)?.bytes)
+    /// Floats of one lane of the scratch: `block`, rounded up to whole vectors.
+    pub fn scratch_pitch(&self) -> u32 {
+        self.block.next_multiple_of(4)
+    }
+
+    /// The layout of a kernel that holds a second vector of `cols` floats where `held`.
+    pub fn layout(&self, cols: u32, held: bool) -> Result<RowLayout, LayoutError> {
+        let mut carve = Carve::new();
+        // Past u32 the carve reports the overflow.
+        let clamp = |n: u64| n.min(u32::MAX as u64) as u32;
+        let part = carve.array_aligned::<f32>(clamp(self.part(cols)), 16)?;
+        let held = carve.array_aligned::<f32>(if held { clamp(self.held(cols)) } else { 0 }, 16)?;
+        let lanes = self.scratch_pitch().checked_mul(FOLD_LANES).ok_or(LayoutError::Overflow {
+            offset: 0,
+            len: self.block,
+            elem_bytes: 4 * FOLD_LANES,
+        })?;
+        let scratch = carve.array_aligned::<f32>(lanes, 16)?;
+        let partials = carve.array::<f32>(2 * FOLD_LANES)?;
+        Ok(RowLayout { part, held, scratch, partials, bytes: carve.bytes() })
+    }
+
+    pub fn shared_bytes(&self, cols: u32, held: bool) -> Result<u32, LayoutError> {
+        Ok(self.layout(cols, held)?.bytes)
     }
 
     /// Blocks of the launch: a cluster per row, at most [`MAX_GRID`] blocks.
@@ -102,7 +129,11 @@ pub struct Row {
     base: u32,
     part: SharedArray<f32>,
     part4: SharedArray<Vec4<f32>>,
+    held: SharedArray<f32>,
+    held4: SharedArray<Vec4<f32>>,
     scratch: SharedArray<f32>,
+    /// Floats of one lane of the scratch.
+    pitch: u32,
     partials: SharedArray<f32>,
     /// Folds so far: picks the partials slot of the next one.
     folds: core::cell::Cell<u32>,
@@ -117,21 +148,29 @@ pub struct Span {
     shift: u32,
 }
 
+/// A vector [`Row::hold`] keeps in the block's held array, and its shift.
+#[derive(Clone, Copy)]
+pub struct Held {
+    shift: u32,
+}
+
 impl Row {
-    /// This block's part of the row. Traps when the layout fails.
+    /// This block's part of the row, and of a held vector where `held`. Traps when the
+    /// layout fails.
     ///
     /// # Safety
-    /// The launch gave [`RowConfig::layout`]'s bytes for `cols`, this block size and the
-    /// launch's cluster size.
+    /// The launch gave [`RowConfig::layout`]'s bytes for `cols`, `held`, this block size
+    /// and the launch's cluster size.
     #[inline(always)]
-    pub unsafe fn new(cols: u32) -> Row {
+    pub unsafe fn new(cols: u32, held: bool) -> Row {
         let tid = gpu::thread_idx_x();
         let block = gpu::block_dim_x();
         let size = micro::cluster_size();
         let config = RowConfig { block, cluster: size };
-        let Ok(l) = config.layout(cols) else { gpu::trap() };
+        let Ok(l) = config.layout(cols, held) else { gpu::trap() };
         let region = gpu::launch_region(l.bytes);
         let part = region.array(l.part);
+        let held = region.array(l.held);
         let rank = micro::cluster_rank();
         Row {
             tid,
@@ -141,9 +180,64 @@ impl Row {
             base: rank * l.part.len(),
             part,
             part4: unsafe { part.cast() },
+            held,
+            held4: unsafe { held.cast() },
             scratch: region.array(l.scratch),
+            pitch: config.scratch_pitch(),
             partials: region.array(l.partials),
             folds: core::cell::Cell::new(0),
+        }
+    }
+
+    /// Copies the columns of the `cols`-float vector at `src` that this block's part may
+    /// hold under any row shift into the held array, for the whole launch: held slot `k`
+    /// is column `base - 4 - shift + k` (`shift`: `src`'s start past a 16-byte boundary),
+    /// so the copies are aligned vectors; slots outside the vector are 0. Ends with a
+    /// barrier: every thread reads slots others copied.
+    ///
+    /// # Safety
+    /// `src` holds `cols` floats; the row was made with `held`.
+    #[inline(always)]
+    pub unsafe fn hold(&self, src: *const f32) -> Held {
+        let shift = ((src as usize / 4) % 4) as u32;
+        // Column of held slot 0, and of vector k's first lane: c0 + 4k.
+        let c0 = self.base as i64 - 4 - shift as i64;
+        let vectors = self.held.len() / 4;
+        let cols = self.cols as i64;
+        let mut k = self.tid;
+        while k < vectors {
+            let c = c0 + 4 * k as i64;
+            if c >= 0 && c + 4 <= cols {
+                unsafe { self.held4.copy_async(k, src.wrapping_add(c as usize) as *const Vec4<f32>) };
+            } else {
+                let lane = |l: i64| {
+                    if c + l >= 0 && c + l < cols {
+                        unsafe { gpu::read_global(src.wrapping_add((c + l) as usize)) }
+                    } else {
+                        0.0
+                    }
+                };
+                unsafe { self.held4.write(k, Vec4([lane(0), lane(1), lane(2), lane(3)])) };
+            }
+            k += self.block;
+        }
+        gpu::copy_async_commit();
+        gpu::copy_async_wait();
+        gpu::barrier();
+        Held { shift }
+    }
+
+    /// The held vector's values at the columns of vector `v` of span `s` (lanes outside the
+    /// row: whatever the held array has there). Row slot `j` is column `base + j - s.shift`,
+    /// held slot `j + 4 + h.shift - s.shift`: one 16-byte read where the shifts agree, else
+    /// four.
+    #[inline(always)]
+    pub fn held_at(&self, h: Held, s: Span, v: u32) -> [f32; 4] {
+        if h.shift == s.shift {
+            unsafe { self.held4.read(v + 1) }.0
+        } else {
+            let k = 4 * v + 4 + h.shift - s.shift;
+            unsafe { [self.held.read(k), self.held.read(k + 1), self.held.read(k + 2), self.held.read(k + 3)] }
         }
     }
 
@@ -192,22 +286,6 @@ impl Row {
     #[inline(always)]
     pub fn aligned(&self, col0: *const f32, s: Span) -> bool {
         (col0 as usize).is_multiple_of(4) && ((col0 as usize / 4) % 4) as u32 == s.shift
-    }
-
-    /// Vector `v` of the row whose column 0 is at `col0` (lanes outside the span 0): one
-    /// 16-byte read where `whole`, else lane by lane.
-    ///
-    /// # Safety
-    /// `col0` holds `cols` floats; where `whole`, vector `v` is inside the span and `col0`
-    /// is [`Row::aligned`].
-    #[inline(always)]
-    pub unsafe fn read(&self, col0: *const f32, s: Span, v: u32, whole: bool) -> [f32; 4] {
-        if whole {
-            let p = col0.wrapping_add((self.base + 4 * v) as usize).wrapping_sub(s.shift as usize);
-            unsafe { gpu::read_global(p as *const Vec4<f32>) }.0
-        } else {
-            unsafe { self.gather(col0, s, v, 0.0) }
-        }
     }
 
     /// This thread's edge vectors of the span (lanes outside it): the vector holding `lo`
@@ -359,46 +437,61 @@ impl Row {
     }
 
     /// Folds every thread's `value` of the whole cluster with `op`; every thread gets the
-    /// result. Within the block: thread `t < 32` folds the scratch's values `t, t + 32, ...`
-    /// into slot `t` (a warp's loads hit 32 banks), then every thread folds slots `0..32`
-    /// (two barriers; loads of a step are independent, so several are in flight). Across the cluster: each block publishes its result in a partials slot
-    /// (the two alternate, so a slot is rewritten only after a cluster barrier that every
-    /// reader of it has passed) and folds all of them in rank order, so every block gets the
-    /// same value. Blocks are at most 1024 threads: 32 values per slot.
+    /// result ([`Row::fold_n`] of one value).
     #[inline(always)]
     pub fn fold(&self, value: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
-        let (tid, scratch, block) = (self.tid, self.scratch, self.block);
-        unsafe { scratch.write(tid, value) };
+        self.fold_n([value], |a, b| [op(a[0], b[0])])[0]
+    }
+
+    /// Folds every thread's `N` values (`N` at most [`FOLD_LANES`], lane `k` of the scratch
+    /// holding value `k`) of the whole cluster with `op`; every thread gets the result.
+    /// Within the block: thread `t < 32` folds the scratch's values `t, t + 32, ...` into
+    /// slot `t` (a warp's loads hit 32 banks), then every thread folds slots `0..32` (two
+    /// barriers; loads of a step are independent, so several are in flight). Across the
+    /// cluster: each block publishes its result in a partials slot (the two alternate, so a
+    /// slot is rewritten only after a cluster barrier that every reader of it has passed)
+    /// and folds all of them in rank order, so every block gets the same value. Blocks are
+    /// at most 1024 threads: 32 values per slot.
+    #[inline(always)]
+    pub fn fold_n<const N: usize>(&self, value: [f32; N], op: impl Fn([f32; N], [f32; N]) -> [f32; N]) -> [f32; N] {
+        const { assert!(N >= 1 && N <= FOLD_LANES as usize) };
+        let (tid, scratch, block, pitch) = (self.tid, self.scratch, self.block, self.pitch);
+        let read = |j: u32| -> [f32; N] { core::array::from_fn(|k| unsafe { scratch.read(k as u32 * pitch + j) }) };
+        let write = |j: u32, x: [f32; N]| (0..N).for_each(|k| unsafe { scratch.write(k as u32 * pitch + j, x[k]) });
+        write(tid, value);
         gpu::barrier();
         if tid < 32 {
             // Four reads in flight per step. A loop of constant trip count here would have
             // its 31 addresses hoisted out of the row loop, live in registers throughout.
-            let mut a = unsafe { scratch.read(tid) };
+            let mut a = read(tid);
             let mut j = tid + 32;
             while j + 96 < block {
-                let x = unsafe { [scratch.read(j), scratch.read(j + 32), scratch.read(j + 64), scratch.read(j + 96)] };
+                let x = [read(j), read(j + 32), read(j + 64), read(j + 96)];
                 a = op(a, op(op(x[0], x[1]), op(x[2], x[3])));
                 j += 128;
             }
             while j < block {
-                a = op(a, unsafe { scratch.read(j) });
+                a = op(a, read(j));
                 j += 32;
             }
-            unsafe { scratch.write(tid, a) };
+            write(tid, a);
         }
         gpu::barrier();
-        let mut result = unsafe { scratch.read(0) };
+        let mut result = read(0);
         if block >= 32 {
-            // Slots 0..32 as eight 16-byte reads (the scratch is 16-byte aligned).
+            // Each lane's slots 0..32 as eight 16-byte reads (the lanes are 16-byte aligned).
             let slots: SharedArray<Vec4<f32>> = unsafe { scratch.cast() };
-            let v: [Vec4<f32>; 8] = core::array::from_fn(|i| unsafe { slots.read(i as u32) });
-            result = op(op(result, v[0].0[1]), op(v[0].0[2], v[0].0[3]));
-            for x in &v[1..] {
-                result = op(result, op(op(x.0[0], x.0[1]), op(x.0[2], x.0[3])));
+            let v: [[Vec4<f32>; 8]; N] = core::array::from_fn(|k| {
+                core::array::from_fn(|i| unsafe { slots.read(k as u32 * pitch / 4 + i as u32) })
+            });
+            let slot = |t: usize| -> [f32; N] { core::array::from_fn(|k| v[k][t / 4].0[t % 4]) };
+            result = op(op(result, slot(1)), op(slot(2), slot(3)));
+            for i in 1..8 {
+                result = op(result, op(op(slot(4 * i), slot(4 * i + 1)), op(slot(4 * i + 2), slot(4 * i + 3))));
             }
         } else {
             for t in 1..block {
-                result = op(result, unsafe { scratch.read(t) });
+                result = op(result, read(t));
             }
         }
         if self.size == 1 {
@@ -409,13 +502,17 @@ impl Row {
         let slot = self.folds.get() % 2;
         self.folds.set(self.folds.get() + 1);
         if tid == 0 {
-            unsafe { self.partials.write(slot, result) };
+            (0..N).for_each(|k| unsafe { self.partials.write(slot * FOLD_LANES + k as u32, result[k]) });
         }
         micro::cluster_barrier();
-        let mine = unsafe { self.partials.range_ptr(slot, 1) } as *const u32;
-        let mut all = f32::from_bits(unsafe { micro::cluster_load(micro::cluster_map(mine, 0)) });
+        let mine = unsafe { self.partials.range_ptr(slot * FOLD_LANES, N as u32) } as *const u32;
+        let remote = |rank: u32| -> [f32; N] {
+            let p = micro::cluster_map(mine, rank);
+            core::array::from_fn(|k| f32::from_bits(unsafe { micro::cluster_load(p.offset(k as u32)) }))
+        };
+        let mut all = remote(0);
         for rank in 1..self.size {
-            all = op(all, f32::from_bits(unsafe { micro::cluster_load(micro::cluster_map(mine, rank)) }));
+            all = op(all, remote(rank));
         }
         all
     }

@@ -39,7 +39,7 @@ pub enum Error {
     /// A thread-block cluster larger than the backend runs (1 where it has none).
     #[error(
         "{kernel}: clusters of {requested} blocks asked; {backend} runs clusters of at most {limit} \
-         (CUDA: compute capability 9.0 or later, 8 portable; HIP and WGSL have none)"
+         (CUDA: compute capability 9.0 or later, 8 portable, 16 opted in; HIP and WGSL have none)"
     )]
     ClusterTooLarge { kernel: String, backend: BackendKind, requested: u32, limit: u32 },
     /// A config the kernel cannot run with (zero sizes, unsupported combinations).

@@ -138,7 +138,7 @@ pub fn softmax<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize {
     let mut checked = 0;
     for &(rows, cols) in shapes {
         let problem = SoftmaxProblem { rows, cols };
-        for config in [default_config(backend, cols), SoftmaxConfig::blocks(33)] {
+        for config in [default_config(backend, rows, cols), SoftmaxConfig::blocks(33)] {
             for &variant in backend.variants() {
                 // The twins hold a row in one workgroup: a cluster default runs as one block.
                 let (config, _) = Softmax::fit_config(backend, variant, &problem, config);
@@ -223,6 +223,29 @@ pub fn stencil2d<B: FamilyBackend>(backend: &B, sizes: &[(u32, u32)]) -> usize {
         }
     }
     note(&format!("stencil2d conformance: {}: {checked} cases verified", backend.kind()));
+    checked
+}
+
+/// Stencil2d on the any-radius entry (launch-sized only): every start offset of the window
+/// in its first vector (`halo - r` mod 4) and both tap remainders (`2r + 1` mod 4), box and
+/// Gaussian, the default config and an odd one.
+pub fn stencil2d_any_radius<B: FamilyBackend>(backend: &B, sizes: &[(u32, u32)], radii: &[u32]) -> usize {
+    use dynsmem::host::backend::Variant;
+    use dynsmem::host::device::stencil2d::Stencil2dConfig;
+    use dynsmem::host::families::stencil2d::{Blur, Stencil2dProblem, default_config, prepare};
+    let mut checked = 0;
+    for &(width, height) in sizes {
+        for &radius in radii {
+            let blur = if radius % 2 == 0 { Blur::Box } else { Blur::Gaussian };
+            let problem = Stencil2dProblem { width, height, radius, blur };
+            for config in [default_config(backend), Stencil2dConfig { block: 8, tile_w: 16, tile_h: 6 }] {
+                let what = format!("{} {problem:?} {config:?}", backend.kind());
+                let seed = (width * 7 + height + radius) as u64;
+                checked += run_case(&what, prepare(backend, problem, config, Variant::LaunchSized, seed)) as usize;
+            }
+        }
+    }
+    note(&format!("stencil2d any radius: {}: {checked} cases verified", backend.kind()));
     checked
 }
 

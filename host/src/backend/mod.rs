@@ -61,8 +61,9 @@ pub struct Limits {
     pub max_buffer_bytes: u64,
     pub memory_bytes: Option<u64>,
     /// Most blocks of a thread-block cluster a launch may ask for (1: no clusters). CUDA on
-    /// compute capability 9.0 and later: 8, the portable cluster size; the CPU backend
-    /// emulates clusters up to the same size.
+    /// compute capability 9.0 and later: 16, past the portable 8 by opting the function in
+    /// (the device may still run fewer clusters of 16 at once, or none of a large block);
+    /// the CPU backend emulates clusters up to the same size.
     #[serde(default = "one")]
     pub max_cluster: u32,
 }
@@ -85,7 +86,7 @@ impl Limits {
             multiprocessors: Some(132),
             max_buffer_bytes: u64::MAX,
             memory_bytes: Some(85_017_493_504),
-            max_cluster: 8,
+            max_cluster: 16,
         }
     }
 }

@@ -40,6 +40,9 @@ pub struct RowKernel {
     /// The block folds the WGSL form calls, as `(name, combine)` (see
     /// [`crate::contract::wgsl_block_fold`]).
     pub wgsl_folds: &'static [(&'static str, &'static str)],
+    /// Whether the kernel holds its part of a second vector of `cols` floats
+    /// (`dynsmem_kernels::rows::Row::hold`, RMSNorm's weight) beside the row.
+    pub held: bool,
 }
 
 impl<F: RowFamily> Space for F {
@@ -80,8 +83,9 @@ pub fn check(k: &RowKernel, (rows, cols): (u32, u32), config: &RowConfig, target
     if target.backend == BackendKind::Wgsl {
         check_index(k.name, "rows * cols", rows as u64 * cols as u64, u32::MAX as u64, "WGSL u32")?;
     }
-    let launch_bytes =
-        config.shared_bytes(cols).map_err(|source| crate::error::Error::Layout { kernel: k.name.into(), source })?;
+    let launch_bytes = config
+        .shared_bytes(cols, k.held)
+        .map_err(|source| crate::error::Error::Layout { kernel: k.name.into(), source })?;
     let static_bytes = match target.variant {
         Variant::LaunchSized => 0,
         Variant::CudaStatic => static_bytes(cols, config),
@@ -90,8 +94,9 @@ pub fn check(k: &RowKernel, (rows, cols): (u32, u32), config: &RowConfig, target
     Ok(Footprint { threads: config.block, grid: config.grid(rows), launch_bytes, static_bytes })
 }
 
-/// The cluster sizes the search space offers (where the backend runs them).
-pub const CLUSTERS: [u32; 4] = [1, 2, 4, 8];
+/// The cluster sizes the search space offers (where the backend runs them; 16 is past the
+/// portable size, which CUDA runs on compute capability 9.0 by opting in).
+pub const CLUSTERS: [u32; 5] = [1, 2, 4, 8, 16];
 
 /// Blocks per row: a power of two up to the backend's clusters, and 1 for the twins, which
 /// hold a whole row in one workgroup (WGSL has no clusters; the CUDA C twin keeps the
@@ -114,23 +119,38 @@ fn check_cluster(config: &RowConfig, variant: Variant, max_cluster: u32) -> std:
 
 /// The default config on a GPU: 256 threads, rows split over the smallest cluster (up to
 /// `limits.max_cluster`) whose blocks fit [`RESIDENT_BLOCKS`] to a multiprocessor's shared
-/// memory, so that one block's reads overlap the others' folds and writes. `small`: the
-/// CPU backend's (16 threads, a block per row).
-pub fn default_config(small: bool, cols: u32, limits: &Limits) -> RowConfig {
+/// memory, so that one block's reads overlap the others' folds and writes. Where the rows
+/// leave most multiprocessors idle (fewer clusters than half of them), a row is split
+/// further, while each thread keeps at least [`MIN_VECTORS`] vectors of it: a single long
+/// row is read by 16 multiprocessors, not 8. `small`: the CPU backend's (16 threads, a block
+/// per row).
+pub fn default_config(k: &RowKernel, small: bool, (rows, cols): (u32, u32), limits: &Limits) -> RowConfig {
     if small {
         return RowConfig::blocks(16);
     }
     let per_sm = limits.shared_per_multiprocessor.unwrap_or(RESIDENT_BLOCKS * 64 * 1024);
     let fits = |c: &RowConfig| {
         // The driver reserves 1 KB of each block's shared memory.
-        c.shared_bytes(cols).is_ok_and(|b| RESIDENT_BLOCKS as u64 * (b as u64 + 1024) <= per_sm as u64)
+        c.shared_bytes(cols, k.held).is_ok_and(|b| RESIDENT_BLOCKS as u64 * (b as u64 + 1024) <= per_sm as u64)
     };
     let mut config = RowConfig::blocks(256);
     while !fits(&config) && config.cluster * 2 <= limits.max_cluster {
         config.cluster *= 2;
     }
-    config
+    let idle = |c: &RowConfig| (rows as u64 * c.cluster as u64) < limits.multiprocessors.unwrap_or(0) as u64 / 2;
+    let wide = |c: &RowConfig| c.part(cols) >= (4 * MIN_VECTORS * c.block) as u64;
+    loop {
+        let next = RowConfig { cluster: config.cluster * 2, ..config };
+        if !(idle(&config) && next.cluster <= limits.max_cluster && wide(&next)) {
+            return config;
+        }
+        config = next;
+    }
 }
+
+/// Vectors of a row each thread keeps at least where the default splits a row further to
+/// use idle multiprocessors.
+pub const MIN_VECTORS: u32 = 4;
 
 /// Blocks the default config leaves room for on one multiprocessor.
 pub const RESIDENT_BLOCKS: u32 = 3;

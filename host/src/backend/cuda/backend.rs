@@ -166,6 +166,10 @@ impl Backend for CudaBackend {
                 .map_err(driver_err("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
             kernel.optin_bytes.set(dims.shared_bytes);
         }
+        if dims.cluster > crate::backend::cuda::PORTABLE_CLUSTER {
+            self.ctx.bind_to_thread().map_err(driver_err("cuCtxSetCurrent"))?;
+            kernel.allow_cluster(dims.cluster)?;
+        }
         self.launch_log.note(&kernel.name, dims, || {
             let f = &kernel.func;
             let blocks = f.occupancy_max_active_blocks_per_multiprocessor(dims.block, dims.shared_bytes as usize, None);

@@ -35,9 +35,26 @@ pub struct CudaKernel {
     optin_bytes: Cell<u32>,
     /// The function's `MAX_THREADS_PER_BLOCK` (its registers decide it), asked once.
     max_threads: std::cell::OnceCell<Option<u32>>,
+    /// Whether the function was opted in to clusters past the portable 8 blocks.
+    nonportable: Cell<bool>,
 }
 
+/// The largest cluster a function runs without opting in.
+pub const PORTABLE_CLUSTER: u32 = 8;
+
 impl CudaKernel {
+    /// Opts the function in to clusters past [`PORTABLE_CLUSTER`] blocks
+    /// (`CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`) where `cluster` is past it;
+    /// the context is current.
+    fn allow_cluster(&self, cluster: u32) -> Result<()> {
+        if cluster > PORTABLE_CLUSTER && !self.nonportable.get() {
+            self.func
+                .set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+                .map_err(driver_err("cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)"))?;
+            self.nonportable.set(true);
+        }
+        Ok(())
+    }
     /// Bytes of static `__shared__` arrays the loaded function declares, as the driver
     /// reports them (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`; 0 for the Rust kernels).
     pub fn static_shared_bytes(&self) -> Result<u32> {
@@ -172,11 +189,12 @@ impl CudaBackend {
             multiprocessors: Some(attribute(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32),
             max_buffer_bytes: u64::MAX,
             memory_bytes: Some(ctx.total_mem().map_err(driver_err("cuDeviceTotalMem"))? as u64),
-            // Thread-block clusters from compute capability 9.0; 8 blocks is the portable size.
+            // Thread-block clusters from compute capability 9.0: 8 blocks is the portable
+            // size, 16 the most a function opted in ([`PORTABLE_CLUSTER`]) may ask for.
             max_cluster: 1,
         };
         let (major, minor) = ctx.compute_capability().map_err(driver_err("cuDeviceGetAttribute"))?;
-        let limits = Limits { max_cluster: if major >= 9 { 8 } else { 1 }, ..limits };
+        let limits = Limits { max_cluster: if major >= 9 { 16 } else { 1 }, ..limits };
         let api = driver::api_version();
         let info = DeviceInfo {
             backend: BackendKind::Cuda,
@@ -310,6 +328,7 @@ impl CudaBackend {
             name: name.into(),
             func,
             optin_bytes: Cell::new(self.info.limits.launch_shared_default),
+            nonportable: Cell::new(false),
             max_threads: std::cell::OnceCell::new(),
         });
         self.kernels.borrow_mut().insert(name.into(), k.clone());
@@ -344,6 +363,7 @@ impl CudaBackend {
             name,
             func,
             optin_bytes: Cell::new(self.info.limits.launch_shared_default),
+            nonportable: Cell::new(false),
             max_threads: std::cell::OnceCell::new(),
         });
         self.static_kernels.borrow_mut().insert(key, k.clone());
@@ -393,6 +413,7 @@ impl RustKernels for CudaBackend {
                 .ok()?;
             kernel.optin_bytes.set(shared_bytes);
         }
+        kernel.allow_cluster(cluster).ok()?;
         let geometry = (cluster, block, shared_bytes);
         driver::max_active_clusters(kernel.func.cu_function(), geometry, cluster, self.stream.cu_stream()).ok()
     }

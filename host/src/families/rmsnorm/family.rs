@@ -56,7 +56,7 @@ impl Family for Rmsnorm {
         RmsnormConfig { block: a.block.unwrap_or(d.block), cluster: a.cluster.unwrap_or(d.cluster) }
     }
     fn default_config<B: FamilyBackend>(backend: &B, p: &RmsnormProblem) -> RmsnormConfig {
-        super::default_config(backend, p.cols)
+        super::default_config(backend, p.rows, p.cols)
     }
     fn static_bytes(p: &RmsnormProblem, c: &RmsnormConfig) -> Option<u32> {
         Some(rows::static_bytes(p.cols, c))
@@ -100,7 +100,7 @@ impl Family for Rmsnorm {
             .into_iter()
             .map(|(rows, cols)| BenchCase {
                 problem: RmsnormProblem { rows, cols, eps: 1e-5 },
-                config: super::default_config(backend, cols),
+                config: super::default_config(backend, rows, cols),
             })
             .collect()
     }

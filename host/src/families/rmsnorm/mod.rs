@@ -29,20 +29,19 @@ pub struct RmsnormProblem {
     pub eps: f32,
 }
 
-/// RMSNorm's default for rows of `cols`: a block per row wherever the row fits one block
-/// (256 threads up to 4096 columns, 512 past them), else the row skeleton's smallest cluster
-/// ([`rows::default_config`]). A row split over a cluster it does not need costs RMSNorm
-/// more than softmax (`NOTES.md`).
-pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> RmsnormConfig {
+/// RMSNorm's default for `rows` rows of `cols`: a block per row wherever the row and its
+/// held weights fit one block (256 threads up to 4096 columns, 512 past them) and the rows
+/// keep the multiprocessors busy, else the row skeleton's ([`rows::default_config`]). A row
+/// split over a cluster it does not need costs RMSNorm more than softmax (`NOTES.md`).
+pub fn default_config<B: FamilyBackend>(backend: &B, rows: u32, cols: u32) -> RmsnormConfig {
     let limits = &backend.info().limits;
-    if backend.small_configs() {
-        return rows::default_config(true, cols, limits);
-    }
+    let small = backend.small_configs();
     let one = RmsnormConfig::blocks(if cols <= 4096 { 256 } else { 512 });
-    if one.shared_bytes(cols).is_ok_and(|b| b <= limits.launch_shared_max) {
+    let busy = rows as u64 >= limits.multiprocessors.unwrap_or(0) as u64 / 2;
+    if !small && busy && one.shared_bytes(cols, KERNEL.held).is_ok_and(|b| b <= limits.launch_shared_max) {
         return one;
     }
-    rows::default_config(false, cols, limits)
+    rows::default_config(&KERNEL, small, (rows, cols), limits)
 }
 
 pub(crate) const KERNEL: RowKernel = RowKernel {
@@ -55,6 +54,7 @@ pub(crate) const KERNEL: RowKernel = RowKernel {
     wgsl_entry: "rmsnorm",
     wgsl_vectors: false,
     wgsl_folds: &[("fold_sum", "a + b")],
+    held: true,
 };
 
 /// The cuda-static kernel: `rmsnorm.cu` ([`rows::cuda_source`]).

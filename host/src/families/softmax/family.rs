@@ -50,7 +50,7 @@ impl Family for Softmax {
         SoftmaxConfig { block: a.block.unwrap_or(d.block), cluster: a.cluster.unwrap_or(d.cluster) }
     }
     fn default_config<B: FamilyBackend>(backend: &B, p: &SoftmaxProblem) -> SoftmaxConfig {
-        super::default_config(backend, p.cols)
+        super::default_config(backend, p.rows, p.cols)
     }
     fn static_bytes(p: &SoftmaxProblem, c: &SoftmaxConfig) -> Option<u32> {
         Some(rows::static_bytes(p.cols, c))
@@ -88,7 +88,7 @@ impl Family for Softmax {
             .into_iter()
             .map(|(rows, cols)| BenchCase {
                 problem: SoftmaxProblem { rows, cols },
-                config: super::default_config(backend, cols),
+                config: super::default_config(backend, rows, cols),
             })
             .collect()
     }

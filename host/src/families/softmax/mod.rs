@@ -27,9 +27,9 @@ pub struct SoftmaxProblem {
     pub cols: u32,
 }
 
-/// The row skeleton's default for rows of `cols` ([`rows::default_config`]).
-pub fn default_config<B: FamilyBackend>(backend: &B, cols: u32) -> SoftmaxConfig {
-    rows::default_config(backend.small_configs(), cols, &backend.info().limits)
+/// The row skeleton's default for `rows` rows of `cols` ([`rows::default_config`]).
+pub fn default_config<B: FamilyBackend>(backend: &B, rows: u32, cols: u32) -> SoftmaxConfig {
+    rows::default_config(&KERNEL, backend.small_configs(), (rows, cols), &backend.info().limits)
 }
 
 pub(crate) const KERNEL: RowKernel = RowKernel {
@@ -42,6 +42,7 @@ pub(crate) const KERNEL: RowKernel = RowKernel {
     wgsl_entry: "softmax",
     wgsl_vectors: true,
     wgsl_folds: &[("fold_max", "max(a, b)"), ("fold_sum", "a + b")],
+    held: false,
 };
 
 /// The cuda-static kernel: `softmax.cu` ([`rows::cuda_source`]).

@@ -25,7 +25,7 @@ pub struct ProblemArgs {
     pub width: Option<u32>,
     #[arg(long)]
     pub height: Option<u32>,
-    /// 1 (3x3) or 2 (5x5).
+    /// Radius: 1 (3x3) to 32 (65x65), given at launch; the static twins run 1 and 2.
     #[arg(long, default_value_t = 1)]
     pub radius: u32,
     #[arg(long, value_enum, default_value = "gaussian")]
@@ -44,7 +44,7 @@ pub struct ConfigArgs {
 
 impl Family for Stencil2d {
     const NAME: &'static str = "stencil2d";
-    const ABOUT: &'static str = "3x3 / 5x5 stencil (blur) with a bordered tile.";
+    const ABOUT: &'static str = "2-D stencil (blur) of any radius, with a bordered tile sized at launch.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
     const SHAPES: &'static str = include_str!("shapes.txt");
     type Problem = Stencil2dProblem;
@@ -76,7 +76,7 @@ impl Family for Stencil2d {
         super::default_config(backend)
     }
     fn static_bytes(p: &Stencil2dProblem, c: &Stencil2dConfig) -> Option<u32> {
-        c.shared_bytes(p.radius).ok()
+        Some(super::twin_static_bytes(p, c))
     }
     /// The static forms' fallbacks: shorter tiles (the
     /// same threads, each with a shorter strip), then narrower ones with fewer threads, each

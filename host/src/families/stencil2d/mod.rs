@@ -2,7 +2,7 @@
 //! (`stencil2d.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
 //! documented in `dynsmem_kernels::stencil2d`.
 
-use dynsmem_kernels::stencil2d::{RADII, Stencil2dConfig, entry_name};
+use dynsmem_kernels::stencil2d::{ANY_RADIUS_ENTRY, HALO, MAX_RADIUS, RADII, Stencil2dConfig, const_entry};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::BackendKind;
@@ -158,13 +158,21 @@ pub(crate) fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, varia
         entry: "stencil2d",
         constants,
         workgroup_size: cfg.block,
-        // The Rust kernel's layout: the bordered tile as vectors, the weights.
-        static_bytes: cfg.shared_bytes(problem.radius).unwrap_or(u32::MAX),
+        static_bytes: twin_static_bytes(problem, cfg),
     }
 }
 
+/// Bytes of the twins' static arrays: the bordered tile as vectors ([`HALO`] columns each
+/// side), then the `K x K` weights.
+pub fn twin_static_bytes(problem: &Stencil2dProblem, cfg: &Stencil2dConfig) -> u32 {
+    let r = problem.radius as u64;
+    let pitch = (cfg.tile_w / 4 + 2 * HALO / 4) as u64;
+    let bytes = pitch * (cfg.tile_h as u64 + 2 * r) * 16 + (2 * r + 1).pow(2) * 4;
+    bytes.min(u32::MAX as u64) as u32
+}
+
 /// The cuda-static kernel: `stencil2d.cu` with the radius, tile and block as defines; its
-/// static arrays are the Rust kernel's layout (the bordered tile as vectors, the weights).
+/// static arrays are the bordered tile as vectors and the weights ([`twin_static_bytes`]).
 pub fn cuda_source(problem: &Stencil2dProblem, cfg: &Stencil2dConfig) -> CudaSource {
     CudaSource {
         name: format!(
@@ -180,7 +188,7 @@ pub fn cuda_source(problem: &Stencil2dProblem, cfg: &Stencil2dConfig) -> CudaSou
             ("TILE_H", cfg.tile_h.to_string()),
             ("BLOCK", cfg.block.to_string()),
         ],
-        static_bytes: cfg.shared_bytes(problem.radius).unwrap_or(u32::MAX),
+        static_bytes: twin_static_bytes(problem, cfg),
     }
 }
 
@@ -204,15 +212,34 @@ pub fn reference(image: &[f32], width: usize, height: usize, radius: usize, w: &
     both.into_iter().unzip()
 }
 
+/// The entry point that runs `radius` for `variant`: the radius's own where the image has
+/// one ([`RADII`]), else the any-radius entry (launch-sized only, radius 1 to
+/// [`MAX_RADIUS`]); the twins are written for the radii of [`RADII`] alone.
+pub fn entry(radius: u32, variant: Variant) -> Result<&'static str> {
+    match (const_entry(radius), variant) {
+        (Some(e), _) => Ok(e),
+        (None, Variant::LaunchSized) if (1..=MAX_RADIUS).contains(&radius) => Ok(ANY_RADIUS_ENTRY),
+        (None, Variant::LaunchSized) => Err(invalid_problem(
+            ANY_RADIUS_ENTRY,
+            format!("radius {radius} is outside 1..={MAX_RADIUS}, the radii the launch-sized stencil takes"),
+        )),
+        (None, v) => Err(invalid_problem(
+            ANY_RADIUS_ENTRY,
+            format!(
+                "radius {radius}: the {v} twin is written for radii {RADII:?} (its window is registers named at \
+                 compile time); the launch-sized stencil runs radius 1 to {MAX_RADIUS}"
+            ),
+        )),
+    }
+}
+
 /// The stencil's one validation: `config` for `problem` on `target`, and what it asks for.
-/// `prepare` calls it first and the tuner filters with it: a radius among the image's
-/// entries, the threads dividing the tile (`Stencil2dConfig::fits`), WGSL's u32 indices, and
-/// the layout.
+/// `prepare` calls it first and the tuner filters with it: a radius the variant runs
+/// ([`entry`]), the threads dividing the tile (`Stencil2dConfig::fits`), WGSL's u32 indices,
+/// and the layout.
 pub fn check(problem: &Stencil2dProblem, config: &Stencil2dConfig, target: &Target) -> Result<Footprint> {
     let Stencil2dProblem { width, height, radius, .. } = *problem;
-    let entry = entry_name(radius).ok_or_else(|| {
-        invalid_problem("stencil2d_f32", format!("radius {radius} is not in the image (one of {RADII:?})"))
-    })?;
+    let entry = entry(radius, target.variant)?;
     if !config.fits() {
         return Err(invalid(
             entry,
@@ -247,7 +274,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     let Stencil2dProblem { width, height, radius, blur } = problem;
     // The one validation (the tuner's filter too), before anything is generated or uploaded.
     let footprint = check(&problem, &config, &Target::of(backend, variant))?;
-    let entry = entry_name(radius).expect("check refuses a radius not in the image");
+    let entry = entry(radius, variant)?;
     let pixels = width as u64 * height as u64;
     let wgsl = |v: Variant| wgsl_spec(&problem, &config, v);
     let cuda = || cuda_source(&problem, &config);
@@ -261,7 +288,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     let check = move |name: &str, got: &[f32]| {
         check_slice(name, &expected, got, |i| scale[i], Tolerance::summation::<f32>(taps))
     };
-    Ok(launch
+    let launch = launch
         .input(&image)?
         .input(&ws)?
         .output(&vec![f32::NAN; pixels as usize], check)?
@@ -269,7 +296,9 @@ pub fn prepare<'b, B: FamilyBackend>(
         .arg(height)
         .arg(config.tile_w)
         .arg(config.tile_h)
-        .bytes(2 * pixels * 4))
+        .bytes(2 * pixels * 4);
+    // The any-radius entry takes the radius as its last argument.
+    Ok(if entry == ANY_RADIUS_ENTRY { launch.arg(radius) } else { launch })
 }
 
 #[cfg(test)]
@@ -279,7 +308,7 @@ mod tests {
     #[test]
     fn weights_are_normalised_and_the_reference_keeps_constants() {
         for blur in [Blur::Box, Blur::Gaussian] {
-            for r in RADII {
+            for r in 1..=5 {
                 let w = weights(r, blur);
                 assert!((w.iter().map(|&v| v as f64).sum::<f64>() - 1.0).abs() < 1e-6);
                 // A constant image stays constant, edges included (clamped).

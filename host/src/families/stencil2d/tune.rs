@@ -1,5 +1,4 @@
-//! Stencil2d: block, tile width, tile height (the radius is the problem's: a const
-//! generic of the image, one of `dynsmem_kernels::stencil2d::RADII`).
+//! Stencil2d: block, tile width, tile height (the radius is the problem's, given at launch).
 
 use dynsmem_kernels::stencil2d::Stencil2dConfig;
 
