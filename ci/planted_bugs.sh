@@ -43,6 +43,12 @@ plants=(
   # Attention backward's dK/dV kernel leaves out the diagonal pair (query i, key i) under the
   # causal mask: one term of each key's sums, which the per-entry bounds must see.
   "attention-backward-dkdv-skips-the-diagonal attention_backward cpu_backend_simt_entries_at_partial_tiles"
+  # The any-radius stencil's rows for radii 3, 7, 11, ... take one of their three last taps.
+  "stencil2d-any-radius-drops-two-taps suite cpu_backend"
+  # RMSNorm reads its held weights one vector early where the row starts as aligned as them.
+  "rmsnorm-held-weights-one-vector-off suite cpu_backend"
+  # Softmax's fold of (max, sum) pairs adds each part's sum without rescaling it to the maximum.
+  "softmax-combine-skips-the-rescale suite cpu_backend"
 )
 
 # GPU-only plants, not run by this script (their tests skip without CUDA): build the test

@@ -8,10 +8,11 @@
 //! thread copies its vectors into the shared row, summing their squares; a fold over the
 //! cluster gives the row's sum of squares `s`; with `inv = 1 / sqrt(s / cols + eps)`, each
 //! thread writes `x * inv * g` for the elements it stored, reading them back from the
-//! shared row and `g` at the same columns from the block's held part of `g`
-//! ([`Row::hold`]: copied once per launch, so the write pass reads no device memory;
-//! 16-byte reads where `g` starts as aligned as the row). A row holding an infinity or NaN
-//! gives NaN.
+//! shared row and `g` at the same columns: from the block's held part of `g` where the row is
+//! split over a cluster ([`Row::hold`]: copied once per launch, so the write pass reads no
+//! device memory), else from device memory (L2; a block per row keeps its shared memory for
+//! the row alone); 16-byte reads where `g` starts as aligned as the row. A row holding an
+//! infinity or NaN gives NaN.
 //!
 //! # Entry point
 //! `rmsnorm_f32(x, g, y, rows: u32, cols: u32, eps: f32)`, grid [`RmsnormConfig::grid`], in
@@ -36,8 +37,12 @@ unsafe fn rmsnorm(x: *const f32, g: *const f32, y: *mut f32, rows: u32, cols: u3
         let (s, span) = unsafe { row.load(x.add(offset), 0.0, 0.0, squares4) };
         let s = row.fold(s, |a, b| a + b);
         let inv = 1.0 / gpu::sqrt(s * inv_cols + eps);
-        let scale4 = |v: u32, x: [f32; 4], _| {
-            let w = row.held_at(held, span, v);
+        let g_aligned = row.aligned(g, span);
+        let scale4 = |v: u32, x: [f32; 4], whole: bool| {
+            let w = match held {
+                Some(h) => row.held_at(h, span, v),
+                None => unsafe { row.read(g, span, v, whole && g_aligned) },
+            };
             [x[0] * inv * w[0], x[1] * inv * w[1], x[2] * inv * w[2], x[3] * inv * w[3]]
         };
         unsafe { row.store(y.add(offset), span, scale4) };

@@ -23,7 +23,8 @@
 //!
 //! # Launch-sized memory ([`RowConfig::layout`])
 //! `part`: [`RowConfig::part`] f32, 16-byte aligned; `held`: [`RowConfig::held`] f32 where the
-//! kernel holds a second vector (RMSNorm's weight, [`Row::hold`]), else none; `scratch`:
+//! kernel holds a second vector (RMSNorm's weight, [`Row::hold`], where the row is split over a
+//! cluster: [`RowConfig::holds`]), else none; `scratch`:
 //! [`FOLD_LANES`] lanes of `block` f32 (each rounded up to whole vectors), 16-byte aligned;
 //! `partials`: [`FOLD_LANES`] f32 for each of two folds, the block's results read by the
 //! cluster's other blocks.
@@ -86,12 +87,21 @@ impl RowConfig {
         self.part(cols) + 8
     }
 
+    /// Whether a kernel that can hold a second vector (`can`) holds it at this config: where
+    /// the row is split over a cluster. A block per row reads it from device memory (L2)
+    /// instead: holding it would double the block's shared memory and halve the blocks a
+    /// multiprocessor keeps.
+    pub fn holds(&self, can: bool) -> bool {
+        can && self.cluster > 1
+    }
+
     /// Floats of one lane of the scratch: `block`, rounded up to whole vectors.
     pub fn scratch_pitch(&self) -> u32 {
         self.block.next_multiple_of(4)
     }
 
-    /// The layout of a kernel that holds a second vector of `cols` floats where `held`.
+    /// The layout of a kernel that holds a second vector of `cols` floats where `held`
+    /// (see [`RowConfig::holds`]).
     pub fn layout(&self, cols: u32, held: bool) -> Result<RowLayout, LayoutError> {
         let mut carve = Carve::new();
         // Past u32 the carve reports the overflow.
@@ -129,6 +139,8 @@ pub struct Row {
     base: u32,
     part: SharedArray<f32>,
     part4: SharedArray<Vec4<f32>>,
+    /// Whether the block holds a second vector ([`RowConfig::holds`]).
+    holding: bool,
     held: SharedArray<f32>,
     held4: SharedArray<Vec4<f32>>,
     scratch: SharedArray<f32>,
@@ -155,19 +167,20 @@ pub struct Held {
 }
 
 impl Row {
-    /// This block's part of the row, and of a held vector where `held`. Traps when the
-    /// layout fails.
+    /// This block's part of the row, and of a held vector where the kernel `can` hold one
+    /// and the config [`holds`](RowConfig::holds) it. Traps when the layout fails.
     ///
     /// # Safety
-    /// The launch gave [`RowConfig::layout`]'s bytes for `cols`, `held`, this block size
-    /// and the launch's cluster size.
+    /// The launch gave [`RowConfig::layout`]'s bytes for `cols`, `config.holds(can)`, this
+    /// block size and the launch's cluster size.
     #[inline(always)]
-    pub unsafe fn new(cols: u32, held: bool) -> Row {
+    pub unsafe fn new(cols: u32, can: bool) -> Row {
         let tid = gpu::thread_idx_x();
         let block = gpu::block_dim_x();
         let size = micro::cluster_size();
         let config = RowConfig { block, cluster: size };
-        let Ok(l) = config.layout(cols, held) else { gpu::trap() };
+        let holding = config.holds(can);
+        let Ok(l) = config.layout(cols, holding) else { gpu::trap() };
         let region = gpu::launch_region(l.bytes);
         let part = region.array(l.part);
         let held = region.array(l.held);
@@ -180,6 +193,7 @@ impl Row {
             base: rank * l.part.len(),
             part,
             part4: unsafe { part.cast() },
+            holding,
             held,
             held4: unsafe { held.cast() },
             scratch: region.array(l.scratch),
@@ -193,12 +207,16 @@ impl Row {
     /// hold under any row shift into the held array, for the whole launch: held slot `k`
     /// is column `base - 4 - shift + k` (`shift`: `src`'s start past a 16-byte boundary),
     /// so the copies are aligned vectors; slots outside the vector are 0. Ends with a
-    /// barrier: every thread reads slots others copied.
+    /// barrier: every thread reads slots others copied. `None` (and nothing copied) where
+    /// the block holds no vector.
     ///
     /// # Safety
-    /// `src` holds `cols` floats; the row was made with `held`.
+    /// `src` holds `cols` floats.
     #[inline(always)]
-    pub unsafe fn hold(&self, src: *const f32) -> Held {
+    pub unsafe fn hold(&self, src: *const f32) -> Option<Held> {
+        if !self.holding {
+            return None;
+        }
         let shift = ((src as usize / 4) % 4) as u32;
         // Column of held slot 0, and of vector k's first lane: c0 + 4k.
         let c0 = self.base as i64 - 4 - shift as i64;
@@ -224,7 +242,7 @@ impl Row {
         gpu::copy_async_commit();
         gpu::copy_async_wait();
         gpu::barrier();
-        Held { shift }
+        Some(Held { shift })
     }
 
     /// The held vector's values at the columns of vector `v` of span `s` (lanes outside the
@@ -286,6 +304,22 @@ impl Row {
     #[inline(always)]
     pub fn aligned(&self, col0: *const f32, s: Span) -> bool {
         (col0 as usize).is_multiple_of(4) && ((col0 as usize / 4) % 4) as u32 == s.shift
+    }
+
+    /// Vector `v` of the row whose column 0 is at `col0` (lanes outside the span 0): one
+    /// 16-byte read where `whole`, else lane by lane.
+    ///
+    /// # Safety
+    /// `col0` holds `cols` floats; where `whole`, vector `v` is inside the span and `col0`
+    /// is [`Row::aligned`].
+    #[inline(always)]
+    pub unsafe fn read(&self, col0: *const f32, s: Span, v: u32, whole: bool) -> [f32; 4] {
+        if whole {
+            let p = col0.wrapping_add((self.base + 4 * v) as usize).wrapping_sub(s.shift as usize);
+            unsafe { gpu::read_global(p as *const Vec4<f32>) }.0
+        } else {
+            unsafe { self.gather(col0, s, v, 0.0) }
+        }
     }
 
     /// This thread's edge vectors of the span (lanes outside it): the vector holding `lo`
@@ -479,15 +513,20 @@ impl Row {
         gpu::barrier();
         let mut result = read(0);
         if block >= 32 {
-            // Each lane's slots 0..32 as eight 16-byte reads (the lanes are 16-byte aligned).
+            // Slots 0..32 of each lane as eight 16-byte reads: `quad(i)` is slots 4i..4i + 4,
+            // each as its N values. Only the shared address depends on `i`: the registers are
+            // indexed by constants (an array indexed by the loop's counter would be local
+            // memory).
             let slots: SharedArray<Vec4<f32>> = unsafe { scratch.cast() };
-            let v: [[Vec4<f32>; 8]; N] = core::array::from_fn(|k| {
-                core::array::from_fn(|i| unsafe { slots.read(k as u32 * pitch / 4 + i as u32) })
-            });
-            let slot = |t: usize| -> [f32; N] { core::array::from_fn(|k| v[k][t / 4].0[t % 4]) };
-            result = op(op(result, slot(1)), op(slot(2), slot(3)));
+            let quad = |i: u32| -> [[f32; N]; 4] {
+                let q: [[f32; 4]; N] = core::array::from_fn(|k| unsafe { slots.read(k as u32 * pitch / 4 + i) }.0);
+                core::array::from_fn(|l| core::array::from_fn(|k| q[k][l]))
+            };
+            let q = quad(0);
+            result = op(op(result, q[1]), op(q[2], q[3]));
             for i in 1..8 {
-                result = op(result, op(op(slot(4 * i), slot(4 * i + 1)), op(slot(4 * i + 2), slot(4 * i + 3))));
+                let q = quad(i);
+                result = op(result, op(op(q[0], q[1]), op(q[2], q[3])));
             }
         } else {
             for t in 1..block {

@@ -40,8 +40,9 @@ pub struct RowKernel {
     /// The block folds the WGSL form calls, as `(name, combine)` (see
     /// [`crate::contract::wgsl_block_fold`]).
     pub wgsl_folds: &'static [(&'static str, &'static str)],
-    /// Whether the kernel holds its part of a second vector of `cols` floats
-    /// (`dynsmem_kernels::rows::Row::hold`, RMSNorm's weight) beside the row.
+    /// Whether the kernel can hold its part of a second vector of `cols` floats beside the
+    /// row (`dynsmem_kernels::rows::Row::hold`, RMSNorm's weight; held where
+    /// `RowConfig::holds` says).
     pub held: bool,
 }
 
@@ -84,7 +85,7 @@ pub fn check(k: &RowKernel, (rows, cols): (u32, u32), config: &RowConfig, target
         check_index(k.name, "rows * cols", rows as u64 * cols as u64, u32::MAX as u64, "WGSL u32")?;
     }
     let launch_bytes = config
-        .shared_bytes(cols, k.held)
+        .shared_bytes(cols, config.holds(k.held))
         .map_err(|source| crate::error::Error::Layout { kernel: k.name.into(), source })?;
     let static_bytes = match target.variant {
         Variant::LaunchSized => 0,
@@ -131,7 +132,7 @@ pub fn default_config(k: &RowKernel, small: bool, (rows, cols): (u32, u32), limi
     let per_sm = limits.shared_per_multiprocessor.unwrap_or(RESIDENT_BLOCKS * 64 * 1024);
     let fits = |c: &RowConfig| {
         // The driver reserves 1 KB of each block's shared memory.
-        c.shared_bytes(cols, k.held).is_ok_and(|b| RESIDENT_BLOCKS as u64 * (b as u64 + 1024) <= per_sm as u64)
+        c.shared_bytes(cols, c.holds(k.held)).is_ok_and(|b| RESIDENT_BLOCKS as u64 * (b as u64 + 1024) <= per_sm as u64)
     };
     let mut config = RowConfig::blocks(256);
     while !fits(&config) && config.cluster * 2 <= limits.max_cluster {

@@ -29,8 +29,8 @@ pub struct RmsnormProblem {
     pub eps: f32,
 }
 
-/// RMSNorm's default for `rows` rows of `cols`: a block per row wherever the row and its
-/// held weights fit one block (256 threads up to 4096 columns, 512 past them) and the rows
+/// RMSNorm's default for `rows` rows of `cols`: a block per row (which reads its weights from
+/// device memory, holding none) wherever the row fits one block (256 threads up to 4096 columns, 512 past them) and the rows
 /// keep the multiprocessors busy, else the row skeleton's ([`rows::default_config`]). A row
 /// split over a cluster it does not need costs RMSNorm more than softmax (`NOTES.md`).
 pub fn default_config<B: FamilyBackend>(backend: &B, rows: u32, cols: u32) -> RmsnormConfig {
@@ -38,7 +38,7 @@ pub fn default_config<B: FamilyBackend>(backend: &B, rows: u32, cols: u32) -> Rm
     let small = backend.small_configs();
     let one = RmsnormConfig::blocks(if cols <= 4096 { 256 } else { 512 });
     let busy = rows as u64 >= limits.multiprocessors.unwrap_or(0) as u64 / 2;
-    if !small && busy && one.shared_bytes(cols, KERNEL.held).is_ok_and(|b| b <= limits.launch_shared_max) {
+    if !small && busy && one.shared_bytes(cols, one.holds(KERNEL.held)).is_ok_and(|b| b <= limits.launch_shared_max) {
         return one;
     }
     rows::default_config(&KERNEL, small, (rows, cols), limits)
