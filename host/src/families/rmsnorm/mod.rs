@@ -30,19 +30,30 @@ pub struct RmsnormProblem {
 }
 
 /// RMSNorm's default for `rows` rows of `cols`: a block per row (which reads its weights from
-/// device memory, holding none) wherever the row fits one block (256 threads up to 4096 columns, 512 past them) and the rows
-/// keep the multiprocessors busy, else the row skeleton's ([`rows::default_config`]). A row
-/// split over a cluster it does not need costs RMSNorm more than softmax (`NOTES.md`).
+/// device memory, holding none) wherever the row fits one block and the rows keep the
+/// multiprocessors busy, with [`threads_per_row`] threads; else the row skeleton's
+/// ([`rows::default_config`]). A row split over a cluster it does not need costs RMSNorm more
+/// than softmax (`NOTES.md`).
 pub fn default_config<B: FamilyBackend>(backend: &B, rows: u32, cols: u32) -> RmsnormConfig {
     let limits = &backend.info().limits;
     let small = backend.small_configs();
-    let one = RmsnormConfig::blocks(if cols <= 4096 { 256 } else { 512 });
+    let one = RmsnormConfig::blocks(threads_per_row(cols));
     let busy = rows as u64 >= limits.multiprocessors.unwrap_or(0) as u64 / 2;
     if !small && busy && one.shared_bytes(cols, one.holds(KERNEL.held)).is_ok_and(|b| b <= limits.launch_shared_max) {
         return one;
     }
     rows::default_config(&KERNEL, small, (rows, cols), limits)
 }
+
+/// Threads of the default block-per-row config: about [`FLOATS_PER_THREAD`] of the row each, a
+/// power of two from 256 to 1024 (a longer row's weight reads need more threads in flight; a
+/// shorter row's barriers cost more with more threads).
+pub fn threads_per_row(cols: u32) -> u32 {
+    (cols / FLOATS_PER_THREAD).next_power_of_two().clamp(256, 1024)
+}
+
+/// Floats of a row each thread of the default block-per-row config takes, about.
+pub const FLOATS_PER_THREAD: u32 = 48;
 
 pub(crate) const KERNEL: RowKernel = RowKernel {
     name: "rmsnorm_f32",
@@ -162,7 +173,14 @@ fn upload<'b, B: FamilyBackend>(
 
 #[cfg(test)]
 mod tests {
-    use super::{reference, tolerance};
+    use super::{reference, threads_per_row, tolerance};
+
+    #[test]
+    fn the_default_block_grows_with_the_row_from_256_to_1024_threads() {
+        let got: Vec<u32> = [1, 4096, 6146, 20000, 32768, 50000, 1 << 20].map(threads_per_row).to_vec();
+        assert_eq!(got, [256, 256, 256, 512, 1024, 1024, 1024]);
+    }
+
     use crate::rng::SplitMix64;
     use crate::verify::check_slice;
 
