@@ -132,7 +132,7 @@ const HISTOGRAM_CPU: &[Case] = &[
         "run histogram --backend cpu --bins 1000000 --held 0",
         &["histogram_u32", "4000000 bytes of launch-sized", "232448"],
     ),
-    refused("run histogram --backend cpu --cluster 16 --grid 16", &["histogram_u32", "clusters of 16", "1 to 8"]),
+    refused("run histogram --backend cpu --cluster 32 --grid 32", &["histogram_u32", "clusters of 32", "1 to 16"]),
     refused("run histogram --backend cpu --cluster 2 --grid 3", &["histogram_u32", "not whole clusters of 2"]),
     refused("run histogram --backend cpu --copies 0", &["histogram_u32", "block, grid and copies must be at least 1"]),
     refused("run histogram --backend cpu --grid 0", &["histogram_u32", "block, grid and copies must be at least 1"]),
@@ -168,8 +168,8 @@ const CONV1D_CPU: &[Case] = &[
 const CONV1D_WGSL: &[Case] = &[refused("run conv1d --backend wgsl --taps 2", &["conv1d_f32", "taps = 2"])];
 
 const STENCIL2D_CPU: &[Case] = &[
-    refused("run stencil2d --backend cpu --radius 3", &["stencil2d_f32", "radius 3 is not in the image"]),
-    refused("run stencil2d --backend cpu --radius 0", &["stencil2d_f32", "radius 0 is not in the image"]),
+    refused("run stencil2d --backend cpu --radius 33", &["stencil2d_f32", "radius 33 is outside 1..=32"]),
+    refused("run stencil2d --backend cpu --radius 0", &["stencil2d_f32", "radius 0 is outside 1..=32"]),
     refused(
         "run stencil2d --backend cpu --tile-w 0",
         &["stencil2d_f32", "tile_w must be a multiple of 4, block a multiple of tile_w / 4"],
@@ -217,9 +217,9 @@ const TRANSPOSE_WGSL: &[Case] = &[
 
 const SOFTMAX_CPU: &[Case] = &[
     refused("run softmax --backend cpu --cols 0", &["softmax_f32", "rows of 0 elements have no softmax"]),
-    refused("run softmax --backend cpu --cols 100000", &["softmax_f32", "400088 bytes of launch-sized", "232448"]),
+    refused("run softmax --backend cpu --cols 100000", &["softmax_f32", "400160 bytes of launch-sized", "232448"]),
     refused("run softmax --backend cpu --cluster 3", &["softmax_f32", "cluster must be a power of two blocks, not 3"]),
-    refused("run softmax --backend cpu --cluster 16", &["softmax_f32", "clusters of 16", "at most 8"]),
+    refused("run softmax --backend cpu --cluster 32", &["softmax_f32", "clusters of 32", "at most 16"]),
     refused(
         "run softmax --backend cpu --rows 4294967295 --cols 1",
         &["softmax_f32", "rows + grid = 4295032830", "row counter"],

@@ -180,9 +180,9 @@ fn clusters_are_refused_where_the_form_has_none() {
         }
         other => panic!("a grid of 3 in clusters of 2: {:?}", other.err()),
     }
-    match prepare(&cpu, problem, HistogramConfig { cluster: 16, grid: 16, ..config }, Variant::LaunchSized, 1) {
-        Err(Error::InvalidConfig { reason, .. }) => assert!(reason.contains("clusters of 1 to 8"), "{reason}"),
-        other => panic!("clusters of 16: {:?}", other.err()),
+    match prepare(&cpu, problem, HistogramConfig { cluster: 32, grid: 32, ..config }, Variant::LaunchSized, 1) {
+        Err(Error::InvalidConfig { reason, .. }) => assert!(reason.contains("clusters of 1 to 16"), "{reason}"),
+        other => panic!("clusters of 32: {:?}", other.err()),
     }
     let Some(wgsl) = wgsl_or_skip("histogram::clusters_are_refused_where_the_form_has_none") else { return };
     match prepare(&wgsl, problem, config, Variant::WgslOverride, 1) {
