@@ -238,6 +238,7 @@ const AMD_SPILLS_EXPECTED: &[(&str, &str)] = &[
     ("hgemm_f16_f32", "the f16 GEMM's accumulators, just over the 128-VGPR budget on gfx90a"),
     ("stencil2d_f32_r1", "SGPR spills of the 3x3 weights held in scalar registers"),
     ("stencil2d_f32_r2", "the 5x5 weights and the register tile, over 128 VGPRs"),
+    ("stencil2d_f32", "SGPR spills into VGPR lanes (no scratch) on gfx90a: the any-radius entry's four loop copies"),
     ("histogram_u32", "SGPR spills (into VGPR lanes, no scratch) of its three counter widths' loops on gfx90a"),
 ];
 
