@@ -11,6 +11,9 @@
 # in host/fuzz/seeds). A crash leaves its input in host/fuzz/artifacts/<target>/; replay
 # it with `cd host && cargo fuzz run <target> fuzz/artifacts/<target>/<file>`. Each run's
 # log is in host/fuzz/logs/, and the last lines printed are the runs and executions.
+#
+# Without cargo-fuzz, the `layout` target's properties run on seeded random bytes:
+#   cargo run --release --manifest-path host/fuzz/Cargo.toml --example replay [SEED] [INPUTS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

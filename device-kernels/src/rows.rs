@@ -108,11 +108,12 @@ impl RowConfig {
         let clamp = |n: u64| n.min(u32::MAX as u64) as u32;
         let part = carve.array_aligned::<f32>(clamp(self.part(cols)), 16)?;
         let held = carve.array_aligned::<f32>(if held { clamp(self.held(cols)) } else { 0 }, 16)?;
-        let lanes = self.scratch_pitch().checked_mul(FOLD_LANES).ok_or(LayoutError::Overflow {
-            offset: 0,
-            len: self.block,
-            elem_bytes: 4 * FOLD_LANES,
-        })?;
+        // `scratch_pitch` checked: a block near u32::MAX has no whole-vector pitch.
+        let lanes = self
+            .block
+            .checked_next_multiple_of(4)
+            .and_then(|p| p.checked_mul(FOLD_LANES))
+            .ok_or(LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 * FOLD_LANES })?;
         let scratch = carve.array_aligned::<f32>(lanes, 16)?;
         let partials = carve.array::<f32>(2 * FOLD_LANES)?;
         Ok(RowLayout { part, held, scratch, partials, bytes: carve.bytes() })

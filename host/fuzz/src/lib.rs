@@ -205,21 +205,33 @@ pub fn family(f: Family) {
         }
         Family::Softmax { block, cluster, rows, cols } => {
             // Softmax and RMSNorm share this layout: each block of a cluster holds its share
-            // of the `cols + 3` slots a row may take (whole vectors), then a float per thread
-            // and two fold partials.
+            // of the `cols + 3` slots a row may take (whole vectors), RMSNorm's held weights
+            // where the row is split (its share and 8 floats of shift), then two lanes of a
+            // float per thread (rounded up to whole vectors) and two partials per lane.
             let cfg = softmax::SoftmaxConfig { block, cluster };
             let size = cluster.max(1) as u64;
             let slots = (cols as u64 + 3).div_ceil(size).next_multiple_of(4);
-            let parts = [part(slots, 4, 16), part(block as u64, 4, 16), part(2, 4, 4)];
-            match (cfg.layout(cols), model(&parts)) {
-                (Ok(l), Some((off, bytes))) => {
-                    assert_eq!(l.bytes as u64, bytes);
-                    check_slice("part", l.part, off[0], parts[0], l.bytes);
-                    check_slice("scratch", l.scratch, off[1], parts[1], l.bytes);
-                    check_slice("partials", l.partials, off[2], parts[2], l.bytes);
+            let lanes = dynsmem_kernels::rows::FOLD_LANES as u64;
+            for can in [false, true] {
+                let held = if cfg.holds(can) { slots + 8 } else { 0 };
+                let parts = [
+                    part(slots, 4, 16),
+                    part(held, 4, 16),
+                    part((block as u64).next_multiple_of(4) * lanes, 4, 16),
+                    part(2 * lanes, 4, 4),
+                ];
+                let modelled = if (block as u64).next_multiple_of(4) > U32_MAX { None } else { model(&parts) };
+                match (cfg.layout(cols, cfg.holds(can)), modelled) {
+                    (Ok(l), Some((off, bytes))) => {
+                        assert_eq!(l.bytes as u64, bytes);
+                        check_slice("part", l.part, off[0], parts[0], l.bytes);
+                        check_slice("held", l.held, off[1], parts[1], l.bytes);
+                        check_slice("scratch", l.scratch, off[2], parts[2], l.bytes);
+                        check_slice("partials", l.partials, off[3], parts[3], l.bytes);
+                    }
+                    (Err(_), None) => {}
+                    (got, want) => panic!("{cfg:?} cols {cols} can {can}: layout {got:?}, model {want:?}"),
                 }
-                (Err(_), None) => {}
-                (got, want) => panic!("{cfg:?} cols {cols}: layout {got:?}, model {want:?}"),
             }
             let grid = cfg.grid(rows);
             assert!((1..=softmax::MAX_GRID.max(size as u32)).contains(&grid), "{cfg:?} grid({rows}) = {grid}");
@@ -288,14 +300,20 @@ pub fn family(f: Family) {
             let _ = conv1d::entry_name(outputs_per_thread);
         }
         Family::Stencil2d { block, tile_w, tile_h, radius, width, height } => {
+            // The tile: `tile_h + 2r` rows of the outputs' vectors and a halo of the radius
+            // (whole vectors, at least one) each side, then TILE_SPARE vectors; the weights:
+            // `2r + 1` rows of the taps rounded up to whole vectors. Past MAX_RADIUS: refused.
             let cfg = stencil2d::Stencil2dConfig { block, tile_w, tile_h };
-            let r2 = 2 * radius as u64;
-            let k = r2 + 1;
-            let pitch = tile_w as u64 / 4 + 2 * stencil2d::HALO as u64 / 4;
-            let rows = tile_h as u64 + r2;
-            let parts = [part(pitch.saturating_mul(rows), 16, 16), part(k.saturating_mul(k), 4, 4)];
-            let fits_u32 = [rows, k, pitch.saturating_mul(rows), k.saturating_mul(k)].iter().all(|&v| v <= U32_MAX);
-            let modelled = if fits_u32 { model(&parts) } else { None };
+            let r = radius as u64;
+            let halo = r.max(1).next_multiple_of(4);
+            let k = 2 * r + 1;
+            let pitch = tile_w as u64 / 4 + 2 * halo / 4;
+            let rows = tile_h as u64 + 2 * r;
+            let vectors = pitch.saturating_mul(rows).saturating_add(stencil2d::TILE_SPARE as u64);
+            let weights = k.saturating_mul(k.next_multiple_of(4));
+            let parts = [part(vectors, 16, 16), part(weights, 4, 16)];
+            let fits_u32 = [rows, k, vectors, weights].iter().all(|&v| v <= U32_MAX);
+            let modelled = if fits_u32 && radius <= stencil2d::MAX_RADIUS { model(&parts) } else { None };
             match (cfg.layout(radius), modelled) {
                 (Ok(l), Some((off, bytes))) => {
                     assert_eq!(l.bytes as u64, bytes);
@@ -307,7 +325,8 @@ pub fn family(f: Family) {
             }
             let _ = cfg.fits();
             assert!((1..=stencil2d::MAX_GRID).contains(&cfg.grid(width, height)));
-            let _ = stencil2d::entry_name(radius);
+            // Radii of their own name their entry; every radius to MAX_RADIUS has the other.
+            assert_eq!(stencil2d::const_entry(radius).is_some(), stencil2d::RADII.contains(&radius));
         }
         Family::Sgemm { bm, bn, bk, stages, f16, m, n } => {
             let cfg = sgemm::SgemmConfig::new(bm, bn, bk, stages);
