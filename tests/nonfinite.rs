@@ -124,7 +124,7 @@ fn reduce_nonfinite<B: FamilyBackend>(backend: &B) -> usize {
                 );
             }
             for config in configs {
-                for &variant in backend.variants() {
+                for variant in common::conformance::variants::<dynsmem::host::families::reduce::Reduce>(backend) {
                     let what = format!("{} {variant} {config:?} {op:?} over {}", backend.kind(), case.name);
                     let problem = ReduceProblem { n: N as u64, op, dtype: Dtype::F32 };
                     let plan =

@@ -383,6 +383,9 @@ pub enum VariantArg {
     LaunchSized,
     WgslLiteral,
     WgslOverride,
+    /// WGSL with subgroup operations where the kernel has them (wgsl only, where the
+    /// adapter has the `SUBGROUP` feature).
+    WgslSubgroup,
     /// CUDA C with static `__shared__` arrays, compiled per config through NVRTC (cuda only).
     CudaStatic,
 }
@@ -394,6 +397,7 @@ impl From<VariantArg> for dynsmem_host::backend::Variant {
             VariantArg::LaunchSized => Variant::LaunchSized,
             VariantArg::WgslLiteral => Variant::WgslLiteral,
             VariantArg::WgslOverride => Variant::WgslOverride,
+            VariantArg::WgslSubgroup => Variant::WgslSubgroup,
             VariantArg::CudaStatic => Variant::CudaStatic,
         }
     }

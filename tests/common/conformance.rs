@@ -38,7 +38,7 @@ fn reduce_dtype<B: FamilyBackend, T: ReduceElement>(backend: &B, m: &ReduceMatri
             let r = reference(op, &data);
             let problem = ReduceProblem { n, op, dtype: T::DTYPE };
             for config in &configs {
-                for &variant in backend.variants() {
+                for variant in variants::<dynsmem::host::families::reduce::Reduce>(backend) {
                     let what = format!("{} {variant} n={n} {op:?} {:?} {config:?}", backend.kind(), T::DTYPE);
                     let plan =
                         ReducePlan::new(backend, problem, *config, variant).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -55,7 +55,7 @@ fn reduce_dtype<B: FamilyBackend, T: ReduceElement>(backend: &B, m: &ReduceMatri
         T::DTYPE,
         m.sizes.len(),
         configs.len(),
-        backend.variants().len()
+        variants::<dynsmem::host::families::reduce::Reduce>(backend).len()
     ));
     checked
 }
@@ -67,6 +67,15 @@ use dynsmem::host::contract::{FamilyBackend, Workload};
 /// the backend's static limit (the typed error, before anything is built or launched:
 /// cuda-static's 48 KB, which only launch-sized memory can pass). The callers count the
 /// cases that ran, so the tests' counts say how many were refused.
+/// The variants of `backend` family `F` has a form in (the wgsl-subgroup variant only
+/// where its twin has a subgroup form).
+pub fn variants<F: dynsmem::host::family::Family>(
+    backend: &impl FamilyBackend,
+) -> Vec<dynsmem::host::backend::Variant> {
+    use dynsmem::host::backend::Variant;
+    backend.variants().iter().copied().filter(|&v| v != Variant::WgslSubgroup || F::SUBGROUP_TWIN).collect()
+}
+
 pub fn run_case<W: Workload>(what: &str, prepared: dynsmem::host::Result<W>) -> bool {
     let w = match prepared {
         Err(dynsmem::host::Error::SharedMemoryLimit { kind: "static", requested, limit, .. }) if requested > limit => {
@@ -95,7 +104,7 @@ pub fn histogram<B: FamilyBackend>(backend: &B, sizes: &[u64], bins: &[u32]) -> 
                 HistogramConfig { block: 96, grid: 1, copies: 1, cluster: 1, held: 0, bits: 32, merge: false },
             ];
             for config in configs {
-                for &variant in backend.variants() {
+                for variant in variants::<dynsmem::host::families::histogram::Histogram>(backend) {
                     let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                     checked += run_case(&what, prepare(backend, problem, config, variant, n ^ b as u64)) as usize;
                 }
@@ -119,7 +128,7 @@ pub fn transpose<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize 
             TransposeConfig { block: 64, tile: 16, pad: 0 },
             TransposeConfig { block: 32, tile: 8, pad: 3 },
         ] {
-            for &variant in backend.variants() {
+            for variant in variants::<dynsmem::host::families::transpose::Transpose>(backend) {
                 let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                 checked += run_case(&what, prepare(backend, problem, config, variant, rows as u64 * 31 + cols as u64))
                     as usize;
@@ -139,7 +148,7 @@ pub fn softmax<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize {
     for &(rows, cols) in shapes {
         let problem = SoftmaxProblem { rows, cols };
         for config in [default_config(backend, rows, cols), SoftmaxConfig::blocks(33)] {
-            for &variant in backend.variants() {
+            for variant in variants::<dynsmem::host::families::softmax::Softmax>(backend) {
                 // The twins hold a row in one workgroup: a cluster default runs as one block.
                 let (config, _) = Softmax::fit_config(backend, variant, &problem, config);
                 let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
@@ -190,7 +199,7 @@ pub fn conv1d<B: FamilyBackend>(backend: &B, sizes: &[u64], taps: &[u32]) -> usi
                 Conv1dConfig { block: 32, outputs_per_thread: 4 },
                 Conv1dConfig { block: 40, outputs_per_thread: 8 },
             ] {
-                for &variant in backend.variants() {
+                for variant in variants::<dynsmem::host::families::conv1d::Conv1d>(backend) {
                     let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                     checked += run_case(&what, prepare(backend, problem, config, variant, n + k as u64)) as usize;
                 }
@@ -212,7 +221,7 @@ pub fn stencil2d<B: FamilyBackend>(backend: &B, sizes: &[(u32, u32)]) -> usize {
             for blur in [Blur::Box, Blur::Gaussian] {
                 let problem = Stencil2dProblem { width, height, radius, blur };
                 for config in [default_config(backend), Stencil2dConfig { block: 8, tile_w: 16, tile_h: 6 }] {
-                    for &variant in backend.variants() {
+                    for variant in variants::<dynsmem::host::families::stencil2d::Stencil2d>(backend) {
                         let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                         checked +=
                             run_case(&what, prepare(backend, problem, config, variant, (width * 7 + height) as u64))
@@ -262,7 +271,7 @@ pub fn scan<B: FamilyBackend>(backend: &B, sizes: &[u64]) -> usize {
             ScanConfig { block: 9, items_per_thread: 12 },
             ScanConfig { block: 96, items_per_thread: 8 },
         ] {
-            for &variant in backend.variants() {
+            for variant in variants::<dynsmem::host::families::scan::Scan>(backend) {
                 let what = |d: Dtype| format!("{} {variant} n={n} {d:?} {config:?}", backend.kind());
                 let f = ScanProblem { n, dtype: Dtype::F32 };
                 checked += run_case(&what(Dtype::F32), prepare::<B, f32>(backend, f, config, variant, n)) as usize;
@@ -285,7 +294,7 @@ pub fn nbody<B: FamilyBackend>(backend: &B, sizes: &[u32]) -> usize {
         for config in
             [default_config(backend), NbodyConfig { block: 32, tile: 7 }, NbodyConfig { block: 64, tile: 200 }]
         {
-            for &variant in backend.variants() {
+            for variant in variants::<dynsmem::host::families::nbody::Nbody>(backend) {
                 let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                 checked += run_case(&what, prepare(backend, problem, config, variant, n as u64)) as usize;
             }
@@ -313,9 +322,9 @@ pub fn sgemm<B: FamilyBackend>(
     let mut checked = 0;
     for &(m, n, k) in shapes {
         for &config in configs {
-            for &variant in backend.variants() {
+            for variant in variants::<dynsmem::host::families::sgemm::Sgemm>(backend) {
                 // The WGSL form is f32 only.
-                let wgsl = matches!(variant, Variant::WgslLiteral | Variant::WgslOverride);
+                let wgsl = variant.is_wgsl();
                 for f16_inputs in [false, true] {
                     if f16_inputs && (!config.bk.is_multiple_of(8) || wgsl) {
                         continue;

@@ -466,17 +466,27 @@ pub enum Variant {
     WgslLiteral,
     /// WGSL with `var<workgroup>` arrays sized by pipeline `override` constants.
     WgslOverride,
+    /// WGSL sized by literals, with subgroup operations (wgpu's `SUBGROUP` feature) where
+    /// the Rust kernel uses warp shuffles: the twin as good as WGSL allows. A device
+    /// without the feature does not list it; a twin with no shuffle to replace refuses it.
+    WgslSubgroup,
     /// CUDA C with static `__shared__` arrays sized by `-D` defines, the same algorithm as
     /// the Rust kernel, compiled per config at run time through NVRTC (CUDA only).
     CudaStatic,
 }
 
 impl Variant {
+    /// Whether the variant is a WGSL twin (built by the WGSL backend).
+    pub fn is_wgsl(self) -> bool {
+        matches!(self, Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Variant::LaunchSized => "launch-sized",
             Variant::WgslLiteral => "wgsl-literal",
             Variant::WgslOverride => "wgsl-override",
+            Variant::WgslSubgroup => "wgsl-subgroup",
             Variant::CudaStatic => "cuda-static",
         }
     }

@@ -3,8 +3,9 @@
 // through the workgroup array SCRATCH (at least BLOCK elements) in a tree of
 // ceil(log2(BLOCK)) barriers; every thread gets the result. The last barrier lets the next
 // fold overwrite slot 0. Slots NAME, T, SCRATCH, COMBINE: filled by
-// `families::wgsl_block_fold`.
-fn {{NAME}}(tid: u32, value: {{T}}) -> {{T}} {
+// `contract::wgsl_fold` (`subgroup_fold.wgsl` is the wgsl-subgroup variant's form).
+fn {{NAME}}(ids: Ids, value: {{T}}) -> {{T}} {
+    let tid = ids.tid;
     {{SCRATCH}}[tid] = value;
     workgroupBarrier();
     var live = BLOCK;

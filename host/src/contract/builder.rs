@@ -369,6 +369,7 @@ impl Kernel {
             constants,
             workgroup_size: f.threads,
             static_bytes: f.static_bytes,
+            subgroups: false,
         })
     }
 

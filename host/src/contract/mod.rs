@@ -22,7 +22,7 @@ mod wgsl;
 
 pub use builder::{CPU_RUN_RTOL, Check, Data, Fill, Kernel, KernelWorkload, Params, Scalar, SharedBytes};
 pub use launch::{DeviceData, Geometry, Launch, LaunchElement};
-pub use wgsl::{WgslSpec, fill_template, wgsl_block_fold, wgsl_sizing};
+pub use wgsl::{WgslFold, WgslSpec, fill_template, wgsl_fold, wgsl_ids, wgsl_sizing};
 
 use serde::{Deserialize, Serialize};
 
@@ -82,7 +82,7 @@ impl Footprint {
         let (launch_bytes, static_bytes) = match variant {
             Variant::LaunchSized => (launch()?, 0),
             Variant::CudaStatic => (0, cuda()?),
-            Variant::WgslLiteral | Variant::WgslOverride => (0, wgsl(variant)?),
+            Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => (0, wgsl(variant)?),
         };
         Ok(Footprint { threads, grid, launch_bytes, static_bytes })
     }
@@ -165,15 +165,26 @@ impl<B: RustKernels + Erase + 'static> FamilyBackend for B {
 
 impl FamilyBackend for WgpuBackend {
     fn variants(&self) -> &'static [Variant] {
-        &[Variant::WgslLiteral, Variant::WgslOverride]
+        if self.has_subgroups() {
+            &[Variant::WgslLiteral, Variant::WgslOverride, Variant::WgslSubgroup]
+        } else {
+            &[Variant::WgslLiteral, Variant::WgslOverride]
+        }
     }
 
     fn build(&self, spec: &KernelSpec<'_>, variant: Variant) -> Result<Built<Self::Kernel>> {
-        if !matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) {
+        if !self.variants().contains(&variant) {
             return Err(spec.unsupported(BackendKind::Wgsl, variant, ""));
         }
         let wgsl = spec.wgsl.ok_or_else(|| spec.unsupported(BackendKind::Wgsl, variant, " (it has no WGSL twin)"))?;
         let w = wgsl(variant);
+        if variant == Variant::WgslSubgroup && !w.subgroups {
+            return Err(spec.unsupported(
+                BackendKind::Wgsl,
+                variant,
+                " (its WGSL twin uses no subgroup operation: wgsl-literal is the same kernel)",
+            ));
+        }
         let static_bytes = w.static_bytes;
         let kernel = self.pipeline(PipelineDesc {
             name: w.name,
@@ -271,7 +282,7 @@ impl<K> Prepared<K> {
         let name = match (variant, cuda, wgsl) {
             // The built kernel's name: it says which compiler built the twin.
             (Variant::CudaStatic, Some(_), _) => built.kernel.name().to_string(),
-            (Variant::WgslLiteral | Variant::WgslOverride, _, Some(wgsl)) => wgsl(variant).name,
+            (v, _, Some(wgsl)) if v.is_wgsl() => wgsl(variant).name,
             _ => entry.to_string(),
         };
         Ok(Prepared { built, name })

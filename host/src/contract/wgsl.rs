@@ -18,6 +18,9 @@ pub struct WgslSpec {
     pub workgroup_size: u32,
     /// Bytes of the static `var<workgroup>` arrays the text declares.
     pub static_bytes: u32,
+    /// Whether the text uses subgroup operations: the form the wgsl-subgroup variant runs.
+    /// A twin built for that variant without them is refused (it would be wgsl-literal's).
+    pub subgroups: bool,
 }
 
 /// The struct an entry point takes its ids in (`fn entry(ids: Ids)`): the thread's index
@@ -29,25 +32,80 @@ pub const WGSL_IDS: &str = "struct Ids {
     @builtin(num_workgroups) nwg: vec3<u32>,
 }";
 
-/// Fills `{{KEY}}` slots of a WGSL template, and the slot `{{IDS}}`, wherever it stands,
+/// [`WGSL_IDS`] with the thread's subgroup: its lane and the subgroup's size, the
+/// subgroup's index in the workgroup and their number (the wgsl-subgroup variant's ids).
+pub const WGSL_IDS_SUBGROUP: &str = "struct Ids {
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_size) lanes: u32,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(num_subgroups) sgs: u32,
+}";
+
+/// The ids struct of `variant`'s templates: [`WGSL_IDS_SUBGROUP`] for wgsl-subgroup.
+pub fn wgsl_ids(variant: Variant) -> &'static str {
+    if variant == Variant::WgslSubgroup { WGSL_IDS_SUBGROUP } else { WGSL_IDS }
+}
+
+/// Fills `{{KEY}}` slots of a WGSL template; the slot `{{IDS}}`, where `slots` leaves it,
 /// with [`WGSL_IDS`]. Every slot must be filled: a slot left over is a bug in the
 /// launcher, caught by the tests that build every pipeline.
 pub fn fill_template(template: &str, slots: &[(&str, &str)]) -> String {
-    let mut out = template.replace("{{IDS}}", WGSL_IDS);
+    let mut out = template.to_string();
     for (key, value) in slots {
         out = out.replace(&format!("{{{{{key}}}}}"), value);
     }
+    let out = out.replace("{{IDS}}", WGSL_IDS);
     debug_assert!(!out.contains("{{"), "unfilled template slot in:\n{out}");
     out
 }
 
 const BLOCK_FOLD_WGSL: &str = include_str!("block_fold.wgsl");
+const SUBGROUP_FOLD_WGSL: &str = include_str!("subgroup_fold.wgsl");
 
-/// The WGSL text of `fn name(tid: u32, value: t) -> t`, a block-wide fold of every
-/// thread's value with `combine` (an expression of `a` and `b`) through the workgroup
-/// array `scratch` (`block_fold.wgsl`), for a kernel's template slot.
-pub fn wgsl_block_fold(name: &str, t: &str, scratch: &str, combine: &str) -> String {
-    fill_template(BLOCK_FOLD_WGSL, &[("NAME", name), ("T", t), ("SCRATCH", scratch), ("COMBINE", combine)])
+/// A block-wide fold a WGSL twin uses: `fn name(ids: Ids, value: T) -> T` folds every
+/// thread's value; every thread gets the result.
+#[derive(Debug, Clone, Copy)]
+pub struct WgslFold {
+    pub name: &'static str,
+    /// The fold of two values, an expression of `a` and `b` (associative and commutative).
+    pub combine: &'static str,
+    /// `combine`'s identity, a WGSL expression of type T.
+    pub identity: &'static str,
+    /// The subgroup builtin that folds the same way (`subgroupAdd`, `subgroupMax`, ...).
+    pub subgroup: &'static str,
+}
+
+impl WgslFold {
+    pub const fn sum(name: &'static str) -> WgslFold {
+        WgslFold { name, combine: "a + b", identity: "T(0)", subgroup: "subgroupAdd" }
+    }
+    /// The f32 maximum (identity -inf).
+    pub const fn max_f32(name: &'static str) -> WgslFold {
+        WgslFold { name, combine: "max(a, b)", identity: "bitcast<f32>(0xff800000u)", subgroup: "subgroupMax" }
+    }
+}
+
+/// The WGSL text of `fold` over elements of type `t` for `variant`: in the wgsl-subgroup
+/// variant `subgroup_fold.wgsl` (the subgroup builtin, then one partial per subgroup
+/// through `scratch`, at least as many elements as subgroups); otherwise
+/// `block_fold.wgsl` (a tree through `scratch`, at least BLOCK elements).
+pub fn wgsl_fold(variant: Variant, fold: &WgslFold, t: &str, scratch: &str) -> String {
+    let template = if variant == Variant::WgslSubgroup { SUBGROUP_FOLD_WGSL } else { BLOCK_FOLD_WGSL };
+    let identity = fold.identity.replace("T(", &format!("{t}("));
+    fill_template(
+        template,
+        &[
+            ("NAME", fold.name),
+            ("T", t),
+            ("SCRATCH", scratch),
+            ("COMBINE", fold.combine),
+            ("IDENTITY", &identity),
+            ("SUBGROUP_OP", fold.subgroup),
+        ],
+    )
 }
 
 /// The WGSL sizing declarations of a template: `const` lines for the literal variant,

@@ -230,6 +230,8 @@ fn has_form(kernel: &Kernel, variant: Variant) -> bool {
         Variant::LaunchSized => true,
         Variant::CudaStatic => kernel.has_cuda(),
         Variant::WgslLiteral | Variant::WgslOverride => kernel.has_wgsl(),
+        // A described twin is one WGSL text, with no subgroup form beside it.
+        Variant::WgslSubgroup => false,
     }
 }
 

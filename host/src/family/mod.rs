@@ -192,10 +192,14 @@ pub trait Family: 'static {
     {
         Vec::new()
     }
-    /// Whether the bench runs `variant` for `problem` (default: every variant).
+    /// Whether the bench runs `variant` for `problem` (default: every variant; the
+    /// wgsl-subgroup variant only where [`Family::SUBGROUP_TWIN`] says, see [`has_form`]).
     fn bench_variant(_problem: &Self::Problem, _variant: Variant) -> bool {
         true
     }
+    /// Whether the family's WGSL twin has a subgroup form (the wgsl-subgroup variant):
+    /// where the Rust kernel folds or scans with warp shuffles.
+    const SUBGROUP_TWIN: bool = false;
 
     /// The tuner's view of `problem`, or `None` where the family has no search space.
     fn tunable(problem: Self::Problem) -> Option<Self::Tunable> {
@@ -396,12 +400,18 @@ impl<F: Family> DynFamily for Entry<F> {
         Ok(F::anchor_bytes(&from_json(F::NAME, "problem", problem)?))
     }
     fn has_variant(&self, problem: &Value, variant: Variant) -> Result<bool> {
-        Ok(F::bench_variant(&from_json(F::NAME, "problem", problem)?, variant))
+        Ok(has_form::<F>(&from_json(F::NAME, "problem", problem)?, variant))
     }
     fn tunable(&self, problem: &Value) -> Result<Option<Box<dyn DynTunable>>> {
         let p: F::Problem = from_json(F::NAME, "problem", problem)?;
         Ok(F::tunable(p).map(|t| Box::new(t) as Box<dyn DynTunable>))
     }
+}
+
+/// Whether `F` has a form in `variant` for `problem`: [`Family::bench_variant`], and a
+/// subgroup twin for the wgsl-subgroup variant.
+fn has_form<F: Family>(problem: &F::Problem, variant: Variant) -> bool {
+    F::bench_variant(problem, variant) && (variant != Variant::WgslSubgroup || F::SUBGROUP_TWIN)
 }
 
 /// The cases `variant` runs, each config fitted to it.
@@ -412,7 +422,7 @@ fn fitted<F: Family, B: FamilyBackend>(
 ) -> Vec<Resolved> {
     cases
         .into_iter()
-        .filter(|(c, _)| F::bench_variant(&c.problem, variant))
+        .filter(|(c, _)| has_form::<F>(&c.problem, variant))
         .map(|(c, origin)| {
             let (config, note) = F::fit_config(b, variant, &c.problem, c.config);
             Resolved { problem: to_json(&c.problem), config: to_json(&config), note, origin }

@@ -9,8 +9,8 @@ use super::space::Space;
 use super::{Family, Footprint, Target};
 use crate::backend::{BackendKind, Limits, Variant};
 use crate::contract::{
-    CudaSource, FamilyBackend, Launch, WgslSpec, check_footprint, check_index, fill_template, fit_static, halvings,
-    invalid, invalid_problem, wgsl_block_fold, wgsl_sizing,
+    CudaSource, FamilyBackend, Launch, WgslFold, WgslSpec, check_footprint, check_index, fill_template, fit_static,
+    halvings, invalid, invalid_problem, wgsl_fold, wgsl_ids, wgsl_sizing,
 };
 use crate::error::Result;
 use crate::tune::Param;
@@ -37,9 +37,9 @@ pub struct RowKernel {
     pub wgsl_entry: &'static str,
     /// Whether the WGSL row is whole vectors (its `COLS` rounded up to a multiple of 4).
     pub wgsl_vectors: bool,
-    /// The block folds the WGSL form calls, as `(name, combine)` (see
-    /// [`crate::contract::wgsl_block_fold`]).
-    pub wgsl_folds: &'static [(&'static str, &'static str)],
+    /// The block folds the WGSL form calls (see [`crate::contract::wgsl_fold`]); with
+    /// subgroup operations in the wgsl-subgroup variant.
+    pub wgsl_folds: &'static [WgslFold],
     /// Whether the kernel can hold its part of a second vector of `cols` floats beside the
     /// row (`dynsmem_kernels::rows::Row::hold`, RMSNorm's weight; held where
     /// `RowConfig::holds` says).
@@ -90,7 +90,7 @@ pub fn check(k: &RowKernel, (rows, cols): (u32, u32), config: &RowConfig, target
     let static_bytes = match target.variant {
         Variant::LaunchSized => 0,
         Variant::CudaStatic => static_bytes(cols, config),
-        Variant::WgslLiteral | Variant::WgslOverride => wgsl_static_bytes(k, cols, config),
+        Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => wgsl_static_bytes(k, cols, config),
     };
     Ok(Footprint { threads: config.block, grid: config.grid(rows), launch_bytes, static_bytes })
 }
@@ -198,15 +198,15 @@ pub fn wgsl_static_bytes(k: &RowKernel, cols: u32, config: &RowConfig) -> u32 {
 pub fn wgsl_spec(k: &RowKernel, cols: u32, cfg: &RowConfig, variant: Variant) -> WgslSpec {
     let sizes = [("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", wgsl_row(k, cols) as f64)];
     let (sizing, constants) = wgsl_sizing(variant, &sizes);
-    let folds: Vec<String> =
-        k.wgsl_folds.iter().map(|(name, combine)| wgsl_block_fold(name, "f32", "scratch", combine)).collect();
+    let folds: Vec<String> = k.wgsl_folds.iter().map(|fold| wgsl_fold(variant, fold, "f32", "scratch")).collect();
     WgslSpec {
         name: format!("{}[{variant},cols={},block={}]", k.name, cols.max(1), cfg.block),
-        source: fill_template(k.wgsl, &[("SIZING", &sizing), ("FOLDS", &folds.join("\n"))]),
+        source: fill_template(k.wgsl, &[("SIZING", &sizing), ("FOLDS", &folds.join("\n")), ("IDS", wgsl_ids(variant))]),
         entry: k.wgsl_entry,
         constants,
         workgroup_size: cfg.block,
         static_bytes: wgsl_static_bytes(k, cols, cfg),
+        subgroups: variant == Variant::WgslSubgroup,
     }
 }
 

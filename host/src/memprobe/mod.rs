@@ -322,7 +322,7 @@ fn probe_variants<B: FamilyBackend>(backend: &B, kind: ProbeKind) -> Vec<Variant
         .copied()
         .filter(|v| match v {
             Variant::LaunchSized => true,
-            Variant::WgslLiteral | Variant::WgslOverride => has_wgsl,
+            Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => has_wgsl,
             Variant::CudaStatic => false,
         })
         .collect()

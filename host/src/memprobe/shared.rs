@@ -24,6 +24,7 @@ fn chase_wgsl(n: u32, block: u32, variant: Variant) -> WgslSpec {
         constants,
         workgroup_size: block,
         static_bytes: n.saturating_mul(4),
+        subgroups: false,
     }
 }
 
@@ -111,6 +112,7 @@ fn stride_wgsl(cfg: &StrideConfig, block: u32, variant: Variant) -> WgslSpec {
         constants,
         workgroup_size: block,
         static_bytes: words.saturating_mul(4),
+        subgroups: false,
     }
 }
 

@@ -1,15 +1,18 @@
-//! `decomposition.svg`: per problem, how far the best WGSL variant is from launch-sized
-//! CUDA, split into the cost of static sizing (launch-sized over cuda-static: the same
-//! algorithm in CUDA C with static `__shared__` arrays) and the cost of the WGSL toolchain
-//! (cuda-static over the best of WGSL literal and WGSL override).
+//! `decomposition.svg`: per problem, how far plain WGSL (the best of WGSL literal and WGSL
+//! override) is from launch-sized CUDA, split three ways: the cost of static sizing
+//! (launch-sized over cuda-static: the same algorithm in CUDA C with static `__shared__`
+//! arrays), the cost of the WGSL toolchain (cuda-static over the best WGSL, subgroup twins
+//! included) and the cost of idiom (the best WGSL over plain WGSL: what subgroup
+//! operations win back; absent where the family has no subgroup twin).
 //!
 //! The parts are log2 ratios of throughputs (GB/s or TFLOP/s, the best verified config of
 //! each, as in [`super::compare`]), so they add up:
-//! `log2(LS/WGSL) = log2(LS/CS) + log2(CS/WGSL)`. A horizontal bar per problem (grouped by
-//! family) holds the two parts end to end from 1x, each of either sign (cuda-static can
-//! beat launch-sized), with a black tick at their sum; the axis is labelled as factors
-//! (`0.5x`, `1x`, `2x`, ...). A problem missing one of the three figures is drawn with what
-//! it has (its label says what is missing); one with fewer than two is listed as not drawn.
+//! `log2(LS/plain) = log2(LS/CS) + log2(CS/best) + log2(best/plain)`. A horizontal bar per
+//! problem (grouped by family) holds the parts end to end from 1x, each of either sign
+//! (cuda-static can beat launch-sized), with a black tick at their sum; the axis is
+//! labelled as factors (`0.5x`, `1x`, `2x`, ...). A problem missing one of the figures is
+//! drawn with what it has (its label says what is missing); one with fewer than two is
+//! listed as not drawn.
 
 use std::path::{Path, PathBuf};
 
@@ -30,7 +33,9 @@ pub struct Split {
     pub static_sizing: Option<f64>,
     /// log2(cuda-static / best WGSL).
     pub toolchain: Option<f64>,
-    /// log2(launch-sized / best WGSL), computed from the two figures themselves.
+    /// log2(best WGSL / plain WGSL): `None` without a wgsl-subgroup figure.
+    pub idiom: Option<f64>,
+    /// log2(launch-sized / plain WGSL), computed from the two figures themselves.
     pub total: Option<f64>,
 }
 
@@ -49,18 +54,19 @@ pub fn decompose(records: &[Record]) -> Decomposition {
         let label = format!("{} {}", row.family, row.problem);
         let ls = c.figure(row, BackendKind::Cuda, "launch-sized");
         let cs = c.figure(row, BackendKind::Cuda, "cuda-static");
-        let wgsl =
-            [c.figure(row, BackendKind::Wgsl, "wgsl-literal"), c.figure(row, BackendKind::Wgsl, "wgsl-override")]
-                .into_iter()
-                .flatten()
-                .filter(|v| *v > 0.0)
-                .reduce(f64::max);
+        let best_of = |variants: &[&str]| {
+            variants.iter().filter_map(|v| c.figure(row, BackendKind::Wgsl, v)).filter(|v| *v > 0.0).reduce(f64::max)
+        };
+        let plain = best_of(&["wgsl-literal", "wgsl-override"]);
+        let subgroup = best_of(&["wgsl-subgroup"]);
+        let best = best_of(&["wgsl-literal", "wgsl-override", "wgsl-subgroup"]);
         let part = |a: Option<f64>, b: Option<f64>| Some((a.filter(|v| *v > 0.0)? / b.filter(|v| *v > 0.0)?).log2());
         let split = Split {
             label: label.clone(),
             static_sizing: part(ls, cs),
-            toolchain: part(cs, wgsl),
-            total: part(ls, wgsl),
+            toolchain: part(cs, best),
+            idiom: subgroup.and(part(best, plain)),
+            total: part(ls, plain),
         };
         if split.static_sizing.is_none() && split.toolchain.is_none() && split.total.is_none() {
             d.skipped.push(label);
@@ -105,13 +111,28 @@ struct Bar {
 const GREY: RGBColor = RGBColor(170, 170, 170);
 
 fn bar(s: &Split) -> Bar {
-    let (static_c, wgsl_c) = (series_colour(0), series_colour(1));
+    let (static_c, wgsl_c, idiom_c) = (series_colour(0), series_colour(1), series_colour(2));
     match (s.static_sizing, s.toolchain, s.total) {
-        (Some(a), Some(b), total) => Bar {
-            label: format!("{}: {} = {} static x {} WGSL", s.label, factor(a + b), factor(a), factor(b)),
-            segments: vec![(0.0, a, Lane::Upper, static_c), (a, a + b, Lane::Lower, wgsl_c)],
-            tick: total,
-        },
+        (Some(a), Some(b), total) => {
+            let mut segments = vec![(0.0, a, Lane::Upper, static_c), (a, a + b, Lane::Lower, wgsl_c)];
+            let idiom = s.idiom.map(|c| {
+                segments.push((a + b, a + b + c, Lane::Lower, idiom_c));
+                format!(" x {} idiom", factor(c))
+            });
+            let sum = a + b + s.idiom.unwrap_or(0.0);
+            Bar {
+                label: format!(
+                    "{}: {} = {} static x {} WGSL{}",
+                    s.label,
+                    factor(sum),
+                    factor(a),
+                    factor(b),
+                    idiom.unwrap_or_default()
+                ),
+                segments,
+                tick: total,
+            }
+        }
         (None, None, Some(t)) => Bar {
             label: format!("{}: {} (no cuda-static: not split)", s.label, factor(t)),
             segments: vec![(0.0, t, Lane::Whole, GREY)],
@@ -161,12 +182,23 @@ pub fn chart(d: &Decomposition) -> Result<String> {
     let (x0, x1) = (lo.floor().min(-1.0), hi.ceil().max(1.0));
     let mut entries: Vec<(String, RGBColor, bool)> = vec![
         ("static sizing: CUDA launch-sized over cuda-static".into(), series_colour(0), false),
-        ("WGSL toolchain: cuda-static over the best of WGSL literal and WGSL override".into(), series_colour(1), false),
+        ("WGSL toolchain: cuda-static over the best WGSL (subgroup twins included)".into(), series_colour(1), false),
     ];
+    if d.splits.iter().any(|s| s.idiom.is_some()) {
+        entries.push((
+            "idiom: the best WGSL over the best of WGSL literal and override (subgroups)".into(),
+            series_colour(2),
+            false,
+        ));
+    }
     if bars.iter().any(|b| b.segments.iter().any(|s| s.3 == GREY)) {
         entries.push(("launch-sized over WGSL, not split: no verified cuda-static figure".into(), GREY, false));
     }
-    entries.push(("total: launch-sized over the best WGSL (right of 1x: launch-sized is faster)".into(), BLACK, true));
+    entries.push((
+        "total: launch-sized over WGSL literal/override (right of 1x: launch-sized is faster)".into(),
+        BLACK,
+        true,
+    ));
     if !d.skipped.is_empty() {
         let head = "not drawn (fewer than two of the three figures):";
         entries.extend(wrap(head, &d.skipped, 110).into_iter().map(|l| (l, WHITE, false)));
@@ -184,7 +216,7 @@ pub fn chart(d: &Decomposition) -> Result<String> {
         // upper half, the WGSL toolchain in the lower half starting where static sizing
         // ends, so parts of opposite signs never cover each other.
         let mut chart = ChartBuilder::on(&upper)
-            .caption("launch-sized CUDA over the best WGSL, split at cuda-static (log2 axis)", ("sans-serif", 16))
+            .caption("launch-sized CUDA over plain WGSL: sizing, toolchain, idiom (log2 axis)", ("sans-serif", 16))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(label_px)
@@ -290,6 +322,11 @@ mod tests {
             rec("softmax", Cuda, "launch-sized", 1024, Some(1400.0)),
             rec("softmax", Cuda, "cuda-static", 1024, None),
             rec("softmax", Wgsl, "wgsl-literal", 1024, Some(700.0)),
+            // A subgroup twin: the idiom part.
+            rec("rmsnorm", Cuda, "launch-sized", 1024, Some(3200.0)),
+            rec("rmsnorm", Cuda, "cuda-static", 1024, Some(3000.0)),
+            rec("rmsnorm", Wgsl, "wgsl-literal", 1024, Some(1000.0)),
+            rec("rmsnorm", Wgsl, "wgsl-subgroup", 1024, Some(2000.0)),
             // Launch-sized alone: not drawn.
             rec("histogram", Cuda, "launch-sized", 1024, Some(2600.0)),
             rec("histogram", Cuda, "cuda-static", 1024, None),
@@ -300,7 +337,7 @@ mod tests {
     fn the_two_parts_add_up_to_launch_sized_over_the_best_wgsl() {
         let d = decompose(&records());
         let labels: Vec<&str> = d.splits.iter().map(|s| s.label.as_str()).collect();
-        assert_eq!(labels, ["reduce n=1024", "scan n=1024", "softmax n=1024"]);
+        assert_eq!(labels, ["reduce n=1024", "scan n=1024", "softmax n=1024", "rmsnorm n=1024"]);
         assert_eq!(d.skipped, ["histogram n=1024"]);
         let r = &d.splits[0];
         let (a, b, t) = (r.static_sizing.unwrap(), r.toolchain.unwrap(), r.total.unwrap());
@@ -314,6 +351,13 @@ mod tests {
         let p = &d.splits[2];
         assert_eq!((p.static_sizing, p.toolchain), (None, None));
         assert!((p.total.unwrap() - 1.0).abs() < 1e-12, "1400 over 700 is 2x: {p:?}");
+        assert_eq!((r.idiom, s.idiom, p.idiom), (None, None, None), "no subgroup twin, no idiom part");
+        let q = &d.splits[3];
+        let (a, b, c, t) = (q.static_sizing.unwrap(), q.toolchain.unwrap(), q.idiom.unwrap(), q.total.unwrap());
+        assert!((b - 1.5f64.log2()).abs() < 1e-12, "cuda-static over the subgroup twin: {b}");
+        assert!((c - 1.0).abs() < 1e-12, "the subgroup twin is 2x the literal one: {c}");
+        assert!((t - 3.2f64.log2()).abs() < 1e-12, "launch-sized over the literal twin: {t}");
+        assert!((a + b + c - t).abs() < 1e-12, "{a} + {b} + {c} != {t}");
     }
 
     #[test]
@@ -325,6 +369,7 @@ mod tests {
         assert!(svg.contains("reduce n=1024: 4.92x = 1.25x static x 3.93x WGSL"), "{svg}");
         assert!(svg.contains("scan n=1024: 4.00x = 0.80x static x 5.00x WGSL"), "{svg}");
         assert!(svg.contains("softmax n=1024: 2.00x (no cuda-static: not split)"), "{svg}");
+        assert!(svg.contains("rmsnorm n=1024: 3.20x = 1.07x static x 1.50x WGSL x 2.00x idiom"), "{svg}");
         assert!(svg.contains("not drawn (fewer than two of the three figures): histogram n=1024"), "{svg}");
         for t in ["0.5x", "1x", "2x", "4x"] {
             assert!(svg.contains(&format!(">{t}<")) || svg.contains(&format!(">\n{t}")), "tick {t}: {svg}");

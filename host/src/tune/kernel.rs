@@ -225,7 +225,7 @@ pub fn tune_kernel_with<B: TuneBackend>(backend: &B, kernel: &Kernel, opts: &Tun
     if !backend.variants().contains(&variant) {
         return Err(refuse(""));
     }
-    if matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) && !kernel.has_wgsl() {
+    if variant.is_wgsl() && !kernel.has_wgsl() {
         return Err(refuse(" (it has no WGSL twin)"));
     }
     let target = Target::of(backend, variant);

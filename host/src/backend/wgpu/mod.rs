@@ -103,6 +103,8 @@ pub struct WgpuBackend {
     uncaptured: Arc<Mutex<Vec<String>>>,
     /// wgpu's shader runtime checks (bounds, loop bounding) on?
     runtime_checks: bool,
+    /// The optional features the device was given (of timestamps, subgroups and f16).
+    features: wgpu::Features,
     /// Milliseconds spent creating shader modules and pipelines so far (cache hits cost
     /// nothing): the tuner reads it around each config to report pipeline creation apart.
     pipeline_ms: Cell<f64>,
@@ -168,7 +170,10 @@ impl WgpuBackend {
 
         let ainfo = adapter.get_info();
         let alimits = adapter.limits();
-        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        // Subgroups for the wgsl-subgroup twins, f16 for the f16 ones, where the adapter
+        // has them; nothing else optional.
+        let features = adapter.features()
+            & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SUBGROUP | wgpu::Features::SHADER_F16);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("dynsmem"),
             required_features: features,
@@ -233,9 +238,15 @@ impl WgpuBackend {
                 format!("{} {}", ainfo.driver, ainfo.driver_info)
             },
             api: format!(
-                "Vulkan via wgpu 30 ({:?}); runtime checks {}{}",
+                "Vulkan via wgpu 30 ({:?}); runtime checks {}; subgroups {}; f16 {}{}",
                 ainfo.device_type,
                 if runtime_checks { "on" } else { "off" },
+                if features.contains(wgpu::Features::SUBGROUP) {
+                    format!("{}-{} lanes", ainfo.subgroup_min_size, ainfo.subgroup_max_size)
+                } else {
+                    "no".to_string()
+                },
+                if features.contains(wgpu::Features::SHADER_F16) { "yes" } else { "no" },
                 if cuda_context.is_some() { "; CUDA context held" } else { "" }
             ),
             is_cpu,
@@ -264,12 +275,24 @@ impl WgpuBackend {
             scope: RefCell::new(None),
             uncaptured,
             runtime_checks,
+            features,
             pipeline_ms: Cell::new(0.0),
             pci_bus_id: ainfo.device_pci_bus_id.clone(),
             vendor: ainfo.vendor,
             _cuda_context: cuda_context,
             observer: std::cell::OnceCell::new(),
         })
+    }
+
+    /// Whether the device runs subgroup operations (wgpu's `SUBGROUP` feature): the
+    /// wgsl-subgroup variant's twins.
+    pub fn has_subgroups(&self) -> bool {
+        self.features.contains(wgpu::Features::SUBGROUP)
+    }
+
+    /// Whether the device runs `enable f16;` shaders (wgpu's `SHADER_F16` feature).
+    pub fn has_f16(&self) -> bool {
+        self.features.contains(wgpu::Features::SHADER_F16)
     }
 
     /// The pipeline for `desc`, created on first use (checked against the static

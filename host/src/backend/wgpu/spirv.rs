@@ -38,9 +38,10 @@
 //! - Vulkan 1.3 or later: SPIR-V 1.6, and `VK_KHR_zero_initialize_workgroup_memory`
 //!   (which would only matter with zero-initialisation on).
 //! - Capabilities: the always-available list, cube arrays and sample-rate shading (the
-//!   downlevel flags of a desktop GPU), integer dot product and `Int8`; no optional
-//!   feature is requested beyond timestamps, so none of the feature-dependent ones. A
-//!   capability the kernel needed and the list lacked fails here as it fails in wgpu.
+//!   downlevel flags of a desktop GPU), integer dot product and `Int8`, and those of the
+//!   `SUBGROUP` and `SHADER_F16` features (the device requests both where the adapter has
+//!   them; a module uses them only in the wgsl-subgroup and f16 twins). A capability the
+//!   kernel needed and the list lacked fails here as it fails in wgpu.
 //! - Not Qualcomm (`LABEL_VARYINGS` on), `FORCE_POINT_SIZE` on: neither touches a compute
 //!   shader.
 //! - A release build of wgpu: `InstanceFlags::DEBUG` off, so no debug names, source text
@@ -54,8 +55,8 @@
 //! `layout: None`) and numbers each group's Vulkan bindings densely in binding order;
 //! [`binding_map`] does the same.
 //!
-//! The WGSL is validated with no optional naga capability, as wgpu validates it for a
-//! device with no optional feature (our device requests timestamps only).
+//! The WGSL is validated with naga's subgroup and f16 capabilities, as wgpu validates it
+//! for a device with those two features.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -231,6 +232,17 @@ pub fn wgpu_spv_options(runtime_checks: bool) -> spv::Options<'static> {
         C::DotProductInput4x8BitPackedKHR,
         C::DotProductKHR,
         C::Int8,
+        // The device's SUBGROUP and SHADER_F16 features, where the adapter has them: naga
+        // emits only the capabilities a module uses, so a module without subgroups or f16
+        // compiles the same with or without these.
+        C::GroupNonUniform,
+        C::GroupNonUniformVote,
+        C::GroupNonUniformArithmetic,
+        C::GroupNonUniformBallot,
+        C::GroupNonUniformShuffle,
+        C::GroupNonUniformShuffleRelative,
+        C::GroupNonUniformQuad,
+        C::Float16,
     ];
     let mut flags = spv::WriterFlags::empty();
     flags.set(spv::WriterFlags::LABEL_VARYINGS, true);
@@ -267,7 +279,8 @@ pub fn wgpu_spv_options(runtime_checks: bool) -> spv::Options<'static> {
 /// `override`s set to `constants`, or why naga could not make them.
 pub fn compile(source: &str, entry: &str, constants: &[(&str, f64)], runtime_checks: bool) -> Result<Vec<u32>, String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
-    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+    let caps = naga::valid::Capabilities::SUBGROUP | naga::valid::Capabilities::SHADER_FLOAT16;
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
         .validate(&module)
         .map_err(|e| e.emit_to_string(source))?;
     let constants: naga::back::PipelineConstants = constants.iter().map(|(k, v)| (k.to_string(), *v)).collect();

@@ -114,6 +114,7 @@ pub(crate) fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Va
         workgroup_size: cfg.block,
         // The Rust kernel's layout: tile and halo, and the shifted taps, as vectors.
         static_bytes: cfg.shared_bytes(problem.taps).unwrap_or(u32::MAX),
+        subgroups: false,
     }
 }
 

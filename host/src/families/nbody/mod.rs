@@ -57,6 +57,7 @@ fn wgsl_spec(cfg: &NbodyConfig, variant: Variant) -> WgslSpec {
         constants,
         workgroup_size: cfg.block,
         static_bytes: wgsl_static_bytes(cfg),
+        subgroups: false,
     }
 }
 

@@ -150,6 +150,7 @@ fn wgsl_spec(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant, s
         constants,
         workgroup_size: cfg.block,
         static_bytes,
+        subgroups: false,
     }
 }
 

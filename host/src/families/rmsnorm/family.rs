@@ -40,6 +40,7 @@ const GPU_ROWS: u32 = 65_536;
 
 impl Family for Rmsnorm {
     const NAME: &'static str = "rmsnorm";
+    const SUBGROUP_TWIN: bool = true;
     const ABOUT: &'static str = "Row-wise RMSNorm forward, one row per block held in workgroup memory.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
     const SHAPES: &'static str = include_str!("shapes.txt");

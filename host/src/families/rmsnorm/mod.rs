@@ -6,7 +6,7 @@ use dynsmem_kernels::rmsnorm::RmsnormConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::contract::{CudaSource, FamilyBackend, Launch, bytes_of, invalid_problem};
+use crate::contract::{CudaSource, FamilyBackend, Launch, WgslFold, bytes_of, invalid_problem};
 use crate::error::Result;
 use crate::family::rows::{self, RowKernel};
 use crate::rng::SplitMix64;
@@ -63,8 +63,8 @@ pub(crate) const KERNEL: RowKernel = RowKernel {
     cuda_entry: "rmsnorm_static",
     wgsl: WGSL_TEMPLATE,
     wgsl_entry: "rmsnorm",
-    wgsl_vectors: false,
-    wgsl_folds: &[("fold_sum", "a + b")],
+    wgsl_vectors: true,
+    wgsl_folds: &[WgslFold::sum("fold_sum")],
     held: true,
 };
 

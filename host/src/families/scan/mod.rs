@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::backend::Variant;
 use crate::backend::{Arg, BackendKind, Buffer, KernelName, LaunchDims};
 use crate::contract::{
-    Built, CudaSource, FamilyBackend, Footprint, KernelInfo, KernelSpec, Target, WgslSpec, Workload, fill_template,
-    invalid, invalid_problem, wgsl_sizing,
+    Built, CudaSource, FamilyBackend, Footprint, KernelInfo, KernelSpec, Target, WgslFold, WgslSpec, Workload,
+    fill_template, invalid, invalid_problem, wgsl_fold, wgsl_sizing,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -72,13 +72,16 @@ pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_e
             &[
                 ("SIZING", &sizing),
                 ("T", dtype.name()),
-                ("BLOCK_SUM", &crate::contract::wgsl_block_fold("block_sum", dtype.name(), "scratch", "a + b")),
+                // The tree fold in every variant: the scan has no subgroup form yet (its spec
+                // says so, and the wgsl-subgroup variant is refused).
+                ("BLOCK_SUM", &wgsl_fold(Variant::WgslLiteral, &WgslFold::sum("block_sum"), dtype.name(), "scratch")),
             ],
         ),
         entry: wgsl_entry,
         constants,
         workgroup_size: cfg.block,
         static_bytes: wgsl_static_bytes(cfg),
+        subgroups: false,
     }
 }
 
@@ -202,7 +205,7 @@ pub fn check(problem: &ScanProblem, config: &ScanConfig, target: &Target) -> Res
         Variant::LaunchSized => look_back(0),
         Variant::CudaStatic => look_back(cuda_source(problem.dtype, config).static_bytes),
         // The WGSL passes loop over the tiles past 65535 workgroups.
-        Variant::WgslLiteral | Variant::WgslOverride => Ok(Footprint {
+        Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => Ok(Footprint {
             threads: config.block,
             grid: tiles.min(WGSL_MAX_GRID) as u32,
             launch_bytes: 0,

@@ -103,7 +103,7 @@ fn tile_sums(ids: Ids) {
                 local += (x.x + x.y) + (x.z + x.w);
             }
         }
-        let total = block_sum(ids.tid, local);
+        let total = block_sum(ids, local);
         if (ids.tid == 0u) {
             sums[t] = total;
         }

@@ -113,7 +113,7 @@ pub fn check(problem: &SgemmProblem, config: &SgemmConfig, fixed: bool, target: 
     }
     let sms = target.limits.multiprocessors.unwrap_or(1);
     let mut grid = if config.sk > 0 { config.sk_grid(m, n, k, sms) as u64 } else { config.launch_grid(m, n) };
-    if matches!(variant, Variant::WgslLiteral | Variant::WgslOverride) {
+    if variant.is_wgsl() {
         // The WGSL form: f32 inputs, its own config rules, and tile origins (`m0 + BM`,
         // `n0 + BN`, `k0 + BK`) in u32; the grid is capped (the kernel loops over tiles).
         if problem.f16_inputs || fixed {

@@ -165,7 +165,7 @@ impl Family for Sgemm {
     }
     /// The WGSL form has no f16 inputs.
     fn bench_variant(p: &SgemmProblem, variant: Variant) -> bool {
-        !p.f16_inputs || !matches!(variant, Variant::WgslLiteral | Variant::WgslOverride)
+        !p.f16_inputs || !variant.is_wgsl()
     }
 }
 

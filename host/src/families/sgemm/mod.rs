@@ -242,6 +242,7 @@ pub fn wgsl_spec(cfg: &SgemmConfig, variant: Variant) -> WgslSpec {
         constants,
         workgroup_size: cfg.threads(),
         static_bytes: wgsl_static_bytes(cfg).min(u32::MAX as u64) as u32,
+        subgroups: false,
     }
 }
 

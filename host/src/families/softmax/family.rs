@@ -34,6 +34,7 @@ pub struct ConfigArgs {
 
 impl Family for Softmax {
     const NAME: &'static str = "softmax";
+    const SUBGROUP_TWIN: bool = true;
     const ABOUT: &'static str = "Row-wise softmax, one row per block held in workgroup memory.";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
     const SHAPES: &'static str = include_str!("shapes.txt");

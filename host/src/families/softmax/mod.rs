@@ -6,7 +6,7 @@ use dynsmem_kernels::softmax::SoftmaxConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Variant;
-use crate::contract::{CudaSource, FamilyBackend, Launch, bytes_of, invalid_problem};
+use crate::contract::{CudaSource, FamilyBackend, Launch, WgslFold, bytes_of, invalid_problem};
 use crate::error::Result;
 use crate::family::rows::{self, RowKernel};
 use crate::rng::SplitMix64;
@@ -41,7 +41,7 @@ pub(crate) const KERNEL: RowKernel = RowKernel {
     wgsl: WGSL_TEMPLATE,
     wgsl_entry: "softmax",
     wgsl_vectors: true,
-    wgsl_folds: &[("fold_max", "max(a, b)"), ("fold_sum", "a + b")],
+    wgsl_folds: &[WgslFold::max_f32("fold_max"), WgslFold::sum("fold_sum")],
     held: false,
 };
 

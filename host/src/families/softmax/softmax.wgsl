@@ -54,7 +54,7 @@ fn softmax(ids: Ids) {
             m = max(m, v);
             row[i >> 2u][i & 3u] = v;
         }
-        let row_max = fold_max(ids.tid, m);
+        let row_max = fold_max(ids, m);
 
         // Each thread revisits the elements it stored: no barrier needed before this.
         var s = 0.0;
@@ -69,7 +69,7 @@ fn softmax(ids: Ids) {
             s += e;
             row[i >> 2u][i & 3u] = e;
         }
-        let inv = 1.0 / fold_sum(ids.tid, s);
+        let inv = 1.0 / fold_sum(ids, s);
 
         for (var i = ids.tid; i < vectors; i += BLOCK) {
             output[base4 + i] = row[i] * inv;
