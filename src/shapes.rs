@@ -113,6 +113,7 @@ fn backend<B: FamilyBackend>(
         each(&rec);
         report.records.push(rec);
     };
+    let mut said = std::collections::HashMap::new();
     for family in
         crate::families().iter().filter(|f| opts.families.is_empty() || opts.families.iter().any(|n| n == f.name()))
     {
@@ -177,7 +178,7 @@ fn backend<B: FamilyBackend>(
                     list.len(),
                     shape.label,
                     case.problem,
-                    case.origin
+                    crate::suite::origin_once(&mut said, family.name(), &case.origin)
                 ));
                 let bytes = family.anchor_bytes(&case.problem).ok().flatten();
                 if let (Some(bytes), None) = (bytes, &copy) {

@@ -148,6 +148,7 @@ fn families<B: FamilyBackend>(
         progress(&format!("{kind}: {}", lock_clocks(backend, mhz)));
     }
     let copy = bench::copy_anchor(backend, sizes.n * 4, opts.timing, &prov);
+    let mut said = std::collections::HashMap::new();
     for family in crate::families() {
         for &variant in FamilyBackend::variants(backend) {
             for case in family.bench_cases(backend.erase(), variant, &sizes, opts.db.as_ref()) {
@@ -156,7 +157,7 @@ fn families<B: FamilyBackend>(
                     family.name(),
                     case.problem,
                     case.config,
-                    case.origin
+                    origin_once(&mut said, family.name(), &case.origin)
                 ));
                 let prepared = family.prepare(backend.erase(), &case.problem, &case.config, variant, opts.seed);
                 let (rec, own) = bench::family(
@@ -180,4 +181,15 @@ fn families<B: FamilyBackend>(
         }
     }
     records.push(copy);
+}
+
+/// A case's config origin for a progress line: in full the first time a family gives it,
+/// then "as above" (a bench on a device with no tuning entries would repeat the same long
+/// reason on every line).
+pub(crate) fn origin_once(said: &mut std::collections::HashMap<String, String>, family: &str, origin: &str) -> String {
+    if said.get(family).is_some_and(|o| o == origin) {
+        return "as above".into();
+    }
+    said.insert(family.to_string(), origin.to_string());
+    origin.to_string()
 }

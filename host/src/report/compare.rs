@@ -96,6 +96,8 @@ pub struct Comparison {
     pub footnotes: Vec<String>,
     /// `backend: device` for each backend and device the records come from.
     pub devices: Vec<String>,
+    /// Whether any record was measured on a CPU ([`Record::on_cpu`]).
+    pub on_cpu: bool,
 }
 
 /// Footnote texts, numbered from 1 in order of first use; a text used again gets its number.
@@ -170,10 +172,12 @@ fn cell(records: &[&Record], unit: Unit, notes: &mut Footnotes) -> (String, Opti
         ratio: c.ratio,
         config: c.config.clone(),
     });
+    // A CPU timing's ratio to the copy is not a GPU figure's: left out (see `render`).
+    let on_cpu = chosen.is_some_and(|c| c.on_cpu());
     let mut text = match &best {
         Some(b) => match b.ratio {
-            Some(q) => format!("{} ({})", figure(b.figure), ratio(q)),
-            None => figure(b.figure),
+            Some(q) if !on_cpu => format!("{} ({})", figure(b.figure), ratio(q)),
+            _ => figure(b.figure),
         },
         None if records.iter().any(|r| r.wrong_result) => "WRONG".into(),
         None => "-".into(),
@@ -289,7 +293,8 @@ impl Comparison {
             let anchor = anchor_cell(&of_problem, &anchors, unit);
             rows.push(Row { family: family.to_string(), problem: label, unit, best, cells, anchor });
         }
-        Comparison { columns, rows, footnotes: notes.0, devices }
+        let on_cpu = latest.iter().any(|r| r.variant != "anchor" && r.on_cpu());
+        Comparison { columns, rows, footnotes: notes.0, devices, on_cpu }
     }
 
     /// The best verified figure of `row` in the column of `backend` and `variant`.
@@ -322,6 +327,12 @@ impl Comparison {
             "\nEach cell: the figure of the best verified config, in brackets its ratio to the anchor measured \
              in the same run (last column); -: no record.\n",
         );
+        if self.on_cpu {
+            out.push_str(
+                "Rows measured on a CPU (the CPU backend, a CPU Vulkan adapter such as lavapipe) are CPU timings: \
+                 they show that each kernel runs and verifies, not how fast a GPU is, and have no ratio.\n",
+            );
+        }
         if !self.footnotes.is_empty() {
             out.push('\n');
         }
@@ -511,9 +522,12 @@ mod tests {
         let c = Comparison::new(&[hip, cpu]);
         let headers: Vec<&str> = c.columns.iter().map(|c| c.header.as_str()).collect();
         assert_eq!(&headers[4..], ["hip launch-sized", "cpu launch-sized"]);
-        assert_eq!(c.rows[0].cells, ["-", "-", "-", "-", "900 (0.90)", "0.0123 (0.25)"]);
+        // The CPU timing has no ratio (a GPU's has), and the table says why.
+        assert_eq!(c.rows[0].cells, ["-", "-", "-", "-", "900 (0.90)", "0.0123"]);
         assert_eq!(c.rows[0].anchor, "copy: hip 1000, cpu 0.0500");
+        assert!(c.render(TableStyle::Text).contains("are CPU timings"));
         assert_eq!(Comparison::new(&records()).columns.len(), 4);
+        assert!(!Comparison::new(&records()).render(TableStyle::Text).contains("CPU timings"), "GPU records only");
     }
 
     #[test]

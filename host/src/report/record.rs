@@ -284,6 +284,15 @@ pub fn parse_jsonl_as<T: serde::de::DeserializeOwned>(bytes: &[u8], path: &Path)
 
 /// Filling a record from a measurement: what the bench, the tuner and a user's sweep share.
 impl Record {
+    /// Whether the record was measured on a CPU: the CPU backend, or a CPU Vulkan adapter
+    /// such as lavapipe (its `api` names the adapter type, `(Cpu)`). Its figure is a CPU
+    /// timing, and a ratio to the copy of the same bytes says nothing of a GPU.
+    pub fn on_cpu(&self) -> bool {
+        self.backend == crate::backend::BackendKind::Cpu || self.api.contains("(Cpu)")
+    }
+}
+
+impl Record {
     /// Fills a verified record's measurement: its timing, GB/s where it moves `bytes`, TFLOP/s
     /// where it does `flops`, and the ratio to `anchor` (by GB/s, or by TFLOP/s when the anchor
     /// has those).
