@@ -370,6 +370,7 @@ impl Kernel {
             workgroup_size: f.threads,
             static_bytes: f.static_bytes,
             subgroups: false,
+            f16: false,
         })
     }
 

@@ -178,6 +178,13 @@ impl FamilyBackend for WgpuBackend {
         }
         let wgsl = spec.wgsl.ok_or_else(|| spec.unsupported(BackendKind::Wgsl, variant, " (it has no WGSL twin)"))?;
         let w = wgsl(variant);
+        if w.f16 && !self.has_f16() {
+            return Err(spec.unsupported(
+                BackendKind::Wgsl,
+                variant,
+                " (its WGSL twin reads f16 and the adapter has no SHADER_F16 feature)",
+            ));
+        }
         if variant == Variant::WgslSubgroup && !w.subgroups {
             return Err(spec.unsupported(
                 BackendKind::Wgsl,

@@ -21,6 +21,9 @@ pub struct WgslSpec {
     /// Whether the text uses subgroup operations: the form the wgsl-subgroup variant runs.
     /// A twin built for that variant without them is refused (it would be wgsl-literal's).
     pub subgroups: bool,
+    /// Whether the text has `enable f16;` (wgpu's SHADER_F16 feature): refused, with that
+    /// reason, on an adapter without it.
+    pub f16: bool,
 }
 
 /// The struct an entry point takes its ids in (`fn entry(ids: Ids)`): the thread's index

@@ -207,6 +207,7 @@ pub fn wgsl_spec(k: &RowKernel, cols: u32, cfg: &RowConfig, variant: Variant) ->
         workgroup_size: cfg.block,
         static_bytes: wgsl_static_bytes(k, cols, cfg),
         subgroups: variant == Variant::WgslSubgroup,
+        f16: false,
     }
 }
 

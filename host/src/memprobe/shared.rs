@@ -25,6 +25,7 @@ fn chase_wgsl(n: u32, block: u32, variant: Variant) -> WgslSpec {
         workgroup_size: block,
         static_bytes: n.saturating_mul(4),
         subgroups: false,
+        f16: false,
     }
 }
 
@@ -113,6 +114,7 @@ fn stride_wgsl(cfg: &StrideConfig, block: u32, variant: Variant) -> WgslSpec {
         workgroup_size: block,
         static_bytes: words.saturating_mul(4),
         subgroups: false,
+        f16: false,
     }
 }
 

@@ -115,6 +115,7 @@ pub(crate) fn wgsl_spec(problem: &Conv1dProblem, cfg: &Conv1dConfig, variant: Va
         // The Rust kernel's layout: tile and halo, and the shifted taps, as vectors.
         static_bytes: cfg.shared_bytes(problem.taps).unwrap_or(u32::MAX),
         subgroups: false,
+        f16: false,
     }
 }
 

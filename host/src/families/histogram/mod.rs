@@ -167,6 +167,7 @@ pub(crate) fn wgsl_spec(problem: &HistogramProblem, cfg: &HistogramConfig, varia
         workgroup_size: cfg.block,
         static_bytes: (problem.bins as u64 * cfg.copies as u64 * 4).min(u32::MAX as u64) as u32,
         subgroups: false,
+        f16: false,
     }
 }
 

@@ -58,6 +58,7 @@ fn wgsl_spec(cfg: &NbodyConfig, variant: Variant) -> WgslSpec {
         workgroup_size: cfg.block,
         static_bytes: wgsl_static_bytes(cfg),
         subgroups: false,
+        f16: false,
     }
 }
 

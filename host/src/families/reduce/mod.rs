@@ -151,6 +151,7 @@ fn wgsl_spec(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant, s
         workgroup_size: cfg.block,
         static_bytes,
         subgroups: false,
+        f16: false,
     }
 }
 

@@ -82,6 +82,7 @@ pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_e
         workgroup_size: cfg.block,
         static_bytes: wgsl_static_bytes(cfg),
         subgroups: false,
+        f16: false,
     }
 }
 

@@ -114,14 +114,14 @@ pub fn check(problem: &SgemmProblem, config: &SgemmConfig, fixed: bool, target: 
     let sms = target.limits.multiprocessors.unwrap_or(1);
     let mut grid = if config.sk > 0 { config.sk_grid(m, n, k, sms) as u64 } else { config.launch_grid(m, n) };
     if variant.is_wgsl() {
-        // The WGSL form: f32 inputs, its own config rules, and tile origins (`m0 + BM`,
-        // `n0 + BN`, `k0 + BK`) in u32; the grid is capped (the kernel loops over tiles).
-        if problem.f16_inputs || fixed {
+        // The WGSL form: its own config rules (f16 inputs where the adapter has f16: the
+        // backend refuses it otherwise), and tile origins (`m0 + BM`, `n0 + BN`, `k0 + BK`)
+        // in u32; the grid is capped (the kernel loops over tiles).
+        if fixed {
             return Err(Error::Unsupported {
                 backend: target.backend,
                 what: format!(
-                    "{} in WGSL (the WGSL form is {WGSL_KERNEL}, block tile set per pipeline)",
-                    if fixed { "the compiled-in-tile entry" } else { "f16 inputs" }
+                    "the compiled-in-tile entry in WGSL (the WGSL form is {WGSL_KERNEL}, block tile set per pipeline)"
                 ),
             });
         }

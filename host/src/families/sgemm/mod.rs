@@ -29,7 +29,8 @@ pub use workload::{HostInputs, SgemmWorkload, prepare, prepare_entry, prepare_wi
 
 pub const CUDA_SOURCE: &str = include_str!("sgemm.cu");
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("sgemm.wgsl");
-/// The WGSL entry point's name in records (f32 inputs; `hgemm_f16_f32` has no WGSL form).
+/// The WGSL entry point's name in records (f16 inputs add `,f16` to its config: they are
+/// read as f16 and multiplied in f32, as `hgemm_f16_f32`'s SIMT tile does).
 const WGSL_KERNEL: &str = "sgemm_f32";
 /// Stages the WGSL form has: one tile, or two (double-buffered through registers; with no
 /// asynchronous copy in WGSL a deeper ring would only hold more registers).
@@ -220,8 +221,9 @@ pub fn wgsl_static_bytes(cfg: &SgemmConfig) -> u64 {
     s * bk * (bm + WGSL_A_ROW_PAD as u64) * 4 + s * bk * bn * 4
 }
 
-/// The WGSL pipeline of `cfg` (checked by [`wgsl_check`] first).
-pub fn wgsl_spec(cfg: &SgemmConfig, variant: Variant) -> WgslSpec {
+/// The WGSL pipeline of `cfg` (checked by [`wgsl_check`] first), for f16 inputs where
+/// `f16_inputs` (read as `f16` and converted to f32 as they are read: wgpu's SHADER_F16).
+pub fn wgsl_spec(cfg: &SgemmConfig, variant: Variant, f16_inputs: bool) -> WgslSpec {
     let (la, lb) = wgsl_loads(cfg);
     let (sizing, constants) = wgsl_sizing(
         variant,
@@ -236,13 +238,28 @@ pub fn wgsl_spec(cfg: &SgemmConfig, variant: Variant) -> WgslSpec {
         ],
     );
     WgslSpec {
-        name: format!("{WGSL_KERNEL}[{variant},bm={},bn={},bk={},stages={}]", cfg.bm, cfg.bn, cfg.bk, cfg.stages),
-        source: fill_template(WGSL_TEMPLATE, &[("SIZING", &sizing)]),
+        name: format!(
+            "{WGSL_KERNEL}[{variant},bm={},bn={},bk={},stages={}{}]",
+            cfg.bm,
+            cfg.bn,
+            cfg.bk,
+            cfg.stages,
+            if f16_inputs { ",f16" } else { "" }
+        ),
+        source: fill_template(
+            WGSL_TEMPLATE,
+            &[
+                ("SIZING", &sizing),
+                ("ENABLE", if f16_inputs { "enable f16;" } else { "" }),
+                ("AB", if f16_inputs { "f16" } else { "f32" }),
+            ],
+        ),
         entry: "sgemm",
         constants,
         workgroup_size: cfg.threads(),
         static_bytes: wgsl_static_bytes(cfg).min(u32::MAX as u64) as u32,
         subgroups: false,
+        f16: f16_inputs,
     }
 }
 
@@ -364,8 +381,8 @@ mod tests {
         // 2 x 8 x (128 + 4) + 2 x 8 x 128 floats.
         assert_eq!(wgsl_static_bytes(&cfg), 16640);
         assert_eq!(wgsl_loads(&cfg), (1, 1));
-        let lit = wgsl_spec(&cfg, Variant::WgslLiteral);
-        let ovr = wgsl_spec(&cfg, Variant::WgslOverride);
+        let lit = wgsl_spec(&cfg, Variant::WgslLiteral, false);
+        let ovr = wgsl_spec(&cfg, Variant::WgslOverride, false);
         assert!(lit.source.contains("const BM: u32 = 128u;") && lit.constants.is_empty());
         assert!(ovr.source.contains("override BM: u32;") && ovr.constants.contains(&("THREADS", 256.0)));
         assert!(!lit.source.contains("{{") && !ovr.source.contains("{{"));

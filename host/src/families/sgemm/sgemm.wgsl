@@ -2,10 +2,14 @@
 // The block and thread mapping of device-kernels/src/sgemm.rs (read that first), with its
 // tiles in `var<workgroup>` arrays whose sizes are fixed when the pipeline is created.
 //
-// Template slot (the name in double braces), filled by host/src/families/sgemm/mod.rs (wgsl_spec):
+// Template slots (names in double braces), filled by host/src/families/sgemm/mod.rs (wgsl_spec):
 //   SIZING   declarations (u32) of BM, BN, BK (the block tile), STAGES (1 or 2), THREADS
-//            (= BM/8 * BN/8), LOADS_A and LOADS_B (16-byte chunks of the A and B tiles each
-//            thread copies per k-tile: ceil(BM*BK/4 / THREADS), ceil(BK*BN/4 / THREADS))
+//            (= BM/8 * BN/8), LOADS_A and LOADS_B (chunks of 4 elements of the A and B tiles
+//            each thread copies per k-tile: ceil(BM*BK/4 / THREADS), ceil(BK*BN/4 / THREADS))
+//   ENABLE   `enable f16;` for f16 inputs (wgpu's SHADER_F16 feature), else nothing
+//   AB       the element type of A and B: f32, or f16 (the problem's f16 inputs). f16 chunks
+//            are converted to f32 as they are read, so the tiles, the FMAs and C are f32 in
+//            both: the tiles take twice the bytes of the Rust kernel's f16 tiles.
 //
 // Mapping. Workgroup t (a grid-stride loop over tiles, so a grid capped at the device's
 // limit covers any matrix) computes the BM x BN tile of C at (m0, n0) = (BM * (t / tiles_n),
@@ -37,6 +41,7 @@
 // Indices are u32: the host refuses M * K, K * N, M * N past 2^32 - 1 and M, N, K within a
 // tile of it.
 
+{{ENABLE}}
 {{SIZING}}
 {{IDS}}
 
@@ -54,8 +59,8 @@ struct Params {
     stages: u32,
 }
 
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read> a: array<vec4<{{AB}}>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<{{AB}}>>;
 @group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;
 @group(0) @binding(3) var<uniform> params: Params;
 
@@ -81,13 +86,13 @@ fn load_a(m0: u32, k0: u32, v: u32) -> vec4<f32> {
         if ((k & 3u) == 0u) {
             // K % 4 == 0 and k0 % 4 == 0: the chunk is aligned and wholly in or out.
             if (gk < k) {
-                out = a[(gm * k + gk) >> 2u];
+                out = vec4<f32>(a[(gm * k + gk) >> 2u]);
             }
         } else {
             for (var e = 0u; e < 4u; e++) {
                 if (gk + e < k) {
                     let i = gm * k + gk + e;
-                    out[e] = a[i >> 2u][i & 3u];
+                    out[e] = f32(a[i >> 2u][i & 3u]);
                 }
             }
         }
@@ -105,13 +110,13 @@ fn load_b(k0: u32, n0: u32, v: u32) -> vec4<f32> {
     if (gk < k) {
         if ((n & 3u) == 0u) {
             if (gn < n) {
-                out = b[(gk * n + gn) >> 2u];
+                out = vec4<f32>(b[(gk * n + gn) >> 2u]);
             }
         } else {
             for (var e = 0u; e < 4u; e++) {
                 if (gn + e < n) {
                     let i = gk * n + gn + e;
-                    out[e] = b[i >> 2u][i & 3u];
+                    out[e] = f32(b[i >> 2u][i & 3u]);
                 }
             }
         }

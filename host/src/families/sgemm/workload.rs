@@ -130,7 +130,7 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
         }
     }
     crate::contract::check_footprint(backend, entry, device, device * 3)?;
-    let wgsl = |v: Variant| wgsl_spec(&config, v);
+    let wgsl = |v: Variant| wgsl_spec(&config, v, problem.f16_inputs);
     let cuda = || cuda_source(&problem, &config);
     let kernel = Prepared::new(
         backend,

@@ -160,6 +160,7 @@ pub(crate) fn wgsl_spec(problem: &Stencil2dProblem, cfg: &Stencil2dConfig, varia
         workgroup_size: cfg.block,
         static_bytes: twin_static_bytes(problem, cfg),
         subgroups: false,
+        f16: false,
     }
 }
 

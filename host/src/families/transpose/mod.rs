@@ -54,6 +54,7 @@ pub(crate) fn wgsl_spec(cfg: &TransposeConfig, variant: Variant) -> WgslSpec {
         workgroup_size: cfg.block,
         static_bytes: ((cfg.tile as u64 * (cfg.tile as u64 + cfg.pad as u64)) * 4).min(u32::MAX as u64) as u32,
         subgroups: false,
+        f16: false,
     }
 }
 
