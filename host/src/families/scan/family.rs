@@ -39,6 +39,7 @@ const HOST_BYTES: u64 = 28;
 
 impl Family for Scan {
     const NAME: &'static str = "scan";
+    const SUBGROUP_TWIN: bool = true;
     const ABOUT: &'static str = "Exclusive prefix sum (decoupled look-back; WGSL: reduce-then-scan).";
     const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
     const SHAPES: &'static str = include_str!("shapes.txt");

@@ -10,7 +10,7 @@ use crate::backend::Variant;
 use crate::backend::{Arg, BackendKind, Buffer, KernelName, LaunchDims};
 use crate::contract::{
     Built, CudaSource, FamilyBackend, Footprint, KernelInfo, KernelSpec, Target, WgslFold, WgslSpec, Workload,
-    fill_template, invalid, invalid_problem, wgsl_fold, wgsl_sizing,
+    fill_template, invalid, invalid_problem, wgsl_fold, wgsl_ids, wgsl_sizing,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -23,6 +23,9 @@ mod tune;
 pub use family::Scan;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("scan.wgsl");
+/// The block scan of the literal and override twins, and of the subgroup twin (BLOCK_SCAN).
+const BLOCK_SCAN: &str = include_str!("block_scan.wgsl");
+const BLOCK_SCAN_SUBGROUP: &str = include_str!("block_scan_subgroup.wgsl");
 /// The cuda-static form: the same algorithm (decoupled look-back) in CUDA C with static
 /// arrays.
 pub const CUDA_SOURCE: &str = include_str!("scan.cu");
@@ -72,16 +75,16 @@ pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_e
             &[
                 ("SIZING", &sizing),
                 ("T", dtype.name()),
-                // The tree fold in every variant: the scan has no subgroup form yet (its spec
-                // says so, and the wgsl-subgroup variant is refused).
-                ("BLOCK_SUM", &wgsl_fold(Variant::WgslLiteral, &WgslFold::sum("block_sum"), dtype.name(), "scratch")),
+                ("BLOCK_SUM", &wgsl_fold(variant, &WgslFold::sum("block_sum"), dtype.name(), "scratch")),
+                ("BLOCK_SCAN", if variant == Variant::WgslSubgroup { BLOCK_SCAN_SUBGROUP } else { BLOCK_SCAN }),
+                ("IDS", wgsl_ids(variant)),
             ],
         ),
         entry: wgsl_entry,
         constants,
         workgroup_size: cfg.block,
         static_bytes: wgsl_static_bytes(cfg),
-        subgroups: false,
+        subgroups: variant == Variant::WgslSubgroup,
         f16: false,
     }
 }

@@ -15,7 +15,10 @@
 // Template slots (names in double braces), filled by host/src/families/scan/mod.rs:
 //   SIZING   declarations of BLOCK and IPT (u32; IPT a multiple of 4)
 //   T        f32 | u32
-//   BLOCK_SUM  block_sum over `scratch` (host/src/families/block_fold.wgsl)
+//   BLOCK_SUM  block_sum over `scratch` (host/src/contract/block_fold.wgsl; its subgroup
+//              form, subgroup_fold.wgsl, in the wgsl-subgroup variant)
+//   BLOCK_SCAN block_scan over `scratch`: block_scan.wgsl (a Hillis-Steele tree), or
+//              block_scan_subgroup.wgsl in the wgsl-subgroup variant
 
 {{SIZING}}
 {{IDS}}
@@ -60,28 +63,11 @@ fn load4(v: u32, n: u32) -> vec4<T> {
     return x;
 }
 
-// The inclusive scan of every thread's `value` (Hillis-Steele over the two scratch
-// buffers); every thread gets its own prefix and the total.
-fn block_scan(tid: u32, value: T) -> vec2<T> {
-    var v = value;
-    var cur = 0u;
-    scratch[tid] = v;
-    workgroupBarrier();
-    for (var d = 1u; d < BLOCK; d *= 2u) {
-        if (tid >= d) {
-            v = scratch[cur + tid - d] + v;
-        }
-        cur = BLOCK - cur;
-        scratch[cur + tid] = v;
-        workgroupBarrier();
-    }
-    let total = scratch[cur + BLOCK - 1u];
-    // The next scan writes both buffers.
-    workgroupBarrier();
-    return vec2<T>(v, total);
-}
+// The inclusive scan of every thread's `value`, and the block's total: `block_scan(ids,
+// value)` (BLOCK_SCAN).
+{{BLOCK_SCAN}}
 
-// The sum of every thread's `value` (a tree over the first scratch buffer).
+// The sum of every thread's `value` over the first scratch buffer (BLOCK_SUM).
 {{BLOCK_SUM}}
 
 @compute @workgroup_size(BLOCK)
@@ -137,7 +123,7 @@ fn scan_tiles(ids: Ids) {
         for (var j = 0u; j < IPT; j++) {
             local += tile[padded(mine + j)];
         }
-        let scanned = block_scan(ids.tid, local);
+        let scanned = block_scan(ids, local);
         var running = scanned.x - local;
         if (scan_params.use_offsets == 1u) {
             running += offsets[t];
