@@ -196,8 +196,9 @@ pub enum Command {
         #[arg(long)]
         markdown: bool,
         /// Write `decomposition.svg` into this folder (created if missing): per problem,
-        /// launch-sized over the best WGSL split into launch-sized over cuda-static (static
-        /// sizing) and cuda-static over WGSL (the WGSL toolchain).
+        /// launch-sized over plain WGSL (literal, override) split into launch-sized over
+        /// cuda-static (static sizing), cuda-static over the best WGSL (the WGSL toolchain)
+        /// and the best WGSL over plain WGSL (idiom: the subgroup twins).
         #[arg(long, value_name = "DIR")]
         plots: Option<PathBuf>,
     },
