@@ -313,7 +313,7 @@ pub fn run<B: FamilyBackend>(
 }
 
 /// The variants `kind` runs on `backend`: the launch-sized Rust kernel where the backend
-/// runs Rust kernels, the WGSL twins where the probe has them.
+/// runs Rust kernels, the WGSL twins where the probe has them (none has a subgroup form).
 fn probe_variants<B: FamilyBackend>(backend: &B, kind: ProbeKind) -> Vec<Variant> {
     let has_wgsl = matches!(kind, ProbeKind::SharedLatency | ProbeKind::SharedStride);
     backend
@@ -322,8 +322,8 @@ fn probe_variants<B: FamilyBackend>(backend: &B, kind: ProbeKind) -> Vec<Variant
         .copied()
         .filter(|v| match v {
             Variant::LaunchSized => true,
-            Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => has_wgsl,
-            Variant::CudaStatic => false,
+            Variant::WgslLiteral | Variant::WgslOverride => has_wgsl,
+            Variant::WgslSubgroup | Variant::CudaStatic => false,
         })
         .collect()
 }
