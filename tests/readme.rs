@@ -108,7 +108,7 @@ fn one_changed_figure_makes_the_table_stale() {
     let root = root();
     let text = std::fs::read_to_string(root.join(FILES[0])).expect("README.md");
     let b = &blocks(FILES[0], &text)[0];
-    // The first cell with a figure and a ratio in brackets, e.g. `3087 (1.03)`.
+    // The first cell with a figure and its ratio in brackets (`figure (ratio)`).
     let cell = b.text.find(" (").expect("a figure with its ratio");
     let digit = b.text[..cell].rfind(|c: char| c.is_ascii_digit()).expect("a digit before it");
     let mut wrong = text.clone();
