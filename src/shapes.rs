@@ -194,7 +194,7 @@ fn backend<B: FamilyBackend>(
                     &case,
                     variant,
                     prepared,
-                    opts.timing,
+                    (opts.timing, None),
                     &prov,
                     opts.seed,
                     copy.as_ref(),

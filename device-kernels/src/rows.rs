@@ -1,33 +1,39 @@
 //! The row skeleton of the row-wise families (softmax, RMSNorm): one row of a row-major
-//! `rows x cols` f32 matrix per thread-block cluster, held in the cluster's launch-sized
-//! shared memory (a cluster of one: one block).
+//! `rows x cols` f32 matrix per *row group* of threads, held in launch-sized shared memory.
+//! A row group is a whole thread-block cluster where a row is split over one (a cluster of
+//! one: one block), or, where rows are short, a part of one block: a block of `block`
+//! threads then holds [`RowConfig::rows_per_block`] rows side by side, each taken by
+//! [`RowConfig::row_threads`] of its threads.
 //!
 //! # Thread mapping
-//! Cluster `c` (blocks `c * size .. (c + 1) * size`, `size` = [`gpu::micro::cluster_size`])
-//! walks rows `c, c + grid / size, ...` ([`Row::each_row`]). A row is seen in *slots*: slot
-//! `j` holds column `j - shift`, where `shift` (0..=3) is the row's start in floats past a
-//! 16-byte boundary, so that slots `4v .. 4v + 4` are one aligned 16-byte vector of the
-//! row wherever the row starts. The `cols + shift` slots are split in `size` parts of
-//! [`RowConfig::part`] slots (whole vectors); block rank `r` holds part `r` in its shared
-//! memory. Thread `t` owns the part's vectors `t, t + block, ...` whatever the row's shift:
-//! it alone copies them in, maps them and writes them out, so neither the passes of a row
-//! nor consecutive rows need a barrier between them. A vector partly outside the row (the
-//! first and last of a row that does not start or end on a boundary) is read lane by lane,
-//! its lanes outside the row filled with the pass's identity.
+//! Thread `tid` of a block is thread `tid % g` of row group `tid / g` (`g` =
+//! [`RowConfig::row_threads`]). Cluster `c` (blocks `c * size .. (c + 1) * size`, `size` =
+//! [`gpu::micro::cluster_size`]) walks row steps `c, c + grid / size, ...`; step `k` gives
+//! group `q` of its blocks row `k * rows_per_block + q` ([`Row::each_row`]; a group whose row
+//! is past the last still takes part in the folds, with an empty span). A row is seen in
+//! *slots*: slot `j` holds column `j - shift`, where `shift` (0..=3) is the row's start in
+//! floats past a 16-byte boundary, so that slots `4v .. 4v + 4` are one aligned 16-byte
+//! vector of the row wherever the row starts. The `cols + shift` slots are split in `size`
+//! parts of [`RowConfig::part`] slots (whole vectors); block rank `r` holds part `r` in its
+//! shared memory. Thread `t` of a group owns the part's vectors `t, t + g, ...` whatever
+//! the row's shift: it alone copies them in, maps them and writes them out, so neither the
+//! passes of a row nor consecutive rows need a barrier between them. A vector partly outside
+//! the row (the first and last of a row that does not start or end on a boundary) is read
+//! lane by lane, its lanes outside the row filled with the pass's identity.
 //!
 //! [`Row::load`] starts asynchronous copies (`cp.async` on NVIDIA) of all of a thread's
 //! whole vectors at once, so a block has its whole part in flight, then folds them from
-//! shared memory. [`Row::fold`] combines one value per thread of the whole cluster. The row
-//! is read from and written to device memory once; `store` keeps four vectors per thread in
+//! shared memory. [`Row::fold`] combines one value per thread of the row group. The row is
+//! read from and written to device memory once; `store` keeps four vectors per thread in
 //! flight.
 //!
 //! # Launch-sized memory ([`RowConfig::layout`])
-//! `part`: [`RowConfig::part`] f32, 16-byte aligned; `held`: [`RowConfig::held`] f32 where the
-//! kernel holds a second vector (RMSNorm's weight, [`Row::hold`], where the row is split over a
-//! cluster: [`RowConfig::holds`]), else none; `scratch`:
-//! [`FOLD_LANES`] lanes of `block` f32 (each rounded up to whole vectors), 16-byte aligned;
-//! `partials`: [`FOLD_LANES`] f32 for each of two folds, the block's results read by the
-//! cluster's other blocks.
+//! `part`: [`RowConfig::rows_per_block`] parts of [`RowConfig::part`] f32, 16-byte aligned;
+//! `held`: [`RowConfig::held`] f32 where the kernel holds a second vector (RMSNorm's weight,
+//! [`Row::hold`], where the row is split over a cluster: [`RowConfig::holds`]), else none;
+//! `scratch`: [`FOLD_LANES`] lanes of `block` f32 (each rounded up to whole vectors), 16-byte
+//! aligned, the folds taking them in turn; `partials`: [`FOLD_LANES`] f32, the block's
+//! results of the last two folds read by the cluster's other blocks.
 //! Rows of 32768 floats take 128 KB in one block, 64 KB per block in clusters of two; rows
 //! of 65536 (256 KB) fit only split over a cluster.
 
@@ -66,13 +72,37 @@ pub struct RowLayout {
     pub bytes: u32,
 }
 
-/// Values [`Row::fold_n`] folds at once, at most: the scratch has a lane per value.
+/// Lanes of the scratch: fold `k` takes lane `k % FOLD_LANES`, so a fold's slots are written
+/// again only two folds later, after a barrier every reader of them has passed (no barrier
+/// at a fold's end).
 pub const FOLD_LANES: u32 = 2;
+
+/// Vectors of a row each thread of its group takes, at most, before a block holds several
+/// rows ([`RowConfig::row_threads`]).
+pub const ROW_VECTORS: u32 = 4;
 
 impl RowConfig {
     /// A block per row.
     pub const fn blocks(block: u32) -> RowConfig {
         RowConfig { block, cluster: 1 }
+    }
+
+    /// Threads that take one row: the whole block where the row is split over a cluster or the
+    /// block is not a power of two; else the fewest (a power of two, at most `block`) that
+    /// leave each at most [`ROW_VECTORS`] of the row's `ceil(cols / 4)` vectors. Rows of 4096
+    /// floats take all 256 threads of a block; rows of 512, 32 threads (8 rows a block).
+    pub fn row_threads(&self, cols: u32) -> u32 {
+        let block = self.block;
+        if self.cluster > 1 || !block.is_power_of_two() {
+            return block.max(1);
+        }
+        let want = cols.div_ceil(4).div_ceil(ROW_VECTORS).max(1);
+        want.checked_next_power_of_two().unwrap_or(block).min(block)
+    }
+
+    /// Rows a block holds at once: `block / row_threads`.
+    pub fn rows_per_block(&self, cols: u32) -> u32 {
+        (self.block / self.row_threads(cols)).max(1)
     }
 
     /// Slots of a row each block holds: the `cols + 3` slots a row may take, split over the
@@ -106,7 +136,7 @@ impl RowConfig {
         let mut carve = Carve::new();
         // Past u32 the carve reports the overflow.
         let clamp = |n: u64| n.min(u32::MAX as u64) as u32;
-        let part = carve.array_aligned::<f32>(clamp(self.part(cols)), 16)?;
+        let part = carve.array_aligned::<f32>(clamp(self.part(cols) * self.rows_per_block(cols) as u64), 16)?;
         let held = carve.array_aligned::<f32>(if held { clamp(self.held(cols)) } else { 0 }, 16)?;
         // `scratch_pitch` checked: a block near u32::MAX has no whole-vector pitch.
         let lanes = self
@@ -115,7 +145,7 @@ impl RowConfig {
             .and_then(|p| p.checked_mul(FOLD_LANES))
             .ok_or(LayoutError::Overflow { offset: 0, len: self.block, elem_bytes: 4 * FOLD_LANES })?;
         let scratch = carve.array_aligned::<f32>(lanes, 16)?;
-        let partials = carve.array::<f32>(2 * FOLD_LANES)?;
+        let partials = carve.array::<f32>(FOLD_LANES)?;
         Ok(RowLayout { part, held, scratch, partials, bytes: carve.bytes() })
     }
 
@@ -123,19 +153,35 @@ impl RowConfig {
         Ok(self.layout(cols, held)?.bytes)
     }
 
-    /// Blocks of the launch: a cluster per row, at most [`MAX_GRID`] blocks.
-    pub fn grid(&self, rows: u32) -> u32 {
+    /// Blocks of the launch: a cluster per [`RowConfig::rows_per_block`] rows, at most
+    /// [`MAX_GRID`] blocks.
+    pub fn grid(&self, rows: u32, cols: u32) -> u32 {
         let size = self.cluster.max(1);
-        rows.clamp(1, (MAX_GRID / size).max(1)) * size
+        rows.div_ceil(self.rows_per_block(cols)).clamp(1, (MAX_GRID / size).max(1)) * size
+    }
+
+    /// Rows one step of the launch takes (its clusters times the rows each holds): the row
+    /// counter of [`Row::each_row`] passes the last row by less than this.
+    pub fn step(&self, rows: u32, cols: u32) -> u64 {
+        (self.grid(rows, cols) / self.cluster.max(1)) as u64 * self.rows_per_block(cols) as u64
     }
 }
 
 /// One block's view of its launch-sized part of the row (see the module documentation).
 pub struct Row {
+    /// This thread's index in its row group.
     pub tid: u32,
+    /// Threads of the row group ([`RowConfig::row_threads`]).
     pub block: u32,
     pub cols: u32,
     size: u32,
+    /// This thread's row group, and the groups of its block.
+    group: u32,
+    groups: u32,
+    /// Whether the group's row of this step is a row of the matrix (set by [`Row::each_row`]).
+    live: core::cell::Cell<bool>,
+    /// Slot of the scratch lanes where the group's slots start.
+    slot0: u32,
     /// Slots of the row held by the blocks of lower rank.
     base: u32,
     part: SharedArray<f32>,
@@ -148,7 +194,7 @@ pub struct Row {
     /// Floats of one lane of the scratch.
     pitch: u32,
     partials: SharedArray<f32>,
-    /// Folds so far: picks the partials slot of the next one.
+    /// Folds so far: picks the scratch lane and partials slot of the next one.
     folds: core::cell::Cell<u32>,
 }
 
@@ -177,21 +223,27 @@ impl Row {
     #[inline(always)]
     pub unsafe fn new(cols: u32, can: bool) -> Row {
         let tid = gpu::thread_idx_x();
-        let block = gpu::block_dim_x();
         let size = micro::cluster_size();
-        let config = RowConfig { block, cluster: size };
+        let config = RowConfig { block: gpu::block_dim_x(), cluster: size };
         let holding = config.holds(can);
         let Ok(l) = config.layout(cols, holding) else { gpu::trap() };
+        let (threads, groups) = (config.row_threads(cols), config.rows_per_block(cols));
+        let group = tid / threads;
         let region = gpu::launch_region(l.bytes);
-        let part = region.array(l.part);
+        let len = l.part.len() / groups;
+        let part = region.array(l.part).window(group * len, len);
         let held = region.array(l.held);
         let rank = micro::cluster_rank();
         Row {
-            tid,
-            block,
+            tid: tid - group * threads,
+            block: threads,
             cols,
             size,
-            base: rank * l.part.len(),
+            group,
+            groups,
+            live: core::cell::Cell::new(true),
+            slot0: group * threads,
+            base: rank * len,
             part,
             part4: unsafe { part.cast() },
             holding,
@@ -260,27 +312,33 @@ impl Row {
         }
     }
 
-    /// Runs `f(r)` for each row `r < rows` of this block's cluster; at the end, waits until
-    /// the cluster's blocks are done reading each other's partials. No barrier between rows:
-    /// a thread's vectors are the same in every row.
+    /// Runs `f(r)` for this row group's row of each step of this block's cluster (see the
+    /// module documentation); at the end, waits until the cluster's blocks are done reading
+    /// each other's partials. Every group of a block takes every step, for the folds'
+    /// barriers: a group whose row is past the last gets `rows - 1`, and an empty
+    /// [`Row::span`], so it reads and writes nothing. No barrier between rows: a thread's
+    /// vectors are the same in every row.
     #[inline(always)]
     pub fn each_row(&self, rows: u32, mut f: impl FnMut(u32)) {
-        let clusters = gpu::grid_dim_x() / self.size;
-        let mut r = gpu::block_idx_x() / self.size;
-        while r < rows {
-            f(r);
-            r += clusters;
+        let step = gpu::grid_dim_x() / self.size * self.groups;
+        let mut first = gpu::block_idx_x() / self.size * self.groups;
+        while first < rows {
+            let r = first + self.group;
+            self.live.set(r < rows);
+            f(r.min(rows - 1));
+            first += step;
         }
         if self.size > 1 {
             micro::cluster_barrier();
         }
     }
 
-    /// The slots this block holds of the row starting at `start`.
+    /// The slots this block holds of the row starting at `start`: none where this step
+    /// gives the group no row ([`Row::each_row`]).
     #[inline(always)]
     pub fn span(&self, start: *const f32) -> Span {
         let shift = ((start as usize / 4) % 4) as u32;
-        let len = self.part.len();
+        let len = if self.live.get() { self.part.len() } else { 0 };
         let clamp = |slot: u32| slot.saturating_sub(self.base).min(len);
         Span { lo: clamp(shift), hi: clamp(shift + self.cols), shift }
     }
@@ -471,85 +529,77 @@ impl Row {
         edge(last);
     }
 
-    /// Folds every thread's `value` of the whole cluster with `op`; every thread gets the
-    /// result ([`Row::fold_n`] of one value).
+    /// Folds every thread's `value` of the row group (of the whole cluster where a row is
+    /// split over one) with `op`; every thread of the group gets the result. All groups of
+    /// a block fold at once (the barriers are the block's).
+    ///
+    /// Within the group, in the scratch lane of this fold (see [`FOLD_LANES`]): each thread
+    /// writes its value to its slot; where the group is wider than 32, thread `t < 32` folds
+    /// its slots `t, t + 32, ...` into slot `t` (a warp's loads hit 32 banks); then every
+    /// thread folds the first `min(32, group)` slots (16-byte reads where 32). One barrier
+    /// after the writes, one more where the group is wider than 32. Across the cluster:
+    /// each block publishes its result in a partials slot (the two alternate, so a slot is
+    /// rewritten only after a cluster barrier that every reader of it has passed) and folds
+    /// all of them in rank order, so every block gets the same value. Blocks are at most
+    /// 1024 threads: 32 values per slot.
     #[inline(always)]
     pub fn fold(&self, value: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
-        self.fold_n([value], |a, b| [op(a[0], b[0])])[0]
-    }
-
-    /// Folds every thread's `N` values (`N` at most [`FOLD_LANES`], lane `k` of the scratch
-    /// holding value `k`) of the whole cluster with `op`; every thread gets the result.
-    /// Within the block: thread `t < 32` folds the scratch's values `t, t + 32, ...` into
-    /// slot `t` (a warp's loads hit 32 banks), then every thread folds slots `0..32` (two
-    /// barriers; loads of a step are independent, so several are in flight). Across the
-    /// cluster: each block publishes its result in a partials slot (the two alternate, so a
-    /// slot is rewritten only after a cluster barrier that every reader of it has passed)
-    /// and folds all of them in rank order, so every block gets the same value. Blocks are
-    /// at most 1024 threads: 32 values per slot.
-    #[inline(always)]
-    pub fn fold_n<const N: usize>(&self, value: [f32; N], op: impl Fn([f32; N], [f32; N]) -> [f32; N]) -> [f32; N] {
-        const { assert!(N >= 1 && N <= FOLD_LANES as usize) };
-        let (tid, scratch, block, pitch) = (self.tid, self.scratch, self.block, self.pitch);
-        let read = |j: u32| -> [f32; N] { core::array::from_fn(|k| unsafe { scratch.read(k as u32 * pitch + j) }) };
-        let write = |j: u32, x: [f32; N]| (0..N).for_each(|k| unsafe { scratch.write(k as u32 * pitch + j, x[k]) });
-        write(tid, value);
+        let (tid, threads, scratch) = (self.tid, self.block, self.scratch);
+        let lane = self.folds.get() % FOLD_LANES;
+        self.folds.set(self.folds.get() + 1);
+        // The group's slot 0 in this fold's lane.
+        let slots = lane * self.pitch + self.slot0;
+        let read = |j: u32| unsafe { scratch.read(slots + j) };
+        unsafe { scratch.write(slots + tid, value) };
         gpu::barrier();
-        if tid < 32 {
-            // Four reads in flight per step. A loop of constant trip count here would have
-            // its 31 addresses hoisted out of the row loop, live in registers throughout.
-            let mut a = read(tid);
-            let mut j = tid + 32;
-            while j + 96 < block {
-                let x = [read(j), read(j + 32), read(j + 64), read(j + 96)];
-                a = op(a, op(op(x[0], x[1]), op(x[2], x[3])));
-                j += 128;
+        if threads > 32 {
+            if tid < 32 {
+                // Four reads in flight per step. A loop of constant trip count here would have
+                // its 31 addresses hoisted out of the row loop, live in registers throughout.
+                let mut a = read(tid);
+                let mut j = tid + 32;
+                while j + 96 < threads {
+                    let x = [read(j), read(j + 32), read(j + 64), read(j + 96)];
+                    a = op(a, op(op(x[0], x[1]), op(x[2], x[3])));
+                    j += 128;
+                }
+                while j < threads {
+                    a = op(a, read(j));
+                    j += 32;
+                }
+                unsafe { scratch.write(slots + tid, a) };
             }
-            while j < block {
-                a = op(a, read(j));
-                j += 32;
-            }
-            write(tid, a);
+            gpu::barrier();
         }
-        gpu::barrier();
-        let mut result = read(0);
-        if block >= 32 {
-            // Slots 0..32 of each lane as eight 16-byte reads: `quad(i)` is slots 4i..4i + 4,
-            // each as its N values. Only the shared address depends on `i`: the registers are
-            // indexed by constants (an array indexed by the loop's counter would be local
-            // memory).
-            let slots: SharedArray<Vec4<f32>> = unsafe { scratch.cast() };
-            let quad = |i: u32| -> [[f32; N]; 4] {
-                let q: [[f32; 4]; N] = core::array::from_fn(|k| unsafe { slots.read(k as u32 * pitch / 4 + i) }.0);
-                core::array::from_fn(|l| core::array::from_fn(|k| q[k][l]))
-            };
+        let result = if threads >= 32 {
+            // Slots 0..32 as eight 16-byte reads (`slots` is a multiple of 4: the lanes' pitch
+            // and a group of 32 or more threads are); the registers are indexed by constants
+            // (an array indexed by the loop's counter would be local memory).
+            let quads: SharedArray<Vec4<f32>> = unsafe { scratch.cast() };
+            let quad = |i: u32| unsafe { quads.read(slots / 4 + i) }.0;
             let q = quad(0);
-            result = op(op(result, q[1]), op(q[2], q[3]));
+            let mut result = op(op(q[0], q[1]), op(q[2], q[3]));
             for i in 1..8 {
                 let q = quad(i);
                 result = op(result, op(op(q[0], q[1]), op(q[2], q[3])));
             }
+            result
         } else {
-            for t in 1..block {
+            let mut result = read(0);
+            for t in 1..threads {
                 result = op(result, read(t));
             }
-        }
+            result
+        };
         if self.size == 1 {
-            // The scratch is written by the next fold.
-            gpu::barrier();
             return result;
         }
-        let slot = self.folds.get() % 2;
-        self.folds.set(self.folds.get() + 1);
         if tid == 0 {
-            (0..N).for_each(|k| unsafe { self.partials.write(slot * FOLD_LANES + k as u32, result[k]) });
+            unsafe { self.partials.write(lane, result) };
         }
         micro::cluster_barrier();
-        let mine = unsafe { self.partials.range_ptr(slot * FOLD_LANES, N as u32) } as *const u32;
-        let remote = |rank: u32| -> [f32; N] {
-            let p = micro::cluster_map(mine, rank);
-            core::array::from_fn(|k| f32::from_bits(unsafe { micro::cluster_load(p.offset(k as u32)) }))
-        };
+        let mine = unsafe { self.partials.range_ptr(lane, 1) } as *const u32;
+        let remote = |rank: u32| f32::from_bits(unsafe { micro::cluster_load(micro::cluster_map(mine, rank)) });
         let mut all = remote(0);
         for rank in 1..self.size {
             all = op(all, remote(rank));

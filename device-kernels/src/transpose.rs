@@ -20,12 +20,17 @@
 //! `short` runs of `width` floats; the long-side-major form (`l * short + s`) is one run of
 //! `short * width` floats. Threads copy both as consecutive elements, four loads in flight
 //! each, so every global access is coalesced; the slab is `short` rows of `width` floats.
+//! The slabs are an entry of their own, `transpose_thin_f32` (the host picks it where
+//! [`TransposeConfig::slab`] cuts the matrix): in one entry with the tiles, the slab's
+//! index arithmetic set the registers of both (64 against 40), and the tiles lost a third of
+//! their resident blocks.
 //!
 //! # Launch-sized memory ([`TransposeConfig::layout`]): `tile * (tile + pad)` f32.
 //!
 //! # Entry point
-//! `transpose_f32(input, output, rows: u32, cols: u32, tile: u32, pad: u32)`; requires
-//! `block % tile == 0` and `block >= tile`.
+//! `transpose_f32(input, output, rows: u32, cols: u32, tile: u32, pad: u32)` (tiles) and
+//! `transpose_thin_f32` (slabs, same arguments); both require `block % tile == 0` and
+//! `block >= tile`.
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
@@ -145,15 +150,11 @@ unsafe fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, t
     }
     let Ok(slice) = cfg.layout() else { gpu::trap() };
     let shared: SharedArray<f32> = gpu::launch_region(slice.bytes()).array(slice);
-    if let Some(slab) = cfg.slab(rows, cols) {
-        unsafe { transpose_slab(input, output, slab, shared) };
-        return;
-    }
     let (tx, ty, step) = (tid % tile, tid / tile, block / tile);
     let stride = tile + pad;
     // At least 1, so the division below needs no zero check (an empty matrix has no tiles).
     let tiles_x = cols.div_ceil(tile).max(1) as u64;
-    let tiles = cfg.tiles(rows, cols);
+    let tiles = cfg.square_tiles(rows, cols);
 
     let mut t = gpu::block_idx_x() as u64;
     while t < tiles {
@@ -222,15 +223,19 @@ impl FastDiv {
     }
 }
 
-/// The slab path of [`transpose`] (see the module documentation): slab `t` holds long-side
-/// positions `t * width ..`, line `s` of it at `s * width` of `shared`.
+/// The thin-matrix form (see the module documentation): slab `t` holds long-side positions
+/// `t * width ..`, line `s` of it at `s * width` of the launch-sized memory. Traps where the
+/// config does not cut the matrix in slabs ([`TransposeConfig::slab`]).
 ///
 /// # Safety
-/// As [`transpose`]; `shared` holds `short * width` floats.
+/// As [`transpose`].
 #[inline(always)]
-unsafe fn transpose_slab(input: *const f32, output: *mut f32, slab: Slab, shared: SharedArray<f32>) {
-    let Slab { short, long, width, wide } = slab;
+unsafe fn transpose_thin(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
     let (tid, block) = (gpu::thread_idx_x(), gpu::block_dim_x());
+    let cfg = TransposeConfig { block, tile, pad };
+    let (Ok(slice), Some(slab)) = (cfg.layout(), cfg.slab(rows, cols)) else { gpu::trap() };
+    let shared: SharedArray<f32> = gpu::launch_region(slice.bytes()).array(slice);
+    let Slab { short, long, width, wide } = slab;
     let by_short = FastDiv::new(short);
     let mut t = gpu::block_idx_x();
     let slabs = long.div_ceil(width);
@@ -289,8 +294,15 @@ unsafe fn transpose_slab(input: *const f32, output: *mut f32, slab: Slab, shared
 }
 
 crate::kernels! { KERNELS;
-    /// `output = input^T`; see the module documentation.
-    pub fn transpose_f32(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
+    /// `output = input^T` by square tiles (any shape); see the module documentation. 32
+    /// registers (no spill): eight blocks of 256 threads a multiprocessor, as the CUDA C
+    /// twin; the tiles' loads need threads in flight, not registers.
+    pub fn transpose_f32(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) [max_registers = 32] {
         unsafe { transpose(input, output, rows, cols, tile, pad) }
+    }
+    /// `output = input^T` by slabs, for the matrices [`TransposeConfig::slab`] cuts so (an
+    /// entry of its own: the slab's index arithmetic would raise the tiles' registers).
+    pub fn transpose_thin_f32(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
+        unsafe { transpose_thin(input, output, rows, cols, tile, pad) }
     }
 }

@@ -53,9 +53,37 @@ pub fn copy_anchor<B: Backend>(backend: &B, bytes: u64, timing: TimingOptions, p
     rec
 }
 
+/// The timing of one measurement within `budget_ms` of device time (`None`: `timing` as
+/// given), from the wall time of one run (`run_ms`, the verifying run): where `timing`'s
+/// warm-up and timed runs would take longer, no warm-up (the verifying run has just woken the
+/// device, and a run of `warmup_ms` or more needs no other), as many timed runs as fit, at
+/// least [`MIN_BUDGET_REPEATS`], and no energy window. The median of fewer runs of a long
+/// kernel is as tight as that of 20 short ones: its runs average over more time each.
+pub fn within_budget(timing: TimingOptions, budget_ms: Option<f64>, run_ms: f64) -> TimingOptions {
+    let Some(budget) = budget_ms else { return timing };
+    let runs = (timing.warmup + timing.repeats) as f64;
+    let warm_up_ms = (timing.warmup as f64 * run_ms).max(timing.warmup_ms);
+    if runs * run_ms + warm_up_ms + timing.energy_ms <= budget {
+        return timing;
+    }
+    let repeats = ((budget / run_ms.max(1e-9)).floor() as u32).clamp(MIN_BUDGET_REPEATS.min(timing.repeats), timing.repeats);
+    let warm = run_ms < timing.warmup_ms;
+    TimingOptions {
+        warmup: if warm { timing.warmup } else { 0 },
+        warmup_ms: if warm { timing.warmup_ms } else { 0.0 },
+        repeats,
+        energy_ms: 0.0,
+        ..timing
+    }
+}
+
+/// Fewest timed runs a budget leaves a measurement ([`within_budget`]).
+pub const MIN_BUDGET_REPEATS: u32 = 5;
+
 /// One prepared config of any family (see [`Workload`]): checked against its CPU
-/// reference, then timed. The figure is GB/s of the bytes the algorithm must move (ratio
-/// to a bandwidth anchor), and TFLOP/s where it counts floating-point work.
+/// reference, then timed (within `budget_ms` of device time where given: [`within_budget`]).
+/// The figure is GB/s of the bytes the algorithm must move (ratio to a bandwidth anchor),
+/// and TFLOP/s where it counts floating-point work.
 #[allow(clippy::too_many_arguments)]
 pub fn workload<B: Backend, W: Workload>(
     backend: &B,
@@ -64,7 +92,7 @@ pub fn workload<B: Backend, W: Workload>(
     problem: serde_json::Value,
     config: serde_json::Value,
     prepared: Result<W>,
-    timing: TimingOptions,
+    (timing, budget_ms): (TimingOptions, Option<f64>),
     prov: &Provenance,
     anchor: Option<&Record>,
 ) -> Record {
@@ -77,9 +105,12 @@ pub fn workload<B: Backend, W: Workload>(
         rec.kernel = k.name;
         rec.shared_bytes = k.shared_bytes;
         rec.static_shared_bytes = k.static_shared_bytes;
+        let started = std::time::Instant::now();
         w.run()?;
+        backend.synchronize()?;
+        let run_ms = started.elapsed().as_secs_f64() * 1e3;
         w.check()?;
-        let (t, warmups) = crate::backend::time(backend, timing, &mut || w.run())?;
+        let (t, warmups) = crate::backend::time(backend, within_budget(timing, budget_ms, run_ms), &mut || w.run())?;
         Ok((t, warmups, w.bytes(), w.flops()))
     });
     match result {
@@ -105,7 +136,7 @@ pub fn family<'b, B: FamilyBackend>(
     case: &Resolved,
     variant: Variant,
     prepared: Result<Box<dyn Workload + 'b>>,
-    timing: TimingOptions,
+    (timing, budget_ms): (TimingOptions, Option<f64>),
     prov: &Provenance,
     seed: u64,
     copy: Option<&Record>,
@@ -138,12 +169,42 @@ pub fn family<'b, B: FamilyBackend>(
         (None, Ok(Some(_))) => copy,
         _ => earlier,
     };
-    let mut rec =
-        workload(backend, name, variant, case.problem.clone(), case.config.clone(), prepared, timing, prov, anchor);
+    let mut rec = workload(
+        backend,
+        name,
+        variant,
+        case.problem.clone(),
+        case.config.clone(),
+        prepared,
+        (timing, budget_ms),
+        prov,
+        anchor,
+    );
     if let Some(p) = paired.flatten() {
         rec.set_paired(&p);
     }
     rec.note = case.note.clone();
     rec.config_origin = Some(case.origin.clone());
     (rec, own)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A short run keeps the options as given; a run past the budget gets no warm-up, as many
+    /// timed runs as fit (at least five) and no energy window.
+    #[test]
+    fn a_long_run_is_timed_fewer_times() {
+        let t = TimingOptions { warmup: 3, warmup_ms: 200.0, repeats: 20, energy_ms: 250.0, back_to_back: true };
+        assert_eq!(within_budget(t, None, 5000.0), t);
+        assert_eq!(within_budget(t, Some(2000.0), 0.5), t, "0.5 ms runs fit");
+        let long = within_budget(t, Some(2000.0), 250.0);
+        assert_eq!((long.warmup, long.warmup_ms, long.repeats, long.energy_ms), (0, 0.0, 8, 0.0));
+        let longer = within_budget(t, Some(2000.0), 3000.0);
+        assert_eq!(longer.repeats, MIN_BUDGET_REPEATS);
+        let mid = within_budget(t, Some(2000.0), 80.0);
+        assert_eq!((mid.warmup, mid.warmup_ms, mid.repeats), (3, 200.0, 20), "shorter than the warm-up time: warmed");
+        assert_eq!(mid.energy_ms, 0.0);
+    }
 }

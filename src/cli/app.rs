@@ -34,9 +34,23 @@ pub(super) fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Parsed::Fixed(Command::Bench { json, markdown, wide, plots, n, quick, timing, db }) => {
+        Parsed::Fixed(Command::Bench {
+            json,
+            markdown,
+            wide,
+            plots,
+            n,
+            quick,
+            families,
+            against,
+            tolerance,
+            budget_ms,
+            timing,
+            db,
+        }) => {
             let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
-            run_bench(json, style, wide, plots, n, quick, timing, &db)
+            let gate = against.map(|f| (f, tolerance));
+            run_bench(json, style, wide, plots, n, quick, (families, gate), budget_ms, timing, &db)
         }
         Parsed::Fixed(Command::ReplayKt { file, objective, strategy, budget_evals, seed, repeats }) => {
             let budget = crate::host::tune::Budget { evaluations: budget_evals, seconds: None };
@@ -49,7 +63,10 @@ pub(super) fn main() -> anyhow::Result<()> {
             kt_cmd::db_list(&files, family.as_deref())
         }
         Parsed::Fixed(Command::Plot { records, out }) => plot(&records, &out),
-        Parsed::Fixed(Command::Compare { records, markdown, plots }) => {
+        Parsed::Fixed(Command::Compare { records, baseline: Some(baseline), tolerance, all, .. }) => {
+            compare_gate(&records, &baseline, tolerance, all)
+        }
+        Parsed::Fixed(Command::Compare { records, markdown, plots, baseline: None, .. }) => {
             compare(&records, if markdown { TableStyle::Markdown } else { TableStyle::Text }, plots.as_deref())
         }
         Parsed::Fixed(Command::Shapes {
@@ -273,7 +290,8 @@ fn run_on<B: FamilyBackend>(
     }
     let w = family.prepare(backend.erase(), &case.problem, &case.config, variant, seed).with_context(refused)?;
     let copy = family.anchor_bytes(&case.problem)?.map(|bytes| bench::copy_anchor(backend, bytes, timing, &prov));
-    let (rec, own) = bench::family(backend, family, &case, variant, Ok(w), timing, &prov, seed, copy.as_ref(), &[]);
+    let (rec, own) =
+        bench::family(backend, family, &case, variant, Ok(w), (timing, None), &prov, seed, copy.as_ref(), &[]);
     let anchor = own.or(copy);
     finish(&rec, anchor.as_ref(), out)?;
     Ok(rec.kernel)
@@ -412,6 +430,7 @@ fn print_record(rec: &Record, anchor: Option<&Record>) -> anyhow::Result<()> {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)]
 fn run_bench(
     json: Option<PathBuf>,
     style: TableStyle,
@@ -419,9 +438,21 @@ fn run_bench(
     plots: Option<PathBuf>,
     n: Option<u64>,
     quick: bool,
+    (families, gate): (Vec<String>, Option<(PathBuf, f64)>),
+    budget_ms: f64,
     timing: TimingArgs,
     db: &DbArgs,
 ) -> anyhow::Result<()> {
+    let against = match gate {
+        Some((path, tolerance)) => {
+            check_tolerance(tolerance)?;
+            Some((read_records(&path)?, tolerance))
+        }
+        None => None,
+    };
+    if !(budget_ms.is_finite() && budget_ms >= 0.0) {
+        bail!("--budget-ms {budget_ms}: a number of milliseconds, 0 or more");
+    }
     let opts = suite::BenchOptions {
         timing: timing_options(&timing)?,
         n,
@@ -430,7 +461,16 @@ fn run_bench(
         command: command_line(),
         db: tuning_db(db, true)?,
         lock_clocks: timing.lock_clocks,
+        budget_ms: (budget_ms > 0.0).then_some(budget_ms),
+        against,
+        families,
     };
+    for f in &opts.families {
+        if crate::host::family::find(crate::families(), f).is_none() {
+            let names: Vec<&str> = crate::families().iter().map(|f| f.name()).collect();
+            bail!("--family {f}: no such family (one of {})", names.join(", "));
+        }
+    }
     if let Some(n) = n {
         suite::check_n(n).context("bench: refused, nothing launched")?;
     }
@@ -442,10 +482,17 @@ fn run_bench(
     // write error stops further writes and fails the command at the end.
     let mut write_error: Option<anyhow::Error> = None;
     let mut written = 0usize;
-    let report = suite::bench(&opts, &mut |line| eprintln!("... {line}"), &mut |record| {
+    let heartbeat = Heartbeat::start();
+    let report = suite::bench(&opts, &mut |line| heartbeat.say(line), &mut |record| {
         if let (Some(w), None) = (out.as_mut(), &write_error) {
             match w.write(record) {
-                Ok(()) => written += 1,
+                if let (Some(rows), Some((_, tolerance))) = (&report.gate, &opts.against) {
+        say!("\n{}", crate::host::report::gate::render(rows, *tolerance, false).trim_end());
+        if crate::host::report::gate::fails(rows) {
+            bail!("the regression gate failed: rows slower than the baseline, or missing (above)");
+        }
+    }
+    Ok(()) => written += 1,
                 Err(e) => write_error = Some(e.into()),
             }
         }
@@ -466,6 +513,7 @@ fn run_bench(
     if let Some(path) = &json {
         say!("\n{written} records appended to {}", path.display());
     }
+    drop(heartbeat);
     if report.records.is_empty() {
         bail!("no backend available: nothing was measured");
     }
@@ -532,6 +580,7 @@ fn run_shapes(
     if let Some(e) = write_error {
         return Err(e.context("appending the records"));
     }
+    drop(heartbeat);
     if report.records.is_empty() {
         bail!("no backend available: nothing was measured");
     }
@@ -595,4 +644,106 @@ fn compare(records: &std::path::Path, style: TableStyle, plots: Option<&std::pat
         }
     }
     Ok(())
+}
+
+/// Records of a JSON-lines file, its torn lines reported; none is an error.
+fn read_records(path: &std::path::Path) -> anyhow::Result<Vec<crate::host::report::Record>> {
+    let contents = crate::host::report::read_jsonl(path).with_context(|| format!("{}", path.display()))?;
+    if !contents.torn.is_empty() {
+        eprintln!("{}: {} torn line(s) skipped", path.display(), contents.torn.len());
+    }
+    if contents.records.is_empty() {
+        bail!("{}: no records", path.display());
+    }
+    Ok(contents.records)
+}
+
+fn check_tolerance(tolerance: f64) -> anyhow::Result<()> {
+    if !(0.0..1.0).contains(&tolerance) {
+        bail!("--tolerance {tolerance}: a fraction from 0 (no slowdown) to under 1");
+    }
+    Ok(())
+}
+
+/// `compare --baseline`: the regression gate on two record files, without re-measuring.
+fn compare_gate(
+    records: &std::path::Path,
+    baseline: &std::path::Path,
+    tolerance: f64,
+    all: bool,
+) -> anyhow::Result<()> {
+    use crate::host::report::gate;
+    check_tolerance(tolerance)?;
+    let (now, base) = (read_records(records)?, read_records(baseline)?);
+    let rows = gate::gate(&now, &base, tolerance);
+    say!("{}", gate::render(&rows, tolerance, all).trim_end());
+    if gate::fails(&rows) {
+        bail!("the regression gate failed: rows slower than {}, or missing (above)", baseline.display());
+    }
+    Ok(())
+}
+
+/// The bench's progress lines on stderr, and a line of its own wherever it would otherwise
+/// be silent for [`Heartbeat::EVERY`]: which step is still running, and for how long (a long
+/// kernel's timing, a family's tuning on first use, a large reference).
+struct Heartbeat {
+    state: std::sync::Arc<(std::sync::Mutex<Beat>, std::sync::Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What the heartbeat knows: the last step's line and when it started, when anything was
+/// last printed, and whether the run is over.
+struct Beat {
+    step: String,
+    step_started: std::time::Instant,
+    printed: std::time::Instant,
+    done: bool,
+}
+
+impl Heartbeat {
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+    fn start() -> Heartbeat {
+        let now = std::time::Instant::now();
+        let beat = Beat { step: String::new(), step_started: now, printed: now, done: false };
+        let state = std::sync::Arc::new((std::sync::Mutex::new(beat), std::sync::Condvar::new()));
+        let shared = state.clone();
+        let thread = std::thread::spawn(move || {
+            let (lock, wake) = &*shared;
+            let mut b = lock.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                let wait = Self::EVERY.saturating_sub(b.printed.elapsed()).max(std::time::Duration::from_millis(100));
+                b = wake.wait_timeout(b, wait).unwrap_or_else(|e| e.into_inner()).0;
+                if b.done {
+                    return;
+                }
+                if b.printed.elapsed() >= Self::EVERY && !b.step.is_empty() {
+                    eprintln!("... still at: {} ({:.0} s)", b.step, b.step_started.elapsed().as_secs_f64());
+                    b.printed = std::time::Instant::now();
+                }
+            }
+        });
+        Heartbeat { state, thread: Some(thread) }
+    }
+
+    /// Prints a progress line; one that does not start with a space is a new step.
+    fn say(&self, line: &str) {
+        eprintln!("... {line}");
+        let mut b = self.state.0.lock().unwrap_or_else(|e| e.into_inner());
+        b.printed = std::time::Instant::now();
+        if !line.starts_with(' ') {
+            b.step = line.to_string();
+            b.step_started = b.printed;
+        }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.state.0.lock().unwrap_or_else(|e| e.into_inner()).done = true;
+        self.state.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }

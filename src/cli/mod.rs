@@ -99,6 +99,23 @@ pub enum Command {
         /// bandwidth figures (the data fits in cache).
         #[arg(long)]
         quick: bool,
+        /// Run only this family (repeatable; default: every one).
+        #[arg(long = "family", value_name = "FAMILY")]
+        families: Vec<String>,
+        /// The regression gate: hold every row to this baseline's (records of an earlier
+        /// bench, e.g. `results/baseline/h200.jsonl`) on the same device; a row found more than
+        /// `--tolerance` slower is measured again, interleaved with the baseline's config, and
+        /// the command exits nonzero if it still is (or if a baseline row is no longer made).
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
+        /// The slowdown the gate lets pass, as a fraction.
+        #[arg(long, default_value_t = dynsmem_host::report::gate::DEFAULT_TOLERANCE)]
+        tolerance: f64,
+        /// Device time one measurement may take, in milliseconds: a kernel whose runs would
+        /// take longer is timed fewer times (at least 5, no warm-up past the verifying run);
+        /// 0 times every one as `--repeats` and `--warmup` say.
+        #[arg(long, default_value_t = crate::suite::BUDGET_MS)]
+        budget_ms: f64,
         #[command(flatten)]
         timing: TimingArgs,
         #[command(flatten)]
@@ -195,6 +212,17 @@ pub enum Command {
         /// Print the table as Markdown.
         #[arg(long)]
         markdown: bool,
+        /// The regression gate instead of the table: hold every row to this baseline's on
+        /// the same device (see `bench --against`, which also re-measures a slower row);
+        /// exits nonzero where a row is more than `--tolerance` slower, or missing.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// The slowdown the gate lets pass, as a fraction.
+        #[arg(long, default_value_t = dynsmem_host::report::gate::DEFAULT_TOLERANCE)]
+        tolerance: f64,
+        /// With --baseline: every row, not only the failing ones.
+        #[arg(long)]
+        all: bool,
         /// Write `decomposition.svg` into this folder (created if missing): per problem,
         /// launch-sized over plain WGSL (literal, override) split into launch-sized over
         /// cuda-static (static sizing), cuda-static over the best WGSL (the WGSL toolchain)

@@ -1019,6 +1019,21 @@ impl<T: Copy> SharedArray<T> {
         }
         self.ptr.wrapping_add(start as usize)
     }
+    /// Elements `start .. start + len` as an array of their own (a block's share of a
+    /// carved array), checked as an access to its last element.
+    #[inline(always)]
+    #[cfg_attr(not(gpu), track_caller)]
+    pub fn window(self, start: u32, len: u32) -> SharedArray<T> {
+        if len > 0 {
+            self.check(start.saturating_add(len - 1));
+        }
+        SharedArray {
+            ptr: self.ptr.wrapping_add(start as usize),
+            len,
+            offset: self.offset.wrapping_add(start.wrapping_mul(size_of::<T>() as u32)),
+            region_bytes: self.region_bytes,
+        }
+    }
     /// The same memory seen as an array of `U` (e.g. 16-byte vectors for wide copies).
     ///
     /// # Safety

@@ -205,20 +205,29 @@ pub fn family(f: Family) {
         }
         Family::Softmax { block, cluster, rows, cols } => {
             // Softmax and RMSNorm share this layout: each block of a cluster holds its share
-            // of the `cols + 3` slots a row may take (whole vectors), RMSNorm's held weights
-            // where the row is split (its share and 8 floats of shift), then two lanes of a
-            // float per thread (rounded up to whole vectors) and two partials per lane.
+            // of the `cols + 3` slots a row may take (whole vectors) for each row it holds
+            // (several where rows are short: threads of a power-of-two block, at most four
+            // vectors each, a row), RMSNorm's held weights where the row is split (its share
+            // and 8 floats of shift), then two lanes of a float per thread (rounded up to
+            // whole vectors) and a partial per lane.
             let cfg = softmax::SoftmaxConfig { block, cluster };
             let size = cluster.max(1) as u64;
             let slots = (cols as u64 + 3).div_ceil(size).next_multiple_of(4);
             let lanes = dynsmem_kernels::rows::FOLD_LANES as u64;
+            let per_row = (cols as u64).div_ceil(16).max(1).next_power_of_two();
+            let rows_per_block = if cluster > 1 || !block.is_power_of_two() || per_row >= block as u64 {
+                1
+            } else {
+                block as u64 / per_row
+            };
+            assert_eq!(cfg.rows_per_block(cols) as u64, rows_per_block, "{cfg:?} cols {cols}");
             for can in [false, true] {
                 let held = if cfg.holds(can) { slots + 8 } else { 0 };
                 let parts = [
-                    part(slots, 4, 16),
+                    part(slots * rows_per_block, 4, 16),
                     part(held, 4, 16),
                     part((block as u64).next_multiple_of(4) * lanes, 4, 16),
-                    part(2 * lanes, 4, 4),
+                    part(lanes, 4, 4),
                 ];
                 let modelled = if (block as u64).next_multiple_of(4) > U32_MAX { None } else { model(&parts) };
                 match (cfg.layout(cols, cfg.holds(can)), modelled) {
@@ -233,8 +242,10 @@ pub fn family(f: Family) {
                     (got, want) => panic!("{cfg:?} cols {cols} can {can}: layout {got:?}, model {want:?}"),
                 }
             }
-            let grid = cfg.grid(rows);
+            let grid = cfg.grid(rows, cols);
             assert!((1..=softmax::MAX_GRID.max(size as u32)).contains(&grid), "{cfg:?} grid({rows}) = {grid}");
+            let blocks = (rows as u64).div_ceil(rows_per_block).clamp(1, (softmax::MAX_GRID as u64 / size).max(1));
+            assert_eq!(grid as u64, blocks * size, "{cfg:?} grid({rows}, {cols})");
             assert_eq!(grid as u64 % size, 0, "{cfg:?}: the grid is whole clusters");
         }
         Family::Nbody { block, tile, n } => {

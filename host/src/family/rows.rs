@@ -79,8 +79,14 @@ pub fn check(k: &RowKernel, (rows, cols): (u32, u32), config: &RowConfig, target
         return Err(invalid_problem(k.name, format!("rows of 0 elements have no {}", k.empty)));
     }
     check_cluster(config, target.variant, target.limits.max_cluster).map_err(|reason| invalid(k.name, reason))?;
-    let rows_plus_grid = rows as u64 + config.grid(rows) as u64;
-    check_index(k.name, "rows + grid", rows_plus_grid, u32::MAX as u64, "u32 (row counter)")?;
+    // The Rust kernel holds several short rows a block; the twins a row a workgroup.
+    let (grid, step) = if target.variant == Variant::LaunchSized {
+        (config.grid(rows, cols), config.step(rows, cols))
+    } else {
+        let grid = rows.clamp(1, dynsmem_kernels::rows::MAX_GRID);
+        (grid, grid as u64)
+    };
+    check_index(k.name, "rows + grid x rows per block", rows as u64 + step, u32::MAX as u64, "u32 (row counter)")?;
     if target.backend == BackendKind::Wgsl {
         check_index(k.name, "rows * cols", rows as u64 * cols as u64, u32::MAX as u64, "WGSL u32")?;
     }
@@ -92,7 +98,7 @@ pub fn check(k: &RowKernel, (rows, cols): (u32, u32), config: &RowConfig, target
         Variant::CudaStatic => static_bytes(cols, config),
         Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => wgsl_static_bytes(k, cols, config),
     };
-    Ok(Footprint { threads: config.block, grid: config.grid(rows), launch_bytes, static_bytes })
+    Ok(Footprint { threads: config.block, grid, launch_bytes, static_bytes })
 }
 
 /// The cluster sizes the search space offers (where the backend runs them; 16 is past the

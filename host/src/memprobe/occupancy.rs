@@ -94,7 +94,7 @@ fn measure_padded<B: Backend>(backend: &B, family: &str, work: &dyn Workload, op
         null.clone(),
         null,
         Ok(work),
-        opts.timing,
+        (opts.timing, None),
         prov,
         None,
     );

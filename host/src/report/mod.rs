@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod decompose_plot;
+pub mod gate;
 pub mod plot;
 pub mod ratio_plot;
 mod record;

@@ -21,6 +21,13 @@ pub use family::Transpose;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("transpose.wgsl");
 const KERNEL: &str = "transpose_f32";
+/// The thin-matrix entry (slabs), launched where [`TransposeConfig::slab`] cuts the matrix.
+const KERNEL_THIN: &str = "transpose_thin_f32";
+
+/// The entry `config` runs for a `rows x cols` matrix: slabs where the config cuts it so.
+pub fn entry(config: &TransposeConfig, rows: u32, cols: u32) -> &'static str {
+    if config.slab(rows, cols).is_some() { KERNEL_THIN } else { KERNEL }
+}
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
 pub const CUDA_SOURCE: &str = include_str!("transpose.cu");
 
@@ -140,7 +147,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     let wgsl = |v: Variant| wgsl_spec(&config, v);
     let cuda = || cuda_source(&config);
     let geometry = (Ok(footprint.launch_bytes), footprint.grid, footprint.threads);
-    let launch = Launch::prepare(backend, KERNEL, geometry, variant, &wgsl, &cuda)?;
+    let launch = Launch::prepare(backend, entry(&config, rows, cols), geometry, variant, &wgsl, &cuda)?;
     let mut rng = SplitMix64::new(seed);
     let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
     let expected: Vec<f64> = reference(&data, rows as usize, cols as usize).into_iter().map(f64::from).collect();
