@@ -53,6 +53,8 @@ pub struct BenchOptions {
     pub against: Option<(Vec<Record>, f64)>,
     /// The families to run (empty: every one).
     pub families: Vec<String>,
+    /// The backends to run (empty: every one present; the CPU backend only without a GPU).
+    pub backends: Vec<BackendKind>,
 }
 
 /// Device time a bench measurement takes at most by default: 2 s.
@@ -94,8 +96,8 @@ pub fn bench(opts: &BenchOptions, progress: &mut dyn FnMut(&str), each: &mut dyn
     // labelled as such).
     let mut rust_gpu = false;
     let mut gated: Option<Vec<GateRow>> = opts.against.as_ref().map(|_| Vec::new());
-    for (row, probe) in crate::backends(&[]) {
-        if row.kind == BackendKind::Cpu && !crate::runs_cpu(&[], rust_gpu) {
+    for (row, probe) in crate::backends(&opts.backends) {
+        if row.kind == BackendKind::Cpu && !crate::runs_cpu(&opts.backends, rust_gpu) {
             backends
                 .push("cpu: not run (a GPU backend is present; the CPU backend is for machines without one)".into());
             continue;

@@ -139,11 +139,11 @@ pub fn check_scalar<T: Element>(
 }
 
 /// Compares arrays element by element; `scale(i)` gives the error scale of element `i`.
-pub fn check_slice<T: Element>(
+pub fn check_slice<T: Element + Sync>(
     kernel: &str,
     expected: &[f64],
     actual: &[T],
-    scale: impl Fn(usize) -> f64,
+    scale: impl Fn(usize) -> f64 + Sync,
     tol: Tolerance,
 ) -> Result<(), Mismatch> {
     if expected.len() != actual.len() {
@@ -158,15 +158,25 @@ pub fn check_slice<T: Element>(
             against: None,
         });
     }
-    let mut first = None;
-    let mut count = 0;
-    for (i, (&e, &a)) in expected.iter().zip(actual).enumerate() {
-        let ok = if T::EPSILON == 0.0 { a.to_f64() == e } else { tol.allows(e, a.to_f64(), scale(i)) };
-        if !ok {
-            count += 1;
-            first.get_or_insert(i);
+    // In chunks on every core (a 2^28-element check is a large part of a bench case): each
+    // chunk's first mismatch and count, the first chunk's first that has one.
+    let ok = |i: usize| {
+        let (e, a) = (expected[i], actual[i].to_f64());
+        if T::EPSILON == 0.0 { a == e } else { tol.allows(e, a, scale(i)) }
+    };
+    let chunks = crate::par::chunks(expected.len(), |range| {
+        let mut first = None;
+        let mut count = 0usize;
+        for i in range {
+            if !ok(i) {
+                count += 1;
+                first.get_or_insert(i);
+            }
         }
-    }
+        (first, count)
+    });
+    let first = chunks.iter().find_map(|c| c.0);
+    let count: usize = chunks.iter().map(|c| c.1).sum();
     match first {
         None => Ok(()),
         Some(i) => Err(Mismatch {

@@ -42,6 +42,7 @@ pub(super) fn main() -> anyhow::Result<()> {
             n,
             quick,
             families,
+            backends,
             against,
             tolerance,
             budget_ms,
@@ -50,7 +51,7 @@ pub(super) fn main() -> anyhow::Result<()> {
         }) => {
             let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
             let gate = against.map(|f| (f, tolerance));
-            run_bench(json, style, wide, plots, n, quick, (families, gate), budget_ms, timing, &db)
+            run_bench(json, style, wide, plots, n, quick, (families, backends, gate), budget_ms, timing, &db)
         }
         Parsed::Fixed(Command::ReplayKt { file, objective, strategy, budget_evals, seed, repeats }) => {
             let budget = crate::host::tune::Budget { evaluations: budget_evals, seconds: None };
@@ -438,7 +439,7 @@ fn run_bench(
     plots: Option<PathBuf>,
     n: Option<u64>,
     quick: bool,
-    (families, gate): (Vec<String>, Option<(PathBuf, f64)>),
+    (families, backends, gate): (Vec<String>, Vec<BackendKind>, Option<(PathBuf, f64)>),
     budget_ms: f64,
     timing: TimingArgs,
     db: &DbArgs,
@@ -464,6 +465,7 @@ fn run_bench(
         budget_ms: (budget_ms > 0.0).then_some(budget_ms),
         against,
         families,
+        backends,
     };
     for f in &opts.families {
         if crate::host::family::find(crate::families(), f).is_none() {
@@ -486,13 +488,7 @@ fn run_bench(
     let report = suite::bench(&opts, &mut |line| heartbeat.say(line), &mut |record| {
         if let (Some(w), None) = (out.as_mut(), &write_error) {
             match w.write(record) {
-                if let (Some(rows), Some((_, tolerance))) = (&report.gate, &opts.against) {
-        say!("\n{}", crate::host::report::gate::render(rows, *tolerance, false).trim_end());
-        if crate::host::report::gate::fails(rows) {
-            bail!("the regression gate failed: rows slower than the baseline, or missing (above)");
-        }
-    }
-    Ok(()) => written += 1,
+                Ok(()) => written += 1,
                 Err(e) => write_error = Some(e.into()),
             }
         }
@@ -522,8 +518,15 @@ fn run_bench(
         let paths = write_plots(&report.records, dir).with_context(|| format!("--plots {}", dir.display()))?;
         say!("\n{} plots written to {}", paths.len(), dir.display());
     }
+    if let (Some(rows), Some((_, tolerance))) = (&report.gate, &opts.against) {
+        say!("\n{}", crate::host::report::gate::render(rows, *tolerance, false).trim_end());
+    }
     // Last, so the table, the records and the plots are all there to read the failure in.
-    fail_on_wrong(&report.records, |r| format!("{} {} {} ({})", r.family, r.variant, r.kernel, r.backend))
+    fail_on_wrong(&report.records, |r| format!("{} {} {} ({})", r.family, r.variant, r.kernel, r.backend))?;
+    if report.gate.as_deref().is_some_and(crate::host::report::gate::fails) {
+        bail!("the regression gate failed: rows slower than the baseline, or missing (above)");
+    }
+    Ok(())
 }
 
 /// An error naming every record (by `name`) whose kernel ran and was wrong, else `Ok`.
@@ -580,7 +583,6 @@ fn run_shapes(
     if let Some(e) = write_error {
         return Err(e.context("appending the records"));
     }
-    drop(heartbeat);
     if report.records.is_empty() {
         bail!("no backend available: nothing was measured");
     }

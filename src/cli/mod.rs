@@ -102,6 +102,10 @@ pub enum Command {
         /// Run only this family (repeatable; default: every one).
         #[arg(long = "family", value_name = "FAMILY")]
         families: Vec<String>,
+        /// Run only this backend (repeatable; default: every one present, the CPU backend
+        /// only without a GPU).
+        #[arg(long = "backend", value_enum)]
+        backends: Vec<BackendKind>,
         /// The regression gate: hold every row to this baseline's (records of an earlier
         /// bench, e.g. `results/baseline/h200.jsonl`) on the same device; a row found more than
         /// `--tolerance` slower is measured again, interleaved with the baseline's config, and
