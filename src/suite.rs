@@ -1,11 +1,11 @@
 //! The benchmark suite `dynsmem bench` runs: every family present, on every backend this
 //! machine has, at default sizes, each beside the anchor measured in the same run.
 
+use dynsmem_host::backend::Variant;
 use dynsmem_host::backend::{Backend, BackendKind, Probe};
 use dynsmem_host::bench;
 use dynsmem_host::contract::FamilyBackend;
 pub use dynsmem_host::family::Sizes;
-use dynsmem_host::backend::Variant;
 use dynsmem_host::family::{DynFamily, Resolved};
 use dynsmem_host::measure::TimingOptions;
 use dynsmem_host::report::Record;
@@ -187,7 +187,11 @@ fn families<B: FamilyBackend>(
     let total = cases.len();
     for (i, (family, variant, case)) in cases.into_iter().enumerate() {
         let elapsed = started.elapsed().as_secs_f64();
-        let left = if i == 0 { String::new() } else { format!(", about {:.0} s left", elapsed / i as f64 * (total - i) as f64) };
+        let left = if i == 0 {
+            String::new()
+        } else {
+            format!(", about {:.0} s left", elapsed / i as f64 * (total - i) as f64)
+        };
         progress(&format!(
             "{kind} [{}/{total}, {elapsed:.0} s{left}]: {} {} {variant} {} (config: {})",
             i + 1,
@@ -276,7 +280,13 @@ fn remeasure<B: FamilyBackend>(
     let rec = run
         .iter()
         .rev()
-        .find(|r| gate::is_row(r) && r.family == row.family && r.variant == row.variant && r.problem == row.problem && r.config == row.config)
+        .find(|r| {
+            gate::is_row(r)
+                && r.family == row.family
+                && r.variant == row.variant
+                && r.problem == row.problem
+                && r.config == row.config
+        })
         .ok_or_else(|| fail("the run's record is gone".into()))?;
     let (figure, median) = (gate::figure(rec).unwrap_or(0.0), rec.median_ms.unwrap_or(f64::NAN));
     let prepare = |config: &serde_json::Value| -> dynsmem_host::Result<_> {

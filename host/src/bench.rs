@@ -66,7 +66,8 @@ pub fn within_budget(timing: TimingOptions, budget_ms: Option<f64>, run_ms: f64)
     if runs * run_ms + warm_up_ms + timing.energy_ms <= budget {
         return timing;
     }
-    let repeats = ((budget / run_ms.max(1e-9)).floor() as u32).clamp(MIN_BUDGET_REPEATS.min(timing.repeats), timing.repeats);
+    let repeats =
+        ((budget / run_ms.max(1e-9)).floor() as u32).clamp(MIN_BUDGET_REPEATS.min(timing.repeats), timing.repeats);
     let warm = run_ms < timing.warmup_ms;
     TimingOptions {
         warmup: if warm { timing.warmup } else { 0 },
