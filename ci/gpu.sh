@@ -3,6 +3,8 @@
 # .device/ here: the steps named on the command line, outputs under $OUT.
 #   tests       every test executable (.device/run.sh), logs packed into test-logs.tgz
 #   devices     nvidia-smi + `dynsmem devices`
+#   gate        the regression gate (ci/gate.sh): the bench against results/baseline/<card>.jsonl,
+#               failing on a row over 3% slower after re-measuring it -> gate/bench.{md,err,jsonl}
 #   bench       `dynsmem bench --markdown --json --plots` -> bench.md (the comparison table; `dynsmem bench
 #               --wide` or bench.jsonl for every record), bench.jsonl, plots/*.svg (decomposition.svg too)
 #   rmsnorm     RMSNorm at 8192 x 8192 and rows past 48 KB (32768 and 50000 floats), every
@@ -165,6 +167,11 @@ print(" ".join(f"--{k} {v}" for k, v in sorted(c.items())))' "$d/wgsl-sweep.json
       ;;
     devices)
       { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv; $B devices; } 2>&1 | tee "$OUT/devices.txt"
+      ;;
+    gate)
+      # The regression gate (ci/gate.sh): the bench against results/baseline/<card>.jsonl.
+      OUT="$OUT/gate" DYNSMEM="$B" bash ci/gate.sh || status=1
+      tail -20 "$OUT/gate/bench.md"
       ;;
     bench)
       start=$(date +%s)

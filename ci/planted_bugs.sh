@@ -63,6 +63,12 @@ plants=(
 #     (the tensor-core GEMM's stream-K fix-up leaves out the first cluster's piece of a split tile)
 #   attention-forward-skips-the-rescale-of-o: tests/attention.rs cuda_every_entry_at_odd_sequences
 #     (the wgmma forward's pipeline issues `P V` without first rescaling `O` to the new row maxima)
+# The regression gate's plant (a slowdown, not a wrong result): build the bench with it applied
+# and run it against the card's baseline; the gate must fail (ci/gate.sh, docs/backends.md).
+#   rows-load-waits-for-the-first-vector: `dynsmem bench --family softmax --against
+#     results/baseline/h200.jsonl` (each thread of the row skeleton waits for its first vector's
+#     copy before starting the others: softmax 65536 x 4096 ran 0.925x the baseline, re-measured
+#     0.926x, on the H200; results/log/2026-11-28-h200-launch-vs-static/)
 
 if ! git diff --quiet -- device-kernels; then
   echo "device-kernels/ has uncommitted changes: commit or stash them first" >&2

@@ -227,7 +227,7 @@ const SOFTMAX_CPU: &[Case] = &[
     refused("run softmax --backend cpu --cluster 32", &["softmax_f32", "clusters of 32", "at most 16"]),
     refused(
         "run softmax --backend cpu --rows 4294967295 --cols 1",
-        &["softmax_f32", "rows + grid = 4295032830", "row counter"],
+        &["softmax_f32", "rows + grid x rows per block = 4296015855", "row counter"],
     ),
     // The config's own check (the row cannot be carved) comes before the machine's memory.
     refused("run softmax --backend cpu --cols 4294967295", &["softmax_f32", "4294967295 elements of 4 bytes"]),
