@@ -286,7 +286,9 @@ mod tests {
             command: String::new(),
             image: String::new(),
         };
-        let mut r = Record::new(family, variant, family, &crate::backend::cpu::CpuBackend::new().info().clone(), &prov);
+        use crate::backend::Backend;
+        let cpu = crate::backend::cpu::CpuBackend::new();
+        let mut r = Record::new(family, variant, family, cpu.info(), &prov);
         r.problem = serde_json::json!({ "n": 1 });
         r.config = serde_json::json!({ "block": config });
         r.gbps = gbps;
