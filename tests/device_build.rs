@@ -100,8 +100,8 @@ fn ptx_entry_directives_come_from_the_kernels_table() {
     }
     assert_eq!(
         (capped, clustered),
-        (42, 13),
-        "the GEMM entries' caps and RMSNorm's, the attention wgmma entries' caps, the hgemm _c2 clusters, the cluster probes"
+        (43, 13),
+        "the GEMM entries' caps, RMSNorm's and the transpose tiles', the attention wgmma entries' caps, the hgemm _c2 clusters, the cluster probes"
     );
 }
 
@@ -240,6 +240,7 @@ const AMD_SPILLS_EXPECTED: &[(&str, &str)] = &[
     ("stencil2d_f32_r2", "the 5x5 weights and the register tile, over 128 VGPRs"),
     ("stencil2d_f32", "SGPR spills into VGPR lanes (no scratch) on gfx90a: the any-radius entry's four loop copies"),
     ("histogram_u32", "SGPR spills (into VGPR lanes, no scratch) of its three counter widths' loops on gfx90a"),
+    ("rmsnorm_f32", "SGPR spills (into VGPR lanes, no scratch) on gfx90a: its two row loops, one per source of the weights"),
 ];
 
 #[test]
