@@ -431,7 +431,6 @@ fn print_record(rec: &Record, anchor: Option<&Record>) -> anyhow::Result<()> {
 }
 
 #[allow(clippy::too_many_arguments)]
-#[allow(clippy::too_many_arguments)]
 fn run_bench(
     json: Option<PathBuf>,
     style: TableStyle,
