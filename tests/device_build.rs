@@ -240,7 +240,10 @@ const AMD_SPILLS_EXPECTED: &[(&str, &str)] = &[
     ("stencil2d_f32_r2", "the 5x5 weights and the register tile, over 128 VGPRs"),
     ("stencil2d_f32", "SGPR spills into VGPR lanes (no scratch) on gfx90a: the any-radius entry's four loop copies"),
     ("histogram_u32", "SGPR spills (into VGPR lanes, no scratch) of its three counter widths' loops on gfx90a"),
-    ("rmsnorm_f32", "SGPR spills (into VGPR lanes, no scratch) on gfx90a: its two row loops, one per source of the weights"),
+    (
+        "rmsnorm_f32",
+        "SGPR spills (into VGPR lanes, no scratch) on gfx90a: its two row loops, one per source of the weights",
+    ),
 ];
 
 #[test]

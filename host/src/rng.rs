@@ -12,6 +12,13 @@ impl SplitMix64 {
         SplitMix64(seed)
     }
 
+    /// The generator of `seed` after `draws` draws of [`SplitMix64::next_u64`] (its state
+    /// steps by a constant): element `i` of a stream made one draw an element, computed on its
+    /// own, so large inputs can be filled on every core with the values of one stream.
+    pub fn after(seed: u64, draws: u64) -> Self {
+        SplitMix64(seed.wrapping_add(draws.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -54,6 +61,15 @@ mod tests {
         assert_eq!(r.next_u64(), 6457827717110365317);
         assert_eq!(r.next_u64(), 3203168211198807973);
         assert_eq!(r.next_u64(), 9817491932198370423);
+    }
+
+    #[test]
+    fn a_generator_after_k_draws_continues_the_stream() {
+        let mut r = SplitMix64::new(99);
+        let stream: Vec<u64> = (0..50).map(|_| r.next_u64()).collect();
+        for (k, &v) in stream.iter().enumerate() {
+            assert_eq!(SplitMix64::after(99, k as u64).next_u64(), v, "draw {k}");
+        }
     }
 
     #[test]

@@ -78,15 +78,11 @@ pub fn cuda_source(cfg: &TransposeConfig) -> CudaSource {
     }
 }
 
-/// The CPU reference.
-pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0.0; rows * cols];
-    for r in 0..rows {
-        for c in 0..cols {
-            out[c * rows + r] = input[r * cols + c];
-        }
-    }
-    out
+/// The CPU reference, as the check compares it (f64): output element `i` (row `i / rows` of
+/// the `cols x rows` result) is input element `(i % rows, i / rows)`, gathered on every core
+/// (a 2^28-element transpose in one thread was most of a bench case's time).
+pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f64> {
+    crate::par::map(rows * cols, |i| input[(i % rows) * cols + i / rows] as f64)
 }
 
 /// The transpose's one validation: `config` for `problem` on `target`, and what it asks for.
@@ -148,9 +144,9 @@ pub fn prepare<'b, B: FamilyBackend>(
     let cuda = || cuda_source(&config);
     let geometry = (Ok(footprint.launch_bytes), footprint.grid, footprint.threads);
     let launch = Launch::prepare(backend, entry(&config, rows, cols), geometry, variant, &wgsl, &cuda)?;
-    let mut rng = SplitMix64::new(seed);
-    let data: Vec<f32> = (0..elems).map(|_| rng.next_f32() * 2.0 - 1.0).collect();
-    let expected: Vec<f64> = reference(&data, rows as usize, cols as usize).into_iter().map(f64::from).collect();
+    // One draw an element, on every core (the stream of `seed`, element by element).
+    let data: Vec<f32> = crate::par::map(elems as usize, |i| SplitMix64::after(seed, i as u64).next_f32() * 2.0 - 1.0);
+    let expected = reference(&data, rows as usize, cols as usize);
     let check = move |name: &str, got: &[f32]| check_slice(name, &expected, got, |_| 0.0, Tolerance::EXACT);
     Ok(launch
         .input(&data)?
