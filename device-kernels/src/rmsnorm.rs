@@ -71,8 +71,8 @@ unsafe fn rows_with(
 
 crate::kernels! { KERNELS;
     /// Row-wise RMSNorm; see the module documentation. 64 registers: blocks of 1024 threads
-    /// run, and four blocks of 256 share a multiprocessor; at 48 (five blocks) its spills
-    /// were the local-memory traffic that held it at 0.8 of the copy.
+    /// run, and four blocks of 256 share a multiprocessor. A lower cap spills the row loop's
+    /// addresses into local memory inside the loop (see the family's NOTES.md before lowering it).
     pub fn rmsnorm_f32(x: *const f32, g: *const f32, y: *mut f32, rows: u32, cols: u32, eps: f32) [max_registers = 64] [spills = "at the 64-register cap, the row loop's addresses: 12 B on sm_90a"] {
         unsafe { rmsnorm(x, g, y, rows, cols, eps) }
     }

@@ -21,9 +21,9 @@
 //! `short * width` floats. Threads copy both as consecutive elements, four loads in flight
 //! each, so every global access is coalesced; the slab is `short` rows of `width` floats.
 //! The slabs are an entry of their own, `transpose_thin_f32` (the host picks it where
-//! [`TransposeConfig::slab`] cuts the matrix): in one entry with the tiles, the slab's
-//! index arithmetic set the registers of both (64 against 40), and the tiles lost a third of
-//! their resident blocks.
+//! [`TransposeConfig::slab`] cuts the matrix): ptxas gives an entry one register count for
+//! all its paths, and the slab's 64-bit index arithmetic would set the tiles' count too, and
+//! with it how many tile blocks a multiprocessor keeps.
 //!
 //! # Launch-sized memory ([`TransposeConfig::layout`]): `tile * (tile + pad)` f32.
 //!
