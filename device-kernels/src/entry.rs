@@ -73,6 +73,32 @@ pub fn kernarg_size(params: &[ParamKind]) -> u32 {
     kernarg_layout(params).last().map(|(o, s)| o + s).unwrap_or(0)
 }
 
+/// The grid, block, launch-sized shared bytes (per block) and cluster of one launch (1-D),
+/// as every backend (the CPU executor among them) takes it.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LaunchDims {
+    pub grid: u32,
+    pub block: u32,
+    pub shared_bytes: u32,
+    /// Blocks per thread-block cluster: consecutive blocks `c * cluster ..` form cluster `c`
+    /// and may read each other's launch-sized memory. 1: plain blocks. `grid` is a multiple.
+    #[cfg_attr(feature = "serde", serde(default = "one"))]
+    pub cluster: u32,
+}
+
+#[cfg(feature = "serde")]
+fn one() -> u32 {
+    1
+}
+
+impl LaunchDims {
+    /// Plain blocks (no clusters).
+    pub fn new(grid: u32, block: u32, shared_bytes: u32) -> LaunchDims {
+        LaunchDims { grid, block, shared_bytes, cluster: 1 }
+    }
+}
+
 /// A type a kernel may take as a parameter.
 pub trait KernelParam {
     const KIND: ParamKind;

@@ -46,7 +46,7 @@ pub mod streamk;
 pub mod transpose;
 pub mod vector;
 
-pub use entry::{KernelEntry, KernelParam, ParamKind, kernarg_layout, kernarg_size};
+pub use entry::{KernelEntry, KernelParam, LaunchDims, ParamKind, kernarg_layout, kernarg_size};
 
 /// Every kernel of the image, family by family.
 pub const KERNELS: &[&[KernelEntry]] = &[

@@ -12,8 +12,9 @@
 //! shared row and `g` at the same columns: from the block's held part of `g` where the row is
 //! split over a cluster ([`Row::hold`]: copied once per launch, so the write pass reads no
 //! device memory), else from device memory (L2; a block per row keeps its shared memory for
-//! the row alone); 16-byte reads where `g` starts as aligned as the row. A row holding an
-//! infinity or NaN gives NaN.
+//! the row alone); 16-byte reads where `g` starts as aligned as the row. A row holding a
+//! NaN gives NaN; one holding an infinity (mean square inf, `inv` 0) gives 0 at its finite
+//! elements and NaN at the infinity, as the definition does.
 //!
 //! # Entry point
 //! `rmsnorm_f32(x, g, y, rows: u32, cols: u32, eps: f32)`, grid [`RmsnormConfig::grid`], in

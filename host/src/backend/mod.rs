@@ -91,24 +91,7 @@ impl Limits {
     }
 }
 
-/// The grid, block, launch-sized shared bytes (per block) and cluster of one launch (1-D).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct LaunchDims {
-    pub grid: u32,
-    pub block: u32,
-    pub shared_bytes: u32,
-    /// Blocks per thread-block cluster: consecutive blocks `c * cluster ..` form cluster `c`
-    /// and may read each other's launch-sized memory. 1: plain blocks. `grid` is a multiple.
-    #[serde(default = "one")]
-    pub cluster: u32,
-}
-
-impl LaunchDims {
-    /// Plain blocks (no clusters).
-    pub fn new(grid: u32, block: u32, shared_bytes: u32) -> LaunchDims {
-        LaunchDims { grid, block, shared_bytes, cluster: 1 }
-    }
-}
+pub use dynsmem_kernels::LaunchDims;
 
 /// One launch as a backend saw it, with the padding ([`Backend::set_launch_padding`]) in
 /// its shared bytes.

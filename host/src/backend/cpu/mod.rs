@@ -4,149 +4,40 @@
 //! barrier only part of the workgroup reaches; each becomes [`Error::KernelFault`] naming the
 //! kernel, workgroup and thread, and nothing hangs.
 //!
-//! Two schedules run a launch ([`CpuSchedule`]), with the same checks and reports:
-//! - **fast** (the default, [`fast`]): a workgroup's threads are coroutines on one OS thread,
-//!   switched at barriers; workgroups (whole clusters) are spread over the host's cores. It is
-//!   the reference of the contract's CPU-run check and what the test suites run.
-//! - **stress** ([`execute`]): a workgroup's threads are OS threads meeting at real barriers
-//!   ([`sync`]), built to find races a GPU run could let through:
-//!   [`Schedule::resident`] workgroups run at once, in a seeded order that is not the grid
-//!   order, so protocols between workgroups (the scan's look-back) really interleave; and
-//!   threads are delayed at random at global-memory synchronisation points (atomics, acquire
-//!   loads, release stores), so a workgroup sees another's published state in each of its
-//!   stages. A missing barrier shows up here, not under fast, where threads between two
-//!   barriers never interleave.
-//!
-//! Under both, launch-sized regions are filled with [`REGION_POISON`] at each launch and
-//! between workgroups, so reading workgroup memory nobody wrote gives NaNs, not zeros. The
-//! workgroup order comes from a seed, which is in the device name (records carry it) and in
-//! every fault's message; `DYNSMEM_CPU_SEED` sets it, `DYNSMEM_CPU_SCHEDULE=fast|stress`
-//! (or `--cpu-schedule`) the schedule, so a failure can be run again with the same order
-//! (under stress the OS still schedules the threads).
+//! The executor is the crate `dynsmem-cpu` (host/cpu): its two schedules (`fast`, coroutines;
+//! `stress`, OS threads and perturbed timing), region poison and fault reports. This backend
+//! adds device memory ([`CpuMem`]) behind the [`Backend`] trait, the H100's limits, the
+//! schedule named in the device name (records carry it, every fault's message too) and
+//! `--cpu-schedule`.
 //!
 //! Timings are host wall-clock times of this emulation, useful to compare configs on the
 //! CPU, not GPU figures. The limits are an H100's (48 KB default, 232448 B opt-in), so a
 //! config the H100 refuses is refused here too.
 
-mod execute;
-mod fast;
-mod sync;
-
-use std::alloc::Layout;
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
-use dynsmem_kernels::gpu::host::{Cluster, Fault, FaultKind, GlobalBuffer, ThreadContext, with_context};
-use dynsmem_kernels::{KernelEntry, ParamKind};
+pub use dynsmem_cpu::{
+    AllocError, CpuMem, CpuSchedule, DEFAULT_RESIDENT, DEFAULT_SEED, REGION_POISON, SCHEDULE_ENV, Schedule,
+    set_cpu_schedule,
+};
+use dynsmem_cpu::{Arg as CpuArg, Cpu, LaunchError};
+use dynsmem_kernels::KernelEntry;
 
-use self::sync::WorkgroupSync;
 use super::{
     Arg, Backend, BackendKind, Buffer, DeviceInfo, KernelName, LaunchDims, Limits, RustKernels, TensorSwizzle, Variant,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
 
-/// Host memory standing in for device memory: `bytes` (zero-filled, [`REGION_ALIGN`]-aligned)
-/// between two guard zones that no buffer owns, [`GUARD_BEFORE`] bytes before and at least
-/// the buffer's own length (and [`GUARD_AFTER_MIN`]) after. Kernels' device-memory accesses
-/// are checked against `bytes` ([`GlobalBuffer`]); an access up to a buffer's length past
-/// its end lands in its own guard zone, so it is reported against the buffer it overran,
-/// never taken for an access to the next allocation. The guard zones are allocated
-/// zero-filled and never written, so the operating system backs large ones with no memory.
-///
-/// [`REGION_ALIGN`]: dynsmem_kernels::gpu::REGION_ALIGN
-pub struct CpuMem {
-    /// The allocation: the guard zones and the buffer.
-    alloc: NonNull<u8>,
-    layout: Layout,
-    bytes: usize,
-}
-
-/// Bytes of the guard zone before each [`CpuMem`] buffer (a multiple of the alignment).
-const GUARD_BEFORE: usize = 4096;
-/// The least bytes of the guard zone after each [`CpuMem`] buffer.
-const GUARD_AFTER_MIN: usize = 4096;
-
-// SAFETY: plain owned memory; kernels share it across threads the way GPU threads share
-// device memory, and the backend waits for every launch before returning.
-unsafe impl Send for CpuMem {}
-unsafe impl Sync for CpuMem {}
-
-impl CpuMem {
-    fn zeroed(bytes: usize) -> Result<CpuMem> {
-        let oom = |requested: u64| {
-            let mem = super::host_memory();
-            Error::OutOfMemory {
-                backend: BackendKind::Cpu,
-                requested,
-                free: mem.and_then(|m| m.available),
-                total: mem.map(|m| m.total),
-            }
-        };
-        let size = bytes
-            .checked_next_multiple_of(16)
-            .and_then(|b| b.checked_add(GUARD_BEFORE + b.max(GUARD_AFTER_MIN)))
-            .ok_or_else(|| oom(bytes as u64))?;
-        let layout = Layout::from_size_align(size, dynsmem_kernels::gpu::REGION_ALIGN as usize)
-            .map_err(|_| oom(bytes as u64))?;
-        // SAFETY: non-zero size (the guard zones).
-        let alloc = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(|| oom(size as u64))?;
-        Ok(CpuMem { alloc, layout, bytes })
-    }
-
-    /// Like [`CpuMem::zeroed`], every byte `byte`.
-    fn filled(bytes: usize, byte: u8) -> Result<CpuMem> {
-        let mut mem = CpuMem::zeroed(bytes)?;
-        mem.bytes_mut().fill(byte);
-        Ok(mem)
-    }
-
-    /// Overwrites every byte with [`REGION_POISON`].
-    ///
-    /// # Safety
-    /// No other thread reads or writes the memory meanwhile.
-    unsafe fn poison(&self) {
-        unsafe { std::ptr::write_bytes(self.ptr(), REGION_POISON, self.bytes) };
-    }
-
-    fn ptr(&self) -> *mut u8 {
-        // SAFETY: the guard zone before the buffer is inside the allocation.
-        unsafe { self.alloc.as_ptr().add(GUARD_BEFORE) }
-    }
-
-    fn addr(&self) -> u64 {
-        self.ptr() as u64
-    }
-
-    /// The buffer as a kernel parameter `param` sees it.
-    fn global(&self, param: &'static str) -> GlobalBuffer {
-        GlobalBuffer {
-            param,
-            base: self.ptr() as usize,
-            bytes: self.bytes,
-            guard_before: GUARD_BEFORE,
-            guard_after: self.layout.size() - GUARD_BEFORE - self.bytes,
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: owned, initialised (zeroed) memory of this size.
-        unsafe { std::slice::from_raw_parts(self.ptr(), self.bytes) }
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.bytes) }
-    }
-}
-
-impl Drop for CpuMem {
-    fn drop(&mut self) {
-        // SAFETY: allocated with this layout.
-        unsafe { std::alloc::dealloc(self.alloc.as_ptr(), self.layout) }
+/// The host's memory refused an allocation of `e.requested` bytes.
+fn out_of_memory(e: AllocError) -> Error {
+    let mem = super::host_memory();
+    Error::OutOfMemory {
+        backend: BackendKind::Cpu,
+        requested: e.requested,
+        free: mem.and_then(|m| m.available),
+        total: mem.map(|m| m.total),
     }
 }
 
@@ -156,104 +47,13 @@ impl KernelName for KernelEntry {
     }
 }
 
-/// How the CPU backend runs a launch's workgroups.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Schedule {
-    /// Coroutines and all cores, or OS threads and perturbed timing.
-    pub mode: CpuSchedule,
-    /// Stress only: workgroups in flight at once (fewer when the grid is smaller), each with
-    /// its own threads, region and barrier, like the blocks resident on a GPU's SMs.
-    pub resident: u32,
-    /// Seed of each launch's workgroup order (and, under stress, of the delays at
-    /// synchronisation points); launch `i` of a backend draws from `seed` and `i`.
-    pub seed: u64,
-}
-
-/// How the CPU backend runs a workgroup's threads (see the module documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CpuSchedule {
-    /// Coroutines switched at barriers, workgroups over all cores: the reference and the tests.
-    #[default]
-    Fast,
-    /// An OS thread per kernel thread, workgroups in a perturbed order with random delays:
-    /// finds races (a missing barrier, a look-back that reads a tile too early).
-    Stress,
-}
-
-impl CpuSchedule {
-    pub fn name(self) -> &'static str {
-        match self {
-            CpuSchedule::Fast => "fast",
-            CpuSchedule::Stress => "stress",
-        }
-    }
-}
-
-/// The environment variable that picks the schedule (`fast` or `stress`).
-pub const SCHEDULE_ENV: &str = "DYNSMEM_CPU_SCHEDULE";
-
-/// The schedule `--cpu-schedule` set for this process (0: none; else `1 + CpuSchedule as u8`).
-static SCHEDULE_SET: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-
-/// Sets the schedule of every CPU backend made from now on in this process, over
-/// `DYNSMEM_CPU_SCHEDULE` (the command line's `--cpu-schedule`).
-pub fn set_cpu_schedule(mode: CpuSchedule) {
-    SCHEDULE_SET.store(1 + mode as u8, Ordering::Relaxed);
-}
-
-/// Workgroups in flight at once under stress by default: enough for a look-back to meet a
-/// predecessor that is itself still looking back.
-pub const DEFAULT_RESIDENT: u32 = 3;
-/// The seed when `DYNSMEM_CPU_SEED` is not set.
-pub const DEFAULT_SEED: u64 = 1;
-
-impl Schedule {
-    /// The schedule `--cpu-schedule` set, else `DYNSMEM_CPU_SCHEDULE` (`fast` or `stress`),
-    /// else fast; [`DEFAULT_RESIDENT`] workgroups at a time under stress; the seed from
-    /// `DYNSMEM_CPU_SEED` (decimal) or [`DEFAULT_SEED`].
-    ///
-    /// # Panics
-    /// When `DYNSMEM_CPU_SCHEDULE` holds neither name: a test run that asked for stress must
-    /// not quietly run fast.
-    pub fn from_env() -> Schedule {
-        let seed = std::env::var("DYNSMEM_CPU_SEED").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_SEED);
-        let mode = match SCHEDULE_SET.load(Ordering::Relaxed) {
-            1 => CpuSchedule::Fast,
-            2 => CpuSchedule::Stress,
-            _ => match std::env::var(SCHEDULE_ENV).ok().as_deref().map(str::trim) {
-                None | Some("") | Some("fast") => CpuSchedule::Fast,
-                Some("stress") => CpuSchedule::Stress,
-                Some(other) => panic!("{SCHEDULE_ENV}={other:?}: the CPU schedules are `fast` and `stress`"),
-            },
-        };
-        Schedule { mode, resident: DEFAULT_RESIDENT, seed }
-    }
-
-    /// How the device name describes it.
-    fn describe(&self) -> String {
-        match self.mode {
-            CpuSchedule::Fast => format!(
-                "fast schedule: a workgroup's threads as coroutines on one OS thread, workgroups over the cores, \
-                 order from seed {}",
-                self.seed
-            ),
-            CpuSchedule::Stress => format!(
-                "stress schedule: one OS thread per kernel thread; {} workgroups at a time, order and delays from seed {}",
-                self.resident, self.seed
-            ),
-        }
-    }
-}
-
 /// The CPU backend. Knows every kernel of `dynsmem_kernels::KERNELS`, plus any tables a
 /// test injects with [`CpuBackend::with_kernels`].
 pub struct CpuBackend {
     info: DeviceInfo,
     kernels: HashMap<&'static str, &'static KernelEntry>,
-    schedule: Schedule,
-    /// Launches so far: each draws its own order and delays.
-    launches: AtomicU64,
+    /// The executor: its schedule, and its launches so far (each draws its own order and delays).
+    cpu: Cpu,
     /// Families pick the configs they pick on a GPU, not small blocks
     /// ([`CpuBackend::gpu_shaped`]).
     gpu_shaped: bool,
@@ -278,10 +78,6 @@ impl Default for CpuBackend {
 
 /// The SMs of an H100, which GPU-shaped configs are chosen for.
 const H100_MULTIPROCESSORS: u32 = 132;
-
-/// Stack of each kernel thread (an OS thread's under stress, a coroutine's under fast):
-/// kernels keep a few registers' worth of locals.
-const THREAD_STACK: usize = 256 * 1024;
 
 impl CpuBackend {
     pub fn new() -> CpuBackend {
@@ -332,8 +128,7 @@ impl CpuBackend {
         let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
         let schedule = Schedule::from_env();
         let mut b = CpuBackend {
-            schedule,
-            launches: AtomicU64::new(0),
+            cpu: Cpu::new(schedule),
             gpu_shaped: false,
             captured: None,
             skip_first: std::env::var(PLANT_SKIP_ENV).ok().filter(|v| !v.is_empty()),
@@ -362,7 +157,7 @@ impl CpuBackend {
 
     /// The same backend on schedule `mode` (the seed stays).
     pub fn with_schedule(mut self, mode: CpuSchedule) -> CpuBackend {
-        self.schedule.mode = mode;
+        self.cpu = Cpu::new(Schedule { mode, ..self.cpu.schedule() });
         self.name_device();
         self
     }
@@ -374,8 +169,8 @@ impl CpuBackend {
         }
         let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
         let shaped = if self.gpu_shaped { " (GPU-shaped configs)" } else { "" };
-        self.info.name = format!("CPU backend ({cores} hardware threads; {}){shaped}", self.schedule.describe());
-        self.info.driver = match self.schedule.mode {
+        self.info.name = format!("CPU backend ({cores} hardware threads; {}){shaped}", self.cpu.schedule().describe());
+        self.info.driver = match self.cpu.schedule().mode {
             CpuSchedule::Fast => "corosensei coroutines".into(),
             CpuSchedule::Stress => "std::thread".into(),
         };
@@ -383,7 +178,7 @@ impl CpuBackend {
 
     /// The schedule its launches run on.
     pub fn schedule(&self) -> Schedule {
-        self.schedule
+        self.cpu.schedule()
     }
 
     /// The kernel `name`.
@@ -396,12 +191,6 @@ impl CpuBackend {
     }
 }
 
-/// Fill byte of launch-sized regions, at each launch and between the workgroups a region
-/// serves: every `f32` reads as a NaN, every integer as all ones, so a kernel that reads
-/// workgroup memory it never wrote (a GPU leaves there whatever the last block had) gets
-/// garbage here too instead of the zeros a fresh allocation would give.
-pub const REGION_POISON: u8 = 0xFF;
-
 impl Backend for CpuBackend {
     type Raw = CpuMem;
     type Kernel = &'static KernelEntry;
@@ -411,12 +200,12 @@ impl Backend for CpuBackend {
     }
 
     fn alloc<T: Element>(&self, len: usize) -> Result<Buffer<Self::Raw, T>> {
-        Ok(Buffer::from_raw(CpuMem::zeroed(super::byte_len::<T>(&self.info, len)?)?, len))
+        Ok(Buffer::from_raw(CpuMem::zeroed(super::byte_len::<T>(&self.info, len)?).map_err(out_of_memory)?, len))
     }
 
     fn htod<T: Element>(&self, data: &[T]) -> Result<Buffer<Self::Raw, T>> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        let mut mem = CpuMem::zeroed(bytes.len())?;
+        let mut mem = CpuMem::zeroed(bytes.len()).map_err(out_of_memory)?;
         mem.bytes_mut()[..bytes.len()].copy_from_slice(bytes);
         Ok(Buffer::from_raw(mem, data.len()))
     }
@@ -487,57 +276,30 @@ impl Backend for CpuBackend {
         let dims = self.launch_log.pad(dims);
         self.check_launch(kernel.name, dims)?;
         self.launch_log.note(kernel.name, dims, || (None, None));
-        let kinds: Vec<ParamKind> = args
-            .iter()
-            .map(|a| match a {
-                Arg::Buffer(_) => ParamKind::Ptr,
-                Arg::U32(_) => ParamKind::U32,
-                Arg::U64(_) => ParamKind::U64,
-                Arg::F32(_) => ParamKind::F32,
-            })
-            .collect();
-        if kinds != kernel.params {
-            return Err(Error::ArgumentMismatch {
-                kernel: kernel.name.into(),
-                expected: format!("{:?}", kernel.params),
-                got: format!("{kinds:?}"),
-            });
-        }
-        let slots: Vec<u64> = args
+        let args: Vec<CpuArg<'_>> = args
             .iter()
             .map(|a| match *a {
-                Arg::Buffer(mem) => mem.addr(),
-                Arg::U32(v) => v as u64,
-                Arg::U64(v) => v,
-                Arg::F32(v) => v.to_bits() as u64,
+                Arg::Buffer(mem) => CpuArg::Mem(mem),
+                Arg::U32(v) => CpuArg::U32(v),
+                Arg::U64(v) => CpuArg::U64(v),
+                Arg::F32(v) => CpuArg::F32(v),
             })
             .collect();
-        let buffers: Vec<GlobalBuffer> = args
-            .iter()
-            .zip(kernel.param_names)
-            .filter_map(|(a, &name)| match *a {
-                Arg::Buffer(mem) => Some(mem.global(name)),
-                _ => None,
-            })
-            .collect();
-        let launch = self.launches.fetch_add(1, Ordering::Relaxed);
-        let seed = crate::rng::SplitMix64::new(self.schedule.seed ^ launch.rotate_left(32)).next_u64();
         let skip = self.skip_first.as_deref() == Some(kernel.name);
-        let ran = match self.schedule.mode {
-            CpuSchedule::Fast => fast::execute_fast(kernel, dims, &slots, &buffers, seed, skip),
-            CpuSchedule::Stress => execute::execute(kernel, dims, &slots, &buffers, self.schedule, seed, skip),
-        };
-        ran.map_err(|f| Error::KernelFault {
-            backend: BackendKind::Cpu,
-            kernel: f.kernel.into(),
-            workgroup: f.workgroup,
-            thread: f.thread,
-            detail: format!(
-                "{f} (CPU schedule: {}, seed {}, launch {launch})",
-                self.schedule.mode.name(),
-                self.schedule.seed
-            ),
-            fault: Some(Box::new(f.kind)),
+        self.cpu.launch_with(kernel, dims, &args, skip).map_err(|e| match e {
+            LaunchError::ArgumentMismatch { kernel, expected, got } => Error::ArgumentMismatch {
+                kernel: kernel.into(),
+                expected: format!("{expected:?}"),
+                got: format!("{got:?}"),
+            },
+            LaunchError::Fault { fault, schedule, seed, launch } => Error::KernelFault {
+                backend: BackendKind::Cpu,
+                kernel: fault.kernel.into(),
+                workgroup: fault.workgroup,
+                thread: fault.thread,
+                detail: format!("{fault} (CPU schedule: {schedule}, seed {seed}, launch {launch})"),
+                fault: Some(Box::new(fault.kind)),
+            },
         })
     }
 

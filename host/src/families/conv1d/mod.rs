@@ -140,23 +140,7 @@ pub fn cuda_source(problem: &Conv1dProblem, cfg: &Conv1dConfig) -> CudaSource {
 
 /// The CPU reference in f64 and, per output, the sum of `|w_k x_j|` its rounding error
 /// scales with.
-pub fn reference(x: &[f32], w: &[f32]) -> (Vec<f64>, Vec<f64>) {
-    let half = w.len() / 2;
-    let n = x.len();
-    let both = crate::par::map(n, |i| {
-        let (mut y, mut scale) = (0.0f64, 0.0f64);
-        for (k, &wk) in w.iter().enumerate() {
-            let j = i + k;
-            if j >= half && j - half < n {
-                let p = wk as f64 * x[j - half] as f64;
-                y += p;
-                scale += p.abs();
-            }
-        }
-        (y, scale)
-    });
-    both.into_iter().unzip()
-}
+pub use dynsmem_reference::conv1d as reference;
 
 /// Conv1d's one validation: `config` for `problem` on `target`, and what it asks for.
 /// `prepare` calls it first and the tuner filters with it: outputs per thread among the

@@ -205,15 +205,7 @@ pub fn inputs(problem: &HistogramProblem, seed: u64) -> Vec<u32> {
 }
 
 /// The CPU reference: the count of each bin; keys `>= bins` are not counted.
-pub fn reference(keys: &[u32], bins: u32) -> Vec<u32> {
-    let mut counts = vec![0u32; bins as usize];
-    for &k in keys {
-        if k < bins {
-            counts[k as usize] += 1;
-        }
-    }
-    counts
-}
+pub use dynsmem_reference::histogram as reference;
 
 /// The histogram's one validation: `config` for `problem` on `target`, and what it asks for.
 /// `prepare` calls it first and the tuner filters with it: at least one bin, block, grid

@@ -74,15 +74,7 @@ pub fn cuda_source(problem: &RmsnormProblem, cfg: &RmsnormConfig) -> CudaSource 
 }
 
 /// The CPU reference, in f64: `x / sqrt(mean(x^2) + eps) * g` per row.
-pub fn reference(x: &[f32], g: &[f32], rows: usize, cols: usize, eps: f32) -> Vec<f64> {
-    let per_row = crate::par::map(rows, |r| {
-        let row = &x[r * cols..(r + 1) * cols];
-        let ss: f64 = row.iter().map(|&v| v as f64 * v as f64).sum();
-        let inv = 1.0 / (ss / cols as f64 + eps as f64).sqrt();
-        row.iter().zip(g).map(|(&v, &w)| v as f64 * inv * w as f64).collect::<Vec<f64>>()
-    });
-    per_row.into_iter().flatten().collect()
-}
+pub use dynsmem_reference::rmsnorm as reference;
 
 /// Elementwise tolerance: a sum of `cols` squares in f32 (its error halved by the square
 /// root), a correctly rounded (CUDA, CPU) or few-ulp (WGSL) `1 / sqrt`, and two products.

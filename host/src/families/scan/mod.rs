@@ -119,24 +119,14 @@ pub fn cuda_source(dtype: Dtype, cfg: &ScanConfig) -> CudaSource {
 }
 
 /// The CPU reference: exclusive prefix sums (f64 for f32, wrapping for u32) and, per
-/// output, the prefix sum of magnitudes its rounding error scales with.
+/// output, the prefix sum of magnitudes its rounding error scales with (0 for u32).
 pub fn reference<T: Element>(data: &[T]) -> (Vec<f64>, Vec<f64>) {
-    let mut out = Vec::with_capacity(data.len());
-    let mut scale = Vec::with_capacity(data.len());
-    let (mut s, mut a, mut w) = (0.0f64, 0.0f64, 0u32);
-    for &x in data {
-        if T::EPSILON > 0.0 {
-            out.push(s);
-            scale.push(a);
-            s += x.to_f64();
-            a += x.to_f64().abs();
-        } else {
-            out.push(w as f64);
-            scale.push(0.0);
-            w = w.wrapping_add(x.to_f64() as u32);
-        }
+    if T::EPSILON > 0.0 {
+        dynsmem_reference::exclusive_scan_f32(bytemuck::cast_slice(data))
+    } else {
+        let sums = dynsmem_reference::exclusive_scan_u32(bytemuck::cast_slice(data));
+        (sums.into_iter().map(f64::from).collect(), vec![0.0; data.len()])
     }
-    (out, scale)
 }
 
 /// How a backend runs the scan: one look-back kernel, or the WGSL passes.

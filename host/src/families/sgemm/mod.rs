@@ -316,14 +316,7 @@ fn inputs(problem: &SgemmProblem, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
 /// `ALPHA * sum_k a[i][k] b[k][j] + BETA * c[i][j]` in f64, and the scale its rounding
 /// error grows with (`|ALPHA| sum |a b| + |BETA c|`).
 pub fn reference_entry(a: &[f32], b: &[f32], c: &[f32], n: usize, k: usize, i: usize, j: usize) -> (f64, f64) {
-    let (mut dot, mut abs) = (0.0f64, 0.0f64);
-    for p in 0..k {
-        let prod = a[i * k + p] as f64 * b[p * n + j] as f64;
-        dot += prod;
-        abs += prod.abs();
-    }
-    let old = BETA as f64 * c[i * n + j] as f64;
-    (ALPHA as f64 * dot + old, (ALPHA as f64).abs() * abs + old.abs())
+    dynsmem_reference::gemm_entry((a, b, c), (n, k), (ALPHA, BETA), (i, j))
 }
 
 /// The entries of `C` a check compares: all of them for small problems, else [`SAMPLES`]

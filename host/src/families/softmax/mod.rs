@@ -51,16 +51,7 @@ pub fn cuda_source(problem: &SoftmaxProblem, cfg: &SoftmaxConfig) -> CudaSource 
 }
 
 /// The CPU reference, in f64: `exp(x - max) / sum exp(x - max)` per row.
-pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f64> {
-    let per_row = crate::par::map(rows, |r| {
-        let row = &input[r * cols..(r + 1) * cols];
-        let m = row.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x as f64));
-        let e: Vec<f64> = row.iter().map(|&x| (x as f64 - m).exp()).collect();
-        let s: f64 = e.iter().sum();
-        e.into_iter().map(|v| v / s).collect::<Vec<f64>>()
-    });
-    per_row.into_iter().flatten().collect()
-}
+pub use dynsmem_reference::softmax as reference;
 
 /// Elementwise tolerance: the hardware exp (about 2 ulp) and a sum of `cols` terms.
 pub fn tolerance(cols: u32) -> Tolerance {

@@ -195,24 +195,7 @@ pub fn cuda_source(problem: &Stencil2dProblem, cfg: &Stencil2dConfig) -> CudaSou
 }
 
 /// The CPU reference in f64 (edges clamped) and each output's error scale `sum |w x|`.
-pub fn reference(image: &[f32], width: usize, height: usize, radius: usize, w: &[f32]) -> (Vec<f64>, Vec<f64>) {
-    let k = 2 * radius + 1;
-    let both = crate::par::map(width * height, |i| {
-        let (x, y) = (i % width, i / width);
-        let (mut out, mut scale) = (0.0f64, 0.0f64);
-        for dy in 0..k {
-            for dx in 0..k {
-                let sx = (x + dx).saturating_sub(radius).min(width - 1);
-                let sy = (y + dy).saturating_sub(radius).min(height - 1);
-                let p = w[dy * k + dx] as f64 * image[sy * width + sx] as f64;
-                out += p;
-                scale += p.abs();
-            }
-        }
-        (out, scale)
-    });
-    both.into_iter().unzip()
-}
+pub use dynsmem_reference::stencil2d as reference;
 
 /// The entry point that runs `radius` for `variant`: the radius's own where the image has
 /// one ([`RADII`]), else the any-radius entry (launch-sized only, radius 1 to

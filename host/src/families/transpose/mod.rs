@@ -78,12 +78,9 @@ pub fn cuda_source(cfg: &TransposeConfig) -> CudaSource {
     }
 }
 
-/// The CPU reference, as the check compares it (f64): output element `i` (row `i / rows` of
-/// the `cols x rows` result) is input element `(i % rows, i / rows)`, gathered on every core:
-/// the bench's matrices are 2^28 elements.
-pub fn reference(input: &[f32], rows: usize, cols: usize) -> Vec<f64> {
-    crate::par::map(rows * cols, |i| input[(i % rows) * cols + i / rows] as f64)
-}
+/// The CPU reference, as the check compares it (f64), gathered on every core: the bench's
+/// matrices are 2^28 elements.
+pub use dynsmem_reference::transpose as reference;
 
 /// The transpose's one validation: `config` for `problem` on `target`, and what it asks for.
 /// `prepare` calls it first and the tuner filters with it: the tile rules and layout

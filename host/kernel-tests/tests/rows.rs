@@ -1,0 +1,122 @@
+//! Softmax and RMSNorm on the row skeleton (device-kernels/src/rows.rs, softmax.rs,
+//! rmsnorm.rs): every row length class (shorter than a vector, not a multiple of 4, one
+//! vector per thread or several, longer than a block holds in registers), row groups of
+//! every width (several rows a block, a block per row), blocks that are not a power of two,
+//! clusters that split a row (RMSNorm then holds its weights), launched grids smaller than
+//! the rows need (the row-step loop), and rows of -inf, NaN and +inf.
+
+use dynsmem_kernel_tests::*;
+use dynsmem_kernels::rows::RowConfig;
+use dynsmem_kernels::{rmsnorm, softmax};
+
+/// `(rows, cols, block, cluster, grid)`; `grid` 0: the config's own.
+type Case = (u32, u32, u32, u32, u32);
+
+/// The draws: each names the path it is there for.
+const CASES: &[Case] = &[
+    (3, 1, 32, 1, 0),     // one float a row: every vector an edge
+    (5, 3, 32, 1, 0),     // shorter than a vector, shifts 0..3 by row
+    (7, 4, 64, 1, 0),     // one whole vector a row, 64 rows' groups a block
+    (9, 130, 64, 1, 0),   // an edge at each end, rows shifted by 2
+    (6, 517, 128, 1, 0),  // ragged, a group of 32 of a block of 128 per row
+    (4, 1000, 256, 1, 0), // a block per row, four vectors a thread
+    (3, 4103, 256, 1, 0), // more than four vectors a thread, ragged
+    (5, 700, 96, 1, 0),   // a block that is not a power of two: one row a block
+    (11, 64, 64, 1, 2),   // a launched grid smaller than the rows: the row-step loop
+    (13, 333, 128, 1, 3), // several steps, several rows a block, the last step partly past the rows
+    (4, 2051, 64, 2, 0),  // a row split over a cluster of two
+    (3, 5003, 128, 4, 4), // a cluster of four, one cluster for three rows: the step loop with clusters
+    (2, 9, 64, 4, 0),     // a cluster wider than the row: blocks with empty parts
+];
+
+fn dims(config: RowConfig, rows: u32, cols: u32, grid: u32, held: bool) -> LaunchDims {
+    let shared = config.shared_bytes(cols, config.holds(held)).expect("layout");
+    let grid = if grid == 0 { config.grid(rows, cols) } else { grid * config.cluster };
+    LaunchDims { grid, block: config.block, shared_bytes: shared, cluster: config.cluster }
+}
+
+fn softmax_case(cpu: &Cpu, x: &[f32], (rows, cols, block, cluster, grid): Case) -> Vec<f32> {
+    let config = RowConfig { block, cluster };
+    let (input, output) = (mem(x), zeros::<f32>(x.len()));
+    let args = [Arg::Mem(&input), Arg::Mem(&output), Arg::U32(rows), Arg::U32(cols)];
+    launch(cpu, entry(softmax::KERNELS, "softmax_f32"), dims(config, rows, cols, grid, false), &args);
+    output.to_vec()
+}
+
+#[test]
+fn softmax_matches_the_reference_on_every_path() {
+    let cpu = cpu();
+    for (k, &case) in CASES.iter().enumerate() {
+        let (rows, cols) = (case.0 as usize, case.1 as usize);
+        // A range of 100 (every other draw): a shift by anything but the row's maximum
+        // overflows exp (e^88 is f32's largest), though softmax is shift-invariant.
+        let x = floats(rows * cols, 10 + k as u64, if k % 2 == 0 { 50.0 } else { 8.0 });
+        let got = softmax_case(&cpu, &x, case);
+        // The host's exp2 and a sum of `cols` terms in f32: 2 ulp per term of the tree.
+        let rel = 1e-6 + 2.0 * (cols as f64).log2().max(1.0) * f32::EPSILON as f64;
+        let want = dynsmem_reference::softmax(&x, rows, cols);
+        assert_close(&format!("softmax {case:?}"), &got, &want, None, Tol { abs: 1e-12, rel });
+    }
+}
+
+#[test]
+fn softmax_of_infinite_and_nan_rows() {
+    let cpu = cpu();
+    let cols = 37;
+    // Row 0: one +inf (NaN: inf - inf); row 1: only -inf (NaN: 0 / 0); row 2: a NaN; row 3:
+    // -inf among finite values (weight 0); row 4: finite.
+    let mut x = floats(5 * cols, 3, 4.0);
+    x[5] = f32::INFINITY;
+    x[cols..2 * cols].fill(f32::NEG_INFINITY);
+    x[2 * cols + 7] = f32::NAN;
+    x[3 * cols + 1] = f32::NEG_INFINITY;
+    let got = softmax_case(&cpu, &x, (5, cols as u32, 32, 1, 0));
+    for (r, what) in [(0, "a +inf"), (1, "only -inf"), (2, "a NaN")] {
+        assert!(got[r * cols..(r + 1) * cols].iter().all(|v| v.is_nan()), "softmax of a row with {what}: {got:?}");
+    }
+    assert_eq!(got[3 * cols + 1], 0.0, "a -inf among finite values weighs 0");
+    let want = dynsmem_reference::softmax(&x[3 * cols..], 2, cols);
+    assert_close("softmax's finite rows", &got[3 * cols..], &want, None, Tol { abs: 1e-12, rel: 2e-6 });
+}
+
+fn rmsnorm_case(cpu: &Cpu, x: &[f32], g: &[f32], eps: f32, (rows, cols, block, cluster, grid): Case) -> Vec<f32> {
+    let config = RowConfig { block, cluster };
+    let (xm, gm, ym) = (mem(x), mem(g), zeros::<f32>(x.len()));
+    let args = [Arg::Mem(&xm), Arg::Mem(&gm), Arg::Mem(&ym), Arg::U32(rows), Arg::U32(cols), Arg::F32(eps)];
+    launch(cpu, entry(rmsnorm::KERNELS, "rmsnorm_f32"), dims(config, rows, cols, grid, true), &args);
+    ym.to_vec()
+}
+
+#[test]
+fn rmsnorm_matches_the_reference_on_every_path() {
+    let cpu = cpu();
+    for (k, &case) in CASES.iter().enumerate() {
+        let (rows, cols) = (case.0 as usize, case.1 as usize);
+        let x = floats(rows * cols, 100 + k as u64, 3.0);
+        // Weights away from 0, so that every element's weight counts.
+        let g: Vec<f32> = floats(cols, 200 + k as u64, 1.0).iter().map(|w| 1.5 + w).collect();
+        let eps = 1e-3 * (1 + k) as f32;
+        let got = rmsnorm_case(&cpu, &x, &g, eps, case);
+        // A sum of `cols` squares in f32, a square root, two products.
+        let rel = 8.0 * f32::EPSILON as f64 + 2.0 * (cols as f64).log2().max(1.0) * f32::EPSILON as f64;
+        let want = dynsmem_reference::rmsnorm(&x, &g, rows, cols, eps);
+        assert_close(&format!("rmsnorm {case:?} eps {eps}"), &got, &want, None, Tol { abs: 1e-12, rel });
+    }
+}
+
+#[test]
+fn rmsnorm_of_rows_with_an_infinity_or_a_nan() {
+    let cpu = cpu();
+    let cols = 41;
+    // Row 1 holds +inf: its mean square is inf, so its finite elements give 0 and the
+    // infinity NaN (inf x 0), as the definition does. Row 2 holds a NaN: all NaN.
+    let mut x = floats(4 * cols, 5, 2.0);
+    x[cols + 3] = f32::INFINITY;
+    x[2 * cols + 9] = f32::NAN;
+    let g = vec![1.0; cols];
+    let got = rmsnorm_case(&cpu, &x, &g, 1e-5, (4, cols as u32, 64, 1, 0));
+    assert!(got[cols + 3].is_nan() && got[cols + 4] == 0.0, "row 1 holds +inf: {:?}", &got[cols..2 * cols]);
+    assert!(got[2 * cols..3 * cols].iter().all(|v| v.is_nan()), "row 2 holds a NaN: {:?}", &got[2 * cols..3 * cols]);
+    let want = dynsmem_reference::rmsnorm(&x, &g, 4, cols, 1e-5);
+    assert_close("rmsnorm with an infinity and a NaN", &got, &want, None, Tol { abs: 1e-12, rel: 2e-6 });
+}
