@@ -242,12 +242,12 @@ pub(crate) fn to_f32<const BF16: bool>(bits: u16) -> f32 {
 
 /// The SIMT kernel (module documentation). `D` the head dimension.
 ///
-/// # Safety
+/// # Contract
 /// `q`, `k`, `v`, `o` hold `bh * seq * D` elements, `lse` `bh * seq`; the launch gave the
 /// layout's bytes, `cfg.threads()` threads and [`AttentionConfig::grid`] blocks.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attention_simt<const BF16: bool, const D: usize>(
+fn attention_simt<const BF16: bool, const D: usize>(
     q: *const u16,
     k: *const u16,
     v: *const u16,
@@ -346,12 +346,12 @@ unsafe fn attention_simt<const BF16: bool, const D: usize>(
 /// The warp-specialised wgmma kernel (module documentation). `D` the head dimension,
 /// `ACC_O` = `D / 2` output accumulators per math thread.
 ///
-/// # Safety
+/// # Contract
 /// As for [`attention_simt`], with tensor maps for `q`, `k`, `v` (boxes 64 x `bq` and
 /// 64 x [`WGMMA_BK`]).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
+fn attention_wgmma<const BF16: bool, const D: u32, const ACC_O: usize>(
     q_map: *const u8,
     k_map: *const u8,
     v_map: *const u8,
@@ -693,22 +693,22 @@ crate::kernels! { KERNELS;
     /// wgmma, f16, D = 128.
     pub fn attention_wgmma_f16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [max_registers = 168] {
         let _ = (bh, bk);
-        unsafe { attention_wgmma::<false, 128, 64>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0)) }
+        attention_wgmma::<false, 128, 64>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0))
     }
     /// wgmma, bf16, D = 128.
     pub fn attention_wgmma_bf16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [max_registers = 168] {
         let _ = (bh, bk);
-        unsafe { attention_wgmma::<true, 128, 64>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0)) }
+        attention_wgmma::<true, 128, 64>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0))
     }
     /// wgmma, f16, D = 64.
     pub fn attention_wgmma_f16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [max_registers = 168] {
         let _ = (bh, bk);
-        unsafe { attention_wgmma::<false, 64, 32>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0)) }
+        attention_wgmma::<false, 64, 32>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0))
     }
     /// wgmma, bf16, D = 64.
     pub fn attention_wgmma_bf16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [max_registers = 168] {
         let _ = (bh, bk);
-        unsafe { attention_wgmma::<true, 64, 32>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0)) }
+        attention_wgmma::<true, 64, 32>(q, k, v, o, lse, seq, causal != 0, AttentionConfig::wgmma(bq, stages).with_pingpong(pingpong != 0))
     }
     /// `attention_wgmma_f16_d128` with [`FIXED`] compiled in (its `bq` and `stages` must
     /// match).
@@ -717,27 +717,27 @@ crate::kernels! { KERNELS;
         if bq != FIXED.bq || stages != FIXED.stages || (pingpong != 0) != FIXED.pingpong {
             gpu::trap();
         }
-        unsafe { attention_wgmma::<false, 128, 64>(q, k, v, o, lse, seq, causal != 0, FIXED) }
+        attention_wgmma::<false, 128, 64>(q, k, v, o, lse, seq, causal != 0, FIXED)
     }
     /// SIMT, f16, D = 128.
     pub fn attention_simt_f16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [spills = "a query and an output row of 128 floats per thread"] {
         let _ = (bh, stages);
-        unsafe { attention_simt::<false, 128>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0)) }
+        attention_simt::<false, 128>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0))
     }
     /// SIMT, bf16, D = 128.
     pub fn attention_simt_bf16_d128(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [spills = "a query and an output row of 128 floats per thread"] {
         let _ = (bh, stages);
-        unsafe { attention_simt::<true, 128>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0)) }
+        attention_simt::<true, 128>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0))
     }
     /// SIMT, f16, D = 64.
     pub fn attention_simt_f16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [spills = "a query and an output row of 64 floats per thread"] {
         let _ = (bh, stages);
-        unsafe { attention_simt::<false, 64>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0)) }
+        attention_simt::<false, 64>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0))
     }
     /// SIMT, bf16, D = 64.
     pub fn attention_simt_bf16_d64(q: *const u8, k: *const u8, v: *const u8, o: *mut u16, lse: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32, stages: u32, pingpong: u32) [spills = "a query and an output row of 64 floats per thread"] {
         let _ = (bh, stages);
-        unsafe { attention_simt::<true, 64>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0)) }
+        attention_simt::<true, 64>(q.cast(), k.cast(), v.cast(), o, lse, seq, causal != 0, AttentionConfig::simt(bq, bk).with_pingpong(pingpong != 0))
     }
 }
 

@@ -154,11 +154,11 @@ impl AttentionBwdConfig {
 /// The pre-pass: `delta[r] = sum_i dO[r][i] O[r][i]` (f32) for each of the `rows` rows of
 /// width `d`, one thread per row.
 ///
-/// # Safety
+/// # Contract
 /// `o` and `d_o` hold `rows * d` elements, `delta` `rows`; [`AttentionBwdConfig::delta_grid`]
 /// blocks of [`DELTA_THREADS`] threads.
 #[inline(always)]
-unsafe fn attention_bwd_delta<const BF16: bool>(o: *const u16, d_o: *const u16, delta: *mut f32, rows: u32, d: u32) {
+fn attention_bwd_delta<const BF16: bool>(o: *const u16, d_o: *const u16, delta: *mut f32, rows: u32, d: u32) {
     if !HEAD_DIMS.contains(&d) || gpu::block_dim_x() != DELTA_THREADS {
         gpu::trap();
     }
@@ -179,14 +179,14 @@ unsafe fn attention_bwd_delta<const BF16: bool>(o: *const u16, d_o: *const u16, 
 
 /// The dK/dV kernel (module documentation). `D` the head dimension.
 ///
-/// # Safety
+/// # Contract
 /// `q`, `k`, `v`, `d_o` hold `bh * seq * D` elements, `lse` and `delta` `bh * seq` (the
 /// pre-pass's `delta`, complete), `dk` and `dv` `bh * seq * D`; the launch gave
 /// [`AttentionBwdConfig::dkdv_bytes`], `cfg.bk` threads and
 /// [`AttentionBwdConfig::dkdv_grid`] blocks.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attention_bwd_dkdv<const BF16: bool, const D: usize>(
+fn attention_bwd_dkdv<const BF16: bool, const D: usize>(
     [q, k, v, d_o]: [*const u16; 4],
     [lse, delta]: [*const f32; 2],
     [dk, dv]: [*mut f32; 2],
@@ -298,12 +298,12 @@ unsafe fn attention_bwd_dkdv<const BF16: bool, const D: usize>(
 
 /// The dQ kernel (module documentation). `D` the head dimension.
 ///
-/// # Safety
+/// # Contract
 /// As for [`attention_bwd_dkdv`], with `dq` for `dk` and `dv`; the launch gave
 /// [`AttentionBwdConfig::dq_bytes`], `cfg.bq` threads and [`AttentionBwdConfig::dq_grid`]
 /// blocks.
 #[inline(always)]
-unsafe fn attention_bwd_dq<const BF16: bool, const D: usize>(
+fn attention_bwd_dq<const BF16: bool, const D: usize>(
     [q, k, v, d_o]: [*const u16; 4],
     [lse, delta]: [*const f32; 2],
     dq: *mut f32,
@@ -402,51 +402,51 @@ unsafe fn attention_bwd_dq<const BF16: bool, const D: usize>(
 crate::kernels! { KERNELS;
     /// `Delta` pre-pass, f16.
     pub fn attention_bwd_delta_f16(o: *const u16, d_o: *const u16, delta: *mut f32, rows: u32, d: u32) {
-        unsafe { attention_bwd_delta::<false>(o, d_o, delta, rows, d) }
+        attention_bwd_delta::<false>(o, d_o, delta, rows, d)
     }
     /// `Delta` pre-pass, bf16.
     pub fn attention_bwd_delta_bf16(o: *const u16, d_o: *const u16, delta: *mut f32, rows: u32, d: u32) {
-        unsafe { attention_bwd_delta::<true>(o, d_o, delta, rows, d) }
+        attention_bwd_delta::<true>(o, d_o, delta, rows, d)
     }
     /// dK and dV, f16, D = 128.
     pub fn attention_bwd_simt_dkdv_f16_d128(q: *const u16, k: *const u16, v: *const u16, d_o: *const u16, lse: *const f32, delta: *const f32, dk: *mut f32, dv: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32) {
         let _ = bh;
-        unsafe { attention_bwd_dkdv::<false, 128>([q, k, v, d_o], [lse, delta], [dk, dv], seq, causal != 0, AttentionBwdConfig::new(bq, bk)) }
+        attention_bwd_dkdv::<false, 128>([q, k, v, d_o], [lse, delta], [dk, dv], seq, causal != 0, AttentionBwdConfig::new(bq, bk))
     }
     /// dK and dV, bf16, D = 128.
     pub fn attention_bwd_simt_dkdv_bf16_d128(q: *const u16, k: *const u16, v: *const u16, d_o: *const u16, lse: *const f32, delta: *const f32, dk: *mut f32, dv: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32) {
         let _ = bh;
-        unsafe { attention_bwd_dkdv::<true, 128>([q, k, v, d_o], [lse, delta], [dk, dv], seq, causal != 0, AttentionBwdConfig::new(bq, bk)) }
+        attention_bwd_dkdv::<true, 128>([q, k, v, d_o], [lse, delta], [dk, dv], seq, causal != 0, AttentionBwdConfig::new(bq, bk))
     }
     /// dK and dV, f16, D = 64.
     pub fn attention_bwd_simt_dkdv_f16_d64(q: *const u16, k: *const u16, v: *const u16, d_o: *const u16, lse: *const f32, delta: *const f32, dk: *mut f32, dv: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32) {
         let _ = bh;
-        unsafe { attention_bwd_dkdv::<false, 64>([q, k, v, d_o], [lse, delta], [dk, dv], seq, causal != 0, AttentionBwdConfig::new(bq, bk)) }
+        attention_bwd_dkdv::<false, 64>([q, k, v, d_o], [lse, delta], [dk, dv], seq, causal != 0, AttentionBwdConfig::new(bq, bk))
     }
     /// dK and dV, bf16, D = 64.
     pub fn attention_bwd_simt_dkdv_bf16_d64(q: *const u16, k: *const u16, v: *const u16, d_o: *const u16, lse: *const f32, delta: *const f32, dk: *mut f32, dv: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32) {
         let _ = bh;
-        unsafe { attention_bwd_dkdv::<true, 64>([q, k, v, d_o], [lse, delta], [dk, dv], seq, causal != 0, AttentionBwdConfig::new(bq, bk)) }
+        attention_bwd_dkdv::<true, 64>([q, k, v, d_o], [lse, delta], [dk, dv], seq, causal != 0, AttentionBwdConfig::new(bq, bk))
     }
     /// dQ, f16, D = 128.
     pub fn attention_bwd_simt_dq_f16_d128(q: *const u16, k: *const u16, v: *const u16, d_o: *const u16, lse: *const f32, delta: *const f32, dq: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32) {
         let _ = bh;
-        unsafe { attention_bwd_dq::<false, 128>([q, k, v, d_o], [lse, delta], dq, seq, causal != 0, AttentionBwdConfig::new(bq, bk)) }
+        attention_bwd_dq::<false, 128>([q, k, v, d_o], [lse, delta], dq, seq, causal != 0, AttentionBwdConfig::new(bq, bk))
     }
     /// dQ, bf16, D = 128.
     pub fn attention_bwd_simt_dq_bf16_d128(q: *const u16, k: *const u16, v: *const u16, d_o: *const u16, lse: *const f32, delta: *const f32, dq: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32) {
         let _ = bh;
-        unsafe { attention_bwd_dq::<true, 128>([q, k, v, d_o], [lse, delta], dq, seq, causal != 0, AttentionBwdConfig::new(bq, bk)) }
+        attention_bwd_dq::<true, 128>([q, k, v, d_o], [lse, delta], dq, seq, causal != 0, AttentionBwdConfig::new(bq, bk))
     }
     /// dQ, f16, D = 64.
     pub fn attention_bwd_simt_dq_f16_d64(q: *const u16, k: *const u16, v: *const u16, d_o: *const u16, lse: *const f32, delta: *const f32, dq: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32) {
         let _ = bh;
-        unsafe { attention_bwd_dq::<false, 64>([q, k, v, d_o], [lse, delta], dq, seq, causal != 0, AttentionBwdConfig::new(bq, bk)) }
+        attention_bwd_dq::<false, 64>([q, k, v, d_o], [lse, delta], dq, seq, causal != 0, AttentionBwdConfig::new(bq, bk))
     }
     /// dQ, bf16, D = 64.
     pub fn attention_bwd_simt_dq_bf16_d64(q: *const u16, k: *const u16, v: *const u16, d_o: *const u16, lse: *const f32, delta: *const f32, dq: *mut f32, seq: u32, bh: u32, causal: u32, bq: u32, bk: u32) {
         let _ = bh;
-        unsafe { attention_bwd_dq::<true, 64>([q, k, v, d_o], [lse, delta], dq, seq, causal != 0, AttentionBwdConfig::new(bq, bk)) }
+        attention_bwd_dq::<true, 64>([q, k, v, d_o], [lse, delta], dq, seq, causal != 0, AttentionBwdConfig::new(bq, bk))
     }
 }
 

@@ -108,12 +108,12 @@ impl Conv1dConfig {
     }
 }
 
-/// # Safety
+/// # Contract
 /// `x` and `y` hold `n` floats, `w` holds `taps`; the launch gave the layout's bytes.
 // Index loops over register arrays with constant bounds are what keeps them registers.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
-unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32) {
+fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32) {
     const { assert!(R % 4 == 0) };
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
@@ -153,10 +153,10 @@ unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u
         let inside = x_vec && first >= 0 && first as u64 + inputs as u64 <= n;
         if inside {
             let src = unsafe { x.add(first as usize).cast::<Vec4<f32>>() };
-            unsafe { crate::stage::stage_async(tile, src, inputs / 4, tid, block, |v| v) };
+            crate::stage::stage_async(tile, src, inputs / 4, tid, block, |v| v);
         } else {
-            let load = |v: u32| unsafe { vector::load4(x, first + 4 * v as i64, n, 0.0, x_vec) };
-            unsafe { crate::stage::stage(tile, inputs / 4, tid, block, |v| v, load) };
+            let load = |v: u32| vector::load4(x, first + 4 * v as i64, n, 0.0, x_vec);
+            crate::stage::stage(tile, inputs / 4, tid, block, |v| v, load);
         }
         gpu::barrier();
 
@@ -206,7 +206,7 @@ unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u
             let out = Vec4([acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]]);
             let start = o + 4 * (base + q as u32) as u64;
             if start < n {
-                unsafe { vector::store4(y, start, n, out, y_vec) };
+                vector::store4(y, start, n, out, y_vec);
             }
         }
         t += gpu::grid_dim_x() as u64;
@@ -216,11 +216,11 @@ unsafe fn conv1d<const R: usize>(x: *const f32, w: *const f32, y: *mut f32, n: u
 crate::kernels! { KERNELS;
     /// 1-D convolution, 4 outputs per thread; see the module documentation.
     pub fn conv1d_f32_r4(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32) {
-        unsafe { conv1d::<4>(x, w, y, n, taps) }
+        conv1d::<4>(x, w, y, n, taps)
     }
     /// 1-D convolution, 8 outputs per thread; see the module documentation.
     pub fn conv1d_f32_r8(x: *const f32, w: *const f32, y: *mut f32, n: u64, taps: u32) {
-        unsafe { conv1d::<8>(x, w, y, n, taps) }
+        conv1d::<8>(x, w, y, n, taps)
     }
 }
 

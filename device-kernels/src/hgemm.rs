@@ -385,7 +385,7 @@ pub const fn ring_advance(slot: u32, phase: u32, n: u32, stages: u32) -> (u32, u
 /// pair is then aligned), else entry by entry.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, row: u32, col: u32, v0: f32, v1: f32) {
+fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, row: u32, col: u32, v0: f32, v1: f32) {
     if row >= m || col >= n {
         return;
     }
@@ -428,7 +428,7 @@ unsafe fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, 
 /// `empty` barrier).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER: u32>(
+fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER: u32>(
     a_map: *const u8,
     b_map: *const u8,
     c: *mut u8,
@@ -639,17 +639,15 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
                 let at = ((seg.tile - sched.dp_tiles) * CLUSTER + rank) * cfg.math_warps() + (t - WARPGROUP) / 32;
                 counters.wrapping_add(at as usize)
             };
-            if sched.whole(&seg) || unsafe { fix_up(&sched, worker, &seg, &mut acc, piece, counter()) } {
+            if sched.whole(&seg) || fix_up(&sched, worker, &seg, &mut acc, piece, counter()) {
                 let (tm, tn) = coords(seg.tile);
                 let (row0, col0) = (tm * rows + row_in, tn * BN + col_in);
                 // Per 8-column chunk `q` of the fragment (written out: see `unroll!`).
                 unroll!(q in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31] {
                     if 4 * q < ACC {
                         let col = col0 + 8 * q as u32;
-                        unsafe {
                             store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0, col, acc[4 * q], acc[4 * q + 1]);
                             store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0 + 8, col, acc[4 * q + 2], acc[4 * q + 3]);
-                        }
                     }
                 });
             }
@@ -676,12 +674,12 @@ unsafe fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const C
 /// piece's 16 rows are this warp's rows of the tile in every cluster, so only warps in the
 /// same place count on one counter.
 ///
-/// # Safety
+/// # Contract
 /// Every lane of the warp calls it; `piece(g)` is 16-byte aligned device memory of `16 BN`
 /// floats for each worker `g` of the tile's pieces, `counter` a `u32` of the workspace, zero
 /// before the tile's first count.
 #[inline(always)]
-unsafe fn fix_up<const ACC: usize>(
+fn fix_up<const ACC: usize>(
     sched: &StreamK,
     worker: u32,
     seg: &Segment,
@@ -721,7 +719,7 @@ unsafe fn fix_up<const ACC: usize>(
                 let p = piece(g).cast::<Vec4<f32>>();
                 $(
                     if 4 * $q < ACC {
-                        let v = unsafe { read_l2(p.wrapping_add(32 * $q + lane)) };
+                        let v = read_l2(p.wrapping_add(32 * $q + lane));
                         if g == first {
                             acc[4 * $q] = v[0];
                             acc[4 * $q + 1] = v[1];
@@ -755,7 +753,7 @@ pub const fn mma_swizzle(row: u32, chunk: u32) -> u32 {
 /// The mma kernel (module documentation).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn hgemm_mma<const BF16: bool>(
+fn hgemm_mma<const BF16: bool>(
     a: *const u16,
     b: *const u16,
     c: *mut u8,
@@ -867,10 +865,8 @@ unsafe fn hgemm_mma<const BF16: bool>(
             let d = acc[mi][ni];
             let r = m0 + wm * 64 + mi as u32 * 16 + lane / 4;
             let col = n0 + wn * 32 + ni as u32 * 8 + 2 * (lane % 4);
-            unsafe {
                 store_pair::<BF16>(c, flags & OUT16 != 0, m, n, r, col, d[0], d[1]);
                 store_pair::<BF16>(c, flags & OUT16 != 0, m, n, r + 8, col, d[2], d[3]);
-            }
         });
     });
 }
@@ -889,76 +885,76 @@ crate::kernels! { KERNELS;
     /// wgmma, f16 inputs, `BN` = 256.
     pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 256.
     pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 192.
     pub fn hgemm_wgmma_f16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 192.
     pub fn hgemm_wgmma_bf16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<true, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 160.
     pub fn hgemm_wgmma_f16_n160(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 160, 80, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 160, 80, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 160, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_f16_n160_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 160, 80, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 160, 80, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 160.
     pub fn hgemm_wgmma_bf16_n160(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 160, 80, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<true, 160, 80, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 160, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_bf16_n160_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 160, 80, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<true, 160, 80, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 224.
     pub fn hgemm_wgmma_f16_n224(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 224, 112, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 224, 112, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 224, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_f16_n224_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 224, 112, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 224, 112, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 224.
     pub fn hgemm_wgmma_bf16_n224(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 224, 112, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<true, 224, 112, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 224, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_bf16_n224_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 224, 112, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<true, 224, 112, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 128.
     pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 128.
     pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match;
     /// cooperative).
@@ -967,31 +963,31 @@ crate::kernels! { KERNELS;
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED };
-        unsafe { hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_f16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<false, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
     pub fn hgemm_wgmma_bf16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        unsafe { hgemm_wgmma::<true, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<true, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in (cooperative).
     pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
@@ -999,17 +995,17 @@ crate::kernels! { KERNELS;
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED_C2 };
-        unsafe { hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters)) }
+        hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
     }
     /// mma.sync, f16 inputs.
     pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, _partials: *mut f32, _counters: *mut u32) [max_registers = 128] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) }.with_flags(flags);
-        unsafe { hgemm_mma::<false>(a, b, c, m, n, k, flags, cfg) }
+        hgemm_mma::<false>(a, b, c, m, n, k, flags, cfg)
     }
     /// mma.sync, bf16 inputs.
     pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, _partials: *mut f32, _counters: *mut u32) [max_registers = 128] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) }.with_flags(flags);
-        unsafe { hgemm_mma::<true>(a, b, c, m, n, k, flags, cfg) }
+        hgemm_mma::<true>(a, b, c, m, n, k, flags, cfg)
     }
 }
 

@@ -141,25 +141,25 @@ impl HistogramConfig {
 /// Four keys as one 16-byte load.
 type Keys4 = crate::vector::Vec4<u32>;
 
-/// # Safety
+/// # Contract
 /// `keys` holds `n` keys, `bins` holds `num_bins` zeroed counters, the launch gave the
 /// layout's bytes (checked: traps otherwise).
 #[inline(always)]
-unsafe fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32, bits: u32, merge: u32) {
+fn histogram(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32, bits: u32, merge: u32) {
     match bits {
-        32 => unsafe { count::<32>(keys, n, bins, num_bins, copies, merge != 0) },
-        16 => unsafe { count::<16>(keys, n, bins, num_bins, copies, merge != 0) },
-        8 => unsafe { count::<8>(keys, n, bins, num_bins, copies, merge != 0) },
+        32 => count::<32>(keys, n, bins, num_bins, copies, merge != 0),
+        16 => count::<16>(keys, n, bins, num_bins, copies, merge != 0),
+        8 => count::<8>(keys, n, bins, num_bins, copies, merge != 0),
         _ => gpu::trap(),
     }
 }
 
 /// The kernel for counters of `BITS` bits (one copy of the hot loop per width).
 ///
-/// # Safety
+/// # Contract
 /// As [`histogram`].
 #[inline(always)]
-unsafe fn count<const BITS: u32>(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32, merge: bool) {
+fn count<const BITS: u32>(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32, merge: bool) {
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
     let (size, rank) = (micro::cluster_size(), micro::cluster_rank());
@@ -204,7 +204,7 @@ unsafe fn count<const BITS: u32>(keys: *const u32, n: u64, bins: *mut u32, num_b
             let word = unsafe { counters.range_ptr(lane / k, 1) };
             let old = unsafe { micro::shared_fetch_add(word, 1 << shift) };
             if (old >> shift) & field_mask::<BITS>() == field_mask::<BITS>() {
-                unsafe { carry::<BITS>(old, lane, stride, per, bins) };
+                carry::<BITS>(old, lane, stride, per, bins);
             }
             return;
         }
@@ -320,12 +320,12 @@ const fn field_mask<const BITS: u32>() -> u32 {
 /// its device bin, every one above `lane` the carry reached loses the 1 it gained. Lanes
 /// past a copy's bins (its last word's padding) have no device bin.
 ///
-/// # Safety
+/// # Contract
 /// `bins` holds the held bins; a copy is `stride` counters, its first `per` the bins
 /// `0..per` (packed counters are never split over a cluster).
 #[cold]
 #[inline(never)]
-unsafe fn carry<const BITS: u32>(old: u32, lane: u32, stride: u32, per: u32, bins: *mut u32) {
+fn carry<const BITS: u32>(old: u32, lane: u32, stride: u32, per: u32, bins: *mut u32) {
     let k = 32 / BITS;
     let first = lane - lane % k;
     let mut f = lane % k;
@@ -352,10 +352,10 @@ unsafe fn carry<const BITS: u32>(old: u32, lane: u32, stride: u32, per: u32, bin
 /// held bins into one flat (generic) atomic on a pointer of either space, and every held key
 /// would pay for it.
 ///
-/// # Safety
+/// # Contract
 /// `p` is a global bin.
 #[inline(always)]
-unsafe fn add_in_device_memory(p: *mut u32, v: u32) {
+fn add_in_device_memory(p: *mut u32, v: u32) {
     #[cfg(target_arch = "amdgpu")]
     unsafe {
         core::sync::atomic::AtomicU32::from_ptr(p).fetch_sub(v.wrapping_neg(), core::sync::atomic::Ordering::Relaxed);
@@ -369,6 +369,6 @@ unsafe fn add_in_device_memory(p: *mut u32, v: u32) {
 crate::kernels! { KERNELS;
     /// Counts `n` keys into `num_bins` bins; see the module documentation.
     pub fn histogram_u32(keys: *const u32, n: u64, bins: *mut u32, num_bins: u32, copies: u32, bits: u32, merge: u32) {
-        unsafe { histogram(keys, n, bins, num_bins, copies, bits, merge) }
+        histogram(keys, n, bins, num_bins, copies, bits, merge)
     }
 }

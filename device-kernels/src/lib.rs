@@ -10,7 +10,18 @@
 //! Modules: [`gpu`] (the only code touching `core::arch::*`, with a host implementation
 //! for the CPU backend), [`layout`] (carving), [`entry`] (the kernel definition form), one
 //! module per kernel family, [`streamk`] (the stream-K schedule both GEMMs share), and [`memprobe`] (the microbenchmarks of `dynsmem probe`).
+//!
+//! Kernel logic is in safe functions with scoped `unsafe` blocks around the accesses
+//! themselves (the primitives of [`gpu`] stay `unsafe fn`): mutation testing (cargo-mutants
+//! skips `unsafe fn` bodies) reaches it, and the kernel tests (host/kernel-tests) must catch
+//! what it changes. What such a function needs of its caller (pointers holding so many
+//! elements, the launch's layout bytes) is under its `# Contract` heading: unchecked, as an
+//! `unsafe fn`'s `# Safety` would be, and only the kernel entries call them.
 #![no_std]
+#![allow(
+    clippy::not_unsafe_ptr_arg_deref,
+    reason = "kernel functions take device pointers under their `# Contract` (see above), safe so that mutation testing reaches them"
+)]
 // f16 inputs of hgemm on the device and in the CPU backend (the primitive, not `half`:
 // `half` on the device is software emulation).
 #![feature(f16)]

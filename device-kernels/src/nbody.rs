@@ -49,11 +49,11 @@ impl NbodyConfig {
 /// Floating-point operations counted per interaction.
 pub const FLOPS_PER_INTERACTION: u32 = 20;
 
-/// # Safety
+/// # Contract
 /// The four arrays hold `4 n` floats, 16-byte aligned; the launch gave the layout's bytes.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn step(
+fn step(
     pos: *const Body,
     vel: *const Body,
     new_pos: *mut Body,
@@ -113,6 +113,6 @@ unsafe fn step(
 crate::kernels! { KERNELS;
     /// One n-body time step; see the module documentation.
     pub fn nbody_step_f32(pos: *const f32, vel: *const f32, new_pos: *mut f32, new_vel: *mut f32, n: u32, dt: f32, softening2: f32, tile: u32) {
-        unsafe { step(pos.cast(), vel.cast(), new_pos.cast(), new_vel.cast(), n, dt, softening2, tile) }
+        step(pos.cast(), vel.cast(), new_pos.cast(), new_vel.cast(), n, dt, softening2, tile)
     }
 }

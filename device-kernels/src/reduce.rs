@@ -260,11 +260,11 @@ fn fold4<T: Copy, Op: Combine<T>>(v: Vec4<T>) -> T {
 
 /// One pass; see the module documentation for the mapping.
 ///
-/// # Safety
+/// # Contract
 /// `input` holds `n` elements, `partials` holds `grid_dim_x()` elements, and the
 /// launch gave at least the layout's bytes (checked: the kernel traps otherwise).
 #[inline(always)]
-pub unsafe fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
+pub fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
     input: *const T,
     partials: *mut T,
     n: u64,
@@ -305,7 +305,7 @@ pub unsafe fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
         let base = unsafe { input.add(start as usize) };
         if start + chunk <= n {
             if STAGED {
-                unsafe { stage_chunk(base, tile, block, tid, ipt, vec_ok) };
+                stage_chunk(base, tile, block, tid, ipt, vec_ok);
                 gpu::barrier();
                 let mut k = 0;
                 while k < ipt {
@@ -388,7 +388,7 @@ pub unsafe fn reduce<T: Copy, Op: Combine<T>, const STAGED: bool>(
 
 /// Copies one full chunk into the tile with the same mapping as the direct path.
 #[inline(always)]
-unsafe fn stage_chunk<T: Copy>(base: *const T, tile: SharedArray<T>, block: u32, tid: u32, ipt: u32, vec_ok: bool) {
+fn stage_chunk<T: Copy>(base: *const T, tile: SharedArray<T>, block: u32, tid: u32, ipt: u32, vec_ok: bool) {
     let mut first_scalar = 0;
     if vec_ok {
         let vectors = ipt / 4;
@@ -417,50 +417,50 @@ unsafe fn stage_chunk<T: Copy>(base: *const T, tile: SharedArray<T>, block: u32,
 crate::kernels! { KERNELS;
     /// Sum of `n` f32; see the module documentation.
     pub fn reduce_sum_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<f32, Sum, false>(input, partials, n, items_per_thread) }
+        reduce::<f32, Sum, false>(input, partials, n, items_per_thread)
     }
     /// Minimum of `n` f32 (NaN operands ignored).
     pub fn reduce_min_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<f32, Min, false>(input, partials, n, items_per_thread) }
+        reduce::<f32, Min, false>(input, partials, n, items_per_thread)
     }
     /// Maximum of `n` f32 (NaN operands ignored).
     pub fn reduce_max_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<f32, Max, false>(input, partials, n, items_per_thread) }
+        reduce::<f32, Max, false>(input, partials, n, items_per_thread)
     }
     /// Sum of `n` u32, modulo 2^32.
     pub fn reduce_sum_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<u32, Sum, false>(input, partials, n, items_per_thread) }
+        reduce::<u32, Sum, false>(input, partials, n, items_per_thread)
     }
     /// Minimum of `n` u32.
     pub fn reduce_min_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<u32, Min, false>(input, partials, n, items_per_thread) }
+        reduce::<u32, Min, false>(input, partials, n, items_per_thread)
     }
     /// Maximum of `n` u32.
     pub fn reduce_max_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<u32, Max, false>(input, partials, n, items_per_thread) }
+        reduce::<u32, Max, false>(input, partials, n, items_per_thread)
     }
     /// Sum of `n` f32, each chunk staged through the launch-sized tile.
     pub fn reduce_staged_sum_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<f32, Sum, true>(input, partials, n, items_per_thread) }
+        reduce::<f32, Sum, true>(input, partials, n, items_per_thread)
     }
     /// Minimum of `n` f32, staged.
     pub fn reduce_staged_min_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<f32, Min, true>(input, partials, n, items_per_thread) }
+        reduce::<f32, Min, true>(input, partials, n, items_per_thread)
     }
     /// Maximum of `n` f32, staged.
     pub fn reduce_staged_max_f32(input: *const f32, partials: *mut f32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<f32, Max, true>(input, partials, n, items_per_thread) }
+        reduce::<f32, Max, true>(input, partials, n, items_per_thread)
     }
     /// Sum of `n` u32 modulo 2^32, staged.
     pub fn reduce_staged_sum_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<u32, Sum, true>(input, partials, n, items_per_thread) }
+        reduce::<u32, Sum, true>(input, partials, n, items_per_thread)
     }
     /// Minimum of `n` u32, staged.
     pub fn reduce_staged_min_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<u32, Min, true>(input, partials, n, items_per_thread) }
+        reduce::<u32, Min, true>(input, partials, n, items_per_thread)
     }
     /// Maximum of `n` u32, staged.
     pub fn reduce_staged_max_u32(input: *const u32, partials: *mut u32, n: u64, items_per_thread: u32) {
-        unsafe { reduce::<u32, Max, true>(input, partials, n, items_per_thread) }
+        reduce::<u32, Max, true>(input, partials, n, items_per_thread)
     }
 }

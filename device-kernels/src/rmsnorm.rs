@@ -24,28 +24,26 @@ use crate::gpu;
 use crate::rows::Row;
 pub use crate::rows::{MAX_GRID, RowConfig as RmsnormConfig, RowLayout as RmsnormLayout};
 
-/// # Safety
+/// # Contract
 /// `x` and `y` hold `rows * cols` floats, `g` holds `cols`; the launch gave the layout's
 /// bytes.
 #[inline(always)]
-unsafe fn rmsnorm(x: *const f32, g: *const f32, y: *mut f32, rows: u32, cols: u32, eps: f32) {
-    let row = unsafe { Row::new(cols, true) };
+fn rmsnorm(x: *const f32, g: *const f32, y: *mut f32, rows: u32, cols: u32, eps: f32) {
+    let row = Row::new(cols, true);
     // One row loop per source of the weights, each with only its own addresses live: in one
     // loop the two sources' addresses together passed the register cap (spills).
-    match unsafe { row.hold(g) } {
-        Some(h) => unsafe { rows_with(&row, x, y, rows, eps, |span, v, _| row.held_at(h, span, v)) },
-        None => unsafe {
-            rows_with(&row, x, y, rows, eps, |span, v, whole| row.read(g, span, v, whole && row.aligned(g, span)))
-        },
+    match row.hold(g) {
+        Some(h) => rows_with(&row, x, y, rows, eps, |span, v, _| row.held_at(h, span, v)),
+        None => rows_with(&row, x, y, rows, eps, |span, v, whole| row.read(g, span, v, whole && row.aligned(g, span))),
     }
 }
 
 /// The rows of this block's cluster, `weight(span, v, whole)` giving the weights of vector `v`.
 ///
-/// # Safety
+/// # Contract
 /// As [`rmsnorm`]; `weight` reads only inside `g`.
 #[inline(always)]
-unsafe fn rows_with(
+fn rows_with(
     row: &Row,
     x: *const f32,
     y: *mut f32,
@@ -75,6 +73,6 @@ crate::kernels! { KERNELS;
     /// run, and four blocks of 256 share a multiprocessor. A lower cap spills the row loop's
     /// addresses into local memory inside the loop (see the family's NOTES.md before lowering it).
     pub fn rmsnorm_f32(x: *const f32, g: *const f32, y: *mut f32, rows: u32, cols: u32, eps: f32) [max_registers = 64] [spills = "at the 64-register cap, the row loop's addresses: 12 B on sm_90a"] {
-        unsafe { rmsnorm(x, g, y, rows, cols, eps) }
+        rmsnorm(x, g, y, rows, cols, eps)
     }
 }

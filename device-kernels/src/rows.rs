@@ -217,11 +217,11 @@ impl Row {
     /// This block's part of the row, and of a held vector where the kernel `can` hold one
     /// and the config [`holds`](RowConfig::holds) it. Traps when the layout fails.
     ///
-    /// # Safety
+    /// # Contract
     /// The launch gave [`RowConfig::layout`]'s bytes for `cols`, `config.holds(can)`, this
     /// block size and the launch's cluster size.
     #[inline(always)]
-    pub unsafe fn new(cols: u32, can: bool) -> Row {
+    pub fn new(cols: u32, can: bool) -> Row {
         let tid = gpu::thread_idx_x();
         let size = micro::cluster_size();
         let config = RowConfig { block: gpu::block_dim_x(), cluster: size };
@@ -263,10 +263,10 @@ impl Row {
     /// barrier: every thread reads slots others copied. `None` (and nothing copied) where
     /// the block holds no vector.
     ///
-    /// # Safety
+    /// # Contract
     /// `src` holds `cols` floats.
     #[inline(always)]
-    pub unsafe fn hold(&self, src: *const f32) -> Option<Held> {
+    pub fn hold(&self, src: *const f32) -> Option<Held> {
         if !self.holding {
             return None;
         }
@@ -347,10 +347,10 @@ impl Row {
     /// lanes outside the span are `fill` (the span's edge vectors, and every vector of a
     /// row whose `col0` is not aligned as the span's).
     ///
-    /// # Safety
+    /// # Contract
     /// `col0` holds `cols` floats.
     #[inline(always)]
-    pub unsafe fn gather(&self, col0: *const f32, s: Span, v: u32, fill: f32) -> [f32; 4] {
+    pub fn gather(&self, col0: *const f32, s: Span, v: u32, fill: f32) -> [f32; 4] {
         let j = 4 * v;
         let p = col0.wrapping_add((self.base + j) as usize).wrapping_sub(s.shift as usize);
         // No array written lane by lane: it would live in local memory.
@@ -368,16 +368,16 @@ impl Row {
     /// Vector `v` of the row whose column 0 is at `col0` (lanes outside the span 0): one
     /// 16-byte read where `whole`, else lane by lane.
     ///
-    /// # Safety
+    /// # Contract
     /// `col0` holds `cols` floats; where `whole`, vector `v` is inside the span and `col0`
     /// is [`Row::aligned`].
     #[inline(always)]
-    pub unsafe fn read(&self, col0: *const f32, s: Span, v: u32, whole: bool) -> [f32; 4] {
+    pub fn read(&self, col0: *const f32, s: Span, v: u32, whole: bool) -> [f32; 4] {
         if whole {
             let p = col0.wrapping_add((self.base + 4 * v) as usize).wrapping_sub(s.shift as usize);
             unsafe { gpu::read_global(p as *const Vec4<f32>) }.0
         } else {
-            unsafe { self.gather(col0, s, v, 0.0) }
+            self.gather(col0, s, v, 0.0)
         }
     }
 
@@ -414,16 +414,10 @@ impl Row {
     /// all started before any is waited for; the fold reads them back from shared memory
     /// (each thread its own, so no barrier).
     ///
-    /// # Safety
+    /// # Contract
     /// `src` holds `cols` floats.
     #[inline(always)]
-    pub unsafe fn load(
-        &self,
-        src: *const f32,
-        fill: f32,
-        mut acc: f32,
-        fold4: impl Fn(f32, [f32; 4]) -> f32,
-    ) -> (f32, Span) {
+    pub fn load(&self, src: *const f32, fill: f32, mut acc: f32, fold4: impl Fn(f32, [f32; 4]) -> f32) -> (f32, Span) {
         let s = self.span(src);
         let block = self.block;
         let whole_end = s.hi / 4;
@@ -475,10 +469,10 @@ impl Row {
     /// (its lanes inside the row; whole vectors as 16-byte writes where `dst` is aligned as
     /// the span is). `whole`: every lane of the vector is inside the row.
     ///
-    /// # Safety
+    /// # Contract
     /// `dst` holds `cols` floats.
     #[inline(always)]
-    pub unsafe fn store(&self, dst: *mut f32, s: Span, f4: impl Fn(u32, [f32; 4], bool) -> [f32; 4]) {
+    pub fn store(&self, dst: *mut f32, s: Span, f4: impl Fn(u32, [f32; 4], bool) -> [f32; 4]) {
         let put = |v: u32, o: [f32; 4]| {
             let j = 4 * v;
             let p = dst.wrapping_add((self.base + j) as usize).wrapping_sub(s.shift as usize);

@@ -154,11 +154,11 @@ impl ScanElement for u32 {
     }
 }
 
-/// # Safety
+/// # Contract
 /// `input`/`output` hold `n` elements, `status` holds `tiles(n)` zeroed words, `counter`
 /// is zero; the launch has `tiles(n)` blocks and the layout's bytes.
 #[inline(always)]
-unsafe fn scan<T: ScanElement>(
+fn scan<T: ScanElement>(
     input: *const T,
     output: *mut T,
     n: u64,
@@ -195,10 +195,10 @@ unsafe fn scan<T: ScanElement>(
     let inside = in_vec && start + per_tile as u64 <= n;
     if inside {
         let src = unsafe { input.add(start as usize).cast::<Vec4<T>>() };
-        unsafe { crate::stage::stage_async(tile, src, per_tile / 4, tid, block, tile_vec) };
+        crate::stage::stage_async(tile, src, per_tile / 4, tid, block, tile_vec);
     } else {
-        let load = |v: u32| unsafe { vector::load4(input, (start + 4 * v as u64) as i64, n, T::ZERO, in_vec) };
-        unsafe { crate::stage::stage(tile, per_tile / 4, tid, block, tile_vec, load) };
+        let load = |v: u32| vector::load4(input, (start + 4 * v as u64) as i64, n, T::ZERO, in_vec);
+        crate::stage::stage(tile, per_tile / 4, tid, block, tile_vec, load);
     }
     gpu::barrier();
 
@@ -252,7 +252,7 @@ unsafe fn scan<T: ScanElement>(
             }
             unsafe { rake_v.write(q as u32, out) };
         }
-        unsafe { publish(status, t, aggregate) };
+        publish(status, t, aggregate);
         // The look-back's state: misc[1] the prefix so far, misc[2] done, misc[3] the
         // nearest tile of the next window; misc[0] keeps the aggregate from here on.
         unsafe {
@@ -302,7 +302,7 @@ unsafe fn scan<T: ScanElement>(
         unsafe { tile.write(k, out) };
         j += 1;
     }
-    unsafe { look_back::<T>(status, t, window, misc, tid, block) };
+    look_back::<T>(status, t, window, misc, tid, block);
     gpu::barrier();
     let prefix = T::from_bits(unsafe { misc.read(1) });
     let full = out_vec && start + per_tile as u64 <= n;
@@ -316,7 +316,7 @@ unsafe fn scan<T: ScanElement>(
         if full {
             unsafe { gpu::write_global(output.add(g as usize).cast::<Vec4<T>>(), x) };
         } else {
-            unsafe { vector::store4(output, g, n, x, out_vec) };
+            vector::store4(output, g, n, x, out_vec);
         }
         v += block;
     }
@@ -324,10 +324,10 @@ unsafe fn scan<T: ScanElement>(
 
 /// Publishes tile `t`'s `aggregate` (tile 0's is its inclusive prefix). One thread.
 ///
-/// # Safety
+/// # Contract
 /// `status` holds at least `t + 1` words.
 #[inline(always)]
-unsafe fn publish<T: ScanElement>(status: *mut u64, t: u64, aggregate: T) {
+fn publish<T: ScanElement>(status: *mut u64, t: u64, aggregate: T) {
     let flag = if t == 0 { FLAG_PREFIX } else { FLAG_AGGREGATE };
     unsafe { gpu::store_release_u64(status.add(t as usize), (flag << 32) | aggregate.to_bits() as u64) };
 }
@@ -337,11 +337,11 @@ unsafe fn publish<T: ScanElement>(status: *mut u64, t: u64, aggregate: T) {
 /// Every thread of the block calls it (it has barriers): the first [`WINDOW`] threads load
 /// the window of status words, thread 0 folds it.
 ///
-/// # Safety
+/// # Contract
 /// `status` holds at least `t + 1` words, zeroed before the launch; `misc` as set up by
 /// the kernel.
 #[inline(always)]
-unsafe fn look_back<T: ScanElement>(
+fn look_back<T: ScanElement>(
     status: *mut u64,
     t: u64,
     window: SharedArray<u64>,
@@ -407,10 +407,10 @@ unsafe fn look_back<T: ScanElement>(
 crate::kernels! { KERNELS;
     /// Exclusive prefix sum of f32; see the module documentation.
     pub fn scan_exclusive_f32(input: *const f32, output: *mut f32, n: u64, status: *mut u64, counter: *mut u32, items_per_thread: u32) {
-        unsafe { scan::<f32>(input, output, n, status, counter, items_per_thread) }
+        scan::<f32>(input, output, n, status, counter, items_per_thread)
     }
     /// Exclusive prefix sum of u32 (modulo 2^32); see the module documentation.
     pub fn scan_exclusive_u32(input: *const u32, output: *mut u32, n: u64, status: *mut u64, counter: *mut u32, items_per_thread: u32) {
-        unsafe { scan::<u32>(input, output, n, status, counter, items_per_thread) }
+        scan::<u32>(input, output, n, status, counter, items_per_thread)
     }
 }

@@ -29,11 +29,11 @@ pub fn weight(x: f32, m: f32) -> f32 {
     gpu::exp2_ftz((x - m) * core::f32::consts::LOG2_E)
 }
 
-/// # Safety
+/// # Contract
 /// `input` and `output` hold `rows * cols` floats; the launch gave the layout's bytes.
 #[inline(always)]
-unsafe fn softmax(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-    let row = unsafe { Row::new(cols, false) };
+fn softmax(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
+    let row = Row::new(cols, false);
     row.each_row(rows, |r| {
         let offset = r as usize * cols as usize;
         // Lanes outside the row are -inf: no maximum, and a weight of 0 in the sum.
@@ -56,6 +56,6 @@ unsafe fn softmax(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
 crate::kernels! { KERNELS;
     /// Row-wise softmax; see the module documentation.
     pub fn softmax_f32(input: *const f32, output: *mut f32, rows: u32, cols: u32) {
-        unsafe { softmax(input, output, rows, cols) }
+        softmax(input, output, rows, cols)
     }
 }

@@ -14,11 +14,11 @@ pub const BATCH: u32 = 4;
 /// Thread `tid` of `block` threads stores `load(i)` at `index(i)` of `dst`, for
 /// `i = tid, tid + block, ... < count`, [`BATCH`] loads at a time.
 ///
-/// # Safety
+/// # Contract
 /// Every `index(i)` is inside `dst`, every `load(i)` is a valid read, and no other thread
 /// touches those elements of `dst` until the next barrier.
 #[inline(always)]
-pub unsafe fn stage<T: Copy>(
+pub fn stage<T: Copy>(
     dst: SharedArray<T>,
     count: u32,
     tid: u32,
@@ -49,11 +49,11 @@ pub unsafe fn stage<T: Copy>(
 /// ([`SharedArray::copy_async`]), and waits for its copies. The caller's barrier after it
 /// makes them visible to the block.
 ///
-/// # Safety
+/// # Contract
 /// `src` holds `count` 16-byte aligned elements of device memory; every `index(i)` is
 /// inside `dst`; no other thread touches those elements until the next barrier.
 #[inline(always)]
-pub unsafe fn stage_async<T: Copy>(
+pub fn stage_async<T: Copy>(
     dst: SharedArray<T>,
     src: *const T,
     count: u32,

@@ -142,11 +142,11 @@ struct Source {
 /// is copied with no clamping, every vector in flight at once. The caller's barrier makes
 /// the tile visible.
 ///
-/// # Safety
+/// # Contract
 /// `src` holds the image; `tile` holds `rows_total * pitch` vectors; `halo` is a multiple
 /// of 4.
 #[inline(always)]
-unsafe fn load_tile(
+fn load_tile(
     tile: SharedArray<Vec4<f32>>,
     src: Source,
     (x0, y0): (u32, u32),
@@ -218,14 +218,14 @@ unsafe fn load_tile(
     }
 }
 
-/// # Safety
+/// # Contract
 /// `input` and `output` hold `width * height` floats, `weights` `(2R+1)^2`; the launch
 /// gave the layout's bytes; the config [`fits`](Stencil2dConfig::fits).
 // Index loops over register arrays with constant bounds are what keeps them registers.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn stencil<const R: usize, const K: usize>(
+fn stencil<const R: usize, const K: usize>(
     input: *const f32,
     weights: *const f32,
     output: *mut f32,
@@ -276,7 +276,7 @@ unsafe fn stencil<const R: usize, const K: usize>(
         let x0 = (t % tiles_x) as u32 * tile_w;
         let y0 = (t / tiles_x) as u32 * tile_h;
         let src = Source { input, width, height, in_vec };
-        unsafe { load_tile(tile, src, (x0, y0), (tile_w, rows_total, pitch), (HALO, R as u32)) };
+        load_tile(tile, src, (x0, y0), (tile_w, rows_total, pitch), (HALO, R as u32));
         gpu::barrier();
 
         // The window of tile row y_first + j lives in slot j % K: win[slot * ww ..][..ww].
@@ -321,7 +321,7 @@ unsafe fn stencil<const R: usize, const K: usize>(
                     let y = y0 + y_first + r;
                     if y < height && x < width {
                         let row = unsafe { output.add(y as usize * width as usize) };
-                        unsafe { vector::store4(row, x as u64, width as u64, out, out_vec) };
+                        vector::store4(row, x as u64, width as u64, out, out_vec);
                     }
                     r += 1;
                 }
@@ -399,12 +399,12 @@ fn tap_row<const S: usize, const REM: usize>(
 /// 4`: 1 for even `S`, 3 for odd) and picks one of four copies of the loop, so every
 /// register index is a constant.
 ///
-/// # Safety
+/// # Contract
 /// `input` and `output` hold `width * height` floats, `weights` `(2r+1)^2`; the launch gave
 /// the layout's bytes for `radius`; the config [`fits`](Stencil2dConfig::fits).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn stencil_any(
+fn stencil_any(
     input: *const f32,
     weights: *const f32,
     output: *mut f32,
@@ -452,7 +452,7 @@ unsafe fn stencil_any(
     while t < tiles {
         let x0 = (t % tiles_x) as u32 * tile_w;
         let y0 = (t / tiles_x) as u32 * tile_h;
-        unsafe { load_tile(tile, src, (x0, y0), (tile_w, rows_total, pitch), (h, radius)) };
+        load_tile(tile, src, (x0, y0), (tile_w, rows_total, pitch), (h, radius));
         gpu::barrier();
         let x = x0 + 4 * g;
         for yy in y_first..y_first + strip {
@@ -470,7 +470,7 @@ unsafe fn stencil_any(
             let y = y0 + yy;
             if y < height && x < width {
                 let row = unsafe { output.add(y as usize * width as usize) };
-                unsafe { vector::store4(row, x as u64, width as u64, Vec4(acc), out_vec) };
+                vector::store4(row, x as u64, width as u64, Vec4(acc), out_vec);
             }
         }
         // The next tile overwrites the shared tile.
@@ -482,15 +482,15 @@ unsafe fn stencil_any(
 crate::kernels! { KERNELS;
     /// 3x3 stencil; see the module documentation.
     pub fn stencil2d_f32_r1(input: *const f32, weights: *const f32, output: *mut f32, width: u32, height: u32, tile_w: u32, tile_h: u32) {
-        unsafe { stencil::<1, 3>(input, weights, output, width, height, tile_w, tile_h) }
+        stencil::<1, 3>(input, weights, output, width, height, tile_w, tile_h)
     }
     /// 5x5 stencil; see the module documentation.
     pub fn stencil2d_f32_r2(input: *const f32, weights: *const f32, output: *mut f32, width: u32, height: u32, tile_w: u32, tile_h: u32) {
-        unsafe { stencil::<2, 5>(input, weights, output, width, height, tile_w, tile_h) }
+        stencil::<2, 5>(input, weights, output, width, height, tile_w, tile_h)
     }
     /// A stencil of any radius up to `MAX_RADIUS`, given at launch; see `stencil_any`.
     pub fn stencil2d_f32(input: *const f32, weights: *const f32, output: *mut f32, width: u32, height: u32, tile_w: u32, tile_h: u32, radius: u32) {
-        unsafe { stencil_any(input, weights, output, width, height, tile_w, tile_h, radius) }
+        stencil_any(input, weights, output, width, height, tile_w, tile_h, radius)
     }
 }
 

@@ -153,10 +153,10 @@ impl StreamK {
 /// A 16-byte load of device memory that other blocks wrote in this launch (a piece of a
 /// split tile), from L2 (not a possibly stale L1 line).
 ///
-/// # Safety
+/// # Contract
 /// As for [`gpu::read_global`].
 #[inline(always)]
-pub unsafe fn read_l2(p: *const Vec4<f32>) -> [f32; 4] {
+pub fn read_l2(p: *const Vec4<f32>) -> [f32; 4] {
     use gpu::micro::{CacheHint, HintedLoad};
     let v = unsafe { <Vec4<u32> as HintedLoad>::load::<{ CacheHint::Global as u32 }>(p.cast()) };
     v.0.map(f32::from_bits)

@@ -137,11 +137,11 @@ impl TransposeConfig {
     }
 }
 
-/// # Safety
+/// # Contract
 /// `input` holds `rows * cols` floats, `output` as many; `block % tile == 0`; the launch
 /// gave the layout's bytes (checked: traps otherwise).
 #[inline(always)]
-unsafe fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
+fn transpose(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
     let tid = gpu::thread_idx_x();
     let block = gpu::block_dim_x();
     let cfg = TransposeConfig { block, tile, pad };
@@ -227,10 +227,10 @@ impl FastDiv {
 /// `t * width ..`, line `s` of it at `s * width` of the launch-sized memory. Traps where the
 /// config does not cut the matrix in slabs ([`TransposeConfig::slab`]).
 ///
-/// # Safety
+/// # Contract
 /// As [`transpose`].
 #[inline(always)]
-unsafe fn transpose_thin(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
+fn transpose_thin(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
     let (tid, block) = (gpu::thread_idx_x(), gpu::block_dim_x());
     let cfg = TransposeConfig { block, tile, pad };
     let (Ok(slice), Some(slab)) = (cfg.layout(), cfg.slab(rows, cols)) else { gpu::trap() };
@@ -298,11 +298,11 @@ crate::kernels! { KERNELS;
     /// registers (no spill): eight blocks of 256 threads a multiprocessor, as the CUDA C
     /// twin; the tiles' loads need threads in flight, not registers.
     pub fn transpose_f32(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) [max_registers = 32] {
-        unsafe { transpose(input, output, rows, cols, tile, pad) }
+        transpose(input, output, rows, cols, tile, pad)
     }
     /// `output = input^T` by slabs, for the matrices [`TransposeConfig::slab`] cuts so (an
     /// entry of its own: the slab's index arithmetic would raise the tiles' registers).
     pub fn transpose_thin_f32(input: *const f32, output: *mut f32, rows: u32, cols: u32, tile: u32, pad: u32) {
-        unsafe { transpose_thin(input, output, rows, cols, tile, pad) }
+        transpose_thin(input, output, rows, cols, tile, pad)
     }
 }

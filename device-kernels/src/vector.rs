@@ -33,10 +33,10 @@ pub fn is_aligned16<T>(p: *const T) -> bool {
 /// `0..len`. One vector load when all four are inside, `start` is a multiple of 4 and
 /// `aligned` says `src` is 16-byte aligned; element by element otherwise.
 ///
-/// # Safety
+/// # Contract
 /// `src` holds `len` elements.
 #[inline(always)]
-pub unsafe fn load4<T: Copy>(src: *const T, start: i64, len: u64, zero: T, aligned: bool) -> Vec4<T> {
+pub fn load4<T: Copy>(src: *const T, start: i64, len: u64, zero: T, aligned: bool) -> Vec4<T> {
     if aligned && start >= 0 && (start as u64).is_multiple_of(4) && start as u64 + 4 <= len {
         unsafe { gpu::read_global(src.add(start as usize).cast::<Vec4<T>>()) }
     } else {
@@ -54,10 +54,10 @@ pub unsafe fn load4<T: Copy>(src: *const T, start: i64, len: u64, zero: T, align
 /// Stores the lanes of `v` that fall inside `0..len` at `dst + start ..`: one vector
 /// store when all four do and the address is 16-byte aligned (see [`load4`]).
 ///
-/// # Safety
+/// # Contract
 /// `dst` holds `len` elements.
 #[inline(always)]
-pub unsafe fn store4<T: Copy>(dst: *mut T, start: u64, len: u64, v: Vec4<T>, aligned: bool) {
+pub fn store4<T: Copy>(dst: *mut T, start: u64, len: u64, v: Vec4<T>, aligned: bool) {
     if aligned && start.is_multiple_of(4) && start + 4 <= len {
         unsafe { gpu::write_global(dst.add(start as usize).cast::<Vec4<T>>(), v) }
     } else {

@@ -421,13 +421,13 @@ impl<const BM: u32, const BN: u32, const BK: u32, const S: u32> Dims for Fixed<B
 /// The compiled-in tile of `sgemm_f32_128x128x16s2`.
 pub const FIXED_128X128X16S2: SgemmConfig = SgemmConfig::new(128, 128, 16, 2);
 
-/// # Safety
+/// # Contract
 /// `a` holds `m * k`, `b` `k * n`, `c` `m * n` elements; the launch has [`SgemmConfig::grid`]
 /// blocks of [`SgemmConfig::threads`] threads and the layout's bytes.
 // Index loops over register arrays with constant bounds are what keeps them registers.
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
+fn gemm_rowmajor<E: GemmInput, D: Dims>(
     dims: D,
     a: *const E,
     b: *const E,
@@ -476,17 +476,17 @@ unsafe fn gemm_rowmajor<E: GemmInput, D: Dims>(
         // Shared offsets in 16-byte chunks (a_stride, bk and bn are whole chunks).
         if a_vec && m0 + bm <= m && k0 + bk <= k {
             let base = slot * a_stage / ce;
-            unsafe { copy_rows_async(a, k, (m0, k0), (bm, bk / ce), a_chunks, base, a_stride / ce, tid, threads) };
+            copy_rows_async(a, k, (m0, k0), (bm, bk / ce), a_chunks, base, a_stride / ce, tid, threads);
         } else {
             let at = |r: u32, q: u32| r * a_stride + q;
-            unsafe { gather_tile(a, (m, k), (m0, k0), (bm, bk), a_elems, slot * a_stage, at, tid, threads) };
+            gather_tile(a, (m, k), (m0, k0), (bm, bk), a_elems, slot * a_stage, at, tid, threads);
         }
         if b_vec && n0 + bn <= n && k0 + bk <= k {
             let base = slot * b_stage / ce;
-            unsafe { copy_rows_async(b, n, (k0, n0), (bk, bn / ce), b_chunks, base, bn / ce, tid, threads) };
+            copy_rows_async(b, n, (k0, n0), (bk, bn / ce), b_chunks, base, bn / ce, tid, threads);
         } else {
             let at = |r: u32, q: u32| r * bn + q;
-            unsafe { gather_tile(b, (k, n), (k0, n0), (bk, bn), b_elems, slot * b_stage, at, tid, threads) };
+            gather_tile(b, (k, n), (k0, n0), (bk, bn), b_elems, slot * b_stage, at, tid, threads);
         }
         gpu::copy_async_commit();
     };
@@ -594,11 +594,11 @@ pub mod tma;
 
 /// The f32 kernel: tiles in k-groups (see the module documentation).
 ///
-/// # Safety
+/// # Contract
 /// As for [`gemm_rowmajor`].
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
+fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
     dims: D,
     a: *const f32,
     b: *const f32,
@@ -734,7 +734,7 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
         } else {
             // Element (r, q) of the tile is row r of group r / 4 at k = q.
             let at = |r: u32, q: u32| (r / 4 * gs + q) * 4 + r % 4;
-            unsafe { gather_tile(a, (m, k), (m0, k0), (bm, bk), a_words, slot * a_stage * 4, at, tid, threads) };
+            gather_tile(a, (m, k), (m0, k0), (bm, bk), a_words, slot * a_stage * 4, at, tid, threads);
         }
         if b_fast && n0 + bn <= n && k0 + bk <= k {
             let src = b.wrapping_add((k0 + b_r0) as usize * n as usize + (n0 + b_q * 4) as usize);
@@ -785,7 +785,7 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
         } else {
             // Element (r, q) of the tile is column q of group q / 4 at k = r.
             let at = |r: u32, q: u32| (q / 4 * gs + r) * 4 + q % 4;
-            unsafe { gather_tile(b, (k, n), (k0, n0), (bk, bn), b_words, slot * b_stage * 4, at, tid, threads) };
+            gather_tile(b, (k, n), (k0, n0), (bk, bn), b_words, slot * b_stage * 4, at, tid, threads);
         }
         gpu::copy_async_commit();
     };
@@ -907,12 +907,12 @@ unsafe fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
 /// edges: both kernels' path for tiles the asynchronous copies cannot take. Thread `tid`
 /// of `threads` takes every `threads`-th element.
 ///
-/// # Safety
+/// # Contract
 /// `src` holds `dims.0 * dims.1` elements; `base + at(r, q)` is inside `dst` for every
 /// element of the tile, and no other thread touches those words until a barrier.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn gather_tile<E: GemmInput>(
+fn gather_tile<E: GemmInput>(
     src: *const E,
     dims: (u32, u32),
     origin: (u32, u32),
@@ -941,12 +941,12 @@ unsafe fn gather_tile<E: GemmInput>(
 /// row-major matrix `src` (`ld` elements per row) into `dst`, row `r`'s chunk `q` at chunk
 /// `base + r * stride + q`: the row-major kernel's path for tiles inside the matrix.
 ///
-/// # Safety
+/// # Contract
 /// Every chunk of the tile is inside `src` and 16-byte aligned; `base + r * stride + q` is
 /// inside `dst` for every chunk, untouched by other threads until the wait and a barrier.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn copy_rows_async<E: GemmInput>(
+fn copy_rows_async<E: GemmInput>(
     src: *const E,
     ld: u32,
     origin: (u32, u32),
@@ -1095,12 +1095,12 @@ fn store_tile<const TM: usize, const TN: usize>(
                     }
                 } else {
                     if beta != 0.0 {
-                        let old = unsafe { vector::load4(c_row, gn as i64, n as u64, 0.0, c_vec) };
+                        let old = vector::load4(c_row, gn as i64, n as u64, 0.0, c_vec);
                         for e in 0..4 {
                             out.0[e] = gpu::fma(beta, old.0[e], out.0[e]);
                         }
                     }
-                    unsafe { vector::store4(c_row, gn as u64, n as u64, out, c_vec) };
+                    vector::store4(c_row, gn as u64, n as u64, out, c_vec);
                 }
             }
         };
@@ -1124,11 +1124,11 @@ fn store_tile<const TM: usize, const TN: usize>(
 /// `sgemm_f32_bk{8,16,32}` and `sgemm_f32_tm16_bk{8,16,32,64}`. Traps when the launch names
 /// another depth. (`cfg.tm` is not read: the kernel's config takes its rows from `TM`.)
 ///
-/// # Safety
+/// # Contract
 /// As for [`gemm_rowmajor`].
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn sgemm_compiled_bk<const BK: u32, const TM: usize, const UNROLL: u32>(
+fn sgemm_compiled_bk<const BK: u32, const TM: usize, const UNROLL: u32>(
     a: *const f32,
     b: *const f32,
     c: *mut f32,
@@ -1142,7 +1142,7 @@ unsafe fn sgemm_compiled_bk<const BK: u32, const TM: usize, const UNROLL: u32>(
     if cfg.bk != BK {
         gpu::trap();
     }
-    unsafe { sgemm_kgroups::<RuntimeTile<BK>, UNROLL, TM>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta) }
+    sgemm_kgroups::<RuntimeTile<BK>, UNROLL, TM>(RuntimeTile(cfg), a, b, c, m, n, k, alpha, beta)
 }
 
 // Register caps (`[max_registers = N]`, ptxas's `.maxnreg`): the block size is a launch-time
@@ -1154,69 +1154,69 @@ crate::kernels! { KERNELS;
     /// f32 GEMM, block tile chosen at launch; see the module documentation.
     pub fn sgemm_f32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "bk given at launch under the 128-register cap (two 256-thread blocks per SM): the k loop keeps its bounds and addresses live; bk 8, 16 and 32 take compiled-in entries"] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
-        unsafe { sgemm_kgroups::<Runtime, 8, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        sgemm_kgroups::<Runtime, 8, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta)
     }
     /// `sgemm_f32` with `bk` = 8 compiled in (`bm`, `bn`, `stages` at launch; traps on
     /// another `bk`).
     pub fn sgemm_f32_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
-        unsafe { sgemm_compiled_bk::<8, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        sgemm_compiled_bk::<8, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// `sgemm_f32` with `bk` = 16 compiled in.
     pub fn sgemm_f32_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "the 8-row tile under the 128-register cap since the predicated edge copies and split-K: their addresses and bounds; the shape suites measured it faster than the element gather it replaced (sgemm NOTES.md)"] {
-        unsafe { sgemm_compiled_bk::<16, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        sgemm_compiled_bk::<16, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// `sgemm_f32` with `bk` = 32 compiled in.
     pub fn sgemm_f32_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "the 8-row tile under the 128-register cap since the predicated edge copies and split-K: their addresses and bounds; the shape suites measured it faster than the element gather it replaced (sgemm NOTES.md)"] {
-        unsafe { sgemm_compiled_bk::<32, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        sgemm_compiled_bk::<32, 8, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// f32 GEMM with 16 x 8 thread tiles (`tm` = 16), block tile chosen at launch.
     pub fn sgemm_f32_tm16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
-        unsafe { sgemm_kgroups::<Runtime, 8, 16>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        sgemm_kgroups::<Runtime, 8, 16>(Runtime(cfg), a, b, c, m, n, k, alpha, beta)
     }
     /// `sgemm_f32_tm16` with `bk` = 8 compiled in.
     pub fn sgemm_f32_tm16_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
-        unsafe { sgemm_compiled_bk::<8, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        sgemm_compiled_bk::<8, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// `sgemm_f32_tm16` with `bk` = 16 compiled in.
     pub fn sgemm_f32_tm16_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
-        unsafe { sgemm_compiled_bk::<16, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        sgemm_compiled_bk::<16, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// `sgemm_f32_tm16` with `bk` = 32 compiled in.
     pub fn sgemm_f32_tm16_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
-        unsafe { sgemm_compiled_bk::<32, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        sgemm_compiled_bk::<32, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// `sgemm_f32_tm16` with `bk` = 64 compiled in (two 32-k steps per k-tile).
     pub fn sgemm_f32_tm16_bk64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
-        unsafe { sgemm_compiled_bk::<64, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        sgemm_compiled_bk::<64, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// The tensor-map kernel with `bk` = 32 (`bn` = 128; `a`, `b`: the tensor maps of A and
     /// B in device memory); see `sgemm_tma`.
     pub fn sgemm_f32_tma_bk32(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bn, ..SgemmConfig::tma(bm, bk, stages) };
-        unsafe { tma::sgemm_tma::<32>(a, b, c, m, n, k, alpha, beta, cfg) }
+        tma::sgemm_tma::<32>(a, b, c, m, n, k, alpha, beta, cfg)
     }
     /// The tensor-map kernel with `bk` = 64.
     pub fn sgemm_f32_tma_bk64(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
         let cfg = SgemmConfig { bn, ..SgemmConfig::tma(bm, bk, stages) };
-        unsafe { tma::sgemm_tma::<64>(a, b, c, m, n, k, alpha, beta, cfg) }
+        tma::sgemm_tma::<64>(a, b, c, m, n, k, alpha, beta, cfg)
     }
     /// The stream-K tensor-map kernel, 128 columns per block (`a`, `b`: the tensor maps;
     /// `partials`, `counters`: its workspace); see `tma::sgemm_streamk`. `sk` is the host's:
     /// the schedule follows the grid. 16 threads to a row of the block.
     pub fn sgemm_f32_sk(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) {
         let cfg = SgemmConfig { bk, ..SgemmConfig::streamk(bm, bn, stages, 1) };
-        unsafe { tma::sgemm_streamk::<128, 8>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
+        tma::sgemm_streamk::<128, 8>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters)
     }
     /// The stream-K tensor-map kernel, 64 columns per block.
     pub fn sgemm_f32_sk_n64(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) {
         let cfg = SgemmConfig { bk, ..SgemmConfig::streamk(bm, bn, stages, 1) };
-        unsafe { tma::sgemm_streamk::<64, 8>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
+        tma::sgemm_streamk::<64, 8>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters)
     }
     /// The stream-K tensor-map kernel, 32 columns per block.
     pub fn sgemm_f32_sk_n32(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32, partials: *mut f32, counters: *mut u32) {
         let cfg = SgemmConfig { bk, ..SgemmConfig::streamk(bm, bn, stages, 1) };
-        unsafe { tma::sgemm_streamk::<32, 4>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters) }
+        tma::sgemm_streamk::<32, 4>(a, b, c, (m, n, k), (alpha, beta), cfg, partials, counters)
     }
     /// Pads the rows of A (`a_rows x a_cols`, into rows `a_ld` apart) and of B (likewise) for
     /// the tensor-map kernels, in one launch of `pack_blocks(A) + pack_blocks(B)` blocks of
@@ -1228,37 +1228,37 @@ crate::kernels! { KERNELS;
         let a_blocks = pack::pack_blocks(a_rows, a_cols);
         let block = gpu::block_idx_x() as u64;
         if block < a_blocks {
-            unsafe { pack::pack_span(a, a_out, a_cols, a_ld, block as u32) }
+            pack::pack_span(a, a_out, a_cols, a_ld, block as u32)
         } else if block - a_blocks < pack::pack_blocks(b_rows, b_cols) {
-            unsafe { pack::pack_span(b, b_out, b_cols, b_ld, (block - a_blocks) as u32) }
+            pack::pack_span(b, b_out, b_cols, b_ld, (block - a_blocks) as u32)
         }
     }
     /// `sgemm_f32_tm16_bk32` with its k loop unrolled by 8 instead of the whole tile, an
     /// ablation.
     pub fn sgemm_f32_tm16_bk32_u8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
-        unsafe { sgemm_compiled_bk::<32, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        sgemm_compiled_bk::<32, 16, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// `sgemm_f32_tm16_bk32` with its k loop unrolled by 16 instead of the whole tile, an
     /// ablation (half the code of the whole-tile unroll).
     pub fn sgemm_f32_tm16_bk32_u16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
-        unsafe { sgemm_compiled_bk::<32, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages)) }
+        sgemm_compiled_bk::<32, 16, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// `sgemm_f32` with its k loop unrolled by 4 instead of 8 (the ablation of it).
     pub fn sgemm_f32_unroll4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "the 8-row tile under the 128-register cap since the predicated edge copies and split-K: their addresses and bounds; the shape suites measured it faster than the element gather it replaced (sgemm NOTES.md)"] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
-        unsafe { sgemm_kgroups::<Runtime, 4, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        sgemm_kgroups::<Runtime, 4, 8>(Runtime(cfg), a, b, c, m, n, k, alpha, beta)
     }
     /// f32 GEMM with the 128 x 128 x 16, 2-stage block tile compiled in (the same source).
     pub fn sgemm_f32_128x128x16s2(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] [spills = "the 8-row tile under the 128-register cap since the predicated edge copies and split-K: their addresses and bounds; the shape suites measured it faster than the element gather it replaced (sgemm NOTES.md)"] {
         if SgemmConfig::new(bm, bn, bk, stages) != FIXED_128X128X16S2 {
             gpu::trap();
         }
-        unsafe { sgemm_kgroups::<Fixed<128, 128, 16, 2>, 8, 8>(Fixed, a, b, c, m, n, k, alpha, beta) }
+        sgemm_kgroups::<Fixed<128, 128, 16, 2>, 8, 8>(Fixed, a, b, c, m, n, k, alpha, beta)
     }
     /// f16 inputs (as bits), f32 accumulation and output; block tile chosen at launch.
     pub fn hgemm_f16_f32(a: *const u16, b: *const u16, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 128] {
         let cfg = SgemmConfig::new(bm, bn, bk, stages);
-        unsafe { gemm_rowmajor::<u16, Runtime>(Runtime(cfg), a, b, c, m, n, k, alpha, beta) }
+        gemm_rowmajor::<u16, Runtime>(Runtime(cfg), a, b, c, m, n, k, alpha, beta)
     }
 }
 

@@ -30,11 +30,11 @@ pub const fn padded_ld(cols: u32) -> u32 {
 
 /// Copies span `block` of the `rows x cols` row-major `src` into `dst` (rows `ld` apart).
 ///
-/// # Safety
+/// # Contract
 /// `src` holds `rows * cols` floats, `dst` `rows * ld` with `ld >= cols`; `block <
 /// pack_blocks(rows, cols)`; the block has [`PACK_THREADS`] threads.
 #[inline(always)]
-pub(super) unsafe fn pack_span(src: *const f32, dst: *mut f32, cols: u32, ld: u32, block: u32) {
+pub(super) fn pack_span(src: *const f32, dst: *mut f32, cols: u32, ld: u32, block: u32) {
     let spans = cols.div_ceil(PACK_SPAN);
     let (r, c0) = (block / spans, (block % spans) * PACK_SPAN);
     let (from, to) = (r as usize * cols as usize, r as usize * ld as usize);

@@ -100,10 +100,10 @@ impl<const BK: u32, const BN: u32> Ring<BK, BN> {
     }
     /// Starts the copies of k-tile `k0` (in elements) of the tile at `(m0, n0)` into `slot`.
     ///
-    /// # Safety
+    /// # Contract
     /// One thread; the slot is free (every thread is past its last multiply).
     #[inline(always)]
-    unsafe fn start(&self, a_map: *const u8, b_map: *const u8, slot: u32, m0: u32, n0: u32, k0: u32) {
+    fn start(&self, a_map: *const u8, b_map: *const u8, slot: u32, m0: u32, n0: u32, k0: u32) {
         let tile_bytes = (self.bm * BK + BK * BN) * 4;
         let a_dst = unsafe { self.a_tiles.shared_ptr(slot * self.a_stage(), self.a_stage()) };
         let b_dst = unsafe { self.b_tiles.shared_ptr(slot * self.b_stage(), self.b_stage()) };
@@ -280,11 +280,11 @@ impl Cursor {
 /// The data-parallel / split-K tensor-map kernel (`sgemm_f32_tma_bk*`); see the module
 /// documentation.
 ///
-/// # Safety
+/// # Contract
 /// As for `gemm_rowmajor`, with the tensor maps describing `a` and `b`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) unsafe fn sgemm_tma<const BK: u32>(
+pub(super) fn sgemm_tma<const BK: u32>(
     a_map: *const u8,
     b_map: *const u8,
     c: *mut f32,
@@ -309,7 +309,7 @@ pub(super) unsafe fn sgemm_tma<const BK: u32>(
     if tid == 0 {
         let mut s = 0;
         while s + 1 < cfg.stages && s < k_tiles {
-            unsafe { ring.start(a_map, b_map, s, m0, n0, k0(s)) };
+            ring.start(a_map, b_map, s, m0, n0, k0(s));
             s += 1;
         }
     }
@@ -321,7 +321,7 @@ pub(super) unsafe fn sgemm_tma<const BK: u32>(
         // Every warp is past tile kt - 1, so its slot may be refilled.
         gpu::barrier();
         if tid == 0 && kt + cfg.stages - 1 < k_tiles {
-            unsafe { ring.start(a_map, b_map, next.slot, m0, n0, k0(kt + cfg.stages - 1)) };
+            ring.start(a_map, b_map, next.slot, m0, n0, k0(kt + cfg.stages - 1));
         }
         ring.multiply::<TN>(&mut acc, turn.slot, tx, ty);
         turn.advance(cfg.stages);
@@ -340,12 +340,12 @@ pub(super) unsafe fn sgemm_tma<const BK: u32>(
 /// [`super::streamk`]). `partials`: `2 G` slots of `bm * BN` floats; `counters`: one per
 /// tile, zero before the launch and left zero after it.
 ///
-/// # Safety
+/// # Contract
 /// As for [`sgemm_tma`]; `partials` and `counters` as above, used by no other launch at the
 /// same time.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
+pub(super) fn sgemm_streamk<const BN: u32, const TN: usize>(
     a_map: *const u8,
     b_map: *const u8,
     c: *mut f32,
@@ -381,7 +381,7 @@ pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
     let start_next = || {
         let mut c = cursor.load();
         if c.issued < total {
-            unsafe { ring.start(a_map, b_map, c.turn.slot, c.m0, c.n0, c.kt * BK) };
+            ring.start(a_map, b_map, c.turn.slot, c.m0, c.n0, c.kt * BK);
             c.issued += 1;
             c.turn.advance(cfg.stages);
             c.kt += 1;
@@ -434,7 +434,7 @@ pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
         let col = |jj: usize| (jj / 4) as u32 * across * 4 + tx * 4 + (jj % 4) as u32;
         // A whole tile is stored; a piece takes part in its tile's fix-up (every thread: it has
         // barriers), and the block that sums the pieces stores the tile.
-        if sched.whole(&seg) || unsafe { fix_up(&sched, b, &seg, &mut acc, partials, counters, flag) } {
+        if sched.whole(&seg) || fix_up(&sched, b, &seg, &mut acc, partials, counters, flag) {
             store_tile(&acc, c, m, n, m0, n0, alpha, beta, false, row, col);
         }
         j += 1;
@@ -449,11 +449,11 @@ pub(super) unsafe fn sgemm_streamk<const BN: u32, const TN: usize>(
 /// keeps its `8 x TN` values as `2 TN` 16-byte chunks at `chunk * threads + t` of a slot (a
 /// warp's writes and reads are 512 consecutive bytes).
 ///
-/// # Safety
+/// # Contract
 /// As for [`sgemm_streamk`]; every thread of the block calls it (it has barriers).
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
-unsafe fn fix_up<const TN: usize>(
+fn fix_up<const TN: usize>(
     sched: &StreamK,
     b: u32,
     seg: &Segment,
@@ -508,7 +508,7 @@ unsafe fn fix_up<const TN: usize>(
             ($i:literal) => {
                 if $i < TM {
                     for_quads!(TN, h, {
-                        let v = unsafe { read_l2(p.wrapping_add(($i * (TN / 4) + h) * threads + tid)) };
+                        let v = read_l2(p.wrapping_add(($i * (TN / 4) + h) * threads + tid));
                         let a = &mut acc[$i % TM];
                         for e in 0..4 {
                             a[4 * h + e] = if bb == first { v[e] } else { a[4 * h + e] + v[e] };
