@@ -1,47 +1,77 @@
 #!/usr/bin/env bash
-# Mutation testing with cargo-mutants over the kernels (device-kernels/src) and the host's
-# references and checks (host/src/verify.rs, each family's mod.rs): every mutant (an operator
-# flipped, a body replaced, a comparison inverted) is built and the CPU-backend suites run
-# against it. A mutant they let pass is a bug the tests would miss: kill it with a test, or
-# list it as equivalent with the reason in the committed report.
+# Mutation testing of the kernels (device-kernels/src) against the kernel tests
+# (host/kernel-tests, on the CPU executor), with cargo-mutants: every mutant (an operator
+# flipped, a body replaced, a comparison inverted) is built in the kernel-tests profile
+# (incremental: seconds) and the kernel file's own test files run against it. A mutant
+# they let pass is a bug the tests would miss: kill it with a test, or argue it equivalent
+# in host/kernel-tests/MUTANTS.md.
 #
-# Outside CI's 90 minutes: each mutant costs an incremental release build and the suites
-# (minutes on 2 cores), and the kernel files alone hold several hundred. A mutant that makes
-# a loop endless runs into the 300 s test timeout. Shard the run over
-# machines with `--shard k/n` and commit the `mutants.out/outcomes.json` of each shard.
+#   bash ci/mutants.sh OUT                              # every kernel file
+#   bash ci/mutants.sh OUT device-kernels/src/scan.rs   # some files
+#   MUTANTS_ARGS="--in-diff change.diff" bash ci/mutants.sh OUT   # only a change's mutants
+#   MUTANTS_ARGS="--shard 1/4" bash ci/mutants.sh OUT   # a quarter of each file's mutants
 #
-#   bash ci/mutants.sh OUT                                  # every file above
-#   bash ci/mutants.sh OUT --shard 1/8                      # one shard of them
-#   bash ci/mutants.sh OUT -f device-kernels/src/scan.rs    # one file (replaces the list)
+# Only mutants on lines the host build compiles are run: a mutant inside `#[cfg(gpu)]` code
+# (or a generic no test instantiates) builds unchanged on the host, so no CPU test can see
+# it. Those lines are read off a coverage run of the same tests (ci/kernel_coverage.sh), and
+# the report counts the mutants left out that way per file. OUT/report.md is the summary
+# (ci/mutants_report.py); OUT/<file>/mutants.out the raw outcomes.
 #
-# Mutates the tree in place (cargo-mutants restores each file, also when interrupted), so the
-# tree must be clean. No GPU is needed, and none of the GPU images is built
-# (DYNSMEM_DEVICE_IMAGES=none): the CPU backend runs the kernels.
+# Mutates the tree in place (cargo-mutants restores each file, also when interrupted, and
+# the incremental build is what makes a mutant cost seconds), so the tree must be clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: bash ci/mutants.sh OUT [cargo-mutants options]}
+out=${1:?usage: bash ci/mutants.sh OUT [KERNEL FILE...]}
 shift
-if ! git diff --quiet; then
-  echo "the tree has uncommitted changes: commit or stash them first (mutants are applied in place)" >&2
+if ! git diff --quiet -- device-kernels; then
+  echo "device-kernels has uncommitted changes: commit or stash them first (mutants are applied in place)" >&2
   exit 2
 fi
 command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
-export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
-export DYNSMEM_DEVICE_IMAGES=none
-
-files=()
-if [[ " $* " != *" -f "* && " $* " != *" --file "* ]]; then
-  files=(-f 'device-kernels/src/*.rs' -f 'device-kernels/src/gpu/host.rs' -f host/src/verify.rs
-    -f 'host/src/families/*/mod.rs' -f 'host/src/families/*/check.rs' -f 'host/src/families/*/workload.rs'
-    -f host/src/backend/cpu/mod.rs -f host/src/backend/cpu/execute.rs)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+files=("$@")
+if [ ${#files[@]} -eq 0 ]; then
+  # memprobe.rs: the probe's microbenchmarks, whose results are timings (tests/memprobe.rs in
+  # the root package checks what they compute); gpu/: the primitives, GPU-only or the host's
+  # stand-ins for them, tested by the executor's own tests.
+  mapfile -t files < <(find device-kernels/src -name '*.rs' ! -name memprobe.rs ! -path '*/gpu/*' ! -name lib.rs | sort)
 fi
 
-# The suites that run the Rust kernels on the CPU backend, and the checks' own tests
-# (test names containing "cpu", and the dropped-term test), all in the root package.
-tests=(--test suite --test registry_conformance --test sgemm --test cpu_reduce --test histogram --test nonfinite
-  -- cpu one_k_term)
-# The baseline, here: cargo-mutants (27.1) runs its own baseline on the mutated packages'
-# tests, not on --test-package's, so it is skipped there.
-cargo test --profile release --package dynsmem "${tests[@]}"
-cargo mutants --in-place --workspace --test-package dynsmem --profile release --baseline skip \
-  --timeout 300 --build-timeout 1800 --output "$out" "${files[@]}" "$@" -- "${tests[@]}"
+# The test files of host/kernel-tests that run each kernel file's code; all of them for the
+# files every family uses.
+tests_of() {
+  case "$1" in
+    */rows.rs | */softmax.rs | */rmsnorm.rs) echo rows ;;
+    */sgemm/* ) echo sgemm ;;
+    */streamk.rs) echo sgemm hgemm ;;
+    */attention.rs | */attention_backward.rs) echo attention ;;
+    */layout.rs | */entry.rs | */stage.rs | */vector.rs) echo "" ;;
+    *) basename "$1" .rs ;;
+  esac
+}
+
+# Which lines the host build compiles: the coverage run's line records.
+start=$(date +%s)
+bash ci/kernel_coverage.sh "$out/coverage" >/dev/null 2>&1 || true
+[ -s "$out/coverage/kernels.lcov" ] || { echo "the coverage run made no lcov: run ci/kernel_coverage.sh to see why" >&2; exit 1; }
+
+for f in "${files[@]}"; do
+  slug=${f#device-kernels/src/}
+  slug=${slug//\//-}
+  slug=${slug%.rs}
+  re=$(python3 ci/mutants_report.py --lines "$out/coverage/kernels.lcov" "$f")
+  if [ -z "$re" ]; then
+    echo "== $f: no line compiled on the host by any test"
+    continue
+  fi
+  targets=()
+  for t in $(tests_of "$f"); do targets+=(-C "--test=$t"); done
+  echo "== $f (tests: $(tests_of "$f" | sed 's/^$/all/'))"
+  # Exit codes 2 (mutants missed) and 3 (timeouts) are results, not failures of the run.
+  cargo mutants --in-place -p dynsmem-kernels --test-package dynsmem-kernel-tests --profile kernel-tests \
+    --baseline skip --timeout 60 --build-timeout 600 -f "$f" --re "$re" "${targets[@]}" \
+    --output "$out/$slug" ${MUTANTS_ARGS:-} || [ $? -eq 2 ] || [ $? -eq 3 ] || true
+done
+python3 ci/mutants_report.py "$out" "$out/coverage/kernels.lcov" >"$out/report.md"
+echo "mutants: $out/report.md ($(( $(date +%s) - start )) s)" >&2
