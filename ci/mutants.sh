@@ -70,7 +70,7 @@ for f in "${files[@]}"; do
   echo "== $f (tests: $(tests_of "$f" | sed 's/^$/all/'))"
   # Exit codes 2 (mutants missed) and 3 (timeouts) are results, not failures of the run.
   cargo mutants --in-place -p dynsmem-kernels --test-package dynsmem-kernel-tests --profile kernel-tests \
-    --baseline skip --timeout 60 --build-timeout 600 -f "$f" --re "$re" "${targets[@]}" \
+    --baseline skip --timeout 20 --build-timeout 600 -f "$f" --re "$re" "${targets[@]}" \
     --output "$out/$slug" ${MUTANTS_ARGS:-} || [ $? -eq 2 ] || [ $? -eq 3 ] || true
 done
 python3 ci/mutants_report.py "$out" "$out/coverage/kernels.lcov" >"$out/report.md"

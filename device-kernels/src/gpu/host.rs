@@ -110,6 +110,16 @@ pub enum FaultKind {
         buffer_bytes: u64,
         at: &'static Location<'static>,
     },
+    /// A device-memory access of `access_bytes` at byte `offset` of the buffer passed as
+    /// parameter `param`, inside it but at an address that is not a multiple of `align`.
+    Misaligned {
+        param: &'static str,
+        write: bool,
+        offset: i64,
+        access_bytes: u32,
+        align: u32,
+        at: &'static Location<'static>,
+    },
     /// The kernel's carve needs `required` bytes; the launch gave `launched`.
     CarveTooLarge { required: u32, launched: u32, at: &'static Location<'static> },
     /// `gpu::trap()` (or a panic in kernel code).
@@ -147,6 +157,12 @@ impl fmt::Display for Fault {
                  {buffer_bytes}-byte buffer",
                 if *write { "store" } else { "load" },
                 offset + *access_bytes as i64,
+            ),
+            FaultKind::Misaligned { param, write, offset, access_bytes, align, at } => write!(
+                f,
+                "misaligned {access_bytes}-byte {} at byte {offset} of `{param}` at {at}: the access needs a \
+                 {align}-byte aligned address",
+                if *write { "store" } else { "load" },
             ),
             FaultKind::CarveTooLarge { required, launched, at } => {
                 write!(
@@ -299,9 +315,11 @@ pub(super) fn check_shared(addr: *const u8, access_bytes: u32) {
     }
 }
 
-/// Faults unless the `access_bytes` at `addr` lie inside one of the launch's buffers.
+/// Faults unless the `access_bytes` at `addr` lie inside one of the launch's buffers and
+/// `addr` is a multiple of `align` (a GPU faults on a misaligned access: a 16-byte vector
+/// load needs a 16-byte aligned address; the host would read it anyway).
 #[track_caller]
-pub(super) fn check_global(addr: *const u8, access_bytes: u32, write: bool) {
+pub(super) fn check_global(addr: *const u8, access_bytes: u32, align: u32, write: bool) {
     let c = context();
     let addr = addr as usize;
     let inside = |b: &GlobalBuffer| addr >= b.base && addr + access_bytes as usize <= b.base + b.bytes;
@@ -311,10 +329,13 @@ pub(super) fn check_global(addr: *const u8, access_bytes: u32, write: bool) {
     }) else {
         fault(FaultKind::Panic(std::format!("device-memory access at {addr:#x} in a launch with no buffers")))
     };
+    let offset = (addr as i128 - owner.base as i128) as i64;
     if inside(owner) {
+        if !addr.is_multiple_of(align.max(1) as usize) {
+            fault(FaultKind::Misaligned { param: owner.param, write, offset, access_bytes, align, at: Location::caller() });
+        }
         return;
     }
-    let offset = (addr as i128 - owner.base as i128) as i64;
     fault(FaultKind::GlobalOverrun {
         param: owner.param,
         write,
@@ -434,7 +455,7 @@ impl HostTensorMap {
 /// Reads the CPU tensor map at `map` (checked against the launch's buffers), or faults.
 #[track_caller]
 pub(super) fn tensor_map(map: *const u8) -> HostTensorMap {
-    check_global(map, 128, false);
+    check_global(map, 128, 4, false);
     // SAFETY: checked to be 128 bytes of a launch buffer; buffers are 16-byte aligned.
     let words = unsafe { map.cast::<[u32; 32]>().read() };
     HostTensorMap::from_words(&words).unwrap_or_else(|| {

@@ -139,7 +139,7 @@ impl HintedLoad for u32 {
     #[inline(always)]
     unsafe fn load<const H: u32>(p: *const u32) -> u32 {
         #[cfg(not(gpu))]
-        host::check_global(p.cast(), size_of::<u32>() as u32, false);
+        host::check_global(p.cast(), size_of::<u32>() as u32, align_of::<u32>() as u32, false);
         #[cfg(target_arch = "nvptx64")]
         {
             hinted!(H, p, u32)
@@ -159,7 +159,7 @@ impl HintedLoad for Vec2<u32> {
     #[inline(always)]
     unsafe fn load<const H: u32>(p: *const Vec2<u32>) -> Vec2<u32> {
         #[cfg(not(gpu))]
-        host::check_global(p.cast(), size_of::<Vec2<u32>>() as u32, false);
+        host::check_global(p.cast(), size_of::<Vec2<u32>>() as u32, align_of::<Vec2<u32>>() as u32, false);
         #[cfg(target_arch = "nvptx64")]
         {
             hinted!(H, p, v2)
@@ -179,7 +179,7 @@ impl HintedLoad for Vec4<u32> {
     #[inline(always)]
     unsafe fn load<const H: u32>(p: *const Vec4<u32>) -> Vec4<u32> {
         #[cfg(not(gpu))]
-        host::check_global(p.cast(), size_of::<Vec4<u32>>() as u32, false);
+        host::check_global(p.cast(), size_of::<Vec4<u32>>() as u32, align_of::<Vec4<u32>>() as u32, false);
         #[cfg(target_arch = "nvptx64")]
         {
             hinted!(H, p, v4)
@@ -211,7 +211,7 @@ pub unsafe fn shared_load_volatile<T: Copy>(p: *const T) -> T {
 #[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn global_store_volatile<T: Copy>(p: *mut T, v: T) {
     #[cfg(not(gpu))]
-    host::check_global(p.cast_const().cast(), size_of::<T>() as u32, true);
+    host::check_global(p.cast_const().cast(), size_of::<T>() as u32, align_of::<T>() as u32, true);
     unsafe { p.write_volatile(v) }
 }
 
@@ -345,7 +345,7 @@ pub unsafe fn shared_fetch_add(p: *mut u32, v: u32) -> u32 {
 #[inline(always)]
 pub unsafe fn global_atomic(op: AtomicOp, p: *mut u32, v: u32) -> u32 {
     #[cfg(not(gpu))]
-    host::check_global(p.cast_const().cast(), 4, true);
+    host::check_global(p.cast_const().cast(), 4, 4, true);
     #[cfg(target_arch = "nvptx64")]
     {
         // SAFETY: the caller's contract.

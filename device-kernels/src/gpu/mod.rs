@@ -317,7 +317,7 @@ pub fn rsqrt(x: f32) -> f32 {
 #[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn read_global<T: Copy>(p: *const T) -> T {
     #[cfg(not(gpu))]
-    host::check_global(p.cast(), size_of::<T>() as u32, false);
+    host::check_global(p.cast(), size_of::<T>() as u32, align_of::<T>() as u32, false);
     unsafe { p.read() }
 }
 
@@ -331,7 +331,7 @@ pub unsafe fn read_global<T: Copy>(p: *const T) -> T {
 #[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn write_global<T: Copy>(p: *mut T, v: T) {
     #[cfg(not(gpu))]
-    host::check_global(p.cast_const().cast(), size_of::<T>() as u32, true);
+    host::check_global(p.cast_const().cast(), size_of::<T>() as u32, align_of::<T>() as u32, true);
     unsafe { p.write(v) }
 }
 
@@ -359,7 +359,7 @@ pub unsafe fn read_shared<T: Copy>(p: *const T) -> T {
 #[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn atomic_add_global_u32(p: *mut u32, v: u32) -> u32 {
     #[cfg(not(gpu))]
-    host::check_global(p.cast_const().cast(), 4, true);
+    host::check_global(p.cast_const().cast(), 4, 4, true);
     #[cfg(not(gpu))]
     host::interleave();
     unsafe { core::sync::atomic::AtomicU32::from_ptr(p) }.fetch_add(v, core::sync::atomic::Ordering::Relaxed)
@@ -375,7 +375,7 @@ pub unsafe fn atomic_add_global_u32(p: *mut u32, v: u32) -> u32 {
 #[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn atomic_add_global_f32(p: *mut f32, v: f32) {
     #[cfg(not(gpu))]
-    host::check_global(p.cast_const().cast(), 4, true);
+    host::check_global(p.cast_const().cast(), 4, 4, true);
     #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!("red.add.f32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack));
@@ -409,7 +409,7 @@ pub unsafe fn atomic_add_global_f32(p: *mut f32, v: f32) {
 #[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
     #[cfg(not(gpu))]
-    host::check_global(p.cast(), 8, false);
+    host::check_global(p.cast(), 8, 8, false);
     #[cfg(not(gpu))]
     host::interleave();
     unsafe { core::sync::atomic::AtomicU64::from_ptr(p.cast_mut()) }.load(core::sync::atomic::Ordering::Acquire)
@@ -423,7 +423,7 @@ pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
 #[cfg_attr(not(gpu), track_caller)]
 pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
     #[cfg(not(gpu))]
-    host::check_global(p.cast_const().cast(), 8, true);
+    host::check_global(p.cast_const().cast(), 8, 8, true);
     unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }.store(v, core::sync::atomic::Ordering::Release);
     #[cfg(not(gpu))]
     host::interleave();
@@ -956,7 +956,7 @@ impl<T: Copy> SharedArray<T> {
         const { assert!(size_of::<T>() == 16 && align_of::<T>() >= 16) };
         self.check(i);
         #[cfg(not(gpu))]
-        host::check_global(src.cast(), 16, false);
+        host::check_global(src.cast(), 16, 16, false);
         unsafe { copy_async_16(self.ptr.add(i as usize).cast(), src.cast()) }
     }
     /// Starts copying one 4-byte element `i` from device memory at `src` (`cp.async.ca`,
@@ -971,7 +971,7 @@ impl<T: Copy> SharedArray<T> {
         const { assert!(size_of::<T>() == 4 && align_of::<T>() >= 4) };
         self.check(i);
         #[cfg(not(gpu))]
-        host::check_global(src.cast(), 4, false);
+        host::check_global(src.cast(), 4, 4, false);
         unsafe { copy_async_4(self.ptr.add(i as usize).cast(), src.cast()) }
     }
     /// Element `start` as a [`SharedPtr`], after checking (as [`SharedArray::range_ptr`]

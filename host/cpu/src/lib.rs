@@ -276,10 +276,14 @@ pub unsafe fn launch(
     }
 }
 
-/// One argument of a [`Cpu::launch`]: a buffer, or a scalar by value.
+/// One argument of a [`Cpu::launch`]: a buffer, a pointer into one, or a scalar by value.
 #[derive(Clone, Copy)]
 pub enum Arg<'a> {
     Mem(&'a CpuMem),
+    /// The address `offset` bytes into the buffer (a view that starts inside it, as a slice of
+    /// a user's tensor does: unaligned where the offset is); accesses are checked against the
+    /// whole buffer.
+    At(&'a CpuMem, usize),
     U32(u32),
     U64(u64),
     F32(f32),
@@ -288,7 +292,7 @@ pub enum Arg<'a> {
 impl Arg<'_> {
     fn kind(&self) -> ParamKind {
         match self {
-            Arg::Mem(_) => ParamKind::Ptr,
+            Arg::Mem(_) | Arg::At(..) => ParamKind::Ptr,
             Arg::U32(_) => ParamKind::U32,
             Arg::U64(_) => ParamKind::U64,
             Arg::F32(_) => ParamKind::F32,
@@ -298,6 +302,7 @@ impl Arg<'_> {
     fn slot(&self) -> u64 {
         match *self {
             Arg::Mem(mem) => mem.addr(),
+            Arg::At(mem, offset) => mem.addr() + offset as u64,
             Arg::U32(v) => v as u64,
             Arg::U64(v) => v,
             Arg::F32(v) => v.to_bits() as u64,
@@ -350,7 +355,7 @@ impl Cpu {
             .iter()
             .zip(entry.param_names)
             .filter_map(|(a, &name)| match *a {
-                Arg::Mem(mem) => Some(mem.global(name)),
+                Arg::Mem(mem) | Arg::At(mem, _) => Some(mem.global(name)),
                 _ => None,
             })
             .collect();

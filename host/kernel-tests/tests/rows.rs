@@ -120,3 +120,52 @@ fn rmsnorm_of_rows_with_an_infinity_or_a_nan() {
     let want = dynsmem_reference::rmsnorm(&x, &g, 4, cols, 1e-5);
     assert_close("rmsnorm with an infinity and a NaN", &got, &want, None, Tol { abs: 1e-12, rel: 2e-6 });
 }
+
+/// Views that start inside their buffers, each at another float past a 16-byte boundary (a
+/// slice of a user's tensor): the input's, the output's and the weights' vectors then disagree
+/// on alignment, and the kernels take the lane-by-lane stores and weight reads.
+#[test]
+fn rows_of_views_with_different_alignments() {
+    let cpu = cpu();
+    for (k, &(rows, cols, block, cluster)) in [(5u32, 203u32, 64u32, 1u32), (3, 1029, 128, 2)].iter().enumerate() {
+        let config = RowConfig { block, cluster };
+        let n = (rows * cols) as usize;
+        let x = floats(n, 300 + k as u64, 20.0);
+        let g: Vec<f32> = floats(cols as usize, 400 + k as u64, 1.0).iter().map(|w| 1.5 + w).collect();
+        // Input 1 float past its buffer's start, output 3, weights 2.
+        let pad = |v: &[f32], at: usize| [vec![0.0; at], v.to_vec()].concat();
+        let (xm, gm) = (mem(&pad(&x, 1)), mem(&pad(&g, 2)));
+        let ym = zeros::<f32>(n + 3);
+        let (xa, ya, ga) = (Arg::At(&xm, 4), Arg::At(&ym, 12), Arg::At(&gm, 8));
+        let tol = Tol { abs: 1e-12, rel: 2e-6 };
+
+        let args = [xa, ya, Arg::U32(rows), Arg::U32(cols)];
+        launch(&cpu, entry(softmax::KERNELS, "softmax_f32"), dims(config, rows, cols, 0, false), &args);
+        let got: Vec<f32> = ym.to_vec();
+        assert_eq!(&got[..3], &[0.0; 3], "softmax wrote before its output view");
+        let want = dynsmem_reference::softmax(&x, rows as usize, cols as usize);
+        assert_close(&format!("softmax of views {rows}x{cols}"), &got[3..], &want, None, tol);
+
+        let args = [xa, ga, ya, Arg::U32(rows), Arg::U32(cols), Arg::F32(1e-4)];
+        launch(&cpu, entry(rmsnorm::KERNELS, "rmsnorm_f32"), dims(config, rows, cols, 0, true), &args);
+        let got: Vec<f32> = ym.to_vec();
+        let want = dynsmem_reference::rmsnorm(&x, &g, rows as usize, cols as usize, 1e-4);
+        assert_close(&format!("rmsnorm of views {rows}x{cols}"), &got[3..], &want, None, tol);
+    }
+}
+
+/// A row whose layout overflows 32 bits (the host refuses it before launch) traps in every
+/// thread instead of carving a wrapped-around region.
+#[test]
+fn a_row_past_the_layout_traps() {
+    let cpu = cpu();
+    let (x, y) = (zeros::<f32>(4), zeros::<f32>(4));
+    let dims = LaunchDims { grid: 1, block: 32, shared_bytes: 1024, cluster: 1 };
+    let args = [Arg::Mem(&x), Arg::Mem(&y), Arg::U32(0), Arg::U32(u32::MAX - 3)];
+    match cpu.launch(entry(softmax::KERNELS, "softmax_f32"), dims, &args) {
+        Err(LaunchError::Fault { fault, .. }) => {
+            assert!(matches!(fault.kind, dynsmem_cpu::FaultKind::Trap { .. }), "expected a trap: {fault}")
+        }
+        other => panic!("a row of 2^32 - 4 floats launched: {:?}", other.err()),
+    }
+}
