@@ -25,7 +25,10 @@ export RUSTFLAGS="-Cinstrument-coverage -Zcoverage-options=branch"
 profiles="$CARGO_TARGET_DIR/profraw"
 rm -rf "$profiles"
 mkdir -p "$profiles"
-LLVM_PROFILE_FILE="$PWD/$profiles/%p-%m.profraw" cargo test --profile kernel-tests -p dynsmem-kernel-tests "$@"
+# Every instrumented process (build scripts and doctests among them) writes here, not into
+# the tree.
+export LLVM_PROFILE_FILE="$PWD/$profiles/%p-%m.profraw"
+cargo test --profile kernel-tests -p dynsmem-kernel-tests "$@"
 mapfile -t objects < <(cargo test --profile kernel-tests -p dynsmem-kernel-tests "$@" --no-run --message-format=json |
   python3 -c 'import json,sys
 for l in sys.stdin:
