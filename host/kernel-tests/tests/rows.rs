@@ -27,6 +27,7 @@ const CASES: &[Case] = &[
     (4, 2051, 64, 2, 0),  // a row split over a cluster of two
     (3, 5003, 128, 4, 4), // a cluster of four, one cluster for three rows: the step loop with clusters
     (2, 9, 64, 4, 0),     // a cluster wider than the row: blocks with empty parts
+    (7, 3001, 64, 2, 2),  // two clusters for seven rows: the step loop with clusters
 ];
 
 fn dims(config: RowConfig, rows: u32, cols: u32, grid: u32, held: bool) -> LaunchDims {
@@ -168,4 +169,34 @@ fn a_row_past_the_layout_traps() {
         }
         other => panic!("a row of 2^32 - 4 floats launched: {:?}", other.err()),
     }
+}
+
+/// The layout's arithmetic as its documentation states it: the host launches with it, so a
+/// wrong grid, group or size launches wrong even where the kernel is right. Bytes: the parts
+/// (`rows_per_block` of `part` floats, 16-byte aligned), the held vector, two scratch lanes of
+/// `block` floats rounded to vectors, two partials.
+#[test]
+fn row_configs_are_what_their_documentation_says() {
+    let b = RowConfig::blocks;
+    let c2 = |block| RowConfig { block, cluster: 2 };
+    // Row groups: the fewest threads (a power of two) leaving each at most four vectors.
+    assert_eq!((b(256).row_threads(4096), b(256).rows_per_block(4096)), (256, 1));
+    assert_eq!((b(256).row_threads(512), b(256).rows_per_block(512)), (32, 8));
+    assert_eq!((b(256).row_threads(16), b(256).row_threads(17), b(256).row_threads(1)), (1, 2, 1));
+    assert_eq!(b(8).row_threads(4096), 8, "at most the block");
+    assert_eq!((b(96).row_threads(8), c2(256).row_threads(8)), (96, 256), "the whole block");
+    // Parts: the cols + 3 slots a row may take, over the cluster, in whole vectors.
+    assert_eq!((b(64).part(130), c2(64).part(130), c2(64).held(130)), (136, 68, 76));
+    assert!(c2(64).holds(true) && !c2(64).holds(false) && !b(64).holds(true));
+    assert_eq!(b(64).shared_bytes(130, false), Ok(136 * 4 * 4 + 2 * 64 * 4 + 8));
+    assert_eq!(c2(64).shared_bytes(130, true), Ok(68 * 4 + 76 * 4 + 2 * 64 * 4 + 8));
+    assert_eq!(b(30).shared_bytes(4, false), Ok(8 * 4 + 2 * 32 * 4 + 8), "a part of 7 slots, lanes of 32");
+    // 32768 floats: 128 KB in one block, 64 KB a block in clusters of two (and the scratch).
+    assert_eq!(b(1024).shared_bytes(32768, false), Ok(32772 * 4 + 2 * 1024 * 4 + 8));
+    assert_eq!(c2(1024).shared_bytes(32768, false), Ok(16388 * 4 + 2 * 1024 * 4 + 8));
+    // Grids: a cluster per `rows_per_block` rows, at least one, at most MAX_GRID blocks.
+    assert_eq!((b(64).grid(9, 130), b(64).step(9, 130)), (3, 12));
+    assert_eq!((b(64).grid(0, 130), c2(64).grid(5, 100)), (1, 10));
+    assert_eq!(b(256).grid(1_000_000, 4096), dynsmem_kernels::rows::MAX_GRID);
+    assert_eq!((c2(256).grid(1_000_000, 8192), c2(256).step(1_000_000, 8192)), (65534, 32767));
 }
