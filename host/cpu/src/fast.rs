@@ -351,6 +351,11 @@ impl Launch<'_> {
         let cluster_view = ClusterView(&group);
         // The cluster the threads run now (its rank-0 workgroup); `None`: they return.
         let current: Cell<Option<u32>> = Cell::new(None);
+        // Threads of each rank that returned from the current cluster: when a rank's last one
+        // returns, its workgroup has exited and its region is poisoned, as a GPU may hand an
+        // exited block's shared memory to another (a peer reading it after that, without a
+        // cluster barrier before the exit, reads NaNs).
+        let exited: Vec<Cell<u32>> = (0..size).map(|_| Cell::new(0)).collect();
         let mut stacks = take_stacks(n);
         let mut threads: Vec<KernelThread> = Vec::with_capacity(n);
         for i in 0..n {
@@ -366,7 +371,7 @@ impl Launch<'_> {
                 }
             };
             let (rank, thread) = (i as u32 / block, i as u32 % block);
-            let (group, current, view) = (&group, &current, &views[rank as usize]);
+            let (group, current, view, exited) = (&group, &current, &views[rank as usize], &exited[rank as usize]);
             let cluster = (size > 1).then_some(Cluster { rank, regions: &region_addrs, sync: &cluster_view });
             let region = region_addrs[rank as usize] as *mut u8;
             let body = move |yielder: &Yielder<(), Step>, ()| {
@@ -391,6 +396,13 @@ impl Launch<'_> {
                             group.exit(rank as usize, thread);
                             if size > 1 {
                                 group.exit(size as usize, i as u32);
+                                exited.set(exited.get() + 1);
+                                if exited.get() == block {
+                                    // SAFETY: every thread of this rank has returned; a peer
+                                    // still running reads it only between switches (coroutines
+                                    // of one OS thread).
+                                    unsafe { std::ptr::write_bytes(region, REGION_POISON, dims.shared_bytes as usize) };
+                                }
                             }
                         })
                     }));
@@ -408,6 +420,7 @@ impl Launch<'_> {
         let mut fault = None;
         let mut ran_one = false;
         while let Some((base, reverse)) = take() {
+            exited.iter().for_each(|e| e.set(0));
             if ran_one {
                 group.reset();
                 // SAFETY: no kernel thread of this worker runs between clusters; the regions
