@@ -6,7 +6,11 @@
 //!
 //! Inputs are row-major. Large inputs are spread over the host's cores ([`par`]).
 
+pub mod attention;
+pub mod hgemm;
+pub mod nbody;
 pub mod par;
+pub mod reduce;
 
 /// Row-wise softmax of a `rows x cols` matrix: `exp(x - max) / sum exp(x - max)` per row.
 pub fn softmax(input: &[f32], rows: usize, cols: usize) -> Vec<f64> {

@@ -16,6 +16,7 @@ mod tune;
 use std::sync::Arc;
 
 use dynsmem_kernels::attention::{AttentionConfig, AttentionKind, FIXED, entry_name};
+use dynsmem_reference::attention::{ForwardRow as RowReference, Shape, forward_row};
 use serde::{Deserialize, Serialize};
 
 pub use family::{Attention, AttentionRun, default_config};
@@ -68,29 +69,13 @@ pub const SAMPLES: usize = 384;
 /// about 1.3 at any `D`), `V` in `[-1, 1]`, each rounded to the input type.
 const QK_RANGE: f32 = 2.0;
 
-/// The reference of one row: `O`'s entries, the error each may have, `lse` and its error.
-#[derive(Debug, Clone, Default)]
-struct RowReference {
-    out: Vec<f64>,
-    out_err: Vec<f64>,
-    lse: f64,
-    lse_err: f64,
+/// The shape of `p`'s tensors as the reference takes it.
+pub(crate) fn shape(p: &AttentionProblem) -> Shape {
+    Shape { seq: p.seq as usize, d: p.d as usize, causal: p.causal }
 }
 
-/// The error a correct kernel may make, per entry, from the inputs of the row (bounds, not
-/// estimates):
-/// - scores: each `s_j` is an f32 dot product of `D` exact products, off by at most
-///   `(D + 2) eps sum_d |q_d k_jd| / sqrt(D)` =: `ds` (the scale's rounding included);
-///   every weight `p_j = exp(s_j - lse)` is then off by a factor up to `exp(2 ds)`;
-/// - the exponentials (`ex2.approx`: 2^-21 relative) and the f32 sums over the keys
-///   (`(keys + 8) eps` relative to `sum p |v|`);
-/// - `P` rounded to the input type before the second product (unit roundoff `u` of each
-///   weight), and `O` rounded to it at the end (`u |o|`).
-///
-/// So entry `d` of `O` may be off by `(2 u + (keys + 8) eps + 2^-20 + 4 ds) sum_j p_j
-/// |v_jd| + u |o_d|`, and `lse` by `ds + (keys + 8) eps + 2^-20 + 4 eps |lse|`. A missing key
-/// moves an entry of `O` by `p_j |v_jd - o_d|` and `lse` by `-log(1 - p_j)`: past these bounds
-/// wherever its weight is not negligible (most rows at the tests' sizes).
+/// The reference of one row: `O`'s entries, the error each may have, `lse` and its error
+/// (the bounds: [`forward_row`]).
 fn reference_row(p: &AttentionProblem, q: &[f32], k: &[f32], v: &[f32], head: usize, row: usize) -> RowReference {
     reference_row_without(p, [q, k, v], head, row, None)
 }
@@ -98,49 +83,12 @@ fn reference_row(p: &AttentionProblem, q: &[f32], k: &[f32], v: &[f32], head: us
 /// [`reference_row`] with key `skip` left out (the tests' one wrong term).
 fn reference_row_without(
     p: &AttentionProblem,
-    [q, k, v]: [&[f32]; 3],
+    tensors: [&[f32]; 3],
     head: usize,
     row: usize,
     skip: Option<usize>,
 ) -> RowReference {
-    let (seq, d) = (p.seq as usize, p.d as usize);
-    let base = head * seq * d;
-    let qr = &q[base + row * d..base + (row + 1) * d];
-    let keys = if p.causal { row + 1 } else { seq };
-    let scale = 1.0 / (d as f64).sqrt();
-    let eps = f32::EPSILON as f64;
-    let mut scores = Vec::with_capacity(keys);
-    let mut ds: f64 = 0.0;
-    for j in (0..keys).filter(|j| Some(*j) != skip) {
-        let kr = &k[base + j * d..base + (j + 1) * d];
-        let (s, abs) = qr.iter().zip(kr).fold((0.0, 0.0), |(s, a), (&x, &y)| {
-            let t = x as f64 * y as f64;
-            (s + t, a + t.abs())
-        });
-        scores.push(s * scale);
-        ds = ds.max((d as f64 + 2.0) * eps * abs * scale);
-    }
-    let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let weights: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
-    let l: f64 = weights.iter().sum();
-    let u = p.dtype.unit_roundoff();
-    let rel = 2.0 * u + (keys as f64 + 8.0) * eps + 2f64.powi(-20) + 4.0 * ds;
-    let mut out = vec![0.0; d];
-    let mut out_err = vec![0.0; d];
-    for (j, w) in (0..keys).filter(|j| Some(*j) != skip).zip(&weights) {
-        let vr = &v[base + j * d..base + (j + 1) * d];
-        for i in 0..d {
-            out[i] += w * vr[i] as f64;
-            out_err[i] += w * (vr[i] as f64).abs();
-        }
-    }
-    for i in 0..d {
-        out[i] /= l;
-        out_err[i] = rel * out_err[i] / l + u * out[i].abs();
-    }
-    let lse = m + l.ln();
-    let lse_err = ds + (keys as f64 + 8.0) * eps + 2f64.powi(-20) + 4.0 * eps * lse.abs();
-    RowReference { out, out_err, lse, lse_err }
+    forward_row(shape(p), p.dtype.unit_roundoff(), tensors, head, row, skip)
 }
 
 /// The inputs of `(problem, seed)` as values (exact in the input type): Q, K, V.

@@ -101,15 +101,6 @@ fn inputs(p: &HgemmProblem, seed: u64) -> (Vec<f32>, Vec<f32>) {
     (make(p.m as usize * p.k as usize, 0xA), make(p.n as usize * p.k as usize, 0xB))
 }
 
-/// `(sum a b, sum |a b|)` of entry `(i, j)`, in f64.
-fn reference_entry(a: &[f32], b: &[f32], k: usize, i: usize, j: usize) -> (f64, f64) {
-    let (row, col) = (&a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k]);
-    row.iter().zip(col).fold((0.0, 0.0), |(s, t), (&x, &y)| {
-        let p = x as f64 * y as f64;
-        (s + p, t + p.abs())
-    })
-}
-
 /// The entries a check compares: all of them for small problems, else the corners and
 /// [`SAMPLES`] others from the seed.
 fn checked_entries(p: &HgemmProblem, seed: u64) -> Vec<(usize, usize)> {
@@ -139,7 +130,7 @@ impl HostInputs {
         let exact = exact_magnitude(p.k).is_some();
         let expected = crate::par::map(picks.len(), |s| {
             let (i, j) = picks[s];
-            let (v, abs) = reference_entry(&a, &b, k, i, j);
+            let (v, abs) = dynsmem_reference::hgemm::entry(&a, &b, k, i, j);
             // Exact inputs: the only error is rounding C, relative to C itself.
             ((i, j), v, if exact { v.abs() } else { abs + v.abs() })
         });

@@ -1,6 +1,6 @@
 //! One n-body time step, host side: problem, configs, the WGSL form beside it
-//! (`nbody.wgsl`), the CPU reference and the [`Workload`]. The device algorithm is
-//! documented in `dynsmem_kernels::nbody`.
+//! (`nbody.wgsl`) and the [`Workload`]; the CPU reference is `dynsmem_reference::nbody`.
+//! The device algorithm is documented in `dynsmem_kernels::nbody`.
 
 use dynsmem_kernels::nbody::{FLOPS_PER_INTERACTION, NbodyConfig};
 use serde::{Deserialize, Serialize};
@@ -80,30 +80,6 @@ pub fn cuda_source(cfg: &NbodyConfig) -> CudaSource {
     }
 }
 
-/// The f64 reference for body `i`: new position and velocity (`[x, y, z, m]`,
-/// `[vx, vy, vz, 0]`) and the error scale of each component.
-pub fn reference_body(pos: &[[f32; 4]], vel: &[[f32; 4]], i: usize, p: &NbodyProblem) -> ([f64; 8], [f64; 8]) {
-    let me = pos[i].map(|v| v as f64);
-    let eps2 = (p.softening as f64).powi(2);
-    let (mut a, mut scale) = ([0.0f64; 3], [0.0f64; 3]);
-    for b in pos {
-        let d = [b[0] as f64 - me[0], b[1] as f64 - me[1], b[2] as f64 - me[2]];
-        let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + eps2;
-        let s = b[3] as f64 / (r2 * r2.sqrt());
-        for c in 0..3 {
-            a[c] += d[c] * s;
-            scale[c] += (d[c] * s).abs();
-        }
-    }
-    let dt = p.dt as f64;
-    let v = vel[i].map(|v| v as f64);
-    let nv = [v[0] + a[0] * dt, v[1] + a[1] * dt, v[2] + a[2] * dt];
-    let np = [me[0] + nv[0] * dt, me[1] + nv[1] * dt, me[2] + nv[2] * dt];
-    let sv = [v[0].abs() + scale[0] * dt, v[1].abs() + scale[1] * dt, v[2].abs() + scale[2] * dt];
-    let sp = [me[0].abs() + sv[0] * dt, me[1].abs() + sv[1] * dt, me[2].abs() + sv[2] * dt];
-    ([np[0], np[1], np[2], me[3], nv[0], nv[1], nv[2], 0.0], [sp[0], sp[1], sp[2], 0.0, sv[0], sv[1], sv[2], 0.0])
-}
-
 /// The n-body step's one validation: `config` for `problem` on `target`, and what it asks
 /// for. `prepare` calls it first and the tuner filters with it: a block and tile of at
 /// least one, a positive softening and a finite step, u32 body indices, and the layout.
@@ -172,7 +148,7 @@ pub fn prepare<'b, B: FamilyBackend>(
     let expected: Vec<(usize, [f64; 8], [f64; 8])> = bodies
         .into_iter()
         .map(|i| {
-            let (e, s) = reference_body(&pos, &vel, i, &problem);
+            let (e, s) = dynsmem_reference::nbody::step_body(&pos, &vel, i, problem.dt, problem.softening);
             (i, e, s)
         })
         .collect();

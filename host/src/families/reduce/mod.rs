@@ -429,23 +429,33 @@ pub const EXACT_SUM_LIMIT: f64 = (1u64 << 24) as f64;
 /// float sum is NaN when any input is NaN or both +inf and -inf occur, else +inf or -inf
 /// when one occurs, else the exact sum (see [`ReducePlan::check`] for overflow).
 pub fn reference<T: Element>(op: ReduceOp, data: &[T]) -> Reference {
-    let part = |keep: fn(f64) -> bool| -> f64 {
-        if T::EPSILON > 0.0 { data.iter().map(|x| x.to_f64()).filter(|&x| keep(x)).map(f64::abs).sum() } else { 0.0 }
+    use dynsmem_reference::reduce as r;
+    let exact = |abs_sum: f64| {
+        abs_sum <= EXACT_SUM_LIMIT && data.iter().all(|x| x.to_f64().fract() == 0.0 && x.to_f64().is_finite())
     };
-    let (pos_sum, neg_sum) = (part(|x| x > 0.0), part(|x| x < 0.0));
-    // NaN inputs make the magnitude sum NaN too: the tolerance then demands NaN.
-    let abs_sum = if T::EPSILON > 0.0 { data.iter().map(|x| x.to_f64().abs()).sum() } else { 0.0 };
-    let value = match (op, T::EPSILON > 0.0) {
-        (ReduceOp::Sum, true) => data.iter().map(|x| x.to_f64()).sum(),
-        (ReduceOp::Sum, false) => data.iter().fold(0u32, |acc, x| acc.wrapping_add(x.to_f64() as u32)) as f64,
-        (ReduceOp::Min, true) => data.iter().map(|x| x.to_f64()).fold(f64::INFINITY, f64::min),
-        (ReduceOp::Min, false) => data.iter().map(|x| x.to_f64()).fold(u32::MAX as f64, f64::min),
-        (ReduceOp::Max, true) => data.iter().map(|x| x.to_f64()).fold(f64::NEG_INFINITY, f64::max),
-        (ReduceOp::Max, false) => data.iter().map(|x| x.to_f64()).fold(0.0, f64::max),
-    };
-    let exact = T::EPSILON == 0.0
-        || (abs_sum <= EXACT_SUM_LIMIT && data.iter().all(|x| x.to_f64().fract() == 0.0 && x.to_f64().is_finite()));
-    Reference { value, abs_sum, pos_sum, neg_sum, exact }
+    match T::DTYPE {
+        Dtype::F32 => {
+            let data: &[f32] = bytemuck::cast_slice(data);
+            let sum = r::sum_f32(data);
+            let value = match op {
+                ReduceOp::Sum => sum.value,
+                ReduceOp::Min => r::min_f32(data),
+                ReduceOp::Max => r::max_f32(data),
+            };
+            // NaN inputs make the magnitude sum NaN too: the tolerance then demands NaN.
+            let r::FloatSum { abs_sum, pos_sum, neg_sum, .. } = sum;
+            Reference { value, abs_sum, pos_sum, neg_sum, exact: exact(abs_sum) }
+        }
+        Dtype::U32 => {
+            let data: &[u32] = bytemuck::cast_slice(data);
+            let value = match op {
+                ReduceOp::Sum => r::sum_u32(data),
+                ReduceOp::Min => r::min_u32(data),
+                ReduceOp::Max => r::max_u32(data),
+            };
+            Reference { value: value as f64, abs_sum: 0.0, pos_sum: 0.0, neg_sum: 0.0, exact: true }
+        }
+    }
 }
 
 /// Element types reduce runs on, with the inputs it is tested and measured with.

@@ -17,6 +17,7 @@ mod tune;
 use std::sync::{Arc, OnceLock};
 
 use dynsmem_kernels::attention_backward::{AttentionBwdConfig, DELTA_THREADS, MAX_TILE, entry_names};
+use dynsmem_reference::attention::{Grad, GradRow as RowReference, Tensors, backward_row};
 
 pub use family::AttentionBackward;
 pub use tune::AttentionBwdTunable;
@@ -35,8 +36,6 @@ pub const FULL_REFERENCE_MACS: u64 = 1 << 27;
 /// first and last row of the first and last head.
 pub const SAMPLES: usize = 256;
 
-const EPS: f64 = f32::EPSILON as f64;
-
 /// The inputs of `(problem, seed)` as values (exact in the input type): the forward's `Q`,
 /// `K`, `V` (the same streams as `attention`'s) and `dO`, uniform in `[-1, 1]`.
 fn inputs(p: &AttentionProblem, seed: u64) -> [Vec<f32>; 4] {
@@ -47,168 +46,16 @@ fn inputs(p: &AttentionProblem, seed: u64) -> [Vec<f32>; 4] {
     [q, k, v, d_o]
 }
 
-/// The tensors of one problem as the reference sees them: the inputs, the forward's `O` (as
-/// values) and `lse`, and each row's `Delta = dO . O` with `sum |dO O|` (f64).
-struct Tensors<'a> {
-    p: &'a AttentionProblem,
-    q: &'a [f32],
-    k: &'a [f32],
-    v: &'a [f32],
-    d_o: &'a [f32],
-    lse: &'a [f32],
-    delta: Vec<(f64, f64)>,
+/// The tensors of `p` as the reference sees them (see [`Tensors`]): the inputs `Q`, `K`,
+/// `V`, `dO`, the forward's `O` (as values) and `lse`.
+fn tensors<'a>(p: &AttentionProblem, values: [&'a [f32]; 4], o: &[f32], lse: &'a [f32]) -> Tensors<'a> {
+    Tensors::new(super::shape(p), values, o, lse)
 }
 
-impl<'a> Tensors<'a> {
-    fn new(p: &'a AttentionProblem, [q, k, v, d_o]: [&'a [f32]; 4], o: &[f32], lse: &'a [f32]) -> Tensors<'a> {
-        let d = p.d as usize;
-        let delta = (0..p.rows() as usize)
-            .map(|r| {
-                let (g, o) = (&d_o[r * d..(r + 1) * d], &o[r * d..(r + 1) * d]);
-                g.iter()
-                    .zip(o)
-                    .fold((0.0, 0.0), |(s, a), (&x, &y)| (s + x as f64 * y as f64, a + (x as f64 * y as f64).abs()))
-            })
-            .collect();
-        Tensors { p, q, k, v, d_o, lse, delta }
-    }
-    fn row<'b>(&self, t: &'b [f32], head: usize, r: usize) -> &'b [f32] {
-        let (seq, d) = (self.p.seq as usize, self.p.d as usize);
-        let at = (head * seq + r) * d;
-        &t[at..at + d]
-    }
-}
-
-/// One (query `i`, key `j`) pair of a head: the weight `P_ij`, its relative error bound, and
-/// `dS_ij` with its absolute error bound.
-struct Pair {
-    p: f64,
-    p_rel: f64,
-    ds: f64,
-    ds_err: f64,
-}
-
-/// The pair `(i, j)` of `head` in f64, with the error a correct kernel's f32 arithmetic may
-/// put on it (bounds, not estimates; `d` the head dimension, `eps` f32's):
-/// - the base-2 score, an f32 dot product of `d` products of a pre-scaled row (the scale an
-///   approximate `rsqrt` times `log2 e`) and an exact one, is off by at most
-///   `(d + 4) eps sum |q k| / sqrt(d)` in natural-log units; `lse log2 e` by `eps |lse|`, the
-///   difference's rounding by `eps |s - lse|`, `exp2` by `2^-21` relative: so `P` is off by a
-///   factor `exp(x)`, `x <= (d + 8) eps sum |q k| / sqrt(d) + 2 eps (|lse| + |s - lse|) +
-///   2^-20`, taken as the relative error `p_rel = 2 x`;
-/// - `dP = dO . v` and `Delta = dO . O` (the pre-pass) are f32 dot products of `d` exact
-///   products: off by `(d + 2) eps sum |.|` each;
-/// - `dS = P (dP - Delta)`: `P [(p_rel + 3 eps) |dP - Delta| + (1 + p_rel) (dP's error +
-///   Delta's error)]` (the subtraction and the product rounded once each).
-fn pair(t: &Tensors<'_>, head: usize, i: usize, j: usize) -> Pair {
-    let d = t.p.d as f64;
-    let scale = 1.0 / d.sqrt();
-    let (qi, kj, vj, gi) = (t.row(t.q, head, i), t.row(t.k, head, j), t.row(t.v, head, j), t.row(t.d_o, head, i));
-    let dot = |a: &[f32], b: &[f32]| {
-        a.iter().zip(b).fold((0.0, 0.0), |(s, m), (&x, &y)| {
-            let xy = x as f64 * y as f64;
-            (s + xy, m + xy.abs())
-        })
-    };
-    let (s, s_abs) = dot(qi, kj);
-    let (s, s_abs) = (s * scale, s_abs * scale);
-    let lse = t.lse[head * t.p.seq as usize + i] as f64;
-    let p = (s - lse).exp();
-    let x = (d + 8.0) * EPS * s_abs + 2.0 * EPS * (lse.abs() + (s - lse).abs()) + 2f64.powi(-20);
-    let p_rel = 2.0 * x;
-    let (dp, dp_abs) = dot(gi, vj);
-    let (delta, delta_abs) = t.delta[head * t.p.seq as usize + i];
-    let diff = dp - delta;
-    let ds_err = p * ((p_rel + 3.0 * EPS) * diff.abs() + (1.0 + p_rel) * (d + 2.0) * EPS * (dp_abs + delta_abs));
-    Pair { p, p_rel, ds: p * diff, ds_err }
-}
-
-/// Which gradient row a reference is of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Grad {
-    /// `dQ` of query `i`: a sum over the keys it sees.
-    Dq,
-    /// `dK` and `dV` of key `j`: sums over the queries that see it.
-    Dkdv,
-}
-
-/// A reference row: the entries of `dQ` (or of `dK`, then `dV`) and the error each may have.
-#[derive(Debug, Clone, Default)]
-struct RowReference {
-    /// `dQ_i` (Dq) or `dK_j` (Dkdv).
-    a: Vec<f64>,
-    a_err: Vec<f64>,
-    /// `dV_j` (Dkdv); empty for Dq.
-    b: Vec<f64>,
-    b_err: Vec<f64>,
-}
-
-/// The reference of row `r` of `head` for `grad`, with the pair `(r, skip)` (Dq) or
-/// `(skip, r)` (Dkdv) left out where `skip` is given (the tests' one wrong term).
-///
-/// The sums over `n` pairs: each term's error from [`pair`], then the f32 accumulation
-/// (fused multiply-adds in a chain: `(n + 2) eps` relative to the sum of the terms' sizes),
-/// then the final multiply by an approximate `rsqrt` (`2^-20` relative to the same sum):
-/// - `dV_jd = sum_i P_ij dO_id`: error `sum_i P_ij |dO_id| (p_rel + (n + 3) eps)`;
-/// - `dK_jd = scale sum_i dS_ij q_id`: error `scale sum_i [dS_err |q_id| + ((n + 2) eps +
-///   2^-20) (|dS_ij| + dS_err) |q_id|]`; `dQ_id` likewise over the keys, with `k_jd`.
-///
-/// A missing pair moves an entry by its term (`P_ij dO_id`, `scale dS_ij q_id`): past the
-/// bound wherever the term is not negligible against the sum's size (at the tests' sizes,
-/// one wrong term in most pairs; the family's unit tests count them).
+/// The reference of row `r` of `head` for `grad` (the bounds: [`backward_row`]), with one
+/// pair left out where `skip` is given (the tests' one wrong term).
 fn reference_row(t: &Tensors<'_>, grad: Grad, head: usize, r: usize, skip: Option<usize>) -> RowReference {
-    let (seq, d) = (t.p.seq as usize, t.p.d as usize);
-    let scale = 1.0 / (d as f64).sqrt();
-    let others = match (grad, t.p.causal) {
-        (Grad::Dq, true) => 0..r + 1,
-        (Grad::Dkdv, true) => r..seq,
-        (_, false) => 0..seq,
-    };
-    let n = others.len() as f64;
-    let mut out = RowReference {
-        a: vec![0.0; d],
-        a_err: vec![0.0; d],
-        b: if grad == Grad::Dkdv { vec![0.0; d] } else { Vec::new() },
-        b_err: if grad == Grad::Dkdv { vec![0.0; d] } else { Vec::new() },
-    };
-    // Per entry: the sum, the terms' own errors, the terms' sizes.
-    let (mut a_own, mut a_size) = (vec![0.0; d], vec![0.0; d]);
-    let (mut b_own, mut b_size) = (vec![0.0; d], vec![0.0; d]);
-    for o in others.filter(|o| Some(*o) != skip) {
-        let (i, j) = if grad == Grad::Dq { (r, o) } else { (o, r) };
-        let pr = pair(t, head, i, j);
-        match grad {
-            Grad::Dq => {
-                let kj = t.row(t.k, head, j);
-                for e in 0..d {
-                    let x = kj[e] as f64;
-                    out.a[e] += pr.ds * x;
-                    a_own[e] += pr.ds_err * x.abs();
-                    a_size[e] += (pr.ds.abs() + pr.ds_err) * x.abs();
-                }
-            }
-            Grad::Dkdv => {
-                let (qi, gi) = (t.row(t.q, head, i), t.row(t.d_o, head, i));
-                for e in 0..d {
-                    let (x, g) = (qi[e] as f64, gi[e] as f64);
-                    out.a[e] += pr.ds * x;
-                    a_own[e] += pr.ds_err * x.abs();
-                    a_size[e] += (pr.ds.abs() + pr.ds_err) * x.abs();
-                    out.b[e] += pr.p * g;
-                    b_own[e] += pr.p * g.abs() * pr.p_rel;
-                    b_size[e] += pr.p * g.abs();
-                }
-            }
-        }
-    }
-    for e in 0..d {
-        out.a[e] *= scale;
-        out.a_err[e] = scale * (a_own[e] + ((n + 2.0) * EPS + 2f64.powi(-20)) * a_size[e]);
-        if grad == Grad::Dkdv {
-            out.b_err[e] = b_own[e] + (n + 3.0) * EPS * b_size[e];
-        }
-    }
-    out
+    backward_row(t, grad, head, r, skip)
 }
 
 /// The (head, row) pairs a check compares: all of them for small problems, else the first
@@ -230,10 +77,10 @@ fn checked_rows(p: &AttentionProblem, seed: u64, stream: u64) -> Vec<(usize, usi
 /// the bounds are those of the backward kernels' own arithmetic. (Against the gradient of the
 /// exact attention, `O` rounded to the input type moves `Delta` by up to `u sum |dO O|` more,
 /// and `lse`'s error moves every weight by its factor; neither is the backward's error.)
-fn reference_rows(t: &Tensors<'_>, seed: u64) -> [Vec<MatrixEntry>; 3] {
-    let (seq, d) = (t.p.seq as usize, t.p.d as usize);
-    let q_rows = checked_rows(t.p, seed, 0x6451);
-    let k_rows = checked_rows(t.p, seed, 0x644B);
+fn reference_rows(p: &AttentionProblem, t: &Tensors<'_>, seed: u64) -> [Vec<MatrixEntry>; 3] {
+    let (seq, d) = (p.seq as usize, p.d as usize);
+    let q_rows = checked_rows(p, seed, 0x6451);
+    let k_rows = checked_rows(p, seed, 0x644B);
     let dq = crate::par::map(q_rows.len(), |n| reference_row(t, Grad::Dq, q_rows[n].0, q_rows[n].1, None));
     let dkdv = crate::par::map(k_rows.len(), |n| reference_row(t, Grad::Dkdv, k_rows[n].0, k_rows[n].1, None));
     let (mut out_q, mut out_k, mut out_v) = (Vec::new(), Vec::new(), Vec::new());
@@ -294,8 +141,8 @@ impl HostInputs {
         let (o, lse) = fwd.result()?;
         drop(fwd);
         let [q, k, v, d_o] = &self.values;
-        let tensors = Tensors::new(p, [q, k, v, d_o], &o, &lse);
-        let reference = reference_rows(&tensors, self.seed);
+        let tensors = tensors(p, [q, k, v, d_o], &o, &lse);
+        let reference = reference_rows(p, &tensors, self.seed);
         let o = o.iter().map(|&x| p.dtype.bits(x)).collect();
         Ok(self.forward.get_or_init(|| Arc::new(Forward { o, lse, reference })).clone())
     }
@@ -545,7 +392,7 @@ mod tests {
         }
         fn tensors(&self) -> Tensors<'_> {
             let [q, k, v, d_o] = &self.values;
-            Tensors::new(&self.p, [q, k, v, d_o], &self.o, &self.lse)
+            tensors(&self.p, [q, k, v, d_o], &self.o, &self.lse)
         }
         /// The gradients as the kernels compute them: f32, their order of operations.
         fn in_f32(&self) -> [Vec<f32>; 3] {
