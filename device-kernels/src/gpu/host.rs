@@ -332,7 +332,14 @@ pub(super) fn check_global(addr: *const u8, access_bytes: u32, align: u32, write
     let offset = (addr as i128 - owner.base as i128) as i64;
     if inside(owner) {
         if !addr.is_multiple_of(align.max(1) as usize) {
-            fault(FaultKind::Misaligned { param: owner.param, write, offset, access_bytes, align, at: Location::caller() });
+            fault(FaultKind::Misaligned {
+                param: owner.param,
+                write,
+                offset,
+                access_bytes,
+                align,
+                at: Location::caller(),
+            });
         }
         return;
     }
