@@ -199,4 +199,7 @@ fn row_configs_are_what_their_documentation_says() {
     assert_eq!((b(64).grid(0, 130), c2(64).grid(5, 100)), (1, 10));
     assert_eq!(b(256).grid(1_000_000, 4096), dynsmem_kernels::rows::MAX_GRID);
     assert_eq!((c2(256).grid(1_000_000, 8192), c2(256).step(1_000_000, 8192)), (65534, 32767));
+    // A block with no whole-vector pitch: the scratch's two lanes of 4-byte floats overflow.
+    let overflow = dynsmem_kernels::layout::LayoutError::Overflow { offset: 0, len: u32::MAX, elem_bytes: 8 };
+    assert_eq!(b(u32::MAX).shared_bytes(4, false), Err(overflow));
 }
