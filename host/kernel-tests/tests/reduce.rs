@@ -263,14 +263,21 @@ fn nan_and_infinities_as_every_backend_defines_them() {
     inf[999] = f32::INFINITY;
     let mut both = inf.clone();
     both[3] = f32::NEG_INFINITY;
+    // Only NaN (min and max give their identities), and NaN but one value (min and max give
+    // it, wherever the NaNs fall in the folds).
+    let nan = vec![f32::NAN; 1000];
+    let mut one = nan.clone();
+    one[517] = -7.5;
     for staged in [false, true] {
         for op in ReduceOp::ALL {
             let name = reduce::entry_name(op, Dtype::F32, staged);
             let cfg = config(case.1, case.2, staged);
-            for (what, x) in [("a NaN", &data), ("+inf", &inf), ("+inf and -inf", &both)] {
+            for (what, x) in
+                [("a NaN", &data), ("+inf", &inf), ("+inf and -inf", &both), ("only NaN", &nan), ("one value", &one)]
+            {
                 let got = run(&cpu, name, cfg, x, 0.0, case).value;
                 let want = f32_reference(op, x);
-                // Every sum here is NaN or an infinity, min and max are inputs: exact.
+                // Every sum here is NaN or an infinity, min and max an input or an identity: exact.
                 assert_close(&format!("{name} of {what}"), &[got], &[want], None, Tol::EXACT);
             }
         }
