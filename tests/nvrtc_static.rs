@@ -437,7 +437,7 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
     assert_eq!(k::histogram::Histogram::fit_config(&cpu, s, &p, cfg), (cfg, None));
     let p = k::softmax::SoftmaxProblem { rows: 1, cols: 32_768 };
     assert_eq!(
-        k::softmax::Softmax::fit_config(&cpu, s, &p, SoftmaxConfig::blocks(256)),
+        dynsmem::host::family::rows::fit_config(&dynsmem::host::backend::Backend::info(&cpu).limits, s, p.cols, SoftmaxConfig::blocks(256)),
         (SoftmaxConfig::blocks(256), None)
     );
     // Fewer copies of the bins where one copy fits.

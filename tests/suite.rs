@@ -46,7 +46,8 @@ fn wgsl() {
     let Some(wgsl) = wgsl_or_skip("suite::wgsl") else { return };
     assert_eq!(conformance::transpose(&wgsl, &TRANSPOSE), 10 * 3 * 2);
     // Softmax's twin has a subgroup form: a third variant where the adapter has subgroups.
-    let softmax_variants = conformance::variants::<dynsmem::host::families::softmax::Softmax>(&wgsl).len();
+    let rows = serde_json::json!({"rows": 1, "cols": 1});
+    let softmax_variants = conformance::variants_in(&dynsmem::host::families::softmax::SOFTMAX, &rows, &wgsl).len();
     assert_eq!(conformance::softmax(&wgsl, &SOFTMAX), 5 * 2 * softmax_variants);
     assert_eq!(conformance::conv1d(&wgsl, &CONV1D_SIZES, &CONV1D_TAPS), 4 * 3 * 3 * 2);
     assert_eq!(conformance::stencil2d(&wgsl, &STENCIL), 7 * 4 * 2 * 2);

@@ -69,6 +69,16 @@ use dynsmem::host::contract::{FamilyBackend, Workload};
 /// cases that ran, so the tests' counts say how many were refused.
 /// The variants of `backend` family `F` has a form in (the wgsl-subgroup variant only
 /// where its twin has a subgroup form).
+pub fn variants_in(
+    family: &dyn dynsmem::host::family::DynFamily,
+    problem: &serde_json::Value,
+    backend: &impl FamilyBackend,
+) -> Vec<dynsmem::host::backend::Variant> {
+    let has = |v| family.has_variant(problem, v).unwrap_or_else(|e| panic!("{}: {e}", family.name()));
+    backend.variants().iter().copied().filter(|&v| has(v)).collect()
+}
+
+/// [`variants_in`] for a family still on the typed trait.
 pub fn variants<F: dynsmem::host::family::Family>(
     backend: &impl FamilyBackend,
 ) -> Vec<dynsmem::host::backend::Variant> {
@@ -142,15 +152,15 @@ pub fn transpose<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize 
 /// Softmax: row lengths from 1 up (odd, not multiples of 4 or of the block).
 pub fn softmax<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize {
     use dynsmem::host::device::softmax::SoftmaxConfig;
-    use dynsmem::host::families::softmax::{Softmax, SoftmaxProblem, default_config, prepare};
-    use dynsmem::host::family::Family;
+    use dynsmem::host::families::softmax::{SOFTMAX, SoftmaxProblem, default_config, prepare};
+    use dynsmem::host::family::rows::fit_config;
     let mut checked = 0;
     for &(rows, cols) in shapes {
         let problem = SoftmaxProblem { rows, cols };
         for config in [default_config(backend, rows, cols), SoftmaxConfig::blocks(33)] {
-            for variant in variants::<dynsmem::host::families::softmax::Softmax>(backend) {
+            for variant in variants_in(&SOFTMAX, &serde_json::json!({"rows": rows, "cols": cols}), backend) {
                 // The twins hold a row in one workgroup: a cluster default runs as one block.
-                let (config, _) = Softmax::fit_config(backend, variant, &problem, config);
+                let (config, _) = fit_config(&backend.info().limits, variant, cols, config);
                 let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                 checked +=
                     run_case(&what, prepare(backend, problem, config, variant, rows as u64 + cols as u64)) as usize;

@@ -23,12 +23,13 @@ use std::rc::Rc;
 use dynsmem_kernels::KernelEntry;
 use dynsmem_kernels::entry::ParamKind;
 
+use super::hooks::Hooks;
 use super::launch::{Launch, OutputCheck};
 pub use super::values::{Data, Fill, Params, Scalar, SharedBytes};
 use super::wgsl::{WgslSpec, fill_template, wgsl_sizing};
-use super::{CudaSource, FamilyBackend, Footprint, Prepared, Workload};
+use super::{CudaSource, FamilyBackend, Footprint, Param, Prepared, Target, Workload};
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{Backend, Variant};
+use crate::backend::{Backend, Limits, Variant};
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
@@ -70,7 +71,7 @@ pub struct Kernel {
     args: Vec<ArgSpec>,
     /// Name, its twins' constant (the name in capitals), candidate values.
     params: Vec<(&'static str, &'static str, Vec<u32>)>,
-    restrictions: Vec<ParamFn<bool>>,
+    pub(super) restrictions: Vec<ParamFn<bool>>,
     grid: Option<ParamFn<u32>>,
     block: Option<ParamFn<u32>>,
     shared: Option<ParamFn<std::result::Result<u32, String>>>,
@@ -84,6 +85,7 @@ pub struct Kernel {
     image: [String; 3],
     expected: OnceCell<std::result::Result<(Expected, String), String>>,
     problem: OnceCell<serde_json::Value>,
+    pub(super) hooks: Hooks,
 }
 
 /// The default f32 tolerance of [`Check::CpuRun`].
@@ -112,6 +114,7 @@ impl Kernel {
             image: ["unknown"; 3].map(str::to_string),
             expected: OnceCell::new(),
             problem: OnceCell::new(),
+            hooks: Hooks::default(),
         }
     }
 
@@ -240,14 +243,71 @@ impl Kernel {
         self.params.iter().map(|(n, _, v)| (*n, v.as_slice()))
     }
     pub fn has_wgsl(&self) -> bool {
-        self.wgsl.is_some()
+        self.wgsl.is_some() || self.hooks.twins.is_some()
     }
     pub fn has_cuda(&self) -> bool {
-        self.cuda.is_some()
+        self.cuda.is_some() || self.hooks.twins.is_some()
     }
     /// The WGSL twin's template text, where there is one.
     pub fn wgsl_source(&self) -> Option<&'static str> {
-        self.wgsl.as_ref().map(|t| t.source)
+        self.wgsl.as_ref().map(|t| t.source).or(self.hooks.twins.as_ref().map(|t| t.0))
+    }
+    /// Whether the kernel has a form in `variant` ([`Kernel::forms`]; by default the Rust
+    /// kernel always, a twin where described, and no subgroup form).
+    pub fn has_form(&self, variant: Variant) -> bool {
+        if let Some(forms) = &self.hooks.forms {
+            return forms(variant);
+        }
+        match variant {
+            Variant::LaunchSized => true,
+            Variant::CudaStatic => self.has_cuda(),
+            Variant::WgslLiteral | Variant::WgslOverride => self.has_wgsl(),
+            Variant::WgslSubgroup => false,
+        }
+    }
+    /// The parameters and their candidates on `target` ([`Kernel::space`], else
+    /// [`Kernel::params`]).
+    pub fn params_on(&self, target: &Target) -> Vec<Param> {
+        match &self.hooks.space {
+            Some(space) => space(target),
+            None => self.param_space().map(|(n, v)| Param::new(n, v)).collect(),
+        }
+    }
+    /// The point of `params`, every parameter named.
+    pub fn point_of_params(&self, params: &Params) -> Option<Vec<u32>> {
+        self.params.iter().map(|(n, _, _)| params.0.get(n).copied()).collect()
+    }
+    /// The heuristic default on `target` ([`Kernel::default_by`], else
+    /// [`Kernel::default_config`]), where given.
+    pub fn default_on(&self, target: &Target, small: bool) -> Option<Vec<u32>> {
+        match &self.hooks.default {
+            Some(f) => self.point_of_params(&f(target, small)),
+            None => self.default_point(),
+        }
+    }
+    /// The point `variant` runs for `point` asked ([`Kernel::fit_by`]) and why, where it is
+    /// another.
+    pub fn fit(&self, point: Vec<u32>, variant: Variant, limits: &Limits) -> (Vec<u32>, Option<String>) {
+        let Some(fit) = &self.hooks.fit else { return (point, None) };
+        let (fitted, note) = fit(&self.params_at(&point), variant, limits);
+        match self.point_of_params(&fitted) {
+            Some(p) => (p, note),
+            None => (point, None),
+        }
+    }
+    /// The cost model's ranking of `points` ([`Kernel::rank_by`]), where there is one.
+    pub fn rank(&self, points: &[Vec<u32>], footprints: &[Footprint], limits: &Limits, limit: usize) -> Option<Vec<usize>> {
+        let rank = self.hooks.rank.as_ref()?;
+        let params: Vec<Params> = points.iter().map(|p| self.params_at(p)).collect();
+        Some(rank(&params, footprints, limits, limit))
+    }
+    /// Whether the kernel has a heuristic default per backend ([`Kernel::default_by`]).
+    pub fn has_default_by(&self) -> bool {
+        self.hooks.default.is_some()
+    }
+    /// Whether the kernel brings its own workload ([`Kernel::workload_by`]).
+    pub fn has_own_workload(&self) -> bool {
+        self.hooks.workload.is_some()
     }
     /// Bytes of every buffer argument (inputs and outputs) once, or those [`Kernel::work`]
     /// gives: what a launch must read and write at least, the bandwidth anchor's size.
@@ -307,6 +367,13 @@ impl Kernel {
             backend: crate::backend::BackendKind::Cpu,
             detail: format!("the kernels! table has {:?}", self.table.iter().map(|e| e.name).collect::<Vec<_>>()),
         })?;
+        if self.params.is_empty() || self.params.iter().any(|(_, _, v)| v.is_empty()) {
+            return Err(self.invalid("every kernel needs at least one parameter with at least one value"));
+        }
+        if self.hooks.workload.is_some() {
+            // Its own workload passes the arguments.
+            return Ok(());
+        }
         let kinds: Vec<ParamKind> = self
             .args
             .iter()
@@ -320,9 +387,6 @@ impl Kernel {
         if kinds != e.params {
             return Err(self.invalid(format!("the entry takes {:?}; the contract passes {kinds:?}", e.params)));
         }
-        if self.params.is_empty() || self.params.iter().any(|(_, _, v)| v.is_empty()) {
-            return Err(self.invalid("every kernel needs at least one parameter with at least one value"));
-        }
         for a in &self.args {
             if let ArgSpec::Scalar(_, Scalar::Param(p)) = a
                 && !self.params.iter().any(|(n, _, _)| n == p)
@@ -330,19 +394,33 @@ impl Kernel {
                 return Err(self.invalid(format!("argument `{p}` names no parameter")));
             }
         }
-        if self.grid.is_none() || self.block.is_none() || self.shared.is_none() {
-            return Err(self.invalid("grid, block and shared_bytes must all be given"));
+        let geometry = self.grid.is_some() && self.block.is_some() && self.shared.is_some();
+        if !geometry && self.hooks.footprint.is_none() {
+            return Err(self.invalid("grid, block and shared_bytes must all be given (or footprint_by)"));
         }
         Ok(())
     }
 
     /// The restrictions and the launch of one point, without a device; `Err(reason)` filters
     /// it. The backend's limits are checked on the footprint by the tuner's search space.
+    /// A kernel with [`Kernel::footprint_by`] is checked on the H100's limits here; the
+    /// tuner calls [`Kernel::footprint_on`] with its target.
     pub fn footprint(&self, point: &[u32]) -> std::result::Result<Footprint, String> {
+        self.footprint_on(point, &super::hooks::naming_target())
+    }
+
+    /// [`Kernel::footprint`] of the form `target` builds.
+    pub fn footprint_on(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
         self.validate().map_err(|e| e.to_string())?;
         let p = self.params_at(point);
         if let Some(i) = self.restrictions.iter().position(|r| !r(&p)) {
-            return Err(format!("restriction {} of the kernel does not hold", i + 1));
+            return Err(match self.hooks.named.get(i).filter(|n| !n.is_empty()) {
+                Some(name) => format!("restriction `{name}` of the kernel does not hold"),
+                None => format!("restriction {} of the kernel does not hold", i + 1),
+            });
+        }
+        if let Some(f) = &self.hooks.footprint {
+            return f(&p, target).map_err(|e| e.to_string());
         }
         let bytes = (self.shared.as_ref().expect("validated"))(&p)?;
         let threads = (self.block.as_ref().expect("validated"))(&p);
@@ -358,8 +436,11 @@ impl Kernel {
     }
 
     fn wgsl_spec(&self, point: &[u32], f: &Footprint, variant: Variant) -> Option<WgslSpec> {
-        let twin = self.wgsl.as_ref()?;
         let p = self.params_at(point);
+        if let Some((_, wgsl, _)) = &self.hooks.twins {
+            return Some(wgsl(&p, variant));
+        }
+        let twin = self.wgsl.as_ref()?;
         let items: Vec<_> = self.sizes(point).into_iter().map(|(n, v)| (n, "u32", v as f64)).collect();
         let (sizing, constants) = wgsl_sizing(variant, &items);
         Some(WgslSpec {
@@ -375,6 +456,9 @@ impl Kernel {
     }
 
     fn cuda_source(&self, point: &[u32], f: &Footprint) -> Option<CudaSource> {
+        if let Some((_, _, cuda)) = &self.hooks.twins {
+            return Some(cuda(&self.params_at(point)));
+        }
         let twin = self.cuda.as_ref()?;
         let defines = self.sizes(point).into_iter().map(|(n, v)| (n, v.to_string())).collect();
         Some(CudaSource {
@@ -512,6 +596,24 @@ impl Kernel {
         self.prepare_at(backend, variant, point, Some(expected))
     }
 
+    /// [`Kernel::prepare`] as a workload, or the kernel's own ([`Kernel::workload_by`]) with
+    /// inputs from `seed`; either checked first, nothing launched yet.
+    pub fn prepare_seeded<'b, B: FamilyBackend>(
+        &self,
+        backend: &'b B,
+        variant: Variant,
+        point: &[u32],
+        seed: u64,
+    ) -> Result<Box<dyn Workload + 'b>> {
+        match &self.hooks.workload {
+            Some(own) => {
+                self.validate()?;
+                own(backend.erase(), &self.params_at(point), variant, seed)
+            }
+            None => Ok(Box::new(self.prepare(backend, variant, point)?)),
+        }
+    }
+
     fn prepare_at<'b, B: FamilyBackend>(
         &self,
         backend: &'b B,
@@ -521,7 +623,9 @@ impl Kernel {
     ) -> Result<KernelWorkload<'b, B>> {
         self.validate()?;
         let p = self.params_at(point);
-        let f = self.footprint(point).map_err(|reason| self.invalid(format!("{}: {reason}", describe(&p))))?;
+        let f = self
+            .footprint_on(point, &Target::of(backend, variant))
+            .map_err(|reason| self.invalid(format!("{}: {reason}", describe(&p))))?;
         let wgsl = |v: Variant| self.wgsl_spec(point, &f, v).expect("built only where the twin exists");
         let cuda = || self.cuda_source(point, &f).expect("built only where the twin exists");
         let kernel = Prepared::new(
@@ -531,11 +635,14 @@ impl Kernel {
             f.grid,
             f.threads,
             variant,
-            self.wgsl.as_ref().map(|_| &wgsl as &dyn Fn(Variant) -> WgslSpec),
-            self.cuda.as_ref().map(|_| &cuda as &dyn Fn() -> CudaSource),
+            self.has_wgsl().then_some(&wgsl as &dyn Fn(Variant) -> WgslSpec),
+            self.has_cuda().then_some(&cuda as &dyn Fn() -> CudaSource),
         )?;
         let tolerance = self.tolerance();
         let mut launch = Launch::new(backend, kernel, f.grid, f.threads).flops(self.work.1);
+        if let Some(cluster) = &self.hooks.cluster {
+            launch = launch.clustered(cluster(&p))?;
+        }
         if let Some(bytes) = self.work.0 {
             launch = launch.bytes(bytes);
         }

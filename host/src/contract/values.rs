@@ -1,6 +1,7 @@
 //! The values a [`super::Kernel`] description is made of: parameter values at a point
 //! ([`Params`]), how inputs are filled ([`Fill`]) and held ([`Data`]), scalar arguments
-//! ([`Scalar`]), and the launch-sized bytes a parameter function returns ([`SharedBytes`]).
+//! ([`Scalar`]), the launch-sized bytes a parameter function returns ([`SharedBytes`]), and
+//! a tunable parameter with its candidate values ([`Param`]).
 
 use std::collections::BTreeMap;
 
@@ -108,5 +109,28 @@ impl SharedBytes for u64 {
 impl SharedBytes for std::result::Result<u32, LayoutError> {
     fn into_bytes(self) -> std::result::Result<u32, String> {
         self.map_err(|e| format!("shared-memory layout: {e}"))
+    }
+}
+
+/// One tunable parameter and its candidate values, in the order neighbourhood-based
+/// strategies walk them (so they should be sorted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    /// Name in cache entries, tables, plots and T4 `configuration` objects.
+    pub name: &'static str,
+    pub values: Vec<u32>,
+    /// The value a config recorded before this parameter existed had (a tuning-database
+    /// entry without it still answers, with this value); `None`: such entries do not fit.
+    pub absent: Option<u32>,
+}
+
+impl Param {
+    pub fn new(name: &'static str, values: &[u32]) -> Param {
+        Param { name, values: values.to_vec(), absent: None }
+    }
+
+    /// This parameter, with `value` standing for it in entries recorded before it existed.
+    pub fn absent_as(self, value: u32) -> Param {
+        Param { absent: Some(value), ..self }
     }
 }

@@ -1,34 +1,25 @@
 //! The host side of the row skeleton (`dynsmem_kernels::rows`) that the row-wise families
-//! (softmax, RMSNorm) share: the search space, the static forms' fallbacks, the checks of
-//! a shape and the twins' builders. A family implements [`RowFamily`] and gets its
-//! [`Space`]; its own folder keeps what is its own (arguments, reference, tolerance).
+//! (softmax, RMSNorm) share: the description of a row kernel ([`kernel`]: its space, its
+//! one validation, its default, the static forms' fallbacks and the twins' builders). A
+//! family's folder keeps what is its own (sizes, arguments, reference, tolerance).
 
 use dynsmem_kernels::rows::RowConfig;
 
-use super::space::Space;
-use super::{Family, Footprint, Target};
-use crate::backend::{BackendKind, Limits, Variant};
+use super::{Footprint, Target};
+use crate::backend::{AnyBackend, BackendKind, Limits, Variant};
 use crate::contract::{
-    CudaSource, FamilyBackend, Launch, WgslFold, WgslSpec, check_footprint, check_index, fill_template, fit_static,
-    halvings, invalid, invalid_problem, wgsl_fold, wgsl_ids, wgsl_sizing,
+    CudaSource, FamilyBackend, Kernel, Launch, Param, Params, WgslFold, WgslSpec, Workload, check_footprint,
+    check_index, fill_template, fit_static, halvings, invalid, invalid_problem, wgsl_fold, wgsl_ids, wgsl_sizing,
 };
 use crate::error::Result;
-use crate::tune::Param;
-
-/// A family on the row skeleton: one row of `cols` floats per block, [`RowConfig`] its
-/// config.
-pub trait RowFamily: Family<Config = RowConfig> {
-    /// The kernel's name and its k.
-    const KERNEL: RowKernel;
-    /// `(rows, cols)` of a problem.
-    fn shape(problem: &Self::Problem) -> (u32, u32);
-}
 
 /// A row-wise kernel: its entry's name, what a row of no elements lacks (for the refusal),
 /// and its twins: the CUDA C text (defines `COLS` and `BLOCK`) and the WGSL template (slots
 /// `SIZING`, declaring `BLOCK` and `COLS`, and `FOLDS`).
 pub struct RowKernel {
     pub name: &'static str,
+    /// The `kernels!` table of the entry (the CPU backend runs it).
+    pub table: &'static [dynsmem_kernels::KernelEntry],
     pub empty: &'static str,
     pub cuda: &'static str,
     pub cuda_file: &'static str,
@@ -46,24 +37,55 @@ pub struct RowKernel {
     pub held: bool,
 }
 
-impl<F: RowFamily> Space for F {
-    fn params(target: &Target, _: &F::Problem) -> Vec<Param> {
-        let clusters: Vec<u32> = CLUSTERS
-            .into_iter()
-            .filter(|&c| c <= target.limits.max_cluster && (c == 1 || target.variant == Variant::LaunchSized))
-            .collect();
-        let block: &[u32] = if target.is_cpu { &[4, 8, 16, 32] } else { &[32, 64, 128, 256, 512, 1024] };
-        // Caches recorded before clusters existed read as clusters of 1.
-        vec![Param::new("block", block), Param { name: "cluster", values: clusters, absent: Some(1) }]
-    }
+/// A row kernel's workload of one config: the family's own launch (its inputs from the seed,
+/// its reference and tolerance).
+pub trait RowWorkload: for<'b> Fn(AnyBackend<'b>, RowConfig, Variant, u64) -> Result<Box<dyn Workload + 'b>> {}
+impl<F: for<'b> Fn(AnyBackend<'b>, RowConfig, Variant, u64) -> Result<Box<dyn Workload + 'b>>> RowWorkload for F {}
 
-    fn config_of(point: &[u32]) -> RowConfig {
-        RowConfig { block: point[0], cluster: point.get(1).copied().unwrap_or(1) }
-    }
+/// The description of row kernel `k` for `rows x cols`: the space ([`space`]), the one
+/// validation ([`check`]), `default` the family's heuristic (given the limits, whether the
+/// backend asks for small configs, and the shape), the twins' fallbacks ([`fit_config`]),
+/// the twins, and `workload` the family's launch of one config.
+pub fn kernel(
+    k: &'static RowKernel,
+    (rows, cols): (u32, u32),
+    default: fn(&Limits, bool, (u32, u32)) -> RowConfig,
+    workload: impl RowWorkload + 'static,
+) -> Kernel {
+    Kernel::new(k.table, k.name)
+        .space(space)
+        .footprint_by(move |p, t| check(k, (rows, cols), &config_of(p), t))
+        .default_by(move |t, small| params_of(&default(&t.limits, small, (rows, cols))))
+        .fit_by(move |p, v, limits| {
+            let (c, note) = fit_config(limits, v, cols, config_of(p));
+            (params_of(&c), note)
+        })
+        .twins_by(k.wgsl, move |p, v| wgsl_spec(k, cols, &config_of(p), v), move |p| cuda_source(k, cols, &config_of(p)))
+        // Every variant: the WGSL folds have a subgroup form.
+        .forms(|_| true)
+        .workload_by(move |b, p, v, seed| workload(b, config_of(p), v, seed))
+}
 
-    fn check(problem: &F::Problem, config: &RowConfig, target: &Target) -> Result<Footprint> {
-        check(&F::KERNEL, F::shape(problem), config, target)
-    }
+/// The row skeleton's parameters on `target`: a CPU device sweeps fewer threads; clusters
+/// only where the backend runs them, and only for the Rust kernel.
+pub fn space(target: &Target) -> Vec<Param> {
+    let clusters: Vec<u32> = CLUSTERS
+        .into_iter()
+        .filter(|&c| c <= target.limits.max_cluster && (c == 1 || target.variant == Variant::LaunchSized))
+        .collect();
+    let block: &[u32] = if target.is_cpu { &[4, 8, 16, 32] } else { &[32, 64, 128, 256, 512, 1024] };
+    // Caches recorded before clusters existed read as clusters of 1.
+    vec![Param::new("block", block), Param { name: "cluster", values: clusters, absent: Some(1) }]
+}
+
+/// The row config of a point.
+pub fn config_of(p: &Params) -> RowConfig {
+    RowConfig { block: p["block"], cluster: p["cluster"] }
+}
+
+/// The point of a row config.
+pub fn params_of(c: &RowConfig) -> Params {
+    Params([("block", c.block), ("cluster", c.cluster)].into_iter().collect())
 }
 
 /// The row skeleton's one validation: `k` for `rows x cols` at `config` on `target`, and what
@@ -165,8 +187,8 @@ pub const RESIDENT_BLOCKS: u32 = 3;
 /// The config `variant` runs for `asked` on rows of `cols`: `asked` for the Rust kernels; for
 /// the twins, a block per row (they have no cluster form), then the static forms' fallbacks
 /// where its arrays pass the static limit, with a note for each change.
-pub fn fit_config<B: FamilyBackend>(
-    backend: &B,
+pub fn fit_config(
+    limits: &Limits,
     variant: Variant,
     cols: u32,
     asked: RowConfig,
@@ -177,7 +199,7 @@ pub fn fit_config<B: FamilyBackend>(
         let fitted = RowConfig::blocks(asked.block);
         (fitted, Some(format!("the {variant} twin holds a whole row in one workgroup: ran {fitted:?}, not {asked:?}")))
     };
-    let limit = backend.info().limits.static_shared_max;
+    let limit = limits.static_shared_max;
     let fallbacks = static_fallbacks(&config);
     let (config, fitted) = fit_static(variant, limit, config, fallbacks, |c| Some(static_bytes(cols, c)));
     (config, note.into_iter().chain(fitted).reduce(|a, b| format!("{a}; {b}")))

@@ -30,16 +30,19 @@ impl Tunable for Kernel {
     fn problem(&self) -> &serde_json::Value {
         self.problem()
     }
-    fn params(&self, _: &Target) -> Vec<Param> {
-        self.param_space().map(|(n, v)| Param::new(n, v)).collect()
+    fn params(&self, target: &Target) -> Vec<Param> {
+        self.params_on(target)
     }
-    fn check(&self, point: &[u32], _: &Target) -> std::result::Result<Footprint, String> {
-        self.footprint(point)
+    fn check(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
+        self.footprint_on(point, target)
     }
     fn config(&self, point: &[u32]) -> Self::Config {
         self.params_at(point).0
     }
-    fn check_id(&self, _seed: u64) -> Result<String> {
+    fn check_id(&self, seed: u64) -> Result<String> {
+        if self.has_own_workload() {
+            return Ok(format!("the own check of {}, inputs seed {seed}", self.entry()));
+        }
         self.check_identity()
     }
     fn prepare<'b, B: FamilyBackend>(
@@ -47,9 +50,12 @@ impl Tunable for Kernel {
         backend: &'b B,
         variant: Variant,
         point: &[u32],
-        _seed: u64,
+        seed: u64,
     ) -> Result<Box<dyn Workload + 'b>> {
-        Ok(Box::new(Kernel::prepare(self, backend, variant, point)?))
+        self.prepare_seeded(backend, variant, point, seed)
+    }
+    fn candidates(&self, space: &SearchSpace, limit: usize) -> Option<Vec<usize>> {
+        self.rank(&space.points, &space.footprints, &space.target.limits, limit)
     }
 }
 

@@ -12,28 +12,7 @@ use crate::contract::{FamilyBackend, Footprint, Target, Workload};
 use crate::error::Result;
 use crate::tune::space::SearchSpace;
 
-/// One tunable parameter and its candidate values, in the order neighbourhood-based
-/// strategies walk them (so they should be sorted).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Param {
-    /// Name in cache entries, tables, plots and T4 `configuration` objects.
-    pub name: &'static str,
-    pub values: Vec<u32>,
-    /// The value a config recorded before this parameter existed had (a tuning-database
-    /// entry without it still answers, with this value); `None`: such entries do not fit.
-    pub absent: Option<u32>,
-}
-
-impl Param {
-    pub fn new(name: &'static str, values: &[u32]) -> Param {
-        Param { name, values: values.to_vec(), absent: None }
-    }
-
-    /// This parameter, with `value` standing for it in entries recorded before it existed.
-    pub fn absent_as(self, value: u32) -> Param {
-        Param { absent: Some(value), ..self }
-    }
-}
+pub use crate::contract::Param;
 
 /// One kernel family's side of the tuner: its problem, its tunable parameters with their
 /// candidate values, the constraints a config must meet before it is launched, and how to

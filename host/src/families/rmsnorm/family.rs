@@ -1,115 +1,54 @@
-//! RMSNorm's face to the registry: its command-line options, defaults and bench cases.
+//! RMSNorm's description: its problem's sizes, its bench and edge cases, and the row
+//! skeleton's kernel with RMSNorm's own launch.
 
-use dynsmem_kernels::rmsnorm::RmsnormConfig;
+use serde_json::json;
 
-use super::RmsnormProblem;
-use crate::backend::Variant;
-use crate::contract::{FamilyBackend, Workload, bytes_of};
+use super::{KERNEL, RmsnormProblem};
+use crate::backend::AnyBackend;
+use crate::contract::{Workload, bytes_of};
 use crate::error::Result;
-use crate::family::rows::{self, RowFamily, RowKernel};
-use crate::family::space::Tuner;
-use crate::family::{BenchCase, Family, Sizes};
-
-pub struct Rmsnorm;
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct ProblemArgs {
-    /// Rows (default: 65536 on a GPU).
-    #[arg(long)]
-    pub rows: Option<u32>,
-    /// Row length: up to 57344 floats in one block on an H100, 458752 in clusters of 8.
-    #[arg(long, default_value_t = 4096)]
-    pub cols: u32,
-    /// Added to the mean square before the square root.
-    #[arg(long, default_value_t = 1e-5)]
-    pub eps: f32,
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct ConfigArgs {
-    #[arg(long)]
-    pub block: Option<u32>,
-    /// Blocks of the thread-block cluster that shares a row (1, 2, 4 or 8; CUDA sm_90+ and
-    /// the CPU backend).
-    #[arg(long)]
-    pub cluster: Option<u32>,
-}
+use crate::family::kernel::{Case, KernelFamily, Size};
+use crate::family::rows;
 
 /// A GPU-sized square case runs where the sizes are a GPU's.
 const GPU_ROWS: u32 = 65_536;
 
-impl Family for Rmsnorm {
-    const NAME: &'static str = "rmsnorm";
-    const SUBGROUP_TWIN: bool = true;
-    const ABOUT: &'static str = "Row-wise RMSNorm forward, one row per block held in workgroup memory.";
-    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
-    const SHAPES: &'static str = include_str!("shapes.txt");
-    type Problem = RmsnormProblem;
-    type Config = RmsnormConfig;
-    type ProblemArgs = ProblemArgs;
-    type ConfigArgs = ConfigArgs;
-    type Tunable = Tuner<Self>;
-
-    fn problem(a: &ProblemArgs, sizes: &Sizes) -> RmsnormProblem {
-        RmsnormProblem { rows: a.rows.unwrap_or(sizes.rows), cols: a.cols, eps: a.eps }
-    }
-    fn config(a: &ConfigArgs, d: &RmsnormConfig) -> RmsnormConfig {
-        RmsnormConfig { block: a.block.unwrap_or(d.block), cluster: a.cluster.unwrap_or(d.cluster) }
-    }
-    fn default_config<B: FamilyBackend>(backend: &B, p: &RmsnormProblem) -> RmsnormConfig {
-        super::default_config(backend, p.rows, p.cols)
-    }
-    fn static_bytes(p: &RmsnormProblem, c: &RmsnormConfig) -> Option<u32> {
-        Some(rows::static_bytes(p.cols, c))
-    }
-    fn static_fallbacks(_: &RmsnormProblem, c: &RmsnormConfig) -> Vec<RmsnormConfig> {
-        rows::static_fallbacks(c)
-    }
-    fn fit_config<B: FamilyBackend>(
-        backend: &B,
-        variant: Variant,
-        problem: &RmsnormProblem,
-        config: RmsnormConfig,
-    ) -> (RmsnormConfig, Option<String>) {
-        rows::fit_config(backend, variant, problem.cols, config)
-    }
-    fn prepare<'b, B: FamilyBackend>(
-        backend: &'b B,
-        p: &RmsnormProblem,
-        c: &RmsnormConfig,
-        variant: Variant,
-        seed: u64,
-    ) -> Result<Box<dyn Workload + 'b>> {
-        Ok(Box::new(super::prepare(backend, *p, *c, variant, seed)?))
-    }
-    fn anchor_bytes(p: &RmsnormProblem) -> Option<u64> {
-        Some(bytes_of(p.rows as u64 * p.cols as u64, 4))
-    }
-    /// Rows of 4096, rows of 32768 floats (128 KB: past any static limit), and on a GPU
-    /// 8192 x 8192.
-    /// 65537 rows, one block each: past the 65535-block grid.
-    fn edge_cases() -> Vec<BenchCase<Self>> {
-        let problem = RmsnormProblem { rows: 65_537, cols: 5, eps: 1e-5 };
-        vec![BenchCase { problem, config: RmsnormConfig::blocks(4) }]
-    }
-    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
-        let mut shapes = vec![(sizes.rows, 4096), ((sizes.rows / 8).max(1), 32_768)];
-        if sizes.rows >= GPU_ROWS {
+pub static RMSNORM: KernelFamily = KernelFamily {
+    name: "rmsnorm",
+    about: "Row-wise RMSNorm forward, one row per block held in workgroup memory.",
+    sizes: &[
+        Size::of("rows", |s| s.rows as u64, "Rows (default: 65536 on a GPU)"),
+        Size::fixed("cols", 4096, "Row length: up to 57344 floats in one block on an H100, 458752 in clusters of 8"),
+        Size::f32("eps", 1e-5, "Added to the mean square before the square root"),
+    ],
+    build: |p| {
+        let problem = RmsnormProblem { rows: p.u32("rows")?, cols: p.u32("cols")?, eps: p.f32("eps") };
+        Ok(rows::kernel(&KERNEL, (problem.rows, problem.cols), super::default_for, move |b, c, v, seed| {
+            workload(b, problem, c, v, seed)
+        }))
+    },
+    // Rows of 4096, rows of 32768 floats (128 KB: past any static limit), and on a GPU
+    // 8192 x 8192.
+    cases: Some(|s| {
+        let mut shapes = vec![(s.rows, 4096), ((s.rows / 8).max(1), 32_768)];
+        if s.rows >= GPU_ROWS {
             shapes.push((8192, 8192));
         }
-        shapes
-            .into_iter()
-            .map(|(rows, cols)| BenchCase {
-                problem: RmsnormProblem { rows, cols, eps: 1e-5 },
-                config: super::default_config(backend, rows, cols),
-            })
-            .collect()
-    }
-}
+        shapes.into_iter().map(|(rows, cols)| Case::default_config(json!({"rows": rows, "cols": cols}))).collect()
+    }),
+    // 65537 rows, one block each: past the 65535-block grid.
+    edge: || vec![Case::with(json!({"rows": 65_537, "cols": 5}), json!({"block": 4, "cluster": 1}))],
+    anchor_bytes: Some(|p| bytes_of(p["rows"] * p["cols"], 4)),
+    shapes: include_str!("shapes.txt"),
+    ..KernelFamily::EMPTY
+};
 
-impl RowFamily for Rmsnorm {
-    const KERNEL: RowKernel = super::KERNEL;
-    fn shape(p: &RmsnormProblem) -> (u32, u32) {
-        (p.rows, p.cols)
-    }
+fn workload<'b>(
+    b: AnyBackend<'b>,
+    p: RmsnormProblem,
+    c: dynsmem_kernels::rows::RowConfig,
+    v: crate::backend::Variant,
+    seed: u64,
+) -> Result<Box<dyn Workload + 'b>> {
+    crate::with_backend!(b, b => Ok(Box::new(super::prepare(b, p, c, v, seed)?)))
 }

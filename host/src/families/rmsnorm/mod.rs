@@ -14,7 +14,7 @@ use crate::verify::{Tolerance, check_slice};
 
 mod family;
 
-pub use family::Rmsnorm;
+pub use family::RMSNORM;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("rmsnorm.wgsl");
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
@@ -35,8 +35,11 @@ pub struct RmsnormProblem {
 /// ([`rows::default_config`]). A row split over a cluster it does not need costs RMSNorm more
 /// than softmax (`NOTES.md`).
 pub fn default_config<B: FamilyBackend>(backend: &B, rows: u32, cols: u32) -> RmsnormConfig {
-    let limits = &backend.info().limits;
-    let small = backend.small_configs();
+    default_for(&backend.info().limits, backend.small_configs(), (rows, cols))
+}
+
+/// [`default_config`] on a device of `limits` (`small`: the backend asks for small configs).
+pub fn default_for(limits: &crate::backend::Limits, small: bool, (rows, cols): (u32, u32)) -> RmsnormConfig {
     let one = RmsnormConfig::blocks(threads_per_row(cols));
     let busy = rows as u64 >= limits.multiprocessors.unwrap_or(0) as u64 / 2;
     if !small && busy && one.shared_bytes(cols, one.holds(KERNEL.held)).is_ok_and(|b| b <= limits.launch_shared_max) {
@@ -55,8 +58,9 @@ pub fn threads_per_row(cols: u32) -> u32 {
 /// Floats of a row each thread of the default block-per-row config takes, about.
 pub const FLOATS_PER_THREAD: u32 = 48;
 
-pub(crate) const KERNEL: RowKernel = RowKernel {
+pub(crate) static KERNEL: RowKernel = RowKernel {
     name: "rmsnorm_f32",
+    table: dynsmem_kernels::rmsnorm::KERNELS,
     empty: "RMS",
     cuda: CUDA_SOURCE,
     cuda_file: "rmsnorm.cu",

@@ -14,7 +14,7 @@ use crate::verify::{Tolerance, check_slice};
 
 mod family;
 
-pub use family::Softmax;
+pub use family::SOFTMAX;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("softmax.wgsl");
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
@@ -27,13 +27,19 @@ pub struct SoftmaxProblem {
     pub cols: u32,
 }
 
-/// The row skeleton's default for `rows` rows of `cols` ([`rows::default_config`]).
+/// The row skeleton's default for `rows` rows of `cols` on `backend` ([`default_for`]).
 pub fn default_config<B: FamilyBackend>(backend: &B, rows: u32, cols: u32) -> SoftmaxConfig {
-    rows::default_config(&KERNEL, backend.small_configs(), (rows, cols), &backend.info().limits)
+    default_for(&backend.info().limits, backend.small_configs(), (rows, cols))
 }
 
-pub(crate) const KERNEL: RowKernel = RowKernel {
+/// The row skeleton's default on a device of `limits` ([`rows::default_config`]).
+pub fn default_for(limits: &crate::backend::Limits, small: bool, shape: (u32, u32)) -> SoftmaxConfig {
+    rows::default_config(&KERNEL, small, shape, limits)
+}
+
+pub(crate) static KERNEL: RowKernel = RowKernel {
     name: "softmax_f32",
+    table: dynsmem_kernels::softmax::KERNELS,
     empty: "softmax",
     cuda: CUDA_SOURCE,
     cuda_file: "softmax.cu",

@@ -1,0 +1,171 @@
+//! What a [`Kernel`] description says beyond the Kernel Tuner form (fixed buffers, a fixed
+//! space, one launch) where its kernel needs it: the hooks the built-in families declare
+//! themselves with, open to a researcher's kernel on the same terms.
+//!
+//! | method | what it gives | without it |
+//! | --- | --- | --- |
+//! | [`Kernel::space`] | the parameters and candidates per target, with absent values | [`Kernel::params`] everywhere |
+//! | [`Kernel::restrict_named`] | a restriction a refusal names | [`Kernel::restrict`], numbered |
+//! | [`Kernel::footprint_by`] | the one validation: a typed refusal or the footprint, per variant | grid, block and bytes of the params |
+//! | [`Kernel::default_by`] | a heuristic default per backend | [`Kernel::default_config`] |
+//! | [`Kernel::fit_by`] | the config a twin runs where its static arrays cannot hold the asked one | the config asked |
+//! | [`Kernel::cluster_by`] | thread-block clusters of the launch | clusters of 1 |
+//! | [`Kernel::twins_by`] | twins generated per point (folds, vector widths, fitted sizes) | [`Kernel::wgsl`] / [`Kernel::cuda`] templates |
+//! | [`Kernel::forms`] | the variants it has a form in (a subgroup twin) | the Rust kernel and each twin given |
+//! | [`Kernel::rank_by`] | a cost model: the configs most likely fastest, best first | no model (tuning on first use keeps the default) |
+//! | [`Kernel::workload_by`] | its own workload: several launches, inputs from the run's seed | one launch of the described arguments |
+//!
+//! Every hook sees a point as [`Params`] (values by parameter name): configs cross the
+//! erasure once, by name.
+
+use super::{CudaSource, Footprint, Kernel, Param, Params, Target, WgslSpec, Workload};
+use crate::backend::{AnyBackend, Limits, Variant};
+use crate::error::Result;
+
+/// The parameters and their candidates on a target ([`Kernel::space`]).
+pub type SpaceFn = dyn Fn(&Target) -> Vec<Param>;
+/// The kernel's one validation ([`Kernel::footprint_by`]).
+pub type FootprintFn = dyn Fn(&Params, &Target) -> Result<Footprint>;
+/// The heuristic default on a target; `small`: the backend asks for small configs (the CPU
+/// backend, where every kernel thread is an OS thread) ([`Kernel::default_by`]).
+pub type DefaultFn = dyn Fn(&Target, bool) -> Params;
+/// The config a variant runs for the one asked, and why where it differs ([`Kernel::fit_by`]).
+pub type FitFn = dyn Fn(&Params, Variant, &Limits) -> (Params, Option<String>);
+/// Blocks of a launch's thread-block clusters ([`Kernel::cluster_by`]).
+pub type ClusterFn = dyn Fn(&Params) -> u32;
+/// The WGSL twin of a point for a variant ([`Kernel::twins_by`]).
+pub type WgslFn = dyn Fn(&Params, Variant) -> WgslSpec;
+/// The CUDA C twin of a point ([`Kernel::twins_by`]).
+pub type CudaFn = dyn Fn(&Params) -> CudaSource;
+/// Whether the kernel has a form in a variant ([`Kernel::forms`]).
+pub type FormsFn = dyn Fn(Variant) -> bool;
+/// A cost model ([`Kernel::rank_by`]): of `configs` (with their footprints) on a device of
+/// `limits`, the indices of at most `limit` most likely fastest, best first.
+pub type RankFn = dyn Fn(&[Params], &[Footprint], &Limits, usize) -> Vec<usize>;
+/// The kernel's own workload of one point ([`Kernel::workload_by`]): the backend, the
+/// point, the variant and the inputs' seed.
+pub type WorkloadFn = dyn for<'b> Fn(AnyBackend<'b>, &Params, Variant, u64) -> Result<Box<dyn Workload + 'b>>;
+
+/// The hooks a description gave (see the module documentation).
+#[derive(Default)]
+pub(super) struct Hooks {
+    pub space: Option<Box<SpaceFn>>,
+    pub named: Vec<&'static str>,
+    pub footprint: Option<Box<FootprintFn>>,
+    pub default: Option<Box<DefaultFn>>,
+    pub fit: Option<Box<FitFn>>,
+    pub cluster: Option<Box<ClusterFn>>,
+    /// The WGSL template (hashed into tuning-cache keys), its generator, and the CUDA C one.
+    pub twins: Option<(&'static str, Box<WgslFn>, Box<CudaFn>)>,
+    pub forms: Option<Box<FormsFn>>,
+    pub rank: Option<Box<RankFn>>,
+    pub workload: Option<Box<WorkloadFn>>,
+}
+
+/// A neutral target the parameter names are read on: names do not depend on the target
+/// ([`Kernel::space`]), only their candidates do.
+pub(super) fn naming_target() -> Target {
+    Target {
+        backend: crate::backend::BackendKind::Cuda,
+        variant: Variant::LaunchSized,
+        limits: Limits::h100(),
+        is_cpu: false,
+    }
+}
+
+impl Kernel {
+    /// The parameters and their candidates as functions of the target (a CPU device sweeps
+    /// fewer threads; clusters only where the backend runs them), each with the value an
+    /// entry recorded before it existed stands for ([`Param::absent_as`]). The names and
+    /// their order must be the same on every target; [`Kernel::params`] is not needed.
+    pub fn space(mut self, f: impl Fn(&Target) -> Vec<Param> + 'static) -> Kernel {
+        let names = f(&naming_target());
+        self = self.params(&names.iter().map(|p| (p.name, p.values.as_slice())).collect::<Vec<_>>());
+        self.hooks.space = Some(Box::new(f));
+        self
+    }
+
+    /// A restriction with a name: a point it refuses is filtered with "restriction `name`
+    /// does not hold", not with its number.
+    pub fn restrict_named(mut self, name: &'static str, f: impl Fn(&Params) -> bool + 'static) -> Kernel {
+        let i = self.restrictions.len();
+        self = self.restrict(f);
+        self.hooks.named.resize(i, "");
+        self.hooks.named.push(name);
+        self
+    }
+
+    /// The kernel's one validation: a typed refusal naming the kernel, the value and the
+    /// limit, or what the point asks for with the bytes of the form the target's variant
+    /// builds (launch-sized for the Rust kernel, the static arrays of a twin). It replaces
+    /// [`Kernel::grid`], [`Kernel::block`] and [`Kernel::shared_bytes`]; the restrictions
+    /// still apply first.
+    pub fn footprint_by(mut self, f: impl Fn(&Params, &Target) -> Result<Footprint> + 'static) -> Kernel {
+        self.hooks.footprint = Some(Box::new(f));
+        self
+    }
+
+    /// The heuristic default per backend: what `run` and `bench` launch where no config is
+    /// given and the tuning database has none. Replaces [`Kernel::default_config`].
+    pub fn default_by(mut self, f: impl Fn(&Target, bool) -> Params + 'static) -> Kernel {
+        self.hooks.default = Some(Box::new(f));
+        self
+    }
+
+    /// The config a variant runs for the one asked, with a note saying why where it is
+    /// another: a twin's static arrays cannot hold what launch-sized memory can. Applied to
+    /// defaults and bench cases, never to a config given on the command line (that one is
+    /// refused with the bytes and the limit).
+    pub fn fit_by(mut self, f: impl Fn(&Params, Variant, &Limits) -> (Params, Option<String>) + 'static) -> Kernel {
+        self.hooks.fit = Some(Box::new(f));
+        self
+    }
+
+    /// Launches the grid as thread-block clusters of `f(point)` blocks (1: no cluster),
+    /// checked against the backend before anything is launched.
+    pub fn cluster_by(mut self, f: impl Fn(&Params) -> u32 + 'static) -> Kernel {
+        self.hooks.cluster = Some(Box::new(f));
+        self
+    }
+
+    /// Twins generated per point: `wgsl(point, variant)` and `cuda(point)`, with `template`
+    /// the WGSL text they are made from (hashed into tuning-cache keys). Replaces
+    /// [`Kernel::wgsl`] and [`Kernel::cuda`].
+    pub fn twins_by(
+        mut self,
+        template: &'static str,
+        wgsl: impl Fn(&Params, Variant) -> WgslSpec + 'static,
+        cuda: impl Fn(&Params) -> CudaSource + 'static,
+    ) -> Kernel {
+        self.hooks.twins = Some((template, Box::new(wgsl), Box::new(cuda)));
+        self
+    }
+
+    /// The variants the kernel has a form in (the bench and the shape suites run only
+    /// those): a twin with a subgroup form says so here.
+    pub fn forms(mut self, f: impl Fn(Variant) -> bool + 'static) -> Kernel {
+        self.hooks.forms = Some(Box::new(f));
+        self
+    }
+
+    /// A cost model: of a space's configs (with their footprints) on a device of `limits`,
+    /// at most `limit` most likely fastest, best first. Tuning on first use measures those.
+    pub fn rank_by(
+        mut self,
+        f: impl Fn(&[Params], &[Footprint], &Limits, usize) -> Vec<usize> + 'static,
+    ) -> Kernel {
+        self.hooks.rank = Some(Box::new(f));
+        self
+    }
+
+    /// The kernel's own workload of one point: several launches, or inputs made from the
+    /// run's seed and checked by the family's own reference. The arguments, grid and check
+    /// described otherwise are not used; the footprint, the space and the twins still are.
+    pub fn workload_by(
+        mut self,
+        f: impl for<'b> Fn(AnyBackend<'b>, &Params, Variant, u64) -> Result<Box<dyn Workload + 'b>> + 'static,
+    ) -> Kernel {
+        self.hooks.workload = Some(Box::new(f));
+        self
+    }
+}

@@ -1,0 +1,203 @@
+//! A [`super::KernelFamily`]'s problem: its named sizes and options ([`Size`]), each a
+//! `--name` option of `run` and `tune`, and their values ([`Problem`]), which records,
+//! caches and the tuning database carry as one JSON object (`{"rows": 65536, "cols": 4096}`).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::family::Sizes;
+
+/// One named value of a [`super::KernelFamily`]'s problem and its default.
+#[derive(Debug, Clone, Copy)]
+pub struct Size {
+    pub name: &'static str,
+    pub default: SizeDefault,
+    /// One line for `--help`.
+    pub help: &'static str,
+}
+
+/// How a [`Size`] is typed and what it is where the command line leaves it out.
+#[derive(Debug, Clone, Copy)]
+pub enum SizeDefault {
+    /// An integer, `gpu` on a GPU and `cpu` on a CPU device (the CPU backend, lavapipe),
+    /// where every kernel thread is an OS thread: small enough for a check.
+    ByDevice { gpu: u64, cpu: u64 },
+    /// An integer, a function of the device's default sizes ([`Sizes`]: the rows of the
+    /// row-wise families, the side of the 2-D ones).
+    OfSizes(fn(&Sizes) -> u64),
+    /// An integer, the same everywhere (a replay matches it as if given).
+    Fixed(u64),
+    /// A float (RMSNorm's epsilon), the same everywhere.
+    F32(f32),
+    /// One of the named values (an element type), the default first.
+    Choice(&'static [&'static str]),
+    /// On where given (`--causal`).
+    Flag,
+}
+
+impl Size {
+    /// An integer size: `gpu` on a GPU, `cpu` on a CPU device.
+    pub const fn new(name: &'static str, gpu: u64, cpu: u64, help: &'static str) -> Size {
+        Size { name, default: SizeDefault::ByDevice { gpu, cpu }, help }
+    }
+    /// An integer size whose default is a function of the device's default sizes.
+    pub const fn of(name: &'static str, f: fn(&Sizes) -> u64, help: &'static str) -> Size {
+        Size { name, default: SizeDefault::OfSizes(f), help }
+    }
+    /// An integer size with one default everywhere.
+    pub const fn fixed(name: &'static str, value: u64, help: &'static str) -> Size {
+        Size { name, default: SizeDefault::Fixed(value), help }
+    }
+    /// A float option.
+    pub const fn f32(name: &'static str, value: f32, help: &'static str) -> Size {
+        Size { name, default: SizeDefault::F32(value), help }
+    }
+    /// One of `values` (the first is the default).
+    pub const fn choice(name: &'static str, values: &'static [&'static str], help: &'static str) -> Size {
+        Size { name, default: SizeDefault::Choice(values), help }
+    }
+    /// A flag, off unless given.
+    pub const fn flag(name: &'static str, help: &'static str) -> Size {
+        Size { name, default: SizeDefault::Flag, help }
+    }
+
+    /// The value where the command line leaves it out, on a device of `sizes`.
+    pub(super) fn default_value(&self, sizes: &Sizes) -> Value {
+        match self.default {
+            SizeDefault::ByDevice { gpu, cpu } => Value::from(if sizes.is_gpu() { gpu } else { cpu }),
+            SizeDefault::OfSizes(f) => Value::from(f(sizes)),
+            SizeDefault::Fixed(v) => Value::from(v),
+            SizeDefault::F32(v) => Value::from(v),
+            SizeDefault::Choice(values) => Value::from(values[0]),
+            SizeDefault::Flag => Value::from(false),
+        }
+    }
+
+    /// Whether its default is the option's own, not the device's: a replay matches it as if
+    /// given.
+    pub(super) fn is_fixed(&self) -> bool {
+        !matches!(self.default, SizeDefault::ByDevice { .. } | SizeDefault::OfSizes(_))
+    }
+
+    /// `value` if it has this size's type; else why not.
+    pub(super) fn accepts(&self, value: &Value) -> std::result::Result<(), String> {
+        let ok = match self.default {
+            SizeDefault::ByDevice { .. } | SizeDefault::OfSizes(_) | SizeDefault::Fixed(_) => value.is_u64(),
+            SizeDefault::F32(_) => value.is_number(),
+            SizeDefault::Choice(values) => value.as_str().is_some_and(|s| values.contains(&s)),
+            SizeDefault::Flag => value.is_boolean(),
+        };
+        if ok { Ok(()) } else { Err(format!("`{}` = {value}: {}", self.name, self.kind())) }
+    }
+
+    fn kind(&self) -> String {
+        match self.default {
+            SizeDefault::ByDevice { .. } | SizeDefault::OfSizes(_) | SizeDefault::Fixed(_) => {
+                "a whole number of at least 0".into()
+            }
+            SizeDefault::F32(_) => "a number".into(),
+            SizeDefault::Choice(values) => format!("one of {values:?}"),
+            SizeDefault::Flag => "true or false".into(),
+        }
+    }
+
+    /// The `--name` option of `run` and `tune`.
+    pub(super) fn arg(&self) -> clap::Arg {
+        let arg = clap::Arg::new(self.name).long(super::kebab(self.name));
+        match self.default {
+            SizeDefault::ByDevice { gpu, cpu } => arg
+                .value_parser(clap::value_parser!(u64))
+                .help(format!("{} (default: {gpu} on a GPU, {cpu} on a CPU device)", self.help)),
+            SizeDefault::OfSizes(_) => arg.value_parser(clap::value_parser!(u64)).help(self.help),
+            SizeDefault::Fixed(v) => arg.value_parser(clap::value_parser!(u64)).help(format!("{} [default: {v}]", self.help)),
+            SizeDefault::F32(v) => arg.value_parser(clap::value_parser!(f32)).help(format!("{} [default: {v}]", self.help)),
+            SizeDefault::Choice(values) => arg
+                .value_parser(clap::builder::PossibleValuesParser::new(values))
+                .help(format!("{} [default: {}]", self.help, values[0])),
+            SizeDefault::Flag => arg.action(clap::ArgAction::SetTrue).help(self.help),
+        }
+    }
+
+    /// The value the command line gives, where it gives one.
+    pub(super) fn given(&self, m: &clap::ArgMatches) -> Option<Value> {
+        let from_command_line = m.value_source(self.name) == Some(clap::parser::ValueSource::CommandLine);
+        match self.default {
+            SizeDefault::ByDevice { .. } | SizeDefault::OfSizes(_) | SizeDefault::Fixed(_) => {
+                m.try_get_one::<u64>(self.name).ok().flatten().map(|v| Value::from(*v))
+            }
+            SizeDefault::F32(_) => m.try_get_one::<f32>(self.name).ok().flatten().map(|v| Value::from(*v)),
+            SizeDefault::Choice(_) => m.try_get_one::<String>(self.name).ok().flatten().map(|v| Value::from(v.as_str())),
+            SizeDefault::Flag => from_command_line.then_some(Value::from(true)),
+        }
+    }
+}
+
+/// A problem of a [`super::KernelFamily`]: its values by name. `p["n"]` is an integer size
+/// (it panics naming the size where the family declares no integer of that name);
+/// [`Problem::u32`], [`Problem::f32`], [`Problem::choice`] and [`Problem::flag`] read the
+/// others.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Problem {
+    sizes: BTreeMap<String, u64>,
+    values: BTreeMap<String, Value>,
+}
+
+impl std::ops::Index<&str> for Problem {
+    type Output = u64;
+    /// Panics naming the size when the family declares no integer of that name: a typo in
+    /// the family's `build`, found on its first call.
+    fn index(&self, name: &str) -> &u64 {
+        self.sizes.get(name).unwrap_or_else(|| panic!("no size `{name}` (the problem has {:?})", self.values.keys()))
+    }
+}
+
+impl Problem {
+    /// `p.u32("n")`: a size the kernel takes as a `u32`, or the refusal naming it and the
+    /// limit.
+    pub fn u32(&self, name: &str) -> Result<u32> {
+        let v = self[name];
+        u32::try_from(v).map_err(|_| Error::IndexOverflow {
+            kernel: format!("size `{name}`"),
+            what: name.into(),
+            requested: v,
+            limit: u32::MAX as u64,
+            index: "u32 (a kernel argument)",
+        })
+    }
+    /// A float option's value (panics naming it where the family declares none).
+    pub fn f32(&self, name: &str) -> f32 {
+        self.value(name).as_f64().unwrap_or_else(|| panic!("`{name}` is not a number")) as f32
+    }
+    /// A choice's value.
+    pub fn choice(&self, name: &str) -> &str {
+        self.value(name).as_str().unwrap_or_else(|| panic!("`{name}` is not a choice"))
+    }
+    /// A flag's value.
+    pub fn flag(&self, name: &str) -> bool {
+        self.value(name).as_bool().unwrap_or_else(|| panic!("`{name}` is not a flag"))
+    }
+    fn value(&self, name: &str) -> &Value {
+        self.values.get(name).unwrap_or_else(|| panic!("no option `{name}` (the problem has {:?})", self.values.keys()))
+    }
+
+    /// Sets `name` (checked by the caller against its [`Size`]).
+    pub(super) fn set(&mut self, name: &str, v: Value) {
+        if let Some(n) = v.as_u64() {
+            self.sizes.insert(name.to_string(), n);
+        } else {
+            self.sizes.remove(name);
+        }
+        self.values.insert(name.to_string(), v);
+    }
+
+    pub(super) fn has(&self, name: &str) -> bool {
+        self.values.contains_key(name)
+    }
+
+    /// As records, caches and the tuning database carry it.
+    pub fn to_json(&self) -> Value {
+        Value::Object(self.values.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+    }
+}
