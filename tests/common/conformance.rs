@@ -138,7 +138,8 @@ pub fn transpose<B: FamilyBackend>(backend: &B, shapes: &[(u32, u32)]) -> usize 
             TransposeConfig { block: 64, tile: 16, pad: 0 },
             TransposeConfig { block: 32, tile: 8, pad: 3 },
         ] {
-            for variant in variants::<dynsmem::host::families::transpose::Transpose>(backend) {
+            let json = serde_json::json!({"rows": rows, "cols": cols});
+            for variant in variants_in(&dynsmem::host::families::transpose::TRANSPOSE, &json, backend) {
                 let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                 checked += run_case(&what, prepare(backend, problem, config, variant, rows as u64 * 31 + cols as u64))
                     as usize;

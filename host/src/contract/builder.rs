@@ -296,7 +296,13 @@ impl Kernel {
         }
     }
     /// The cost model's ranking of `points` ([`Kernel::rank_by`]), where there is one.
-    pub fn rank(&self, points: &[Vec<u32>], footprints: &[Footprint], limits: &Limits, limit: usize) -> Option<Vec<usize>> {
+    pub fn rank(
+        &self,
+        points: &[Vec<u32>],
+        footprints: &[Footprint],
+        limits: &Limits,
+        limit: usize,
+    ) -> Option<Vec<usize>> {
         let rank = self.hooks.rank.as_ref()?;
         let params: Vec<Params> = points.iter().map(|p| self.params_at(p)).collect();
         Some(rank(&params, footprints, limits, limit))

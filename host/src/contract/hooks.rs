@@ -121,6 +121,20 @@ impl Kernel {
         self
     }
 
+    /// [`Kernel::fit_by`] the common way: for cuda-static, where the point's static arrays
+    /// (`bytes`) pass the backend's static limit, the first of `fallbacks` (best first) that
+    /// fits, with a note; where none fits the point is kept, and its build is refused with the
+    /// bytes and the limit. Other variants run the point asked.
+    pub fn fit_static_by(
+        self,
+        bytes: impl Fn(&Params) -> Option<u32> + 'static,
+        fallbacks: impl Fn(&Params) -> Vec<Params> + 'static,
+    ) -> Kernel {
+        self.fit_by(move |p, variant, limits| {
+            super::fit_static(variant, limits.static_shared_max, p.clone(), fallbacks(p), &bytes)
+        })
+    }
+
     /// Launches the grid as thread-block clusters of `f(point)` blocks (1: no cluster),
     /// checked against the backend before anything is launched.
     pub fn cluster_by(mut self, f: impl Fn(&Params) -> u32 + 'static) -> Kernel {
@@ -150,10 +164,7 @@ impl Kernel {
 
     /// A cost model: of a space's configs (with their footprints) on a device of `limits`,
     /// at most `limit` most likely fastest, best first. Tuning on first use measures those.
-    pub fn rank_by(
-        mut self,
-        f: impl Fn(&[Params], &[Footprint], &Limits, usize) -> Vec<usize> + 'static,
-    ) -> Kernel {
+    pub fn rank_by(mut self, f: impl Fn(&[Params], &[Footprint], &Limits, usize) -> Vec<usize> + 'static) -> Kernel {
         self.hooks.rank = Some(Box::new(f));
         self
     }

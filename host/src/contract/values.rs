@@ -8,8 +8,16 @@ use std::collections::BTreeMap;
 use dynsmem_kernels::layout::LayoutError;
 
 /// The values of a kernel's parameters at one point of its space: `p["block"]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Params(pub BTreeMap<&'static str, u32>);
+
+/// `{block=256,tile=64}`: as notes and refusals name a point.
+impl std::fmt::Debug for Params {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let values: Vec<String> = self.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        write!(f, "{{{}}}", values.join(","))
+    }
+}
 
 impl std::ops::Index<&str> for Params {
     type Output = u32;

@@ -26,7 +26,7 @@ pub static FAMILIES: &[&dyn DynFamily] = &[
     &Entry::<histogram::Histogram>::NEW,
     &Entry::<conv1d::Conv1d>::NEW,
     &Entry::<stencil2d::Stencil2d>::NEW,
-    &Entry::<transpose::Transpose>::NEW,
+    &transpose::TRANSPOSE,
     &softmax::SOFTMAX,
     &rmsnorm::RMSNORM,
     &Entry::<nbody::Nbody>::NEW,

@@ -60,7 +60,11 @@ pub fn kernel(
             let (c, note) = fit_config(limits, v, cols, config_of(p));
             (params_of(&c), note)
         })
-        .twins_by(k.wgsl, move |p, v| wgsl_spec(k, cols, &config_of(p), v), move |p| cuda_source(k, cols, &config_of(p)))
+        .twins_by(
+            k.wgsl,
+            move |p, v| wgsl_spec(k, cols, &config_of(p), v),
+            move |p| cuda_source(k, cols, &config_of(p)),
+        )
         // Every variant: the WGSL folds have a subgroup form.
         .forms(|_| true)
         .workload_by(move |b, p, v, seed| workload(b, config_of(p), v, seed))
@@ -187,12 +191,7 @@ pub const RESIDENT_BLOCKS: u32 = 3;
 /// The config `variant` runs for `asked` on rows of `cols`: `asked` for the Rust kernels; for
 /// the twins, a block per row (they have no cluster form), then the static forms' fallbacks
 /// where its arrays pass the static limit, with a note for each change.
-pub fn fit_config(
-    limits: &Limits,
-    variant: Variant,
-    cols: u32,
-    asked: RowConfig,
-) -> (RowConfig, Option<String>) {
+pub fn fit_config(limits: &Limits, variant: Variant, cols: u32, asked: RowConfig) -> (RowConfig, Option<String>) {
     let (config, note) = if variant == Variant::LaunchSized || asked.cluster == 1 {
         (asked, None)
     } else {

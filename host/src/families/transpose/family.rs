@@ -1,93 +1,85 @@
-//! Transpose's face to the registry: its command-line options, defaults and bench cases.
+//! Transpose's description: its problem's sizes, its parameters (block, tile side, padding
+//! in floats per tile row), its bench and edge cases, and its launch.
 
 use dynsmem_kernels::transpose::TransposeConfig;
+use serde_json::json;
 
 use super::TransposeProblem;
-use crate::backend::Variant;
-use crate::contract::halvings;
-use crate::contract::{FamilyBackend, Workload};
+use crate::backend::{AnyBackend, BackendKind, Variant};
+use crate::contract::{Kernel, Param, Params, Target, Workload, bytes_of, halvings};
 use crate::error::Result;
-use crate::family::space::Tuner;
-use crate::family::{BenchCase, Family, Sizes};
+use crate::family::kernel::{Case, KernelFamily, Size};
 
-pub struct Transpose;
+pub static TRANSPOSE: KernelFamily = KernelFamily {
+    name: "transpose",
+    about: "Matrix transpose through padded tiles.",
+    sizes: &[
+        Size::of("rows", |s| s.side as u64, "Rows (default: 16384 on a GPU)"),
+        Size::of("cols", |s| s.side as u64, "Columns (default: 16384 on a GPU)"),
+    ],
+    build: |p| {
+        let problem = TransposeProblem { rows: p.u32("rows")?, cols: p.u32("cols")? };
+        Ok(Kernel::new(dynsmem_kernels::transpose::KERNELS, super::KERNEL)
+            .space(space)
+            .footprint_by(move |p, t| super::check(&problem, &config_of(p), t))
+            .default_by(|_, small| params_of(&super::default_for(small)))
+            .fit_static_by(|p| config_of(p).shared_bytes().ok(), |p| fallbacks(&config_of(p)))
+            .twins_by(
+                super::WGSL_TEMPLATE,
+                |p, v| super::wgsl_spec(&config_of(p), v),
+                |p| super::cuda_source(&config_of(p)),
+            )
+            .workload_by(move |b, p, v, seed| workload(b, problem, config_of(p), v, seed)))
+    },
+    // The default, and the same without padding (bank conflicts on the reads).
+    cases: Some(|s| {
+        let problem = json!({"rows": s.side, "cols": s.side});
+        vec![Case::default_config(problem.clone()), Case::over_default(problem, json!({"pad": 0}))]
+    }),
+    // 2049 x 2048 in 8 x 8 tiles: 257 x 256 = 65792 tiles, past the 65535-block grid.
+    edge: || vec![Case::with(json!({"rows": 2049, "cols": 2048}), json!({"block": 8, "tile": 8, "pad": 1}))],
+    anchor_bytes: Some(|p| bytes_of(p["rows"] * p["cols"], 4)),
+    shapes: include_str!("shapes.txt"),
+    ..KernelFamily::EMPTY
+};
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct ProblemArgs {
-    /// Rows and columns (default: 16384 on a GPU).
-    #[arg(long)]
-    pub rows: Option<u32>,
-    #[arg(long)]
-    pub cols: Option<u32>,
+/// Block, tile side and padding; fewer threads on the CPU backend.
+fn space(target: &Target) -> Vec<Param> {
+    if target.backend == BackendKind::Cpu {
+        vec![Param::new("block", &[8, 16, 32, 64]), Param::new("tile", &[4, 8, 16, 32]), Param::new("pad", &[0, 1])]
+    } else {
+        vec![
+            Param::new("block", &[64, 128, 256, 512, 1024]),
+            Param::new("tile", &[8, 16, 32, 64]),
+            Param::new("pad", &[0, 1, 2]),
+        ]
+    }
 }
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct ConfigArgs {
-    #[arg(long)]
-    pub block: Option<u32>,
-    #[arg(long)]
-    pub tile: Option<u32>,
-    /// Floats of padding per shared-tile row (1 avoids bank conflicts).
-    #[arg(long)]
-    pub pad: Option<u32>,
+fn config_of(p: &Params) -> TransposeConfig {
+    TransposeConfig { block: p["block"], tile: p["tile"], pad: p["pad"] }
 }
 
-impl Family for Transpose {
-    const NAME: &'static str = "transpose";
-    const ABOUT: &'static str = "Matrix transpose through padded tiles.";
-    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
-    const SHAPES: &'static str = include_str!("shapes.txt");
-    type Problem = TransposeProblem;
-    type Config = TransposeConfig;
-    type ProblemArgs = ProblemArgs;
-    type ConfigArgs = ConfigArgs;
-    type Tunable = Tuner<Self>;
+fn params_of(c: &TransposeConfig) -> Params {
+    Params([("block", c.block), ("tile", c.tile), ("pad", c.pad)].into_iter().collect())
+}
 
-    fn problem(a: &ProblemArgs, sizes: &Sizes) -> TransposeProblem {
-        TransposeProblem { rows: a.rows.unwrap_or(sizes.side), cols: a.cols.unwrap_or(sizes.side) }
-    }
-    fn config(a: &ConfigArgs, d: &TransposeConfig) -> TransposeConfig {
-        TransposeConfig {
-            block: a.block.unwrap_or(d.block),
-            tile: a.tile.unwrap_or(d.tile),
-            pad: a.pad.unwrap_or(d.pad),
-        }
-    }
-    fn default_config<B: FamilyBackend>(backend: &B, _: &TransposeProblem) -> TransposeConfig {
-        super::default_config(backend)
-    }
-    fn static_bytes(_: &TransposeProblem, c: &TransposeConfig) -> Option<u32> {
-        c.shared_bytes().ok()
-    }
-    /// The static forms' fallbacks: smaller tiles with the
-    /// same padding and block, down to 16 (the default 64 x 65 fits: 16.6 KB).
-    fn static_fallbacks(_: &TransposeProblem, c: &TransposeConfig) -> Vec<TransposeConfig> {
-        halvings(c.tile, 16)
-            .map(|tile| TransposeConfig { tile, ..*c })
-            .filter(|c| c.block >= c.tile && c.block.is_multiple_of(c.tile))
-            .collect()
-    }
-    fn prepare<'b, B: FamilyBackend>(
-        backend: &'b B,
-        problem: &TransposeProblem,
-        config: &TransposeConfig,
-        variant: Variant,
-        seed: u64,
-    ) -> Result<Box<dyn Workload + 'b>> {
-        Ok(Box::new(super::prepare(backend, *problem, *config, variant, seed)?))
-    }
-    fn anchor_bytes(p: &TransposeProblem) -> Option<u64> {
-        Some(crate::contract::bytes_of(p.rows as u64 * p.cols as u64, 4))
-    }
-    /// The default, and the same without padding (bank conflicts on the reads).
-    /// 2049 x 2048 in 8 x 8 tiles: 257 x 256 = 65792 tiles, past the 65535-block grid.
-    fn edge_cases() -> Vec<BenchCase<Self>> {
-        let config = TransposeConfig { block: 8, tile: 8, pad: 1 };
-        vec![BenchCase { problem: TransposeProblem { rows: 2049, cols: 2048 }, config }]
-    }
-    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
-        let problem = TransposeProblem { rows: sizes.side, cols: sizes.side };
-        let d = super::default_config(backend);
-        [d, TransposeConfig { pad: 0, ..d }].into_iter().map(|config| BenchCase { problem, config }).collect()
-    }
+/// The static forms' fallbacks: smaller tiles with the same padding and block, down to 16
+/// (the default 64 x 65 fits: 16.6 KB).
+fn fallbacks(c: &TransposeConfig) -> Vec<Params> {
+    halvings(c.tile, 16)
+        .map(|tile| TransposeConfig { tile, ..*c })
+        .filter(|c| c.block >= c.tile && c.block.is_multiple_of(c.tile))
+        .map(|c| params_of(&c))
+        .collect()
+}
+
+fn workload<'b>(
+    b: AnyBackend<'b>,
+    p: TransposeProblem,
+    c: TransposeConfig,
+    v: Variant,
+    seed: u64,
+) -> Result<Box<dyn Workload + 'b>> {
+    crate::with_backend!(b, b => Ok(Box::new(super::prepare(b, p, c, v, seed)?)))
 }

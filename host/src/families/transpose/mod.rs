@@ -15,12 +15,11 @@ use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 mod family;
-mod tune;
 
-pub use family::Transpose;
+pub use family::TRANSPOSE;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("transpose.wgsl");
-const KERNEL: &str = "transpose_f32";
+pub(crate) const KERNEL: &str = "transpose_f32";
 /// The thin-matrix entry (slabs), launched where [`TransposeConfig::slab`] cuts the matrix.
 const KERNEL_THIN: &str = "transpose_thin_f32";
 
@@ -41,7 +40,12 @@ pub struct TransposeProblem {
 /// 64 x 64 tiles padded by one float (no bank conflicts), 256 threads (16 rows each), tuned
 /// on the H100 (provenance in `NOTES.md`); on the CPU backend 8 x 8 tiles of 16 threads.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> TransposeConfig {
-    if backend.small_configs() {
+    default_for(backend.small_configs())
+}
+
+/// [`default_config`] where the backend asks for small configs (`small`) or not.
+pub fn default_for(small: bool) -> TransposeConfig {
+    if small {
         TransposeConfig { block: 16, tile: 8, pad: 1 }
     } else {
         TransposeConfig { block: 256, tile: 64, pad: 1 }

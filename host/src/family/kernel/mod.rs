@@ -37,22 +37,37 @@ use crate::tune::db::tuned_json;
 use crate::tune::{DynTunable, Param, SearchSpace, Tunable};
 
 /// One problem the bench (or the conformance) runs: the problem's values that differ from
-/// their defaults (a JSON object), and the config it asks for, or `None` for the family's
-/// default (the tuning database's where it has one).
+/// their defaults (a JSON object), and the config it asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Case {
     pub problem: Value,
-    pub config: Option<Value>,
+    pub config: CaseConfig,
+}
+
+/// The config a [`Case`] runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CaseConfig {
+    /// The family's default: the tuning database's where it has one, else the heuristic.
+    Default,
+    /// A config of its own (one that picks a kernel on purpose), every parameter named.
+    Given(Value),
+    /// The heuristic default on the backend with these parameters over it (transpose's
+    /// unpadded tiles, to show the bank conflicts): never the database's.
+    OverDefault(Value),
 }
 
 impl Case {
     /// The problem at the default config.
     pub fn default_config(problem: Value) -> Case {
-        Case { problem, config: None }
+        Case { problem, config: CaseConfig::Default }
     }
-    /// The problem at a config of its own (one that picks a kernel on purpose).
+    /// The problem at a config of its own.
     pub fn with(problem: Value, config: Value) -> Case {
-        Case { problem, config: Some(config) }
+        Case { problem, config: CaseConfig::Given(config) }
+    }
+    /// The problem at the heuristic default with `params` over it.
+    pub fn over_default(problem: Value, params: Value) -> Case {
+        Case { problem, config: CaseConfig::OverDefault(params) }
     }
 }
 
@@ -195,7 +210,10 @@ impl KernelFamily {
         params
             .iter()
             .map(|p| {
-                map.get(p.name).copied().or(p.absent).ok_or_else(|| invalid(format!("config {config} gives no `{}`", p.name)))
+                map.get(p.name)
+                    .copied()
+                    .or(p.absent)
+                    .ok_or_else(|| invalid(format!("config {config} gives no `{}`", p.name)))
             })
             .collect()
     }
@@ -241,7 +259,10 @@ impl KernelFamily {
                 Err(e) if heuristic.is_none() => return Err(e),
                 Err(e) => {
                     let p = heuristic.expect("checked");
-                    return Ok((p, format!("{}; its config does not parse: {e}", crate::tune::db::heuristic(self.name, db, b))));
+                    return Ok((
+                        p,
+                        format!("{}; its config does not parse: {e}", crate::tune::db::heuristic(self.name, db, b)),
+                    ));
                 }
             }
         }
@@ -263,7 +284,7 @@ impl KernelFamily {
         b: &B,
         variant: Variant,
         problem: &Problem,
-        config: Option<&Value>,
+        config: &CaseConfig,
         db: Option<&TuningDb>,
         origin: &str,
     ) -> Option<Resolved> {
@@ -271,12 +292,28 @@ impl KernelFamily {
         if !tunable.kernel.has_form(variant) {
             return None;
         }
+        let target = Target::of(b, variant);
         let (point, origin) = match config {
-            Some(c) => (self.point_of(&tunable.kernel, c, &Target::of(b, variant)).ok()?, origin.to_string()),
-            None => self.default_point(b, variant, &tunable, db, true).ok()?,
+            CaseConfig::Given(c) => (self.point_of(&tunable.kernel, c, &target).ok()?, origin.to_string()),
+            CaseConfig::Default => self.default_point(b, variant, &tunable, db, true).ok()?,
+            CaseConfig::OverDefault(over) => {
+                let (mut point, _) = self.default_point(b, variant, &tunable, None, false).ok()?;
+                let over = over.as_object()?;
+                for (i, p) in tunable.kernel.params_on(&target).iter().enumerate() {
+                    if let Some(v) = over.get(p.name) {
+                        point[i] = u32::try_from(v.as_u64()?).ok()?;
+                    }
+                }
+                (point, origin.to_string())
+            }
         };
         let (point, note) = tunable.kernel.fit(point, variant, &b.info().limits);
-        Some(Resolved { problem: tunable.problem.clone(), config: Tunable::config_json(&tunable, &point), note, origin })
+        Some(Resolved {
+            problem: tunable.problem.clone(),
+            config: Tunable::config_json(&tunable, &point),
+            note,
+            origin,
+        })
     }
 }
 
@@ -414,7 +451,8 @@ impl DynFamily for KernelFamily {
         // as given (and refused with the limit where it does not fit).
         let over = point != fitted;
         let note = note.filter(|_| !over);
-        let origin = if given.is_empty() { origin } else { format!("command line, over the default from the {origin}") };
+        let origin =
+            if given.is_empty() { origin } else { format!("command line, over the default from the {origin}") };
         Ok(Resolved { problem, config: Tunable::config_json(&tunable, &point), note, origin })
     }
     fn bench_cases(
@@ -439,7 +477,7 @@ impl DynFamily for KernelFamily {
             .iter()
             .filter_map(|case| {
                 let p = self.case_problem(sizes, case).ok()?;
-                crate::with_backend!(backend, b => self.resolve_case(b, variant, &p, case.config.as_ref(), db, own))
+                crate::with_backend!(backend, b => self.resolve_case(b, variant, &p, &case.config, db, own))
             })
             .collect()
     }
@@ -448,7 +486,7 @@ impl DynFamily for KernelFamily {
             .iter()
             .filter_map(|case| {
                 let p = self.case_problem(&Sizes::cpu_backend(), case).ok()?;
-                crate::with_backend!(backend, b => self.resolve_case(b, variant, &p, case.config.as_ref(), None, "edge case"))
+                crate::with_backend!(backend, b => self.resolve_case(b, variant, &p, &case.config, None, "edge case"))
             })
             .collect()
     }

@@ -111,8 +111,12 @@ impl Size {
                 .value_parser(clap::value_parser!(u64))
                 .help(format!("{} (default: {gpu} on a GPU, {cpu} on a CPU device)", self.help)),
             SizeDefault::OfSizes(_) => arg.value_parser(clap::value_parser!(u64)).help(self.help),
-            SizeDefault::Fixed(v) => arg.value_parser(clap::value_parser!(u64)).help(format!("{} [default: {v}]", self.help)),
-            SizeDefault::F32(v) => arg.value_parser(clap::value_parser!(f32)).help(format!("{} [default: {v}]", self.help)),
+            SizeDefault::Fixed(v) => {
+                arg.value_parser(clap::value_parser!(u64)).help(format!("{} [default: {v}]", self.help))
+            }
+            SizeDefault::F32(v) => {
+                arg.value_parser(clap::value_parser!(f32)).help(format!("{} [default: {v}]", self.help))
+            }
             SizeDefault::Choice(values) => arg
                 .value_parser(clap::builder::PossibleValuesParser::new(values))
                 .help(format!("{} [default: {}]", self.help, values[0])),
@@ -128,7 +132,9 @@ impl Size {
                 m.try_get_one::<u64>(self.name).ok().flatten().map(|v| Value::from(*v))
             }
             SizeDefault::F32(_) => m.try_get_one::<f32>(self.name).ok().flatten().map(|v| Value::from(*v)),
-            SizeDefault::Choice(_) => m.try_get_one::<String>(self.name).ok().flatten().map(|v| Value::from(v.as_str())),
+            SizeDefault::Choice(_) => {
+                m.try_get_one::<String>(self.name).ok().flatten().map(|v| Value::from(v.as_str()))
+            }
             SizeDefault::Flag => from_command_line.then_some(Value::from(true)),
         }
     }
