@@ -413,12 +413,11 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
     // fit_config needs no device.
     let cpu = CpuBackend::new();
     let s = Variant::CudaStatic;
-    let scan = k::scan::ScanProblem { n: 1, dtype: Dtype::F32 };
-    let (c, note) = k::scan::Scan::fit_config(&cpu, s, &scan, ScanConfig { block: 512, items_per_thread: 48 });
+    let limits = dynsmem::host::backend::Backend::info(&cpu).limits;
+    let (c, note) = k::scan::fit_config(&limits, s, ScanConfig { block: 512, items_per_thread: 48 });
     assert_eq!(c, ScanConfig { block: 512, items_per_thread: 20 });
     assert!(note.as_deref().is_some_and(|n| n.contains("100752 B") && n.contains("43408 B")), "{note:?}");
-    let (c, note) =
-        k::scan::Scan::fit_config(&cpu, Variant::LaunchSized, &scan, ScanConfig { block: 512, items_per_thread: 48 });
+    let (c, note) = k::scan::fit_config(&limits, Variant::LaunchSized, ScanConfig { block: 512, items_per_thread: 48 });
     assert_eq!((c.items_per_thread, note), (48, None), "only cuda-static is refitted");
 
     let sum = k::reduce::ReduceProblem { n: 1, op: ReduceOp::Sum, dtype: Dtype::F32 };

@@ -51,7 +51,8 @@ fn wgsl() {
     assert_eq!(conformance::softmax(&wgsl, &SOFTMAX), 5 * 2 * softmax_variants);
     assert_eq!(conformance::conv1d(&wgsl, &CONV1D_SIZES, &CONV1D_TAPS), 4 * 3 * 3 * 2);
     assert_eq!(conformance::stencil2d(&wgsl, &STENCIL), 7 * 4 * 2 * 2);
-    let scan_variants = conformance::variants::<dynsmem::host::families::scan::Scan>(&wgsl).len();
+    let scan = serde_json::json!({"n": 1, "dtype": "f32"});
+    let scan_variants = conformance::variants_in(&dynsmem::host::families::scan::SCAN, &scan, &wgsl).len();
     assert_eq!(conformance::scan(&wgsl, &SCAN), 6 * 4 * scan_variants * 2);
     assert_eq!(conformance::nbody(&wgsl, &NBODY), 5 * 3 * 2);
 }

@@ -210,7 +210,11 @@ pub fn conv1d<B: FamilyBackend>(backend: &B, sizes: &[u64], taps: &[u32]) -> usi
                 Conv1dConfig { block: 32, outputs_per_thread: 4 },
                 Conv1dConfig { block: 40, outputs_per_thread: 8 },
             ] {
-                for variant in variants::<dynsmem::host::families::conv1d::Conv1d>(backend) {
+                for variant in variants_in(
+                    &dynsmem::host::families::conv1d::CONV1D,
+                    &serde_json::json!({"n": n, "taps": k}),
+                    backend,
+                ) {
                     let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                     checked += run_case(&what, prepare(backend, problem, config, variant, n + k as u64)) as usize;
                 }
@@ -232,7 +236,11 @@ pub fn stencil2d<B: FamilyBackend>(backend: &B, sizes: &[(u32, u32)]) -> usize {
             for blur in [Blur::Box, Blur::Gaussian] {
                 let problem = Stencil2dProblem { width, height, radius, blur };
                 for config in [default_config(backend), Stencil2dConfig { block: 8, tile_w: 16, tile_h: 6 }] {
-                    for variant in variants::<dynsmem::host::families::stencil2d::Stencil2d>(backend) {
+                    for variant in variants_in(
+                        &dynsmem::host::families::stencil2d::STENCIL2D,
+                        &serde_json::to_value(problem).unwrap(),
+                        backend,
+                    ) {
                         let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                         checked +=
                             run_case(&what, prepare(backend, problem, config, variant, (width * 7 + height) as u64))
@@ -282,7 +290,9 @@ pub fn scan<B: FamilyBackend>(backend: &B, sizes: &[u64]) -> usize {
             ScanConfig { block: 9, items_per_thread: 12 },
             ScanConfig { block: 96, items_per_thread: 8 },
         ] {
-            for variant in variants::<dynsmem::host::families::scan::Scan>(backend) {
+            for variant in
+                variants_in(&dynsmem::host::families::scan::SCAN, &serde_json::json!({"n": n, "dtype": "f32"}), backend)
+            {
                 let what = |d: Dtype| format!("{} {variant} n={n} {d:?} {config:?}", backend.kind());
                 let f = ScanProblem { n, dtype: Dtype::F32 };
                 checked += run_case(&what(Dtype::F32), prepare::<B, f32>(backend, f, config, variant, n)) as usize;
@@ -305,7 +315,9 @@ pub fn nbody<B: FamilyBackend>(backend: &B, sizes: &[u32]) -> usize {
         for config in
             [default_config(backend), NbodyConfig { block: 32, tile: 7 }, NbodyConfig { block: 64, tile: 200 }]
         {
-            for variant in variants::<dynsmem::host::families::nbody::Nbody>(backend) {
+            for variant in
+                variants_in(&dynsmem::host::families::nbody::NBODY, &serde_json::to_value(problem).unwrap(), backend)
+            {
                 let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                 checked += run_case(&what, prepare(backend, problem, config, variant, n as u64)) as usize;
             }

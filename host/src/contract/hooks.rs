@@ -5,6 +5,7 @@
 //! | method | what it gives | without it |
 //! | --- | --- | --- |
 //! | [`Kernel::space`] | the parameters and candidates per target, with absent values | [`Kernel::params`] everywhere |
+//! | [`Kernel::alias`] | a short command-line name of a parameter | its name in kebab case |
 //! | [`Kernel::restrict_named`] | a restriction a refusal names | [`Kernel::restrict`], numbered |
 //! | [`Kernel::footprint_by`] | the one validation: a typed refusal or the footprint, per variant | grid, block and bytes of the params |
 //! | [`Kernel::default_by`] | a heuristic default per backend | [`Kernel::default_config`] |
@@ -60,6 +61,8 @@ pub(super) struct Hooks {
     pub forms: Option<Box<FormsFn>>,
     pub rank: Option<Box<RankFn>>,
     pub workload: Option<Box<WorkloadFn>>,
+    /// Short command-line names of parameters: `(parameter, alias)`.
+    pub aliases: Vec<(&'static str, &'static str)>,
 }
 
 /// A neutral target the parameter names are read on: names do not depend on the target
@@ -83,6 +86,18 @@ impl Kernel {
         self = self.params(&names.iter().map(|p| (p.name, p.values.as_slice())).collect::<Vec<_>>());
         self.hooks.space = Some(Box::new(f));
         self
+    }
+
+    /// A second, short command-line name of a parameter (`--ipt` for `--items-per-thread`).
+    /// Configs, caches and records know the parameter by its one name.
+    pub fn alias(mut self, param: &'static str, alias: &'static str) -> Kernel {
+        self.hooks.aliases.push((param, alias));
+        self
+    }
+
+    /// The command-line alias of `param`, where [`Kernel::alias`] gave one.
+    pub fn alias_of(&self, param: &str) -> Option<&'static str> {
+        self.hooks.aliases.iter().find(|(p, _)| *p == param).map(|(_, a)| *a)
     }
 
     /// A restriction with a name: a point it refuses is filtered with "restriction `name`

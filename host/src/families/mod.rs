@@ -22,16 +22,47 @@ use crate::family::{DynFamily, Entry};
 /// here, its `mod` line above and its line below.
 pub static FAMILIES: &[&dyn DynFamily] = &[
     &Entry::<reduce::Reduce>::NEW,
-    &Entry::<scan::Scan>::NEW,
+    &scan::SCAN,
     &Entry::<histogram::Histogram>::NEW,
-    &Entry::<conv1d::Conv1d>::NEW,
-    &Entry::<stencil2d::Stencil2d>::NEW,
+    &conv1d::CONV1D,
+    &stencil2d::STENCIL2D,
     &transpose::TRANSPOSE,
     &softmax::SOFTMAX,
     &rmsnorm::RMSNORM,
-    &Entry::<nbody::Nbody>::NEW,
+    &nbody::NBODY,
     &Entry::<sgemm::Sgemm>::NEW,
     &Entry::<hgemm::Hgemm>::NEW,
     &Entry::<attention::Attention>::NEW,
     &Entry::<attention::backward::AttentionBackward>::NEW,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::FAMILIES;
+    use crate::backend::Erase;
+    use crate::backend::cpu::CpuBackend;
+    use crate::contract::FamilyBackend;
+    use crate::family::Sizes;
+
+    /// Every bench and edge case a family has on the CPU backend resolves to a config: a
+    /// description that cannot build its kernel (an entry not in its table, a default that
+    /// names no parameter) shows here, not as a bench with a row missing.
+    #[test]
+    fn every_bench_and_edge_case_resolves_on_the_cpu_backend() {
+        let cpu = CpuBackend::new();
+        for f in FAMILIES {
+            let cases: Vec<_> = cpu
+                .variants()
+                .iter()
+                .flat_map(|&v| {
+                    f.bench_cases(cpu.erase(), v, &Sizes::cpu_backend(), None)
+                        .into_iter()
+                        .chain(f.edge_cases(cpu.erase(), v))
+                })
+                .collect();
+            for c in cases {
+                assert!(!c.config.is_null(), "{} {}: {:?}", f.name(), c.problem, c.note);
+            }
+        }
+    }
+}

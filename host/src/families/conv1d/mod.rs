@@ -16,9 +16,8 @@ use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 mod family;
-mod tune;
 
-pub use family::Conv1d;
+pub use family::CONV1D;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("conv1d.wgsl");
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
@@ -34,7 +33,12 @@ pub struct Conv1dProblem {
 /// 128 threads x 8 outputs, 4 outputs for fewer than 8 taps (less zero padding of the
 /// taps), tuned on the H100 (provenance in `NOTES.md`); 16 x 4 on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B, taps: u32) -> Conv1dConfig {
-    if backend.small_configs() {
+    default_for(backend.small_configs(), taps)
+}
+
+/// [`default_config`] where the backend asks for small configs (`small`) or not.
+pub fn default_for(small: bool, taps: u32) -> Conv1dConfig {
+    if small {
         Conv1dConfig { block: 16, outputs_per_thread: 4 }
     } else if taps < 8 {
         Conv1dConfig { block: 128, outputs_per_thread: 4 }

@@ -1,75 +1,61 @@
-//! N-body's face to the registry: its command-line options, defaults and bench cases.
+//! N-body's description: its problem's sizes, its parameters (block, bodies per shared
+//! tile), its bench case, and its launch.
 
 use dynsmem_kernels::nbody::NbodyConfig;
+use serde_json::json;
 
 use super::NbodyProblem;
-use crate::backend::Variant;
-use crate::contract::halvings;
-use crate::contract::{FamilyBackend, Workload};
-use crate::error::Result;
-use crate::family::space::Tuner;
-use crate::family::{BenchCase, Family, Sizes};
+use crate::contract::{Kernel, Param, Params, Target, halvings};
+use crate::family::kernel::{Case, KernelFamily, Size};
 
-pub struct Nbody;
+pub static NBODY: KernelFamily = KernelFamily {
+    name: "nbody",
+    about: "One all-pairs n-body step, bodies staged in tiles.",
+    sizes: &[
+        Size::of("n", |s| s.bodies as u64, "Bodies (default: 65536 on a GPU)"),
+        Size::f32("dt", 0.01, "Time step"),
+        Size::f32("softening", 0.01, "Softening length (added to every squared distance)"),
+    ],
+    build: |p| {
+        let problem = NbodyProblem { n: p.u32("n")?, dt: p.f32("dt"), softening: p.f32("softening") };
+        Ok(Kernel::new(dynsmem_kernels::nbody::KERNELS, super::KERNEL)
+            .space(space)
+            .footprint_by(move |p, t| super::check(&problem, &config_of(p), t))
+            .default_by(|_, small| params_of(&super::default_for(small)))
+            .fit_static_by(|p| config_of(p).shared_bytes().ok(), |p| fallbacks(&config_of(p)))
+            .twins_by(
+                super::WGSL_TEMPLATE,
+                |p, v| super::wgsl_spec(&config_of(p), v),
+                |p| super::cuda_source(&config_of(p)),
+            )
+            .workload_by(
+                move |b, p, v, seed| crate::erased_workload!(b, b => super::prepare(b, problem, config_of(p), v, seed)),
+            ))
+    },
+    cases: Some(|s| vec![Case::default_config(json!({"n": s.bodies}))]),
+    compute_bound: true,
+    shapes: include_str!("shapes.txt"),
+    ..KernelFamily::EMPTY
+};
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct ProblemArgs {
-    /// Bodies (default: 65536 on a GPU).
-    #[arg(long)]
-    pub n: Option<u32>,
+/// Block and tile; fewer threads and bodies on a CPU device.
+fn space(target: &Target) -> Vec<Param> {
+    if target.is_cpu {
+        vec![Param::new("block", &[8, 16, 32, 64]), Param::new("tile", &[16, 32, 64, 128])]
+    } else {
+        vec![Param::new("block", &[64, 128, 256, 512, 1024]), Param::new("tile", &[64, 128, 256, 512, 1024, 2048])]
+    }
 }
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct ConfigArgs {
-    #[arg(long)]
-    pub block: Option<u32>,
-    /// Bodies per shared-memory tile.
-    #[arg(long)]
-    pub tile: Option<u32>,
+fn config_of(p: &Params) -> NbodyConfig {
+    NbodyConfig { block: p["block"], tile: p["tile"] }
 }
 
-impl Family for Nbody {
-    const NAME: &'static str = "nbody";
-    const ABOUT: &'static str = "One all-pairs n-body step, bodies staged in tiles.";
-    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
-    const SHAPES: &'static str = include_str!("shapes.txt");
-    type Problem = NbodyProblem;
-    type Config = NbodyConfig;
-    type ProblemArgs = ProblemArgs;
-    type ConfigArgs = ConfigArgs;
-    type Tunable = Tuner<Self>;
+fn params_of(c: &NbodyConfig) -> Params {
+    Params([("block", c.block), ("tile", c.tile)].into_iter().collect())
+}
 
-    fn problem(a: &ProblemArgs, sizes: &Sizes) -> NbodyProblem {
-        NbodyProblem::new(a.n.unwrap_or(sizes.bodies))
-    }
-    fn config(a: &ConfigArgs, d: &NbodyConfig) -> NbodyConfig {
-        NbodyConfig { block: a.block.unwrap_or(d.block), tile: a.tile.unwrap_or(d.tile) }
-    }
-    fn default_config<B: FamilyBackend>(backend: &B, _: &NbodyProblem) -> NbodyConfig {
-        super::default_config(backend)
-    }
-    fn static_bytes(_: &NbodyProblem, c: &NbodyConfig) -> Option<u32> {
-        c.shared_bytes().ok()
-    }
-    /// The static forms' fallbacks: smaller tiles (the
-    /// default 256 bodies fit: 4 KB).
-    fn static_fallbacks(_: &NbodyProblem, c: &NbodyConfig) -> Vec<NbodyConfig> {
-        halvings(c.tile, 1).map(|tile| NbodyConfig { tile, ..*c }).collect()
-    }
-    fn prepare<'b, B: FamilyBackend>(
-        backend: &'b B,
-        p: &NbodyProblem,
-        c: &NbodyConfig,
-        variant: Variant,
-        seed: u64,
-    ) -> Result<Box<dyn Workload + 'b>> {
-        Ok(Box::new(super::prepare(backend, *p, *c, variant, seed)?))
-    }
-    /// Compute-bound: no copy anchor.
-    fn anchor_bytes(_: &NbodyProblem) -> Option<u64> {
-        None
-    }
-    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
-        vec![BenchCase { problem: NbodyProblem::new(sizes.bodies), config: super::default_config(backend) }]
-    }
+/// The static forms' fallbacks: smaller tiles (the default 256 bodies fit: 4 KB).
+fn fallbacks(c: &NbodyConfig) -> Vec<Params> {
+    halvings(c.tile, 1).map(|tile| params_of(&NbodyConfig { tile, ..*c })).collect()
 }

@@ -16,12 +16,11 @@ use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 mod family;
-mod tune;
 
-pub use family::Nbody;
+pub use family::NBODY;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("nbody.wgsl");
-const KERNEL: &str = "nbody_step_f32";
+pub(crate) const KERNEL: &str = "nbody_step_f32";
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
 pub const CUDA_SOURCE: &str = include_str!("nbody.cu");
 /// Bodies whose result is checked against the f64 reference (all of them when fewer):
@@ -44,10 +43,15 @@ impl NbodyProblem {
 
 /// 256 threads, tiles of 256 bodies (32 x 64 on the CPU backend).
 pub fn default_config<B: FamilyBackend>(backend: &B) -> NbodyConfig {
-    if backend.small_configs() { NbodyConfig { block: 32, tile: 64 } } else { NbodyConfig { block: 256, tile: 256 } }
+    default_for(backend.small_configs())
 }
 
-fn wgsl_spec(cfg: &NbodyConfig, variant: Variant) -> WgslSpec {
+/// [`default_config`] where the backend asks for small configs (`small`) or not.
+pub fn default_for(small: bool) -> NbodyConfig {
+    if small { NbodyConfig { block: 32, tile: 64 } } else { NbodyConfig { block: 256, tile: 256 } }
+}
+
+pub(crate) fn wgsl_spec(cfg: &NbodyConfig, variant: Variant) -> WgslSpec {
     let (sizing, constants) =
         wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("TILE", "u32", cfg.tile as f64)]);
     WgslSpec {

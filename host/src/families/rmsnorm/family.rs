@@ -4,9 +4,7 @@
 use serde_json::json;
 
 use super::{KERNEL, RmsnormProblem};
-use crate::backend::AnyBackend;
-use crate::contract::{Workload, bytes_of};
-use crate::error::Result;
+use crate::contract::bytes_of;
 use crate::family::kernel::{Case, KernelFamily, Size};
 use crate::family::rows;
 
@@ -23,9 +21,12 @@ pub static RMSNORM: KernelFamily = KernelFamily {
     ],
     build: |p| {
         let problem = RmsnormProblem { rows: p.u32("rows")?, cols: p.u32("cols")?, eps: p.f32("eps") };
-        Ok(rows::kernel(&KERNEL, (problem.rows, problem.cols), super::default_for, move |b, c, v, seed| {
-            workload(b, problem, c, v, seed)
-        }))
+        Ok(rows::kernel(
+            &KERNEL,
+            (problem.rows, problem.cols),
+            super::default_for,
+            move |b, c, v, seed| crate::erased_workload!(b, b => super::prepare(b, problem, c, v, seed)),
+        ))
     },
     // Rows of 4096, rows of 32768 floats (128 KB: past any static limit), and on a GPU
     // 8192 x 8192.
@@ -42,13 +43,3 @@ pub static RMSNORM: KernelFamily = KernelFamily {
     shapes: include_str!("shapes.txt"),
     ..KernelFamily::EMPTY
 };
-
-fn workload<'b>(
-    b: AnyBackend<'b>,
-    p: RmsnormProblem,
-    c: dynsmem_kernels::rows::RowConfig,
-    v: crate::backend::Variant,
-    seed: u64,
-) -> Result<Box<dyn Workload + 'b>> {
-    crate::with_backend!(b, b => Ok(Box::new(super::prepare(b, p, c, v, seed)?)))
-}

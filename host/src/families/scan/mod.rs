@@ -18,9 +18,8 @@ use crate::families::reduce::ReduceElement;
 use crate::verify::{Tolerance, check_slice};
 
 mod family;
-mod tune;
 
-pub use family::Scan;
+pub use family::{SCAN, fit_config};
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("scan.wgsl");
 /// The block scan of the literal and override twins, and of the subgroup twin (BLOCK_SCAN).
@@ -44,11 +43,16 @@ pub struct ScanProblem {
 /// (33 KB); 256 x 16 on WGSL (18 KB of static arrays: within every adapter's 32 KB
 /// minimum; why not 256 x 32 is in `NOTES.md`); 16 x 4 on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> ScanConfig {
-    match backend.kind() {
-        BackendKind::Cpu if backend.small_configs() => ScanConfig { block: 16, items_per_thread: 4 },
+    default_for(backend.kind(), backend.small_configs(), &backend.info().limits)
+}
+
+/// [`default_config`] on a backend of `kind` and `limits` (`small`: it asks for small configs).
+pub fn default_for(kind: BackendKind, small: bool, limits: &crate::backend::Limits) -> ScanConfig {
+    match kind {
+        BackendKind::Cpu if small => ScanConfig { block: 16, items_per_thread: 4 },
         BackendKind::Wgsl => ScanConfig { block: 256, items_per_thread: 16 },
         _ => {
-            let limit = backend.info().limits.launch_shared_max;
+            let limit = limits.launch_shared_max;
             [48, 32, 16]
                 .map(|items_per_thread| ScanConfig { block: 512, items_per_thread })
                 .into_iter()
@@ -58,7 +62,7 @@ pub fn default_config<B: FamilyBackend>(backend: &B) -> ScanConfig {
     }
 }
 
-fn entry(dtype: Dtype) -> &'static str {
+pub(crate) fn entry(dtype: Dtype) -> &'static str {
     match dtype {
         Dtype::F32 => "scan_exclusive_f32",
         Dtype::U32 => "scan_exclusive_u32",

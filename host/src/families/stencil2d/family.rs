@@ -1,123 +1,95 @@
-//! Stencil2d's face to the registry: its command-line options, defaults and bench cases.
+//! Stencil2d's description: its problem's sizes, its parameters (block, tile width and
+//! height), its bench and edge cases, and its launch.
 
 use dynsmem_kernels::stencil2d::Stencil2dConfig;
+use serde_json::json;
 
 use super::{Blur, Stencil2dProblem};
-use crate::backend::Variant;
-use crate::contract::halvings;
-use crate::contract::{FamilyBackend, Workload, bytes_of, check_footprint};
-use crate::error::Result;
-use crate::family::space::Tuner;
-use crate::family::{BenchCase, Family, Sizes};
+use crate::backend::BackendKind;
+use crate::contract::{Kernel, Param, Params, Target, bytes_of, check_footprint, halvings};
+use crate::family::kernel::{Case, KernelFamily, Size};
 
-pub struct Stencil2d;
+pub static STENCIL2D: KernelFamily = KernelFamily {
+    name: "stencil2d",
+    about: "2-D stencil (blur) of any radius, with a bordered tile sized at launch.",
+    sizes: &[
+        Size::of("width", |s| s.side as u64, "Image width (default: 16384 on a GPU)"),
+        Size::of("height", |s| s.side as u64, "Image height (default: 16384 on a GPU)"),
+        Size::fixed("radius", 1, "Radius: 1 (3x3) to 32 (65x65), given at launch; the static twins run 1 and 2"),
+        Size::choice("blur", &["gaussian", "box"], "The weights"),
+    ],
+    build: |p| {
+        let blur = if p.choice("blur") == "box" { Blur::Box } else { Blur::Gaussian };
+        let problem =
+            Stencil2dProblem { width: p.u32("width")?, height: p.u32("height")?, radius: p.u32("radius")?, blur };
+        Ok(Kernel::new(dynsmem_kernels::stencil2d::KERNELS, "stencil2d_f32")
+            .space(space)
+            .footprint_by(move |p, t| super::check(&problem, &config_of(p), t))
+            .default_by(|_, small| params_of(&super::default_for(small)))
+            .fit_static_by(
+                move |p| Some(super::twin_static_bytes(&problem, &config_of(p))),
+                |p| fallbacks(&config_of(p)),
+            )
+            .twins_by(
+                super::WGSL_TEMPLATE,
+                move |p, v| super::wgsl_spec(&problem, &config_of(p), v),
+                move |p| super::cuda_source(&problem, &config_of(p)),
+            )
+            .workload_by(move |b, p, v, seed| {
+                crate::erased_workload!(b, b => {
+                    let pixels = problem.width as u64 * problem.height as u64;
+                    // Input and output on the device; the input, the f64 reference and its
+                    // error scale, the NaN fill and the read-back on the host.
+                    check_footprint(b, "stencil2d_f32", bytes_of(pixels, 8), bytes_of(pixels, 28))?;
+                    super::prepare(b, problem, config_of(p), v, seed)
+                })
+            }))
+    },
+    cases: Some(|s| {
+        let problem = |radius: u32| json!({"width": s.side, "height": s.side, "radius": radius, "blur": "gaussian"});
+        vec![Case::default_config(problem(1)), Case::default_config(problem(2))]
+    }),
+    // 2049 x 1025 in 8 x 4 tiles: 257 x 257 = 66049 tiles, past the 65535-block grid.
+    edge: || {
+        let problem = json!({"width": 2049, "height": 1025, "radius": 1, "blur": "box"});
+        vec![Case::with(problem, json!({"block": 8, "tile_w": 8, "tile_h": 4}))]
+    },
+    anchor_bytes: Some(|p| bytes_of(p["width"] * p["height"], 4)),
+    shapes: include_str!("shapes.txt"),
+    ..KernelFamily::EMPTY
+};
 
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum BlurArg {
-    Box,
-    Gaussian,
+/// Block, tile width and height; fewer threads on the CPU backend.
+fn space(target: &Target) -> Vec<Param> {
+    if target.backend == BackendKind::Cpu {
+        vec![
+            Param::new("block", &[4, 8, 16, 32, 64]),
+            Param::new("tile_w", &[16, 32, 64]),
+            Param::new("tile_h", &[4, 8, 16, 32]),
+        ]
+    } else {
+        vec![
+            Param::new("block", &[64, 128, 256, 512, 1024]),
+            Param::new("tile_w", &[16, 32, 64, 128, 256]),
+            Param::new("tile_h", &[4, 8, 16, 32, 64]),
+        ]
+    }
 }
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct ProblemArgs {
-    /// Image width and height (default: 16384 on a GPU).
-    #[arg(long)]
-    pub width: Option<u32>,
-    #[arg(long)]
-    pub height: Option<u32>,
-    /// Radius: 1 (3x3) to 32 (65x65), given at launch; the static twins run 1 and 2.
-    #[arg(long, default_value_t = 1)]
-    pub radius: u32,
-    #[arg(long, value_enum, default_value = "gaussian")]
-    pub blur: BlurArg,
+fn config_of(p: &Params) -> Stencil2dConfig {
+    Stencil2dConfig { block: p["block"], tile_w: p["tile_w"], tile_h: p["tile_h"] }
 }
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct ConfigArgs {
-    #[arg(long)]
-    pub block: Option<u32>,
-    #[arg(long)]
-    pub tile_w: Option<u32>,
-    #[arg(long)]
-    pub tile_h: Option<u32>,
+fn params_of(c: &Stencil2dConfig) -> Params {
+    Params([("block", c.block), ("tile_w", c.tile_w), ("tile_h", c.tile_h)].into_iter().collect())
 }
 
-impl Family for Stencil2d {
-    const NAME: &'static str = "stencil2d";
-    const ABOUT: &'static str = "2-D stencil (blur) of any radius, with a bordered tile sized at launch.";
-    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
-    const SHAPES: &'static str = include_str!("shapes.txt");
-    type Problem = Stencil2dProblem;
-    type Config = Stencil2dConfig;
-    type ProblemArgs = ProblemArgs;
-    type ConfigArgs = ConfigArgs;
-    type Tunable = Tuner<Self>;
-
-    fn problem(a: &ProblemArgs, sizes: &Sizes) -> Stencil2dProblem {
-        let blur = match a.blur {
-            BlurArg::Box => Blur::Box,
-            BlurArg::Gaussian => Blur::Gaussian,
-        };
-        Stencil2dProblem {
-            width: a.width.unwrap_or(sizes.side),
-            height: a.height.unwrap_or(sizes.side),
-            radius: a.radius,
-            blur,
-        }
-    }
-    fn config(a: &ConfigArgs, d: &Stencil2dConfig) -> Stencil2dConfig {
-        Stencil2dConfig {
-            block: a.block.unwrap_or(d.block),
-            tile_w: a.tile_w.unwrap_or(d.tile_w),
-            tile_h: a.tile_h.unwrap_or(d.tile_h),
-        }
-    }
-    fn default_config<B: FamilyBackend>(backend: &B, _: &Stencil2dProblem) -> Stencil2dConfig {
-        super::default_config(backend)
-    }
-    fn static_bytes(p: &Stencil2dProblem, c: &Stencil2dConfig) -> Option<u32> {
-        Some(super::twin_static_bytes(p, c))
-    }
-    /// The static forms' fallbacks: shorter tiles (the
-    /// same threads, each with a shorter strip), then narrower ones with fewer threads, each
-    /// kept to the thread arrangement the kernel needs (the default 128 x 32 fits: 19.7 KB).
-    fn static_fallbacks(_: &Stencil2dProblem, c: &Stencil2dConfig) -> Vec<Stencil2dConfig> {
-        let shorter = halvings(c.tile_h, 1).map(|tile_h| Stencil2dConfig { tile_h, ..*c });
-        let narrower = halvings(c.tile_w, 4).map(|tile_w| Stencil2dConfig {
-            tile_w,
-            block: c.block * tile_w / c.tile_w.max(1),
-            ..*c
-        });
-        shorter.chain(narrower).filter(|c| c.fits()).collect()
-    }
-    fn prepare<'b, B: FamilyBackend>(
-        backend: &'b B,
-        p: &Stencil2dProblem,
-        c: &Stencil2dConfig,
-        variant: Variant,
-        seed: u64,
-    ) -> Result<Box<dyn Workload + 'b>> {
-        let pixels = p.width as u64 * p.height as u64;
-        // Input and output on the device; the input, the f64 reference and its error
-        // scale, the NaN fill and the read-back on the host.
-        check_footprint(backend, "stencil2d_f32", bytes_of(pixels, 8), bytes_of(pixels, 28))?;
-        Ok(Box::new(super::prepare(backend, *p, *c, variant, seed)?))
-    }
-    fn anchor_bytes(p: &Stencil2dProblem) -> Option<u64> {
-        Some(bytes_of(p.width as u64 * p.height as u64, 4))
-    }
-    /// 2049 x 1025 in 8 x 4 tiles: 257 x 257 = 66049 tiles, past the 65535-block grid.
-    fn edge_cases() -> Vec<BenchCase<Self>> {
-        let problem = Stencil2dProblem { width: 2049, height: 1025, radius: 1, blur: Blur::Box };
-        vec![BenchCase { problem, config: Stencil2dConfig { block: 8, tile_w: 8, tile_h: 4 } }]
-    }
-    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
-        [1, 2]
-            .into_iter()
-            .map(|radius| BenchCase {
-                problem: Stencil2dProblem { width: sizes.side, height: sizes.side, radius, blur: Blur::Gaussian },
-                config: super::default_config(backend),
-            })
-            .collect()
-    }
+/// The static forms' fallbacks: shorter tiles (the same threads, each with a shorter strip),
+/// then narrower ones with fewer threads, each kept to the thread arrangement the kernel
+/// needs (the default 128 x 32 fits: 19.7 KB).
+fn fallbacks(c: &Stencil2dConfig) -> Vec<Params> {
+    let shorter = halvings(c.tile_h, 1).map(|tile_h| Stencil2dConfig { tile_h, ..*c });
+    let narrower =
+        halvings(c.tile_w, 4).map(|tile_w| Stencil2dConfig { tile_w, block: c.block * tile_w / c.tile_w.max(1), ..*c });
+    shorter.chain(narrower).filter(|c| c.fits()).map(|c| params_of(&c)).collect()
 }

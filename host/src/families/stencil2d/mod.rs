@@ -16,9 +16,8 @@ use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 mod family;
-mod tune;
 
-pub use family::Stencil2d;
+pub use family::STENCIL2D;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("stencil2d.wgsl");
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
@@ -47,7 +46,12 @@ pub struct Stencil2dProblem {
 /// tile for both radii on the H100 (tuning provenance in `NOTES.md`), and small enough for
 /// lavapipe's 32 KB of static workgroup memory; 16 x 8 tiles of 8 threads on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> Stencil2dConfig {
-    if backend.small_configs() {
+    default_for(backend.small_configs())
+}
+
+/// [`default_config`] where the backend asks for small configs (`small`) or not.
+pub fn default_for(small: bool) -> Stencil2dConfig {
+    if small {
         Stencil2dConfig { block: 8, tile_w: 16, tile_h: 8 }
     } else {
         Stencil2dConfig { block: 128, tile_w: 128, tile_h: 32 }

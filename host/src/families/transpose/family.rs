@@ -5,9 +5,8 @@ use dynsmem_kernels::transpose::TransposeConfig;
 use serde_json::json;
 
 use super::TransposeProblem;
-use crate::backend::{AnyBackend, BackendKind, Variant};
-use crate::contract::{Kernel, Param, Params, Target, Workload, bytes_of, halvings};
-use crate::error::Result;
+use crate::backend::BackendKind;
+use crate::contract::{Kernel, Param, Params, Target, bytes_of, halvings};
 use crate::family::kernel::{Case, KernelFamily, Size};
 
 pub static TRANSPOSE: KernelFamily = KernelFamily {
@@ -29,7 +28,9 @@ pub static TRANSPOSE: KernelFamily = KernelFamily {
                 |p, v| super::wgsl_spec(&config_of(p), v),
                 |p| super::cuda_source(&config_of(p)),
             )
-            .workload_by(move |b, p, v, seed| workload(b, problem, config_of(p), v, seed)))
+            .workload_by(
+                move |b, p, v, seed| crate::erased_workload!(b, b => super::prepare(b, problem, config_of(p), v, seed)),
+            ))
     },
     // The default, and the same without padding (bank conflicts on the reads).
     cases: Some(|s| {
@@ -72,14 +73,4 @@ fn fallbacks(c: &TransposeConfig) -> Vec<Params> {
         .filter(|c| c.block >= c.tile && c.block.is_multiple_of(c.tile))
         .map(|c| params_of(&c))
         .collect()
-}
-
-fn workload<'b>(
-    b: AnyBackend<'b>,
-    p: TransposeProblem,
-    c: TransposeConfig,
-    v: Variant,
-    seed: u64,
-) -> Result<Box<dyn Workload + 'b>> {
-    crate::with_backend!(b, b => Ok(Box::new(super::prepare(b, p, c, v, seed)?)))
 }

@@ -71,6 +71,15 @@ impl Case {
     }
 }
 
+/// A family's typed launch over an erased backend, as [`Kernel::workload_by`] takes it:
+/// `.workload_by(move |b, p, v, seed| erased_workload!(b, b => prepare(b, problem, config(p), v, seed)))`.
+#[macro_export]
+macro_rules! erased_workload {
+    ($any:expr, $b:ident => $launch:expr) => {
+        $crate::with_backend!($any, $b => Ok(Box::new($launch?) as Box<dyn $crate::contract::Workload + '_>))
+    };
+}
+
 /// The device images a family's kernels come from, where they are not the built-in ones:
 /// the module `dynsmem-build` writes for a researcher's kernel crate (`PTX`, `AMDGPU`) and
 /// the crate's `kernels!` table (which the CPU backend runs). The CLI loads every family's
@@ -108,6 +117,9 @@ pub struct KernelFamily {
     /// Bytes a device-to-device copy moves to anchor a problem's bandwidth. `None`: every
     /// buffer of the kernel once (its inputs read, its outputs written).
     pub anchor_bytes: Option<fn(&Problem) -> u64>,
+    /// A compute-bound kernel: no copy anchor (its workloads may carry a vendor's,
+    /// [`Workload::vendor_anchor`]); `anchor_bytes` is not used.
+    pub compute_bound: bool,
     /// Where the kernels come from; `None`: the built-in image.
     pub image: Option<DeviceImage>,
     /// The shape suite of `dynsmem shapes` (the format of a built-in family's `shapes.txt`:
@@ -128,6 +140,7 @@ impl KernelFamily {
         cases: None,
         edge: Vec::new,
         anchor_bytes: None,
+        compute_bound: false,
         image: None,
         shapes: "",
     };
@@ -200,6 +213,9 @@ impl KernelFamily {
     /// on `target`).
     fn point_of(&self, kernel: &Kernel, config: &Value, target: &Target) -> Result<Vec<u32>> {
         let invalid = |reason: String| Error::InvalidConfig { kernel: self.name.into(), reason };
+        if config.is_null() {
+            return Err(invalid("no config was resolved for this problem (the case's note says why)".into()));
+        }
         let map: BTreeMap<String, u32> =
             serde_json::from_value(config.clone()).map_err(|e| invalid(format!("config {config}: {e}")))?;
         let params = kernel.params_on(target);
@@ -288,32 +304,47 @@ impl KernelFamily {
         db: Option<&TuningDb>,
         origin: &str,
     ) -> Option<Resolved> {
-        let tunable = self.tunable_of(problem).ok()?;
+        // A case that does not resolve is kept, without a config, its reason in the note:
+        // preparing it fails with the family's own error (a broken description must not
+        // drop its cases unseen).
+        let unresolved = |e: Error| Resolved {
+            problem: problem.to_json(),
+            config: Value::Null,
+            note: Some(format!("no config resolved: {e}")),
+            origin: origin.to_string(),
+        };
+        let tunable = match self.tunable_of(problem) {
+            Ok(t) => t,
+            Err(e) => return Some(unresolved(e)),
+        };
         if !tunable.kernel.has_form(variant) {
             return None;
         }
         let target = Target::of(b, variant);
-        let (point, origin) = match config {
-            CaseConfig::Given(c) => (self.point_of(&tunable.kernel, c, &target).ok()?, origin.to_string()),
-            CaseConfig::Default => self.default_point(b, variant, &tunable, db, true).ok()?,
+        let resolved = match config {
+            CaseConfig::Given(c) => self.point_of(&tunable.kernel, c, &target).map(|p| (p, origin.to_string())),
+            CaseConfig::Default => self.default_point(b, variant, &tunable, db, true),
             CaseConfig::OverDefault(over) => {
-                let (mut point, _) = self.default_point(b, variant, &tunable, None, false).ok()?;
-                let over = over.as_object()?;
-                for (i, p) in tunable.kernel.params_on(&target).iter().enumerate() {
-                    if let Some(v) = over.get(p.name) {
-                        point[i] = u32::try_from(v.as_u64()?).ok()?;
+                self.default_point(b, variant, &tunable, None, false).and_then(|(mut point, _)| {
+                    let params = tunable.kernel.params_on(&target);
+                    let invalid = |reason: String| Error::InvalidConfig { kernel: self.name.into(), reason };
+                    let over: BTreeMap<String, u32> = serde_json::from_value(over.clone())
+                        .map_err(|e| invalid(format!("case config {over}: {e}")))?;
+                    for (name, v) in over {
+                        let i = params.iter().position(|p| p.name == name);
+                        point[i.ok_or_else(|| invalid(format!("case config: no parameter `{name}`")))?] = v;
                     }
-                }
-                (point, origin.to_string())
+                    Ok((point, origin.to_string()))
+                })
             }
         };
+        let (point, origin) = match resolved {
+            Ok(r) => r,
+            Err(e) => return Some(unresolved(e)),
+        };
         let (point, note) = tunable.kernel.fit(point, variant, &b.info().limits);
-        Some(Resolved {
-            problem: tunable.problem.clone(),
-            config: Tunable::config_json(&tunable, &point),
-            note,
-            origin,
-        })
+        let config = Tunable::config_json(&tunable, &point);
+        Some(Resolved { problem: tunable.problem.clone(), config, note, origin })
     }
 }
 
@@ -393,12 +424,14 @@ impl DynFamily for KernelFamily {
         let params = self.problem_of(&Sizes::cpu_backend(), &[]).and_then(|p| self.kernel(&p));
         let Ok(kernel) = params else { return cmd };
         kernel.param_space().fold(cmd, |cmd, (name, values)| {
-            cmd.arg(
-                clap::Arg::new(name)
-                    .long(kebab(name))
-                    .value_parser(clap::value_parser!(u32))
-                    .help(format!("Parameter `{name}` (the space: {values:?})")),
-            )
+            let arg = clap::Arg::new(name)
+                .long(kebab(name))
+                .value_parser(clap::value_parser!(u32))
+                .help(format!("Parameter `{name}` (the space: {values:?})"));
+            cmd.arg(match kernel.alias_of(name) {
+                Some(alias) => arg.visible_alias(alias),
+                None => arg,
+            })
         })
     }
     fn tune_args(&self, cmd: clap::Command) -> Option<clap::Command> {
@@ -506,6 +539,9 @@ impl DynFamily for KernelFamily {
     }
     fn anchor_bytes(&self, problem: &Value) -> Result<Option<u64>> {
         let p = self.parse_problem(problem)?;
+        if self.compute_bound {
+            return Ok(None);
+        }
         match self.anchor_bytes {
             Some(f) => Ok(Some(f(&p))),
             None => Ok(Some(self.kernel(&p)?.buffer_bytes())),
