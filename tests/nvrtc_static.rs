@@ -433,7 +433,7 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
     // Nothing fits: the config is kept, and building it is refused (below, on CUDA).
     let p = k::histogram::HistogramProblem { n: 1, bins: 49_152, out_of_range_pct: 0 };
     let cfg = HistogramConfig { block: 1024, grid: 1, copies: 1, cluster: 1, held: 0, bits: 32, merge: false };
-    assert_eq!(k::histogram::Histogram::fit_config(&cpu, s, &p, cfg), (cfg, None));
+    assert_eq!(k::histogram::fit_config(&dynsmem::host::backend::Backend::info(&cpu).limits, s, &p, cfg), (cfg, None));
     let p = k::softmax::SoftmaxProblem { rows: 1, cols: 32_768 };
     assert_eq!(
         dynsmem::host::family::rows::fit_config(
@@ -446,8 +446,8 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
     );
     // Fewer copies of the bins where one copy fits.
     let p = k::histogram::HistogramProblem { n: 1, bins: 4096, out_of_range_pct: 0 };
-    let (c, _) = k::histogram::Histogram::fit_config(
-        &cpu,
+    let (c, _) = k::histogram::fit_config(
+        &dynsmem::host::backend::Backend::info(&cpu).limits,
         s,
         &p,
         HistogramConfig { block: 512, grid: 1, copies: 8, cluster: 1, held: 0, bits: 32, merge: false },

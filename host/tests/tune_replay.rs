@@ -16,17 +16,19 @@
 use std::path::Path;
 
 use dynsmem_host::device::sgemm::THREAD_ROWS;
-use dynsmem_host::families::histogram::Histogram;
-use dynsmem_host::families::histogram::HistogramProblem;
+use dynsmem_host::families::histogram::HISTOGRAM;
 use dynsmem_host::families::reduce::Reduce;
 use dynsmem_host::families::reduce::ReduceProblem;
 use dynsmem_host::families::sgemm::SgemmProblem;
 use dynsmem_host::families::sgemm::SgemmTunable;
+use dynsmem_host::family::DynFamily;
 use dynsmem_host::family::space::Tuner;
 use dynsmem_host::report::parse_jsonl_as;
 use dynsmem_host::rng::SplitMix64;
 use dynsmem_host::tune::cache::GroupKey;
-use dynsmem_host::tune::{Budget, CacheEntry, ReplayRunner, SearchSpace, Strategy, Target, Tunable, TuneCache};
+use dynsmem_host::tune::{
+    Budget, CacheEntry, ErasedTunable, ReplayRunner, SearchSpace, Strategy, Target, Tunable, TuneCache,
+};
 
 /// A committed cache: one exhaustive sweep.
 struct Recorded {
@@ -71,11 +73,10 @@ fn load(name: &'static str, text: &str) -> Recorded {
         "reduce" => {
             space_of(&Tuner::<Reduce>::new(serde_json::from_value::<ReduceProblem>(problem).unwrap()), &target, &values)
         }
-        "histogram" => space_of(
-            &Tuner::<Histogram>::new(serde_json::from_value::<HistogramProblem>(problem).unwrap()),
-            &target,
-            &values,
-        ),
+        "histogram" => {
+            let tunable = HISTOGRAM.tunable(&problem).unwrap().expect("histogram has a space");
+            space_of(&ErasedTunable::new(tunable), &target, &values)
+        }
         "sgemm" => {
             let problem = serde_json::from_value::<SgemmProblem>(problem).unwrap();
             // A sweep recorded before `tm` existed ran 8 rows per thread only.
@@ -87,8 +88,11 @@ fn load(name: &'static str, text: &str) -> Recorded {
     // The sweep was exhaustive: the rebuilt space is exactly what the cache holds.
     let recorded = cache.group_entries(&group);
     assert_eq!(recorded.len(), space.len(), "{name}: every config of the space recorded, no other");
+    // Parameters added since the sweep read as their absent values.
     for i in 0..space.len() {
-        assert!(recorded.contains_key(&space.params_map(i)), "{name}: {} not recorded", space.describe(i));
+        let found = recorded.contains_key(&space.params_map(i))
+            || space.params_map_before(i).is_some_and(|k| recorded.contains_key(&k));
+        assert!(found, "{name}: {} not recorded", space.describe(i));
     }
     let best_ms = cache.entries().iter().filter_map(|e| e.time_ms()).fold(f64::INFINITY, f64::min);
     assert!(best_ms.is_finite());

@@ -114,7 +114,11 @@ pub fn histogram<B: FamilyBackend>(backend: &B, sizes: &[u64], bins: &[u32]) -> 
                 HistogramConfig { block: 96, grid: 1, copies: 1, cluster: 1, held: 0, bits: 32, merge: false },
             ];
             for config in configs {
-                for variant in variants::<dynsmem::host::families::histogram::Histogram>(backend) {
+                for variant in variants_in(
+                    &dynsmem::host::families::histogram::HISTOGRAM,
+                    &serde_json::to_value(problem).unwrap(),
+                    backend,
+                ) {
                     let what = format!("{} {variant} {problem:?} {config:?}", backend.kind());
                     checked += run_case(&what, prepare(backend, problem, config, variant, n ^ b as u64)) as usize;
                 }

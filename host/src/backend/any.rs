@@ -36,6 +36,10 @@ impl<'a> AnyBackend<'a> {
     pub fn info(&self) -> &'a super::DeviceInfo {
         with_backend!(*self, b => b.info())
     }
+    /// [`super::Backend::small_configs`].
+    pub fn small_configs(&self) -> bool {
+        with_backend!(*self, b => super::Backend::small_configs(b))
+    }
 }
 
 /// A backend's [`AnyBackend`]: how generic code hands its backend to the erased registry.

@@ -277,11 +277,11 @@ impl Kernel {
     pub fn point_of_params(&self, params: &Params) -> Option<Vec<u32>> {
         self.params.iter().map(|(n, _, _)| params.0.get(n).copied()).collect()
     }
-    /// The heuristic default on `target` ([`Kernel::default_by`], else
+    /// The heuristic default on `backend` ([`Kernel::default_by`], else
     /// [`Kernel::default_config`]), where given.
-    pub fn default_on(&self, target: &Target, small: bool) -> Option<Vec<u32>> {
+    pub fn default_on(&self, backend: crate::backend::AnyBackend<'_>) -> Option<Vec<u32>> {
         match &self.hooks.default {
-            Some(f) => self.point_of_params(&f(target, small)),
+            Some(f) => self.point_of_params(&f(backend)),
             None => self.default_point(),
         }
     }

@@ -27,9 +27,9 @@ use crate::error::Result;
 pub type SpaceFn = dyn Fn(&Target) -> Vec<Param>;
 /// The kernel's one validation ([`Kernel::footprint_by`]).
 pub type FootprintFn = dyn Fn(&Params, &Target) -> Result<Footprint>;
-/// The heuristic default on a target; `small`: the backend asks for small configs (the CPU
-/// backend, where every kernel thread is an OS thread) ([`Kernel::default_by`]).
-pub type DefaultFn = dyn Fn(&Target, bool) -> Params;
+/// The heuristic default on a backend (its limits, whether it asks for small configs, its
+/// occupancy) ([`Kernel::default_by`]).
+pub type DefaultFn = dyn for<'b> Fn(AnyBackend<'b>) -> Params;
 /// The config a variant runs for the one asked, and why where it differs ([`Kernel::fit_by`]).
 pub type FitFn = dyn Fn(&Params, Variant, &Limits) -> (Params, Option<String>);
 /// Blocks of a launch's thread-block clusters ([`Kernel::cluster_by`]).
@@ -61,6 +61,8 @@ pub(super) struct Hooks {
     pub forms: Option<Box<FormsFn>>,
     pub rank: Option<Box<RankFn>>,
     pub workload: Option<Box<WorkloadFn>>,
+    /// How each parameter's value reads ([`Kernel::space`]'s); empty: every one a number.
+    pub kinds: Vec<super::ValueKind>,
     /// Short command-line names of parameters: `(parameter, alias)`.
     pub aliases: Vec<(&'static str, &'static str)>,
 }
@@ -82,8 +84,9 @@ impl Kernel {
     /// entry recorded before it existed stands for ([`Param::absent_as`]). The names and
     /// their order must be the same on every target; [`Kernel::params`] is not needed.
     pub fn space(mut self, f: impl Fn(&Target) -> Vec<Param> + 'static) -> Kernel {
-        let names = f(&naming_target());
-        self = self.params(&names.iter().map(|p| (p.name, p.values.as_slice())).collect::<Vec<_>>());
+        let named = f(&naming_target());
+        self = self.params(&named.iter().map(|p| (p.name, p.values.as_slice())).collect::<Vec<_>>());
+        self.hooks.kinds = named.iter().map(|p| p.kind).collect();
         self.hooks.space = Some(Box::new(f));
         self
     }
@@ -93,6 +96,19 @@ impl Kernel {
     pub fn alias(mut self, param: &'static str, alias: &'static str) -> Kernel {
         self.hooks.aliases.push((param, alias));
         self
+    }
+
+    /// How parameter `i`'s value reads in configs and on the command line.
+    pub fn kind_of(&self, i: usize) -> super::ValueKind {
+        self.hooks.kinds.get(i).copied().unwrap_or_default()
+    }
+
+    /// The config of `point` as records, caches and the tuning database carry it: an object
+    /// of the parameters' names, each value as its kind reads.
+    pub fn config_value(&self, point: &[u32]) -> serde_json::Value {
+        let names = self.param_space().map(|(n, _)| n);
+        let values = names.zip(point).enumerate().map(|(i, (n, &v))| (n.to_string(), self.kind_of(i).to_json(v)));
+        serde_json::Value::Object(values.collect())
     }
 
     /// The command-line alias of `param`, where [`Kernel::alias`] gave one.
@@ -121,8 +137,10 @@ impl Kernel {
     }
 
     /// The heuristic default per backend: what `run` and `bench` launch where no config is
-    /// given and the tuning database has none. Replaces [`Kernel::default_config`].
-    pub fn default_by(mut self, f: impl Fn(&Target, bool) -> Params + 'static) -> Kernel {
+    /// given and the tuning database has none. It may read the backend's limits, whether it
+    /// asks for small configs (the CPU backend, where every kernel thread is an OS thread) and
+    /// its occupancy. Replaces [`Kernel::default_config`].
+    pub fn default_by(mut self, f: impl for<'b> Fn(AnyBackend<'b>) -> Params + 'static) -> Kernel {
         self.hooks.default = Some(Box::new(f));
         self
     }

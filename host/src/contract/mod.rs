@@ -24,7 +24,7 @@ mod wgsl;
 pub use builder::{CPU_RUN_RTOL, Check, Data, Fill, Kernel, KernelWorkload, Params, Scalar, SharedBytes};
 pub use hooks::{ClusterFn, CudaFn, DefaultFn, FitFn, FootprintFn, FormsFn, RankFn, SpaceFn, WgslFn, WorkloadFn};
 pub use launch::{DeviceData, Geometry, Launch, LaunchElement};
-pub use values::Param;
+pub use values::{Param, ValueKind};
 pub use wgsl::{WgslFold, WgslSpec, fill_template, wgsl_fold, wgsl_ids, wgsl_sizing};
 
 use serde::{Deserialize, Serialize};

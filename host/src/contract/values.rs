@@ -130,11 +130,56 @@ pub struct Param {
     /// The value a config recorded before this parameter existed had (a tuning-database
     /// entry without it still answers, with this value); `None`: such entries do not fit.
     pub absent: Option<u32>,
+    /// How a value reads in configs and on the command line.
+    pub kind: ValueKind,
+}
+
+/// How a parameter's value (a `u32` in every point) reads in configs, records and on the
+/// command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ValueKind {
+    /// A number.
+    #[default]
+    Number,
+    /// `false` (0) or `true` (1).
+    Flag,
+    /// One of the names, by index.
+    Choice(&'static [&'static str]),
+}
+
+impl ValueKind {
+    /// `v` as configs carry it.
+    pub fn to_json(self, v: u32) -> serde_json::Value {
+        match self {
+            ValueKind::Number => v.into(),
+            ValueKind::Flag => (v != 0).into(),
+            ValueKind::Choice(names) => names.get(v as usize).map_or_else(|| v.into(), |n| (*n).into()),
+        }
+    }
+    /// The value a config's `v` stands for, or `None` where it is not of this kind.
+    pub fn from_json(self, v: &serde_json::Value) -> Option<u32> {
+        match self {
+            ValueKind::Number => v.as_u64().and_then(|n| u32::try_from(n).ok()),
+            ValueKind::Flag => v.as_bool().map(u32::from),
+            ValueKind::Choice(names) => v.as_str().and_then(|s| names.iter().position(|n| *n == s)).map(|i| i as u32),
+        }
+    }
 }
 
 impl Param {
     pub fn new(name: &'static str, values: &[u32]) -> Param {
-        Param { name, values: values.to_vec(), absent: None }
+        Param { name, values: values.to_vec(), absent: None, kind: ValueKind::Number }
+    }
+
+    /// A parameter that is on or off: values `false` and `true` in configs.
+    pub fn flag(name: &'static str, values: &[bool]) -> Param {
+        let values: Vec<u32> = values.iter().map(|&b| u32::from(b)).collect();
+        Param { name, values, absent: None, kind: ValueKind::Flag }
+    }
+
+    /// A parameter that picks one of `names` (candidates by index into them).
+    pub fn choice(name: &'static str, names: &'static [&'static str], values: &[u32]) -> Param {
+        Param { name, values: values.to_vec(), absent: None, kind: ValueKind::Choice(names) }
     }
 
     /// This parameter, with `value` standing for it in entries recorded before it existed.

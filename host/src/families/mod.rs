@@ -23,7 +23,7 @@ use crate::family::{DynFamily, Entry};
 pub static FAMILIES: &[&dyn DynFamily] = &[
     &Entry::<reduce::Reduce>::NEW,
     &scan::SCAN,
-    &Entry::<histogram::Histogram>::NEW,
+    &histogram::HISTOGRAM,
     &conv1d::CONV1D,
     &stencil2d::STENCIL2D,
     &transpose::TRANSPOSE,

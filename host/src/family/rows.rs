@@ -55,7 +55,7 @@ pub fn kernel(
     Kernel::new(k.table, k.name)
         .space(space)
         .footprint_by(move |p, t| check(k, (rows, cols), &config_of(p), t))
-        .default_by(move |t, small| params_of(&default(&t.limits, small, (rows, cols))))
+        .default_by(move |b| params_of(&default(&b.info().limits, b.small_configs(), (rows, cols))))
         .fit_by(move |p, v, limits| {
             let (c, note) = fit_config(limits, v, cols, config_of(p));
             (params_of(&c), note)
@@ -79,7 +79,7 @@ pub fn space(target: &Target) -> Vec<Param> {
         .collect();
     let block: &[u32] = if target.is_cpu { &[4, 8, 16, 32] } else { &[32, 64, 128, 256, 512, 1024] };
     // Caches recorded before clusters existed read as clusters of 1.
-    vec![Param::new("block", block), Param { name: "cluster", values: clusters, absent: Some(1) }]
+    vec![Param::new("block", block), Param::new("cluster", &clusters).absent_as(1)]
 }
 
 /// The row config of a point.

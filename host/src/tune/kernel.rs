@@ -39,6 +39,9 @@ impl Tunable for Kernel {
     fn config(&self, point: &[u32]) -> Self::Config {
         self.params_at(point).0
     }
+    fn config_json(&self, point: &[u32]) -> serde_json::Value {
+        self.config_value(point)
+    }
     fn check_id(&self, seed: u64) -> Result<String> {
         if self.has_own_workload() {
             return Ok(format!("the own check of {}, inputs seed {seed}", self.entry()));

@@ -258,7 +258,8 @@ fn timing_lock(path: &std::path::Path) -> Result<std::fs::File> {
 impl<B: TuneBackend, T: Tunable> Runner for RealRunner<'_, B, T> {
     fn evaluate(&mut self, space: &SearchSpace, index: usize) -> Result<Evaluation> {
         let key = super::CacheKey { group: self.group.clone(), params: space.params_map(index) };
-        if let Some(e) = self.cache.get(&key) {
+        let before = space.params_map_before(index).map(|params| super::CacheKey { group: self.group.clone(), params });
+        if let Some(e) = self.cache.get(&key).or_else(|| before.and_then(|k| self.cache.get(&k))) {
             self.from_cache += 1;
             return Ok(Evaluation::from_entry(index, e, true, self.objective));
         }
@@ -316,7 +317,9 @@ impl ReplayRunner {
 impl Runner for ReplayRunner {
     fn evaluate(&mut self, space: &SearchSpace, index: usize) -> Result<Evaluation> {
         self.answered += 1;
-        Ok(match self.entries.get(&space.params_map(index)) {
+        let recorded = self.entries.get(&space.params_map(index));
+        let before = || space.params_map_before(index).and_then(|k| self.entries.get(&k));
+        Ok(match recorded.or_else(before) {
             Some(e) => Evaluation::from_entry(index, e, true, self.objective),
             None => Evaluation {
                 index,

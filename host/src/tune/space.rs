@@ -139,6 +139,18 @@ impl SearchSpace {
         params_map(&self.params, &self.points[i])
     }
 
+    /// Config `i` as an entry recorded before the parameters at their `absent` value existed
+    /// keys it (those parameters left out), where it has such parameters: a cache read with
+    /// [`SearchSpace::params_map`] first, then with this, answers from such entries too.
+    pub fn params_map_before(&self, i: usize) -> Option<BTreeMap<String, u32>> {
+        let at_absent = |(p, v): (&Param, &u32)| p.absent == Some(*v);
+        if !self.params.iter().zip(&self.points[i]).any(at_absent) {
+            return None;
+        }
+        let kept = self.params.iter().zip(&self.points[i]).filter(|pv| !at_absent(*pv));
+        Some(kept.map(|(p, &v)| (p.name.to_string(), v)).collect())
+    }
+
     /// The configs that differ from config `i` in exactly one parameter, by one step along
     /// that parameter's value list ("adjacent"); when `hamming`, by any value of one
     /// parameter. Filtered combinations are not in the space, so a config near the edge

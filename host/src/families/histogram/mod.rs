@@ -16,14 +16,13 @@ use crate::rng::SplitMix64;
 use crate::verify::{Tolerance, check_slice};
 
 mod family;
-mod tune;
 
-pub use family::Histogram;
+pub use family::{HISTOGRAM, fit_config};
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("histogram.wgsl");
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
 pub const CUDA_SOURCE: &str = include_str!("histogram.cu");
-const KERNEL: &str = "histogram_u32";
+pub(crate) const KERNEL: &str = "histogram_u32";
 /// The WGSL path indexes keys with u32 and strides past the end: it takes fewer keys.
 const WGSL_MAX_KEYS: u64 = 1 << 31;
 

@@ -35,7 +35,7 @@ pub static SCAN: KernelFamily = KernelFamily {
             .space(space)
             .alias("items_per_thread", "ipt")
             .footprint_by(move |p, t| super::check(&problem, &config_of(p), t))
-            .default_by(|t, small| params_of(&super::default_for(t.backend, small, &t.limits)))
+            .default_by(|b| params_of(&super::default_for(b.kind(), b.small_configs(), &b.info().limits)))
             .fit_by(|p, v, limits| {
                 let (c, note) = fit_config(limits, v, config_of(p));
                 (params_of(&c), note)

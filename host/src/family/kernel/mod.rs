@@ -30,7 +30,7 @@ pub use problem::{Problem, Size, SizeDefault};
 
 use super::{DynFamily, Resolved, Sizes};
 use crate::backend::{AnyBackend, Backend, Variant};
-use crate::contract::{FamilyBackend, Footprint, Kernel, Target, Workload};
+use crate::contract::{FamilyBackend, Footprint, Kernel, Target, ValueKind, Workload};
 use crate::error::{Error, Result};
 use crate::tune::db::TuningDb;
 use crate::tune::db::tuned_json;
@@ -216,8 +216,7 @@ impl KernelFamily {
         if config.is_null() {
             return Err(invalid("no config was resolved for this problem (the case's note says why)".into()));
         }
-        let map: BTreeMap<String, u32> =
-            serde_json::from_value(config.clone()).map_err(|e| invalid(format!("config {config}: {e}")))?;
+        let map = config.as_object().ok_or_else(|| invalid(format!("config {config}: not an object of parameters")))?;
         let params = kernel.params_on(target);
         let names: Vec<&str> = params.iter().map(|p| p.name).collect();
         if let Some(extra) = map.keys().find(|k| !names.contains(&k.as_str())) {
@@ -225,11 +224,12 @@ impl KernelFamily {
         }
         params
             .iter()
-            .map(|p| {
-                map.get(p.name)
-                    .copied()
-                    .or(p.absent)
-                    .ok_or_else(|| invalid(format!("config {config} gives no `{}`", p.name)))
+            .enumerate()
+            .map(|(i, p)| match map.get(p.name) {
+                Some(v) => kernel.kind_of(i).from_json(v).ok_or_else(|| {
+                    invalid(format!("config {config}: `{}` = {v} is not {:?}", p.name, kernel.kind_of(i)))
+                }),
+                None => p.absent.ok_or_else(|| invalid(format!("config {config} gives no `{}`", p.name))),
             })
             .collect()
     }
@@ -249,7 +249,7 @@ impl KernelFamily {
         let target = Target::of(b, variant);
         let kernel = &tunable.kernel;
         let (heuristic, origin) = if kernel.has_default_by() {
-            (kernel.default_on(&target, b.small_configs()), None)
+            (kernel.default_on(b.erase()), None)
         } else {
             let space = SearchSpace::build(tunable, &target, &[])?;
             let given = kernel.default_point().filter(|p| space.points.iter().any(|q| q == p));
@@ -375,6 +375,9 @@ impl Tunable for Named {
     fn config(&self, point: &[u32]) -> Self::Config {
         Tunable::config(&self.kernel, point)
     }
+    fn config_json(&self, point: &[u32]) -> Value {
+        self.kernel.config_value(point)
+    }
     /// A kernel with its own workload is checked against its family's reference of the
     /// seed's inputs; the others as [`Kernel::check_identity`] says.
     fn check_id(&self, seed: u64) -> Result<String> {
@@ -423,11 +426,16 @@ impl DynFamily for KernelFamily {
         // on its problem's sizes.
         let params = self.problem_of(&Sizes::cpu_backend(), &[]).and_then(|p| self.kernel(&p));
         let Ok(kernel) = params else { return cmd };
-        kernel.param_space().fold(cmd, |cmd, (name, values)| {
-            let arg = clap::Arg::new(name)
-                .long(kebab(name))
-                .value_parser(clap::value_parser!(u32))
-                .help(format!("Parameter `{name}` (the space: {values:?})"));
+        let params: Vec<(&'static str, Vec<u32>)> = kernel.param_space().map(|(n, v)| (n, v.to_vec())).collect();
+        params.into_iter().enumerate().fold(cmd, |cmd, (i, (name, values))| {
+            let arg = clap::Arg::new(name).long(kebab(name));
+            let arg = match kernel.kind_of(i) {
+                ValueKind::Number => arg.value_parser(clap::value_parser!(u32)),
+                ValueKind::Flag => arg.value_parser(clap::value_parser!(bool)),
+                ValueKind::Choice(names) => arg.value_parser(clap::builder::PossibleValuesParser::new(names)),
+            };
+            let space: Vec<serde_json::Value> = values.iter().map(|&v| kernel.kind_of(i).to_json(v)).collect();
+            let arg = arg.help(format!("Parameter `{name}` (the space: {})", Value::Array(space)));
             cmd.arg(match kernel.alias_of(name) {
                 Some(alias) => arg.visible_alias(alias),
                 None => arg,
@@ -462,7 +470,19 @@ impl DynFamily for KernelFamily {
         let given: Vec<(usize, u32)> = names
             .iter()
             .enumerate()
-            .filter_map(|(i, n)| m.try_get_one::<u32>(n).ok().flatten().map(|v| (i, *v)))
+            .filter_map(|(i, n)| {
+                let v = match tunable.kernel.kind_of(i) {
+                    ValueKind::Number => m.try_get_one::<u32>(n).ok().flatten().copied(),
+                    ValueKind::Flag => m.try_get_one::<bool>(n).ok().flatten().map(|&b| u32::from(b)),
+                    ValueKind::Choice(names) => m
+                        .try_get_one::<String>(n)
+                        .ok()
+                        .flatten()
+                        .and_then(|s| names.iter().position(|c| c == s))
+                        .map(|i| i as u32),
+                };
+                v.map(|v| (i, v))
+            })
             .collect();
         if given.len() == names.len() {
             let point: Vec<u32> = given.iter().map(|(_, v)| *v).collect();

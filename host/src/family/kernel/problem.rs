@@ -16,6 +16,8 @@ pub struct Size {
     pub default: SizeDefault,
     /// One line for `--help`.
     pub help: &'static str,
+    /// The option's long name where it is not the name in kebab case ([`Size::long`]).
+    pub long: Option<&'static str>,
 }
 
 /// How a [`Size`] is typed and what it is where the command line leaves it out.
@@ -40,27 +42,33 @@ pub enum SizeDefault {
 impl Size {
     /// An integer size: `gpu` on a GPU, `cpu` on a CPU device.
     pub const fn new(name: &'static str, gpu: u64, cpu: u64, help: &'static str) -> Size {
-        Size { name, default: SizeDefault::ByDevice { gpu, cpu }, help }
+        Size { name, default: SizeDefault::ByDevice { gpu, cpu }, help, long: None }
     }
     /// An integer size whose default is a function of the device's default sizes.
     pub const fn of(name: &'static str, f: fn(&Sizes) -> u64, help: &'static str) -> Size {
-        Size { name, default: SizeDefault::OfSizes(f), help }
+        Size { name, default: SizeDefault::OfSizes(f), help, long: None }
     }
     /// An integer size with one default everywhere.
     pub const fn fixed(name: &'static str, value: u64, help: &'static str) -> Size {
-        Size { name, default: SizeDefault::Fixed(value), help }
+        Size { name, default: SizeDefault::Fixed(value), help, long: None }
     }
     /// A float option.
     pub const fn f32(name: &'static str, value: f32, help: &'static str) -> Size {
-        Size { name, default: SizeDefault::F32(value), help }
+        Size { name, default: SizeDefault::F32(value), help, long: None }
     }
     /// One of `values` (the first is the default).
     pub const fn choice(name: &'static str, values: &'static [&'static str], help: &'static str) -> Size {
-        Size { name, default: SizeDefault::Choice(values), help }
+        Size { name, default: SizeDefault::Choice(values), help, long: None }
     }
     /// A flag, off unless given.
     pub const fn flag(name: &'static str, help: &'static str) -> Size {
-        Size { name, default: SizeDefault::Flag, help }
+        Size { name, default: SizeDefault::Flag, help, long: None }
+    }
+
+    /// This size with `--long` as its option, where the kebab-case name is not wanted (the
+    /// problem, records and caches still name it `name`).
+    pub const fn long(self, long: &'static str) -> Size {
+        Size { long: Some(long), ..self }
     }
 
     /// The value where the command line leaves it out, on a device of `sizes`.
@@ -105,7 +113,7 @@ impl Size {
 
     /// The `--name` option of `run` and `tune`.
     pub(super) fn arg(&self) -> clap::Arg {
-        let arg = clap::Arg::new(self.name).long(super::kebab(self.name));
+        let arg = clap::Arg::new(self.name).long(self.long.unwrap_or_else(|| super::kebab(self.name)));
         match self.default {
             SizeDefault::ByDevice { gpu, cpu } => arg
                 .value_parser(clap::value_parser!(u64))

@@ -116,10 +116,7 @@ impl Imported {
         Ok(Imported {
             kernel: doc["kernel_name"].as_str().unwrap_or("imported").into(),
             device: doc["device_name"].as_str().unwrap_or("unknown device").into(),
-            named: params
-                .iter()
-                .map(|(n, v)| Param { name: Box::leak(n.clone().into_boxed_str()), values: v.clone(), absent: None })
-                .collect(),
+            named: params.iter().map(|(n, v)| Param::new(Box::leak(n.clone().into_boxed_str()), v)).collect(),
             params,
             points,
             objective: objective.into(),
