@@ -213,3 +213,180 @@ impl Kernel {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use dynsmem_kernels::transpose::{KERNELS, TransposeConfig};
+
+    use super::*;
+    use crate::backend::cpu::CpuBackend;
+    use crate::backend::{Backend, BackendKind, Erase};
+    use crate::contract::{Fill, ValueKind};
+    use crate::error::Error;
+    use crate::tune::Tunable;
+
+    fn config(p: &Params) -> TransposeConfig {
+        TransposeConfig { block: p["block"], tile: p["tile"], pad: p["pad"] }
+    }
+
+    /// The built-in transpose described with arguments, as a user would: 13 x 7 floats.
+    fn transpose() -> Kernel {
+        Kernel::new(KERNELS, "transpose_f32")
+            .input("input", 91, Fill::Random(7))
+            .output("output", 91)
+            .scalar("rows", 13u32)
+            .scalar("cols", 7u32)
+            .param_arg("tile")
+            .param_arg("pad")
+            .params(&[("block", &[16, 32]), ("tile", &[4, 8]), ("pad", &[0, 1])])
+            .block(|p| p["block"])
+            .grid(|p| config(p).grid(13, 7))
+            .shared_bytes(|p| config(p).shared_bytes())
+    }
+
+    fn target(is_cpu: bool) -> Target {
+        Target { is_cpu, ..naming_target() }
+    }
+
+    #[test]
+    fn space_gives_candidates_per_target_under_names_read_once() {
+        let k = transpose().space(|t| {
+            let block: &[u32] = if t.is_cpu { &[4, 8] } else { &[64, 128] };
+            vec![Param::new("block", block), Param::new("tile", &[8]), Param::new("pad", &[1]).absent_as(0)]
+        });
+        assert_eq!(k.param_space().map(|(n, _)| n).collect::<Vec<_>>(), ["block", "tile", "pad"]);
+        assert_eq!(k.params_on(&target(true))[0].values, [4, 8]);
+        assert_eq!(k.params_on(&target(false))[0].values, [64, 128]);
+        assert_eq!(k.params_on(&target(true))[2].absent, Some(0));
+        assert_eq!(Tunable::params(&k, &target(true)), k.params_on(&target(true)));
+    }
+
+    #[test]
+    fn a_named_restriction_is_named_in_the_refusal() {
+        let k =
+            transpose().restrict(|_| true).restrict_named("tile divides the block", |p| p["block"] % p["tile"] == 0);
+        let e = k.footprint_on(&[16, 8, 0], &target(true));
+        assert!(e.is_ok(), "{e:?}");
+        let e = transpose().restrict_named("no padding", |p| p["pad"] == 0).footprint_on(&[16, 8, 1], &target(true));
+        assert_eq!(e.unwrap_err(), "restriction `no padding` of the kernel does not hold");
+        let e = transpose().restrict(|p| p["pad"] == 0).footprint_on(&[16, 8, 1], &target(true));
+        assert_eq!(e.unwrap_err(), "restriction 1 of the kernel does not hold");
+    }
+
+    #[test]
+    fn footprint_by_is_the_one_validation_per_variant() {
+        let k = Kernel::new(KERNELS, "transpose_f32")
+            .params(&[("block", &[16]), ("tile", &[4, 8]), ("pad", &[0])])
+            .footprint_by(|p, t| {
+                if p["tile"] > 4 && t.variant != Variant::LaunchSized {
+                    return Err(Error::InvalidConfig { kernel: "t".into(), reason: "no twin of tiles past 4".into() });
+                }
+                Ok(Footprint { threads: p["block"], grid: 3, launch_bytes: 64 * p["tile"], static_bytes: 0 })
+            })
+            .workload_by(|_, _, _, _| Err(Error::InvalidConfig { kernel: "t".into(), reason: "not run".into() }));
+        k.validate().expect("footprint_by replaces grid, block and bytes");
+        let launch = Target { variant: Variant::LaunchSized, ..target(false) };
+        assert_eq!(k.footprint_on(&[16, 8, 0], &launch).unwrap().launch_bytes, 512);
+        let twin = Target { variant: Variant::CudaStatic, ..target(false) };
+        assert!(k.footprint_on(&[16, 8, 0], &twin).unwrap_err().contains("no twin of tiles past 4"));
+        assert!(transpose().validate().is_ok(), "the described geometry validates");
+        let bare = Kernel::new(KERNELS, "transpose_f32").params(&[("block", &[1])]);
+        assert!(bare.validate().is_err(), "neither geometry nor footprint_by");
+    }
+
+    #[test]
+    fn default_by_reads_the_backend() {
+        let k = transpose().default_by(|b| {
+            let block = if b.small_configs() { 16 } else { 32 };
+            Params([("block", block), ("tile", 8), ("pad", 1)].into_iter().collect())
+        });
+        let cpu = CpuBackend::new();
+        assert!(cpu.small_configs());
+        assert_eq!(k.default_on(cpu.erase()), Some(vec![16, 8, 1]));
+        let partial = transpose().default_by(|_| Params([("block", 16)].into_iter().collect()));
+        assert_eq!(partial.default_on(cpu.erase()), None, "a default must name every parameter");
+    }
+
+    #[test]
+    fn fit_static_by_refits_only_cuda_static_and_says_why() {
+        let bytes = |p: &Params| Some(p["tile"] * 10_000);
+        let smaller =
+            |p: &Params| vec![Params([("block", p["block"]), ("tile", 4), ("pad", p["pad"])].into_iter().collect())];
+        let k = transpose().fit_static_by(bytes, smaller);
+        let limits = Limits::h100();
+        assert_eq!(k.fit(vec![32, 8, 1], Variant::LaunchSized, &limits), (vec![32, 8, 1], None));
+        let (point, note) = k.fit(vec![32, 8, 1], Variant::CudaStatic, &limits);
+        assert_eq!(point, vec![32, 4, 1]);
+        assert!(note.is_some_and(|n| n.contains("80000 B") && n.contains("49152 B")));
+        assert_eq!(k.fit(vec![32, 4, 1], Variant::CudaStatic, &limits), (vec![32, 4, 1], None), "it fits as asked");
+    }
+
+    #[test]
+    fn forms_and_twins_say_which_variants_build() {
+        let plain = transpose();
+        assert!(plain.has_form(Variant::LaunchSized) && !plain.has_form(Variant::CudaStatic));
+        let spec = |_: &Params, _: Variant| -> WgslSpec { unreachable!("not built here") };
+        let cuda = |_: &Params| -> CudaSource { unreachable!("not built here") };
+        let twins = transpose().twins_by("// template", spec, cuda);
+        assert!(twins.has_form(Variant::CudaStatic) && twins.has_form(Variant::WgslLiteral));
+        assert!(!twins.has_form(Variant::WgslSubgroup), "no subgroup form unless said");
+        assert_eq!(twins.wgsl_source(), Some("// template"));
+        let every = transpose().twins_by("", spec, cuda).forms(|_| true);
+        assert!(every.has_form(Variant::WgslSubgroup));
+    }
+
+    #[test]
+    fn rank_by_orders_the_points_the_tuner_measures_first() {
+        let k = transpose().rank_by(|params, _, _, limit| {
+            let mut order: Vec<usize> = (0..params.len()).collect();
+            order.sort_by_key(|&i| std::cmp::Reverse(params[i]["block"]));
+            order.truncate(limit);
+            order
+        });
+        let points = [vec![16, 4, 0], vec![32, 4, 0], vec![16, 8, 0]];
+        let fp = [Footprint::default(); 3];
+        assert_eq!(k.rank(&points, &fp, &Limits::h100(), 2), Some(vec![1, 0]));
+        assert_eq!(transpose().rank(&points, &fp, &Limits::h100(), 2), None);
+    }
+
+    #[test]
+    fn workload_by_takes_the_runs_seed_and_skips_the_described_arguments() {
+        let k = Kernel::new(KERNELS, "transpose_f32")
+            .params(&[("block", &[16]), ("tile", &[4]), ("pad", &[0])])
+            .footprint_by(|p, _| Ok(Footprint { threads: p["block"], grid: 1, launch_bytes: 0, static_bytes: 0 }))
+            .workload_by(|b, p, v, seed| {
+                Err(Error::InvalidConfig { kernel: format!("{} {v}", b.kind()), reason: format!("{p:?} seed {seed}") })
+            });
+        let cpu = CpuBackend::new();
+        let e = k.prepare_seeded(&cpu, Variant::LaunchSized, &[16, 4, 0], 1234).err().expect("the hook's error");
+        assert!(e.to_string().contains("{block=16,pad=0,tile=4} seed 1234"), "{e}");
+        assert_eq!(cpu.kind(), BackendKind::Cpu);
+        assert!(Tunable::check_id(&k, 9).unwrap().contains("seed 9"));
+    }
+
+    #[test]
+    fn cluster_by_is_checked_against_the_backend() {
+        let k = transpose().cluster_by(|_| 1 << 10);
+        let cpu = CpuBackend::new();
+        let e = k.prepare(&cpu, Variant::LaunchSized, &[16, 4, 1]).err().expect("no cluster of 1024 blocks");
+        assert!(e.to_string().contains("cluster"), "{e}");
+        assert!(transpose().cluster_by(|_| 1).prepare(&cpu, Variant::LaunchSized, &[16, 4, 1]).is_ok());
+    }
+
+    #[test]
+    fn flags_and_choices_read_as_configs_carry_them() {
+        let k = transpose().space(|_| {
+            vec![
+                Param::new("block", &[16]),
+                Param::flag("tile", &[false, true]),
+                Param::choice("pad", &["none", "one"], &[0, 1]),
+            ]
+        });
+        assert_eq!(k.config_value(&[16, 1, 1]), serde_json::json!({"block": 16, "tile": true, "pad": "one"}));
+        for kind in [ValueKind::Number, ValueKind::Flag, ValueKind::Choice(&["a", "b"])] {
+            assert_eq!(kind.from_json(&kind.to_json(1)), Some(1), "{kind:?}");
+        }
+        assert_eq!(ValueKind::Flag.from_json(&serde_json::json!(1)), None, "a flag is true or false");
+        assert_eq!(transpose().alias("pad", "p").alias_of("pad"), Some("p"));
+    }
+}

@@ -215,3 +215,58 @@ impl Problem {
         Value::Object(self.values.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const SIZES: [Size; 5] = [
+        Size::of("rows", |s| s.rows as u64, "rows"),
+        Size::fixed("cols", 4096, "cols"),
+        Size::f32("eps", 1e-5, "eps"),
+        Size::choice("dtype", &["f32", "u32"], "dtype"),
+        Size::flag("causal", "causal").long("is-causal"),
+    ];
+
+    fn matches(args: &[&str]) -> clap::ArgMatches {
+        let cmd = SIZES.iter().fold(clap::Command::new("t").no_binary_name(true), |c, s| c.arg(s.arg()));
+        cmd.try_get_matches_from(args).expect("parses")
+    }
+
+    #[test]
+    fn defaults_follow_the_device_or_the_option() {
+        let gpu = Sizes::gpu();
+        let values: Vec<Value> = SIZES.iter().map(|s| s.default_value(&gpu)).collect();
+        assert_eq!(values, [json!(65_536), json!(4096), json!(1e-5f32), json!("f32"), json!(false)]);
+        assert_eq!(SIZES[0].default_value(&Sizes::cpu_backend()), json!(16));
+        assert_eq!(SIZES.map(|s| s.is_fixed()), [false, true, true, true, true]);
+    }
+
+    #[test]
+    fn the_command_line_gives_each_kind() {
+        let m = matches(&["--rows", "7", "--eps", "0.5", "--dtype", "u32", "--is-causal"]);
+        let given: Vec<Option<Value>> = SIZES.iter().map(|s| s.given(&m)).collect();
+        assert_eq!(given, [Some(json!(7)), None, Some(json!(0.5f32)), Some(json!("u32")), Some(json!(true))]);
+        let none = matches(&[]);
+        assert!(SIZES.iter().all(|s| s.given(&none).is_none()), "nothing given, a flag off included");
+    }
+
+    #[test]
+    fn values_of_the_wrong_kind_are_refused_naming_the_size() {
+        assert!(SIZES[1].accepts(&json!(5)).is_ok());
+        assert_eq!(SIZES[1].accepts(&json!(-1)).unwrap_err(), "`cols` = -1: a whole number of at least 0");
+        assert!(SIZES[3].accepts(&json!("f16")).unwrap_err().contains("one of [\"f32\", \"u32\"]"));
+        assert!(SIZES[4].accepts(&json!(1)).is_err());
+        let mut p = Problem::default();
+        p.set("rows", json!(3));
+        p.set("eps", json!(0.25f32));
+        p.set("dtype", json!("u32"));
+        p.set("causal", json!(true));
+        assert_eq!((p["rows"], p.f32("eps"), p.choice("dtype"), p.flag("causal")), (3, 0.25, "u32", true));
+        assert_eq!(p.to_json(), json!({"rows": 3, "eps": 0.25, "dtype": "u32", "causal": true}));
+        p.set("rows", json!(1u64 << 40));
+        assert!(p.u32("rows").is_err(), "past u32 is refused naming the size");
+    }
+}
