@@ -23,20 +23,20 @@ use std::rc::Rc;
 use dynsmem_kernels::KernelEntry;
 use dynsmem_kernels::entry::ParamKind;
 
+use super::expected::output_check;
 use super::hooks::Hooks;
-use super::launch::{Launch, OutputCheck};
+use super::launch::Launch;
 pub use super::values::{Data, Fill, Params, Scalar, SharedBytes};
 use super::wgsl::{WgslSpec, fill_template, wgsl_sizing};
-use super::{CudaSource, FamilyBackend, Footprint, Param, Prepared, Target, Workload};
-use crate::backend::cpu::CpuBackend;
-use crate::backend::{Backend, Limits, Variant};
+use super::{CudaSource, FamilyBackend, Footprint, Prepared, Target, Workload};
+use crate::backend::Variant;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::rng::SplitMix64;
-use crate::verify::{Tolerance, check_slice};
+use crate::verify::Tolerance;
 
 #[derive(Debug, Clone)]
-enum ArgSpec {
+pub(super) enum ArgSpec {
     Input(&'static str, Rc<Data>),
     Output(&'static str, Data),
     Scalar(&'static str, Scalar),
@@ -62,29 +62,29 @@ struct Twin {
 }
 
 /// The expected outputs, computed once per kernel.
-type Expected = Rc<Vec<Vec<f64>>>;
+pub(super) type Expected = Rc<Vec<Vec<f64>>>;
 
 /// A kernel of one's own: see the module documentation.
 pub struct Kernel {
-    table: &'static [KernelEntry],
-    entry: &'static str,
-    args: Vec<ArgSpec>,
+    pub(super) table: &'static [KernelEntry],
+    pub(super) entry: &'static str,
+    pub(super) args: Vec<ArgSpec>,
     /// Name, its twins' constant (the name in capitals), candidate values.
-    params: Vec<(&'static str, &'static str, Vec<u32>)>,
+    pub(super) params: Vec<(&'static str, &'static str, Vec<u32>)>,
     pub(super) restrictions: Vec<ParamFn<bool>>,
-    grid: Option<ParamFn<u32>>,
-    block: Option<ParamFn<u32>>,
-    shared: Option<ParamFn<std::result::Result<u32, String>>>,
-    check: Check,
-    reference_point: Option<Vec<(&'static str, u32)>>,
-    default_point: Option<Vec<(&'static str, u32)>>,
-    work: (Option<u64>, f64),
-    defines: Vec<(&'static str, u32)>,
+    pub(super) grid: Option<ParamFn<u32>>,
+    pub(super) block: Option<ParamFn<u32>>,
+    pub(super) shared: Option<ParamFn<std::result::Result<u32, String>>>,
+    pub(super) check: Check,
+    pub(super) reference_point: Option<Vec<(&'static str, u32)>>,
+    pub(super) default_point: Option<Vec<(&'static str, u32)>>,
+    pub(super) work: (Option<u64>, f64),
+    pub(super) defines: Vec<(&'static str, u32)>,
     wgsl: Option<Twin>,
     cuda: Option<Twin>,
-    image: [String; 3],
-    expected: OnceCell<std::result::Result<(Expected, String), String>>,
-    problem: OnceCell<serde_json::Value>,
+    pub(super) image: [String; 3],
+    pub(super) expected: OnceCell<std::result::Result<(Expected, String), String>>,
+    pub(super) problem: OnceCell<serde_json::Value>,
     pub(super) hooks: Hooks,
 }
 
@@ -252,69 +252,6 @@ impl Kernel {
     pub fn wgsl_source(&self) -> Option<&'static str> {
         self.wgsl.as_ref().map(|t| t.source).or(self.hooks.twins.as_ref().map(|t| t.0))
     }
-    /// Whether the kernel has a form in `variant` ([`Kernel::forms`]; by default the Rust
-    /// kernel always, a twin where described, and no subgroup form).
-    pub fn has_form(&self, variant: Variant) -> bool {
-        if let Some(forms) = &self.hooks.forms {
-            return forms(variant);
-        }
-        match variant {
-            Variant::LaunchSized => true,
-            Variant::CudaStatic => self.has_cuda(),
-            Variant::WgslLiteral | Variant::WgslOverride => self.has_wgsl(),
-            Variant::WgslSubgroup => false,
-        }
-    }
-    /// The parameters and their candidates on `target` ([`Kernel::space`], else
-    /// [`Kernel::params`]).
-    pub fn params_on(&self, target: &Target) -> Vec<Param> {
-        match &self.hooks.space {
-            Some(space) => space(target),
-            None => self.param_space().map(|(n, v)| Param::new(n, v)).collect(),
-        }
-    }
-    /// The point of `params`, every parameter named.
-    pub fn point_of_params(&self, params: &Params) -> Option<Vec<u32>> {
-        self.params.iter().map(|(n, _, _)| params.0.get(n).copied()).collect()
-    }
-    /// The heuristic default on `backend` ([`Kernel::default_by`], else
-    /// [`Kernel::default_config`]), where given.
-    pub fn default_on(&self, backend: crate::backend::AnyBackend<'_>) -> Option<Vec<u32>> {
-        match &self.hooks.default {
-            Some(f) => self.point_of_params(&f(backend)),
-            None => self.default_point(),
-        }
-    }
-    /// The point `variant` runs for `point` asked ([`Kernel::fit_by`]) and why, where it is
-    /// another.
-    pub fn fit(&self, point: Vec<u32>, variant: Variant, limits: &Limits) -> (Vec<u32>, Option<String>) {
-        let Some(fit) = &self.hooks.fit else { return (point, None) };
-        let (fitted, note) = fit(&self.params_at(&point), variant, limits);
-        match self.point_of_params(&fitted) {
-            Some(p) => (p, note),
-            None => (point, None),
-        }
-    }
-    /// The cost model's ranking of `points` ([`Kernel::rank_by`]), where there is one.
-    pub fn rank(
-        &self,
-        points: &[Vec<u32>],
-        footprints: &[Footprint],
-        limits: &Limits,
-        limit: usize,
-    ) -> Option<Vec<usize>> {
-        let rank = self.hooks.rank.as_ref()?;
-        let params: Vec<Params> = points.iter().map(|p| self.params_at(p)).collect();
-        Some(rank(&params, footprints, limits, limit))
-    }
-    /// Whether the kernel has a heuristic default per backend ([`Kernel::default_by`]).
-    pub fn has_default_by(&self) -> bool {
-        self.hooks.default.is_some()
-    }
-    /// Whether the kernel brings its own workload ([`Kernel::workload_by`]).
-    pub fn has_own_workload(&self) -> bool {
-        self.hooks.workload.is_some()
-    }
     /// Bytes of every buffer argument (inputs and outputs) once, or those [`Kernel::work`]
     /// gives: what a launch must read and write at least, the bandwidth anchor's size.
     pub fn buffer_bytes(&self) -> u64 {
@@ -360,7 +297,7 @@ impl Kernel {
         serde_json::json!({ "entry": self.entry, "args": args, "defines": self.defines })
     }
 
-    fn invalid(&self, reason: impl Into<String>) -> Error {
+    pub(super) fn invalid(&self, reason: impl Into<String>) -> Error {
         Error::InvalidConfig { kernel: self.entry.into(), reason: reason.into() }
     }
 
@@ -477,94 +414,8 @@ impl Kernel {
         })
     }
 
-    /// The expected outputs (computed on first use) and where they came from.
-    pub fn expected(&self) -> Result<(Expected, String)> {
-        let made = self.expected.get_or_init(|| self.compute_expected().map_err(|e| e.to_string()));
-        made.clone().map_err(|reason| self.invalid(format!("no reference: {reason}")))
-    }
-
-    /// What this kernel's outputs are checked against, as tuning caches key it: where the
-    /// expected outputs come from, a hash of them and of the inputs, and the tolerance. A
-    /// change to the reference, the inputs or the tolerance makes another key.
-    pub fn check_identity(&self) -> Result<String> {
-        let (expected, from) = self.expected()?;
-        let mut h = WordHash::new();
-        for out in expected.iter() {
-            h.words(out.iter().map(|v| v.to_bits()));
-        }
-        let outputs = h.finish();
-        let mut h = WordHash::new();
-        for a in &self.args {
-            match a {
-                ArgSpec::Input(_, d) => match &**d {
-                    Data::F32(v) => h.words(v.iter().map(|x| u64::from(x.to_bits()))),
-                    Data::U32(v) => h.words(v.iter().map(|&x| u64::from(x))),
-                },
-                ArgSpec::Scalar(name, s) => h.bytes(format!("{name}={s:?}").as_bytes()),
-                ArgSpec::Output(..) => {}
-            }
-        }
-        let tolerance = self.tolerance();
-        Ok(format!(
-            "{from}, expected outputs {outputs:016x}, inputs {:016x}, tolerance rtol {:e} atol {:e}",
-            h.finish(),
-            tolerance.rtol,
-            tolerance.atol
-        ))
-    }
-
-    /// The tolerance of float outputs.
-    fn tolerance(&self) -> Tolerance {
-        match &self.check {
-            Check::Reference(_, t) => *t,
-            Check::CpuRun => Tolerance { rtol: CPU_RUN_RTOL, atol: 0.0 },
-        }
-    }
-
-    fn compute_expected(&self) -> Result<(Expected, String)> {
-        self.validate()?;
-        let inputs: Vec<&Data> =
-            self.args.iter().filter_map(|a| if let ArgSpec::Input(_, d) = a { Some(&**d) } else { None }).collect();
-        if let Check::Reference(f, _) = &self.check {
-            return Ok((Rc::new(f(&inputs)), "the kernel's f64 reference".into()));
-        }
-        let cpu = CpuBackend::with_kernels(&[self.table]).with_schedule(crate::backend::cpu::CpuSchedule::Fast);
-        let limits = cpu.info().limits;
-        let point = match &self.reference_point {
-            Some(given) => self.point_of(given)?,
-            None => self.points().find(|pt| {
-                self.footprint(pt).is_ok_and(|f| {
-                    f.threads <= limits.max_threads_per_block && f.launch_bytes <= limits.launch_shared_max
-                })
-            }),
-        }
-        .ok_or_else(|| self.invalid("no point of the space meets the restrictions and the CPU backend's limits"))?;
-        let work = self.prepare_at(&cpu, Variant::LaunchSized, &point, None)?;
-        work.run()?;
-        let outputs = work.read_outputs()?;
-        for (name, out) in &outputs {
-            let poisoned = match out {
-                Data::F32(v) => v.iter().position(|x| x.is_nan()).map(|i| {
-                    let note = crate::verify::poison_note(v[i]).unwrap_or("a NaN the kernel computed");
-                    (i, format!("is NaN: {note}"))
-                }),
-                Data::U32(v) => v
-                    .iter()
-                    .position(|&x| x == u32::poison())
-                    .map(|i| (i, "is still the output's poison: no thread wrote it".to_string())),
-            };
-            if let Some((i, what)) = poisoned {
-                return Err(
-                    self.invalid(format!("the CPU run at {}: {name}[{i}] {what}", describe(&self.params_at(&point))))
-                );
-            }
-        }
-        let why = format!("the same kernel on the CPU backend at {}", describe(&self.params_at(&point)));
-        Ok((Rc::new(outputs.iter().map(|(_, d)| d.to_f64()).collect()), why))
-    }
-
     /// Every point of the parameter product, first parameter slowest.
-    fn points(&self) -> impl Iterator<Item = Vec<u32>> + '_ {
+    pub(super) fn points(&self) -> impl Iterator<Item = Vec<u32>> + '_ {
         let total: usize = self.params.iter().map(|(_, _, v)| v.len()).product();
         (0..total).map(move |mut i| {
             let mut pt = vec![0; self.params.len()];
@@ -576,7 +427,7 @@ impl Kernel {
         })
     }
 
-    fn point_of(&self, given: &[(&'static str, u32)]) -> Result<Option<Vec<u32>>> {
+    pub(super) fn point_of(&self, given: &[(&'static str, u32)]) -> Result<Option<Vec<u32>>> {
         self.params
             .iter()
             .map(|(n, _, _)| {
@@ -620,7 +471,7 @@ impl Kernel {
         }
     }
 
-    fn prepare_at<'b, B: FamilyBackend>(
+    pub(super) fn prepare_at<'b, B: FamilyBackend>(
         &self,
         backend: &'b B,
         variant: Variant,
@@ -676,60 +527,10 @@ impl Kernel {
     }
 }
 
-/// The check of output `name` against `want`: f32 within `tolerance` at
-/// `max(|expected|, rms(expected))`, u32 exactly.
-/// A mismatch names `against`, the check's source, and says what a poison value it got means.
-fn output_check(name: &'static str, want: Vec<f64>, tolerance: Tolerance, against: String) -> OutputCheck {
-    Box::new(move |kernel, got| {
-        let rms = (want.iter().map(|v| v * v).sum::<f64>() / want.len().max(1) as f64).sqrt();
-        let what = format!("{kernel} output {name}");
-        let scale = |i: usize| want[i].abs().max(rms);
-        let checked = match got {
-            Data::F32(g) => check_slice(&what, &want, g, scale, tolerance).map_err(|mut m| {
-                if let Some(note) = crate::verify::poison_note(g[m.index]) {
-                    m.actual = format!("{} ({note})", m.actual);
-                }
-                m
-            }),
-            Data::U32(g) => check_slice(&what, &want, g, scale, Tolerance::EXACT),
-        };
-        checked.map_err(|m| m.against(against.clone()))?;
-        Ok(())
-    })
-}
-
 /// `block=256,chunk=4`.
-fn describe(p: &Params) -> String {
+pub(super) fn describe(p: &Params) -> String {
     p.0.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(",")
 }
 
 /// One point of a [`Kernel`] on one backend: what the tuner and `run` drive.
 pub type KernelWorkload<'b, B> = Launch<'b, B>;
-
-/// FNV-1a over 64-bit words (then bytes where given): hashes reference data and inputs
-/// for cache keys eight times faster than FNV-1a byte by byte. Not cryptographic:
-/// it tells apart checks a user changed, not data made to collide.
-struct WordHash(u64);
-
-impl Default for WordHash {
-    fn default() -> Self {
-        WordHash::new()
-    }
-}
-
-impl WordHash {
-    fn new() -> WordHash {
-        WordHash(0xcbf2_9ce4_8422_2325)
-    }
-    fn words(&mut self, words: impl IntoIterator<Item = u64>) {
-        for w in words {
-            self.0 = (self.0 ^ w).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    fn bytes(&mut self, bytes: &[u8]) {
-        self.words(bytes.iter().map(|&b| u64::from(b)));
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}

@@ -214,6 +214,73 @@ impl Kernel {
     }
 }
 
+/// What the hooks give, as the registry, the tuner and `prepare` read it.
+impl Kernel {
+    /// Whether the kernel has a form in `variant` ([`Kernel::forms`]; by default the Rust
+    /// kernel always, a twin where described, and no subgroup form).
+    pub fn has_form(&self, variant: Variant) -> bool {
+        if let Some(forms) = &self.hooks.forms {
+            return forms(variant);
+        }
+        match variant {
+            Variant::LaunchSized => true,
+            Variant::CudaStatic => self.has_cuda(),
+            Variant::WgslLiteral | Variant::WgslOverride => self.has_wgsl(),
+            Variant::WgslSubgroup => false,
+        }
+    }
+    /// The parameters and their candidates on `target` ([`Kernel::space`], else
+    /// [`Kernel::params`]).
+    pub fn params_on(&self, target: &Target) -> Vec<Param> {
+        match &self.hooks.space {
+            Some(space) => space(target),
+            None => self.param_space().map(|(n, v)| Param::new(n, v)).collect(),
+        }
+    }
+    /// The point of `params`, every parameter named.
+    pub fn point_of_params(&self, params: &Params) -> Option<Vec<u32>> {
+        self.param_space().map(|(n, _)| params.0.get(n).copied()).collect()
+    }
+    /// The heuristic default on `backend` ([`Kernel::default_by`], else
+    /// [`Kernel::default_config`]), where given.
+    pub fn default_on(&self, backend: crate::backend::AnyBackend<'_>) -> Option<Vec<u32>> {
+        match &self.hooks.default {
+            Some(f) => self.point_of_params(&f(backend)),
+            None => self.default_point(),
+        }
+    }
+    /// The point `variant` runs for `point` asked ([`Kernel::fit_by`]) and why, where it is
+    /// another.
+    pub fn fit(&self, point: Vec<u32>, variant: Variant, limits: &Limits) -> (Vec<u32>, Option<String>) {
+        let Some(fit) = &self.hooks.fit else { return (point, None) };
+        let (fitted, note) = fit(&self.params_at(&point), variant, limits);
+        match self.point_of_params(&fitted) {
+            Some(p) => (p, note),
+            None => (point, None),
+        }
+    }
+    /// The cost model's ranking of `points` ([`Kernel::rank_by`]), where there is one.
+    pub fn rank(
+        &self,
+        points: &[Vec<u32>],
+        footprints: &[Footprint],
+        limits: &Limits,
+        limit: usize,
+    ) -> Option<Vec<usize>> {
+        let rank = self.hooks.rank.as_ref()?;
+        let params: Vec<Params> = points.iter().map(|p| self.params_at(p)).collect();
+        Some(rank(&params, footprints, limits, limit))
+    }
+    /// Whether the kernel has a heuristic default per backend ([`Kernel::default_by`]).
+    pub fn has_default_by(&self) -> bool {
+        self.hooks.default.is_some()
+    }
+    /// Whether the kernel brings its own workload ([`Kernel::workload_by`]).
+    pub fn has_own_workload(&self) -> bool {
+        self.hooks.workload.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use dynsmem_kernels::transpose::{KERNELS, TransposeConfig};

@@ -16,6 +16,7 @@
 //! families).
 
 mod builder;
+mod expected;
 mod hooks;
 mod launch;
 mod values;
