@@ -36,7 +36,6 @@ use dynsmem::host::device::softmax::SoftmaxConfig;
 use dynsmem::host::device::stencil2d::Stencil2dConfig;
 use dynsmem::host::device::transpose::TransposeConfig;
 use dynsmem::host::families as k;
-use dynsmem::host::family::Family;
 
 // ---------------------------------------------------------------------------------------
 // A preprocessor for the subset the sources use: object-like #define, #if/#ifdef/#ifndef/
@@ -422,7 +421,7 @@ fn configs_past_the_static_limit_run_the_best_that_fits_with_a_note() {
 
     let sum = k::reduce::ReduceProblem { n: 1, op: ReduceOp::Sum, dtype: Dtype::F32 };
     let staged = ReduceConfig { block: 256, items_per_thread: 200, staged: true };
-    let (c, note) = k::reduce::Reduce::fit_config(&cpu, s, &sum, staged);
+    let (c, note) = k::reduce::fit_config(&dynsmem::host::backend::Backend::info(&cpu).limits, s, sum.dtype, staged);
     assert_eq!(c, ReduceConfig { items_per_thread: 44, ..staged }, "the most items that fit, a multiple of 4");
     assert!(note.is_some());
 

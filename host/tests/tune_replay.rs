@@ -17,12 +17,10 @@ use std::path::Path;
 
 use dynsmem_host::device::sgemm::THREAD_ROWS;
 use dynsmem_host::families::histogram::HISTOGRAM;
-use dynsmem_host::families::reduce::Reduce;
-use dynsmem_host::families::reduce::ReduceProblem;
+use dynsmem_host::families::reduce::REDUCE;
 use dynsmem_host::families::sgemm::SgemmProblem;
 use dynsmem_host::families::sgemm::SgemmTunable;
 use dynsmem_host::family::DynFamily;
-use dynsmem_host::family::space::Tuner;
 use dynsmem_host::report::parse_jsonl_as;
 use dynsmem_host::rng::SplitMix64;
 use dynsmem_host::tune::cache::GroupKey;
@@ -71,7 +69,8 @@ fn load(name: &'static str, text: &str) -> Recorded {
     let problem: serde_json::Value = serde_json::from_str(&group.problem).unwrap();
     let space = match group.family.as_str() {
         "reduce" => {
-            space_of(&Tuner::<Reduce>::new(serde_json::from_value::<ReduceProblem>(problem).unwrap()), &target, &values)
+            let tunable = REDUCE.tunable(&problem).unwrap().expect("reduce has a space");
+            space_of(&ErasedTunable::new(tunable), &target, &values)
         }
         "histogram" => {
             let tunable = HISTOGRAM.tunable(&problem).unwrap().expect("histogram has a space");

@@ -7,12 +7,11 @@
 
 use std::path::Path;
 
-use dynsmem_host::families::reduce::Reduce;
-use dynsmem_host::families::reduce::ReduceProblem;
-use dynsmem_host::family::space::Tuner;
+use dynsmem_host::families::reduce::REDUCE;
+use dynsmem_host::family::DynFamily;
 use dynsmem_host::report::parse_jsonl_as;
 use dynsmem_host::rng::SplitMix64;
-use dynsmem_host::tune::{Budget, CacheEntry, ReplayRunner, SearchSpace, Strategy, TuneCache, t4};
+use dynsmem_host::tune::{Budget, CacheEntry, ErasedTunable, ReplayRunner, SearchSpace, Strategy, TuneCache, t4};
 use serde_json::{Value, json};
 
 const SCHEMA: &str = include_str!("data/t4-results-schema.json");
@@ -27,8 +26,9 @@ fn document() -> (Value, SearchSpace) {
     let (entries, _) = parse_jsonl_as::<CacheEntry>(CACHE.as_bytes(), path).unwrap();
     let cache = TuneCache::from_entries(path, entries);
     let (group, target, _) = cache.groups().into_iter().next().unwrap();
-    let problem: ReduceProblem = serde_json::from_str(&group.problem).unwrap();
-    let space = SearchSpace::build(&Tuner::<Reduce>::new(problem), &target, &cache.group_values(&group)).unwrap();
+    let problem: Value = serde_json::from_str(&group.problem).unwrap();
+    let tunable = ErasedTunable::new(REDUCE.tunable(&problem).unwrap().expect("reduce has a space"));
+    let space = SearchSpace::build(&tunable, &target, &cache.group_values(&group)).unwrap();
     assert!(!space.filtered.is_empty(), "the sweep has filtered configs to export");
     let mut runner = ReplayRunner::new(&cache, &group);
     let r = Strategy::Anneal.search(&space, &mut runner, Budget::evaluations(30), &mut SplitMix64::new(3));

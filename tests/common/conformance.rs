@@ -38,7 +38,11 @@ fn reduce_dtype<B: FamilyBackend, T: ReduceElement>(backend: &B, m: &ReduceMatri
             let r = reference(op, &data);
             let problem = ReduceProblem { n, op, dtype: T::DTYPE };
             for config in &configs {
-                for variant in variants::<dynsmem::host::families::reduce::Reduce>(backend) {
+                for variant in variants_in(
+                    &dynsmem::host::families::reduce::REDUCE,
+                    &serde_json::to_value(problem).unwrap(),
+                    backend,
+                ) {
                     let what = format!("{} {variant} n={n} {op:?} {:?} {config:?}", backend.kind(), T::DTYPE);
                     let plan =
                         ReducePlan::new(backend, problem, *config, variant).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -55,7 +59,12 @@ fn reduce_dtype<B: FamilyBackend, T: ReduceElement>(backend: &B, m: &ReduceMatri
         T::DTYPE,
         m.sizes.len(),
         configs.len(),
-        variants::<dynsmem::host::families::reduce::Reduce>(backend).len()
+        variants_in(
+            &dynsmem::host::families::reduce::REDUCE,
+            &serde_json::json!({"n": 1, "op": "sum", "dtype": "f32"}),
+            backend
+        )
+        .len()
     ));
     checked
 }

@@ -5,6 +5,7 @@
 //! | method | what it gives | without it |
 //! | --- | --- | --- |
 //! | [`Kernel::space`] | the parameters and candidates per target, with absent values | [`Kernel::params`] everywhere |
+//! | [`Kernel::picks`] | a parameter that picks a kernel: set before the fit | set after it, as given |
 //! | [`Kernel::alias`] | a short command-line name of a parameter | its name in kebab case |
 //! | [`Kernel::restrict_named`] | a restriction a refusal names | [`Kernel::restrict`], numbered |
 //! | [`Kernel::footprint_by`] | the one validation: a typed refusal or the footprint, per variant | grid, block and bytes of the params |
@@ -65,6 +66,8 @@ pub(super) struct Hooks {
     pub kinds: Vec<super::ValueKind>,
     /// Short command-line names of parameters: `(parameter, alias)`.
     pub aliases: Vec<(&'static str, &'static str)>,
+    /// Parameters that pick a kernel rather than size it ([`Kernel::picks`]).
+    pub picks: Vec<&'static str>,
 }
 
 /// A neutral target the parameter names are read on: names do not depend on the target
@@ -114,6 +117,19 @@ impl Kernel {
     /// The command-line alias of `param`, where [`Kernel::alias`] gave one.
     pub fn alias_of(&self, param: &str) -> Option<&'static str> {
         self.hooks.aliases.iter().find(|(p, _)| *p == param).map(|(_, a)| *a)
+    }
+
+    /// A parameter that picks a kernel rather than sizes it (reduce's `staged`): given on
+    /// the command line over a default, it is set before the config is fitted to the
+    /// variant, so the fit sizes the kernel it picks.
+    pub fn picks(mut self, param: &'static str) -> Kernel {
+        self.hooks.picks.push(param);
+        self
+    }
+
+    /// Whether parameter `param` picks a kernel ([`Kernel::picks`]).
+    pub fn is_pick(&self, param: &str) -> bool {
+        self.hooks.picks.contains(&param)
     }
 
     /// A restriction with a name: a point it refuses is filtered with "restriction `name`

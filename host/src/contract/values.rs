@@ -132,6 +132,9 @@ pub struct Param {
     pub absent: Option<u32>,
     /// How a value reads in configs and on the command line.
     pub kind: ValueKind,
+    /// The name entries recorded before the parameter was renamed know it by
+    /// ([`Param::formerly`]).
+    pub formerly: Option<&'static str>,
 }
 
 /// How a parameter's value (a `u32` in every point) reads in configs, records and on the
@@ -168,22 +171,33 @@ impl ValueKind {
 
 impl Param {
     pub fn new(name: &'static str, values: &[u32]) -> Param {
-        Param { name, values: values.to_vec(), absent: None, kind: ValueKind::Number }
+        Param { name, values: values.to_vec(), absent: None, kind: ValueKind::Number, formerly: None }
     }
 
     /// A parameter that is on or off: values `false` and `true` in configs.
     pub fn flag(name: &'static str, values: &[bool]) -> Param {
         let values: Vec<u32> = values.iter().map(|&b| u32::from(b)).collect();
-        Param { name, values, absent: None, kind: ValueKind::Flag }
+        Param { name, values, absent: None, kind: ValueKind::Flag, formerly: None }
     }
 
     /// A parameter that picks one of `names` (candidates by index into them).
     pub fn choice(name: &'static str, names: &'static [&'static str], values: &[u32]) -> Param {
-        Param { name, values: values.to_vec(), absent: None, kind: ValueKind::Choice(names) }
+        Param { name, values: values.to_vec(), absent: None, kind: ValueKind::Choice(names), formerly: None }
     }
 
     /// This parameter, with `value` standing for it in entries recorded before it existed.
     pub fn absent_as(self, value: u32) -> Param {
         Param { absent: Some(value), ..self }
+    }
+
+    /// This parameter, known as `name` in entries (tuning caches, the tuning database)
+    /// recorded before it was renamed: they still answer.
+    pub fn formerly(self, name: &'static str) -> Param {
+        Param { formerly: Some(name), ..self }
+    }
+
+    /// Whether an entry's `name` is this parameter (its name, or the one it had).
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name == name || self.formerly == Some(name)
     }
 }

@@ -21,7 +21,7 @@ use crate::family::{DynFamily, Entry};
 /// the criterion benches and the fuzz targets iterate this table. A family is its folder
 /// here, its `mod` line above and its line below.
 pub static FAMILIES: &[&dyn DynFamily] = &[
-    &Entry::<reduce::Reduce>::NEW,
+    &reduce::REDUCE,
     &scan::SCAN,
     &histogram::HISTOGRAM,
     &conv1d::CONV1D,

@@ -216,14 +216,15 @@ impl TuningDb {
 /// one-config search space of those values, built (and so checked) as the tuner does.
 fn fit_point<T: Tunable + ?Sized>(tunable: &T, target: &Target, params: &BTreeMap<String, u32>) -> Option<Vec<u32>> {
     let space_params = tunable.params(target);
-    // Every parameter of the space, from the entry or (one added since) its `absent`
-    // value; none the space lacks.
-    if params.keys().any(|k| !space_params.iter().any(|p| p.name == k)) {
+    // Every parameter of the space, from the entry (under its name or the one it had) or
+    // (one added since) its `absent` value; none the space lacks.
+    if params.keys().any(|k| !space_params.iter().any(|p| p.is_named(k))) {
         return None;
     }
+    let recorded = |p: &crate::tune::Param| params.get(p.name).or_else(|| p.formerly.and_then(|f| params.get(f)));
     let overrides: Vec<(String, Vec<u32>)> = space_params
         .iter()
-        .map(|p| Some((p.name.to_string(), vec![params.get(p.name).copied().or(p.absent)?])))
+        .map(|p| Some((p.name.to_string(), vec![recorded(p).copied().or(p.absent)?])))
         .collect::<Option<_>>()?;
     let space = SearchSpace::build(tunable, target, &overrides).ok()?;
     space.points.first().cloned()
@@ -391,6 +392,27 @@ mod tests {
         let mut unknown = old.clone();
         unknown.insert("warps".into(), 4);
         assert_eq!(fit_point(&t, &target, &unknown), None);
+    }
+
+    /// The built-in reduce entry, recorded when items per thread was the parameter `ipt`,
+    /// answers under its new name (`Param::formerly`), with the config records carry.
+    #[test]
+    fn an_entry_recorded_under_a_former_name_still_answers() {
+        use crate::family::DynFamily;
+        let target = Target {
+            backend: crate::backend::BackendKind::Cuda,
+            variant: crate::backend::Variant::LaunchSized,
+            limits: crate::tune::cache::tests::limits(),
+            is_cpu: false,
+        };
+        let problem = json!({"n": 1u64 << 28, "op": "sum", "dtype": "f32"});
+        let t = crate::tune::ErasedTunable::new(crate::families::reduce::REDUCE.tunable(&problem).unwrap().unwrap());
+        let old: BTreeMap<String, u32> =
+            [("block", 512), ("ipt", 32), ("staged", 0)].map(|(k, v)| (k.to_string(), v)).into();
+        let point = fit_point(&t, &target, &old).expect("`ipt` is items_per_thread");
+        assert_eq!(t.config_json(&point), json!({"block": 512, "items_per_thread": 32, "staged": false}));
+        let answer = TuningDb::built_in().lookup(&t, &target, "NVIDIA H100 80GB HBM3").expect("the built-in entry");
+        assert_eq!(answer.config, json!({"block": 512, "items_per_thread": 32, "staged": false}));
     }
 
     #[test]

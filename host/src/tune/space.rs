@@ -57,7 +57,7 @@ impl SearchSpace {
         let invalid = |reason: String| Error::InvalidConfig { kernel: format!("tune {}", tunable.family()), reason };
         let mut params = tunable.params(target);
         for (name, values) in overrides {
-            let Some(p) = params.iter_mut().find(|p| p.name == name) else {
+            let Some(p) = params.iter_mut().find(|p| p.is_named(name)) else {
                 let names: Vec<&str> = params.iter().map(|p| p.name).collect();
                 return Err(invalid(format!("no parameter {name:?} (the parameters are {names:?})")));
             };
@@ -140,15 +140,17 @@ impl SearchSpace {
     }
 
     /// Config `i` as an entry recorded before the parameters at their `absent` value existed
-    /// keys it (those parameters left out), where it has such parameters: a cache read with
+    /// and before the renamed ones were renamed keys it (those left out, these under their
+    /// former names), where it has such parameters: a cache read with
     /// [`SearchSpace::params_map`] first, then with this, answers from such entries too.
     pub fn params_map_before(&self, i: usize) -> Option<BTreeMap<String, u32>> {
         let at_absent = |(p, v): (&Param, &u32)| p.absent == Some(*v);
-        if !self.params.iter().zip(&self.points[i]).any(at_absent) {
+        let pairs = || self.params.iter().zip(&self.points[i]);
+        if !pairs().any(|pv| at_absent(pv) || pv.0.formerly.is_some()) {
             return None;
         }
-        let kept = self.params.iter().zip(&self.points[i]).filter(|pv| !at_absent(*pv));
-        Some(kept.map(|(p, &v)| (p.name.to_string(), v)).collect())
+        let kept = pairs().filter(|pv| !at_absent(*pv));
+        Some(kept.map(|(p, &v)| (p.formerly.unwrap_or(p.name).to_string(), v)).collect())
     }
 
     /// The configs that differ from config `i` in exactly one parameter, by one step along

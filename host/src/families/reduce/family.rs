@@ -1,126 +1,121 @@
-//! Reduce's face to the registry: its command-line options, defaults and bench cases.
+//! Reduce's description: its problem's sizes, its parameters (block, items per thread,
+//! staged), its bench and edge cases, and its launches (a pass per level of partials).
 
 use dynsmem_kernels::Dtype;
+use serde_json::json;
 
 use super::{ReduceConfig, ReduceOp, ReduceProblem};
-use crate::backend::Variant;
-use crate::contract::halvings;
-use crate::contract::{FamilyBackend, Workload, bytes_of};
-use crate::error::Result;
-use crate::family::DtypeArg;
-use crate::family::space::Tuner;
-use crate::family::{BenchCase, Family, Sizes};
-
-pub struct Reduce;
+use crate::backend::{BackendKind, Limits, Variant};
+use crate::contract::{Kernel, Param, Params, Target, bytes_of, fit_static, halvings};
+use crate::family::kernel::{Case, KernelFamily, Size};
 
 /// A staged config with 200 KB of launch-sized tile per block: past the 48 KB a kernel
 /// gets without opt-in, and past what static WGSL arrays may hold.
 pub const STAGED_200K: ReduceConfig = ReduceConfig { block: 256, items_per_thread: 200, staged: true };
 
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum OpArg {
-    Sum,
-    Min,
-    Max,
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct ProblemArgs {
-    /// Number of elements (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend).
-    #[arg(long)]
-    pub n: Option<u64>,
-    #[arg(long, value_enum, default_value = "sum")]
-    pub op: OpArg,
-    #[arg(long, value_enum, default_value = "f32")]
-    pub dtype: DtypeArg,
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct ConfigArgs {
-    /// Threads per block (default: the backend's default config).
-    #[arg(long)]
-    pub block: Option<u32>,
-    /// Elements each thread folds per chunk (default: the backend's default config).
-    #[arg(long)]
-    pub ipt: Option<u32>,
-    /// Stage each chunk through a launch-sized tile of block * ipt elements.
-    #[arg(long)]
-    pub staged: bool,
-}
-
-impl Family for Reduce {
-    const NAME: &'static str = "reduce";
-    const ABOUT: &'static str = "Sum / min / max of n elements to one value.";
-    const WGSL_TEMPLATE: &'static str = super::WGSL_TEMPLATE;
-    const SHAPES: &'static str = include_str!("shapes.txt");
-    type Problem = ReduceProblem;
-    type Config = ReduceConfig;
-    type ProblemArgs = ProblemArgs;
-    type ConfigArgs = ConfigArgs;
-    type Tunable = Tuner<Self>;
-
-    fn problem(a: &ProblemArgs, sizes: &Sizes) -> ReduceProblem {
-        let op = match a.op {
-            OpArg::Sum => ReduceOp::Sum,
-            OpArg::Min => ReduceOp::Min,
-            OpArg::Max => ReduceOp::Max,
+pub static REDUCE: KernelFamily = KernelFamily {
+    name: "reduce",
+    about: "Sum / min / max of n elements to one value.",
+    sizes: &[
+        Size::of(
+            "n",
+            |s| s.n,
+            "Number of elements (default: 2^28 on a GPU, 2^22 on a CPU Vulkan adapter, 2^16 on the CPU backend)",
+        ),
+        Size::choice("op", &["sum", "min", "max"], "The operator"),
+        Size::choice("dtype", &["f32", "u32"], "Element type"),
+    ],
+    build: |p| {
+        let op = match p.choice("op") {
+            "min" => ReduceOp::Min,
+            "max" => ReduceOp::Max,
+            _ => ReduceOp::Sum,
         };
-        ReduceProblem { n: a.n.unwrap_or(sizes.n), op, dtype: a.dtype.dtype() }
-    }
-    /// `--staged` picks the staged kernel; without it the default's choice stands (a tuning
-    /// database entry may be staged).
-    fn select(a: &ConfigArgs, d: ReduceConfig) -> ReduceConfig {
-        ReduceConfig { staged: a.staged || d.staged, ..d }
-    }
-    fn config(a: &ConfigArgs, d: &ReduceConfig) -> ReduceConfig {
-        ReduceConfig {
-            block: a.block.unwrap_or(d.block),
-            items_per_thread: a.ipt.unwrap_or(d.items_per_thread),
-            staged: a.staged || d.staged,
-        }
-    }
-    fn default_config<B: FamilyBackend>(backend: &B, _: &ReduceProblem) -> ReduceConfig {
-        super::default_config(backend)
-    }
-    fn static_bytes(p: &ReduceProblem, c: &ReduceConfig) -> Option<u32> {
-        c.shared_bytes(p.dtype).ok()
-    }
-    /// The static forms' fallbacks: a staged config whose
-    /// tile is over the static limit keeps its block and stages fewer items per thread (the
-    /// most that fit, multiples of 4 first for the 16-byte loads); an unstaged one halves its
-    /// block.
-    fn static_fallbacks(_: &ReduceProblem, c: &ReduceConfig) -> Vec<ReduceConfig> {
-        if c.staged {
-            let ipts = (1..c.items_per_thread).rev();
-            ipts.clone()
-                .filter(|i| i % 4 == 0)
-                .chain(ipts.filter(|i| i % 4 != 0))
-                .map(|items_per_thread| ReduceConfig { items_per_thread, ..*c })
-                .collect()
-        } else {
-            halvings(c.block, 32).map(|block| ReduceConfig { block, ..*c }).collect()
-        }
-    }
-    fn prepare<'b, B: FamilyBackend>(
-        backend: &'b B,
-        p: &ReduceProblem,
-        c: &ReduceConfig,
-        variant: Variant,
-        seed: u64,
-    ) -> Result<Box<dyn Workload + 'b>> {
-        super::tune::prepare(backend, *p, *c, variant, seed)
-    }
-    fn anchor_bytes(p: &ReduceProblem) -> Option<u64> {
-        Some(bytes_of(p.n, p.dtype.bytes() as u64))
-    }
-    /// The backend's default config, and a staged one with 200 KB of tile per block.
-    /// 2^23 + 3 elements in chunks of 4 x 32: 65537 chunks, past the 65535-block grid.
-    fn edge_cases() -> Vec<BenchCase<Self>> {
-        let problem = ReduceProblem { n: (1 << 23) + 3, op: ReduceOp::Sum, dtype: Dtype::F32 };
-        vec![BenchCase { problem, config: ReduceConfig { block: 4, items_per_thread: 32, staged: false } }]
-    }
-    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
-        let problem = ReduceProblem { n: sizes.n, op: ReduceOp::Sum, dtype: Dtype::F32 };
-        [super::default_config(backend), STAGED_200K].into_iter().map(|config| BenchCase { problem, config }).collect()
-    }
+        let dtype = if p.choice("dtype") == "u32" { Dtype::U32 } else { Dtype::F32 };
+        let problem = ReduceProblem { n: p["n"], op, dtype };
+        let entry = super::entry_name(op, dtype, false);
+        Ok(Kernel::new(dynsmem_kernels::reduce::KERNELS, entry)
+            .space(space)
+            .alias("items_per_thread", "ipt")
+            .picks("staged")
+            .footprint_by(move |p, t| super::check(&problem, &config_of(p), t))
+            .default_by(|b| crate::with_backend!(b, b => params_of(&super::default_config(b))))
+            .fit_by(move |p, v, limits| {
+                let (c, note) = fit_config(limits, v, dtype, config_of(p));
+                (params_of(&c), note)
+            })
+            .twins_by(
+                super::WGSL_TEMPLATE,
+                move |p, v| {
+                    let c = config_of(p);
+                    super::wgsl_spec(op, dtype, &c, v, super::wgsl_static_bytes(dtype, &c).unwrap_or(u32::MAX))
+                },
+                move |p| super::cuda_source(op, dtype, &config_of(p)),
+            )
+            .workload_by(move |b, p, v, seed| {
+                crate::with_backend!(b, b => super::work::prepare(b, problem, config_of(p), v, seed))
+            }))
+    },
+    // The backend's default config, and a staged one with 200 KB of tile per block.
+    cases: Some(|s| {
+        let problem = json!({"n": s.n, "op": "sum", "dtype": "f32"});
+        let staged = json!({"block": 256, "items_per_thread": 200, "staged": true});
+        vec![Case::default_config(problem.clone()), Case::with(problem, staged)]
+    }),
+    // 2^23 + 3 elements in chunks of 4 x 32: 65537 chunks, past the 65535-block grid.
+    edge: || {
+        let problem = json!({"n": (1u64 << 23) + 3, "op": "sum", "dtype": "f32"});
+        vec![Case::with(problem, json!({"block": 4, "items_per_thread": 32, "staged": false}))]
+    },
+    // f32 and u32 elements alike are 4 bytes.
+    anchor_bytes: Some(|p| bytes_of(p["n"], 4)),
+    shapes: include_str!("shapes.txt"),
+    ..KernelFamily::EMPTY
+};
+
+/// Block, items per thread (`ipt` in sweeps and database entries recorded before it was
+/// named as the config names it) and staging; fewer threads on the CPU backend.
+fn space(target: &Target) -> Vec<Param> {
+    let cpu = target.backend == BackendKind::Cpu;
+    // On the CPU backend not only multiples of 4: the staged copy's scalar tail after its
+    // vectors.
+    let ipt: &[u32] = if cpu { &[1, 3, 4, 6, 8, 16, 32, 64, 128] } else { &[1, 2, 4, 8, 16, 32, 64, 128] };
+    let block: &[u32] = if cpu { &[4, 8, 16, 32, 64] } else { &[32, 64, 128, 256, 512, 1024] };
+    vec![
+        Param::new("block", block),
+        Param::new("items_per_thread", ipt).formerly("ipt"),
+        Param::flag("staged", &[false, true]),
+    ]
+}
+
+fn config_of(p: &Params) -> ReduceConfig {
+    ReduceConfig { block: p["block"], items_per_thread: p["items_per_thread"], staged: p["staged"] != 0 }
+}
+
+fn params_of(c: &ReduceConfig) -> Params {
+    let values = [("block", c.block), ("items_per_thread", c.items_per_thread), ("staged", u32::from(c.staged))];
+    Params(values.into_iter().collect())
+}
+
+/// The config `variant` runs for `asked`: for cuda-static, where its arrays pass the static
+/// limit, a staged config keeps its block and stages fewer items per thread (the most that
+/// fit, multiples of 4 first for the 16-byte loads); an unstaged one halves its block. With
+/// a note ([`fit_static`]).
+pub fn fit_config(
+    limits: &Limits,
+    variant: Variant,
+    dtype: Dtype,
+    asked: ReduceConfig,
+) -> (ReduceConfig, Option<String>) {
+    let fallbacks: Vec<ReduceConfig> = if asked.staged {
+        let ipts = (1..asked.items_per_thread).rev();
+        ipts.clone()
+            .filter(|i| i % 4 == 0)
+            .chain(ipts.filter(|i| i % 4 != 0))
+            .map(|items_per_thread| ReduceConfig { items_per_thread, ..asked })
+            .collect()
+    } else {
+        halvings(asked.block, 32).map(|block| ReduceConfig { block, ..asked }).collect()
+    };
+    fit_static(variant, limits.static_shared_max, asked, fallbacks, |c| c.shared_bytes(dtype).ok())
 }

@@ -18,9 +18,9 @@ use crate::rng::SplitMix64;
 use crate::verify::{self, Tolerance};
 
 mod family;
-mod tune;
+mod work;
 
-pub use family::{Reduce, STAGED_200K};
+pub use family::{REDUCE, STAGED_200K, fit_config};
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("reduce.wgsl");
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
@@ -134,7 +134,13 @@ fn wgsl_kernel_name(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Var
 }
 
 /// The WGSL pipeline of one pass of `op` over `dtype` with `cfg`, in `variant`'s sizing.
-fn wgsl_spec(op: ReduceOp, dtype: Dtype, cfg: &ReduceConfig, variant: Variant, static_bytes: u32) -> WgslSpec {
+pub(crate) fn wgsl_spec(
+    op: ReduceOp,
+    dtype: Dtype,
+    cfg: &ReduceConfig,
+    variant: Variant,
+    static_bytes: u32,
+) -> WgslSpec {
     let constants = match variant {
         Variant::WgslOverride => vec![
             ("BLOCK", cfg.block as f64),

@@ -431,7 +431,10 @@ impl DynFamily for KernelFamily {
             let arg = clap::Arg::new(name).long(kebab(name));
             let arg = match kernel.kind_of(i) {
                 ValueKind::Number => arg.value_parser(clap::value_parser!(u32)),
-                ValueKind::Flag => arg.value_parser(clap::value_parser!(bool)),
+                // `--staged` alone is `--staged true`.
+                ValueKind::Flag => {
+                    arg.value_parser(clap::value_parser!(bool)).num_args(0..=1).default_missing_value("true")
+                }
                 ValueKind::Choice(names) => arg.value_parser(clap::builder::PossibleValuesParser::new(names)),
             };
             let space: Vec<serde_json::Value> = values.iter().map(|&v| kernel.kind_of(i).to_json(v)).collect();
@@ -489,9 +492,15 @@ impl DynFamily for KernelFamily {
             let config = Tunable::config_json(&tunable, &point);
             return Ok(Resolved { problem, config, note: None, origin: "command line".into() });
         }
-        // Tuning on first use only where the default is asked: no parameter given.
+        // Tuning on first use only where the default is asked: no parameter given. A given
+        // parameter that picks a kernel is set before the fit.
+        let picks: Vec<(usize, u32)> =
+            given.iter().copied().filter(|(i, _)| tunable.kernel.is_pick(names[*i])).collect();
         let (default, origin) = crate::with_backend!(backend, b => {
-            let (point, origin) = self.default_point(b, variant, &tunable, db, given.is_empty())?;
+            let (mut point, origin) = self.default_point(b, variant, &tunable, db, given.is_empty())?;
+            for (i, v) in &picks {
+                point[*i] = *v;
+            }
             let (fitted, note) = tunable.kernel.fit(point, variant, &b.info().limits);
             Ok::<_, Error>(((fitted, note), origin))
         })?;

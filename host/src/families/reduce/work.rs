@@ -1,18 +1,15 @@
-//! Reduce: block, items per thread, staged (0/1).
+//! Reduce's workload: a plan's passes over inputs generated once per problem and seed.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use dynsmem_kernels::Dtype;
 
-use super::Reduce;
 use crate::backend::Buffer;
 use crate::backend::Variant;
 use crate::contract::{FamilyBackend, KernelInfo, Workload};
 use crate::error::Result;
 use crate::families::reduce::{ReduceConfig, ReduceElement, ReducePlan, ReduceProblem, Reference, reference};
-use crate::family::space::Space;
-use crate::tune::{Footprint, Param, Target};
 
 /// Inputs and reference of one seed, generated once and shared by every config.
 enum Inputs {
@@ -68,33 +65,6 @@ pub fn prepare<'b, B: FamilyBackend>(
         Inputs::F32(d, r) => Box::new(ReduceWork::new(backend, plan, d, *r)?),
         Inputs::U32(d, r) => Box::new(ReduceWork::new(backend, plan, d, *r)?),
     })
-}
-
-impl Space for Reduce {
-    fn params(target: &Target, _: &ReduceProblem) -> Vec<Param> {
-        if target.backend == crate::backend::BackendKind::Cpu {
-            vec![
-                Param::new("block", &[4, 8, 16, 32, 64]),
-                // Not only multiples of 4: the staged copy's scalar tail after its vectors.
-                Param::new("ipt", &[1, 3, 4, 6, 8, 16, 32, 64, 128]),
-                Param::new("staged", &[0, 1]),
-            ]
-        } else {
-            vec![
-                Param::new("block", &[32, 64, 128, 256, 512, 1024]),
-                Param::new("ipt", &[1, 2, 4, 8, 16, 32, 64, 128]),
-                Param::new("staged", &[0, 1]),
-            ]
-        }
-    }
-
-    fn config_of(point: &[u32]) -> ReduceConfig {
-        ReduceConfig { block: point[0], items_per_thread: point[1], staged: point[2] != 0 }
-    }
-
-    fn check(problem: &ReduceProblem, cfg: &ReduceConfig, target: &Target) -> Result<Footprint> {
-        super::check(problem, cfg, target)
-    }
 }
 
 /// A reduce plan with its input uploaded and its partial buffers allocated: one run is
