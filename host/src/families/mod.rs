@@ -1,6 +1,6 @@
 //! The kernel families: one folder each (problem, config, launcher, CPU reference, WGSL
-//! and CUDA C twins, its `Family` impl, its search space, notes), and the registry
-//! [`FAMILIES`] that lists them. What their launchers share is [`crate::contract`].
+//! and CUDA C twins, its description in `family.rs`, notes), and the registry [`FAMILIES`]
+//! that lists them. What their launchers share is [`crate::contract`].
 
 pub mod attention;
 pub mod conv1d;
@@ -19,7 +19,8 @@ use crate::family::{DynFamily, Entry};
 
 /// Every kernel family of dynsmem, once: `run`, `bench`, `tune`, the conformance suites,
 /// the criterion benches and the fuzz targets iterate this table. A family is its folder
-/// here, its `mod` line above and its line below.
+/// here, its `mod` line above and its line below: its description (a `KernelFamily`), or,
+/// for the four not yet moved onto it, `Entry` of its typed `Family`.
 pub static FAMILIES: &[&dyn DynFamily] = &[
     &reduce::REDUCE,
     &scan::SCAN,

@@ -1,6 +1,12 @@
 //! The family abstraction: what `run`, `bench`, `tune`, the conformance suites, the
 //! criterion benches and the fuzz targets know of a kernel family.
 //!
+//! A family is declared on [`kernel::KernelFamily`], the description a researcher's own
+//! kernel uses too: its sizes, its cases and the [`crate::contract::Kernel`] of a problem.
+//! Nine of the thirteen built-ins are; SGEMM, HGEMM, attention and attention backward still
+//! implement the typed [`Family`] trait below (with [`Entry`] its erasure and their own
+//! `Tunable`s), which goes once they move.
+//!
 //! A family is a type implementing [`Family`] (a zero-sized marker in its own folder,
 //! `families/<name>/`), and one line of [`crate::families::FAMILIES`]. [`Family`] is typed
 //! (its problem, config and command-line options are its own structs) and generic over the
@@ -471,20 +477,4 @@ fn clap_defaults<F: Family>() -> clap::ArgMatches {
 /// Looks a family up by name in `families`.
 pub fn find<'a>(families: &[&'a dyn DynFamily], name: &str) -> Option<&'a dyn DynFamily> {
     families.iter().copied().find(|f| f.name() == name)
-}
-
-/// The element type option of the families instantiated for several (`--dtype`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum DtypeArg {
-    F32,
-    U32,
-}
-
-impl DtypeArg {
-    pub fn dtype(self) -> dynsmem_kernels::Dtype {
-        match self {
-            DtypeArg::F32 => dynsmem_kernels::Dtype::F32,
-            DtypeArg::U32 => dynsmem_kernels::Dtype::U32,
-        }
-    }
 }
