@@ -55,14 +55,15 @@ pub static SCAN: KernelFamily = KernelFamily {
     ..KernelFamily::EMPTY
 };
 
-/// Block and items per thread; fewer threads on the CPU backend.
+/// Block and items per thread (`ipt` in sweeps and database entries recorded before it was
+/// named as the config names it); fewer threads on the CPU backend.
 fn space(target: &Target) -> Vec<Param> {
     if target.backend == BackendKind::Cpu {
-        vec![Param::new("block", &[4, 8, 16, 32, 64]), Param::new("items_per_thread", &[4, 8, 16, 32])]
+        vec![Param::new("block", &[4, 8, 16, 32, 64]), Param::new("items_per_thread", &[4, 8, 16, 32]).formerly("ipt")]
     } else {
         vec![
             Param::new("block", &[64, 128, 256, 512, 1024]),
-            Param::new("items_per_thread", &[4, 8, 12, 16, 24, 32, 48, 64]),
+            Param::new("items_per_thread", &[4, 8, 12, 16, 24, 32, 48, 64]).formerly("ipt"),
         ]
     }
 }
