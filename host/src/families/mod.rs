@@ -34,7 +34,7 @@ pub static FAMILIES: &[&dyn DynFamily] = &[
     &Entry::<sgemm::Sgemm>::NEW,
     &Entry::<hgemm::Hgemm>::NEW,
     &Entry::<attention::Attention>::NEW,
-    &Entry::<attention::backward::AttentionBackward>::NEW,
+    &attention::backward::ATTENTION_BACKWARD,
 ];
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ pub enum SizeDefault {
     Choice(&'static [&'static str]),
     /// On where given (`--causal`).
     Flag,
+    /// Off or on, named on the command line by `[off, on]` (`--mask none|causal`); off by
+    /// default, `false` / `true` in the problem.
+    Switch([&'static str; 2]),
 }
 
 impl Size {
@@ -64,6 +67,10 @@ impl Size {
     pub const fn flag(name: &'static str, help: &'static str) -> Size {
         Size { name, default: SizeDefault::Flag, help, long: None }
     }
+    /// Off or on as `--name OFF|ON` (off by default), `false` / `true` in the problem.
+    pub const fn switch(name: &'static str, names: [&'static str; 2], help: &'static str) -> Size {
+        Size { name, default: SizeDefault::Switch(names), help, long: None }
+    }
 
     /// This size with `--long` as its option, where the kebab-case name is not wanted (the
     /// problem, records and caches still name it `name`).
@@ -79,7 +86,7 @@ impl Size {
             SizeDefault::Fixed(v) => Value::from(v),
             SizeDefault::F32(v) => Value::from(v),
             SizeDefault::Choice(values) => Value::from(values[0]),
-            SizeDefault::Flag => Value::from(false),
+            SizeDefault::Flag | SizeDefault::Switch(_) => Value::from(false),
         }
     }
 
@@ -95,7 +102,7 @@ impl Size {
             SizeDefault::ByDevice { .. } | SizeDefault::OfSizes(_) | SizeDefault::Fixed(_) => value.is_u64(),
             SizeDefault::F32(_) => value.is_number(),
             SizeDefault::Choice(values) => value.as_str().is_some_and(|s| values.contains(&s)),
-            SizeDefault::Flag => value.is_boolean(),
+            SizeDefault::Flag | SizeDefault::Switch(_) => value.is_boolean(),
         };
         if ok { Ok(()) } else { Err(format!("`{}` = {value}: {}", self.name, self.kind())) }
     }
@@ -107,7 +114,7 @@ impl Size {
             }
             SizeDefault::F32(_) => "a number".into(),
             SizeDefault::Choice(values) => format!("one of {values:?}"),
-            SizeDefault::Flag => "true or false".into(),
+            SizeDefault::Flag | SizeDefault::Switch(_) => "true or false".into(),
         }
     }
 
@@ -129,6 +136,9 @@ impl Size {
                 .value_parser(clap::builder::PossibleValuesParser::new(values))
                 .help(format!("{} [default: {}]", self.help, values[0])),
             SizeDefault::Flag => arg.action(clap::ArgAction::SetTrue).help(self.help),
+            SizeDefault::Switch(names) => arg
+                .value_parser(clap::builder::PossibleValuesParser::new(names))
+                .help(format!("{} [default: {}]", self.help, names[0])),
         }
     }
 
@@ -144,6 +154,9 @@ impl Size {
                 m.try_get_one::<String>(self.name).ok().flatten().map(|v| Value::from(v.as_str()))
             }
             SizeDefault::Flag => from_command_line.then_some(Value::from(true)),
+            SizeDefault::Switch(names) => {
+                m.try_get_one::<String>(self.name).ok().flatten().map(|v| Value::from(v == names[1]))
+            }
         }
     }
 }
@@ -221,6 +234,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_switch_reads_its_two_names_as_a_flag() {
+        let s = Size::switch("causal", ["none", "causal"], "mask").long("mask");
+        let cmd = clap::Command::new("t").no_binary_name(true).arg(s.arg());
+        let on = cmd.clone().try_get_matches_from(["--mask", "causal"]).unwrap();
+        let off = cmd.clone().try_get_matches_from(["--mask", "none"]).unwrap();
+        assert_eq!((s.given(&on), s.given(&off)), (Some(json!(true)), Some(json!(false))));
+        assert!(cmd.try_get_matches_from(["--mask", "yes"]).is_err());
+        assert_eq!(s.default_value(&Sizes::gpu()), json!(false));
+    }
 
     const SIZES: [Size; 5] = [
         Size::of("rows", |s| s.rows as u64, "rows"),

@@ -1,30 +1,86 @@
-//! Attention backward's face to the registry: its command-line options (the problem's are the
-//! forward's), defaults and bench cases.
+//! Attention backward's description: the forward's problem (batch, heads, sequence, head
+//! dimension, type, mask), its parameters (the query rows per tile `bq`: the dQ kernel's
+//! threads and the dK/dV kernel's staged query tile; the key rows per tile `bk`: the dK/dV
+//! kernel's threads and the dQ kernel's staged K/V tile, both launch-time values of one
+//! compiled image), its bench cases and its launches (the pre-pass, dK/dV, dQ).
 
-use std::sync::Arc;
+use dynsmem_kernels::attention_backward::{AttentionBwdConfig, DELTA_THREADS};
+use serde_json::json;
 
-use dynsmem_kernels::attention_backward::AttentionBwdConfig;
-
-use super::super::family::ProblemArgs;
-use super::{AttentionBwdTunable, AttentionProblem, HostInputs};
+use super::{AttentionProblem, HostInputs, validate};
 use crate::backend::{BackendKind, Variant};
-use crate::contract::{FamilyBackend, Workload};
+use crate::contract::{Footprint, Kernel, Param, Params, Target, invalid, layout_reason};
 use crate::error::Result;
-use crate::families::attention::{Attention, Half};
-use crate::family::{BenchCase, Family, Sizes};
+use crate::families::attention::Half;
+use crate::family::kernel::{Case, KernelFamily, Size};
+use crate::tune::tunable::SeedInputs;
 
-pub struct AttentionBackward;
-
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct ConfigArgs {
-    /// Query rows per tile: the dQ kernel's threads, the dK/dV kernel's staged query tile
-    /// (1-256).
-    #[arg(long)]
-    pub bq: Option<u32>,
-    /// Key rows per tile: the dK/dV kernel's threads, the dQ kernel's staged K/V tile (1-256).
-    #[arg(long)]
-    pub bk: Option<u32>,
+/// Whether the device's default sizes are a GPU's (the registry's GEMM side 1024 or more).
+fn gpu(s: &crate::family::Sizes) -> bool {
+    s.gemm >= 1024
 }
+
+/// The problem's options, as the forward's.
+pub const SIZES: &[Size] = &[
+    Size::of("batch", |s| if gpu(s) { 8 } else { 1 }, "Batch (default: 8 on a GPU)"),
+    Size::of("heads", |s| if gpu(s) { 16 } else { 2 }, "Heads per batch entry (default: 16 on a GPU)"),
+    Size::of(
+        "seq",
+        |s| if gpu(s) { 4096 } else { s.gemm as u64 + 1 },
+        "Queries and keys per head (default: 4096 on a GPU)",
+    ),
+    Size::fixed("d", 128, "Head dimension: 64 or 128"),
+    Size::choice("dtype", &["f16", "bf16"], "Input and output type"),
+    Size::switch("causal", ["none", "causal"], "The mask: none, or causal (query i sees keys 0..=i)").long("mask"),
+];
+
+pub static ATTENTION_BACKWARD: KernelFamily = KernelFamily {
+    name: "attention-backward",
+    about: "Attention backward (FlashAttention-2's: dQ, dK, dV from P recomputed with the forward's lse; f16/bf16 in, \
+            f32 gradients, D 64/128, causal or not): SIMT kernels with launch-sized query and K/V tiles, on every \
+            backend with the Rust kernels.",
+    sizes: SIZES,
+    build: |p| {
+        let dtype = if p.choice("dtype") == "bf16" { Half::Bf16 } else { Half::F16 };
+        let problem = AttentionProblem {
+            batch: p.u32("batch")?,
+            heads: p.u32("heads")?,
+            seq: p.u32("seq")?,
+            d: p.u32("d")?,
+            dtype,
+            causal: p.flag("causal"),
+        };
+        // The inputs of the last seed (with the forward's outputs and the reference, once the
+        // first config has made them), shared by every config of this problem.
+        let inputs = SeedInputs::<HostInputs>::default();
+        Ok(Kernel::new(dynsmem_kernels::attention_backward::KERNELS, "attention_bwd_delta_f16")
+            .space(space)
+            .footprint_by(move |p, t| footprint(&problem, &config_of(p), t))
+            .default_by(move |b| params_of(&default_config(b.kind(), &problem)))
+            .workload_by(move |b, p, v, seed| {
+                let inputs = || inputs.get(seed, || HostInputs::new(&problem, seed));
+                crate::erased_workload!(b, b => super::prepare(b, problem, config_of(p), v, inputs))
+            }))
+    },
+    // On a GPU: f16, D 128, sequence 4096 (batch 4 x 16 heads), causal and not, and D 64 in
+    // bf16; at small sizes an odd sequence (the registry's GEMM side + 1), both types and
+    // head dimensions, causal and not.
+    cases: Some(|s| {
+        let p = |batch, heads, seq, d, dtype, causal| {
+            Case::default_config(
+                json!({"batch": batch, "heads": heads, "seq": seq, "d": d, "dtype": dtype, "causal": causal}),
+            )
+        };
+        if !gpu(s) {
+            let seq = s.gemm.min(96) + 1;
+            return vec![p(1, 2, seq, 64, "f16", false), p(1, 2, seq, 128, "bf16", true)];
+        }
+        vec![p(4, 16, 4096, 128, "f16", false), p(4, 16, 4096, 128, "f16", true), p(4, 16, 4096, 64, "bf16", false)]
+    }),
+    compute_bound: true,
+    shapes: include_str!("shapes.txt"),
+    ..KernelFamily::EMPTY
+};
 
 /// The default config: 16 x 16 on the CPU backend (one OS thread per kernel thread) and at
 /// D = 128 on a GPU (the dK/dV kernel's 49280 B, within HIP's 64 KB); 32 x 32 at D = 64
@@ -37,57 +93,59 @@ pub fn default_config(kind: BackendKind, p: &AttentionProblem) -> AttentionBwdCo
     }
 }
 
-impl Family for AttentionBackward {
-    const NAME: &'static str = "attention-backward";
-    const ABOUT: &'static str = "Attention backward (FlashAttention-2's: dQ, dK, dV from P recomputed with the forward's \
-                                 lse; f16/bf16 in, f32 gradients, D 64/128, causal or not): SIMT kernels with \
-                                 launch-sized query and K/V tiles, on every backend with the Rust kernels.";
-    const WGSL_TEMPLATE: &'static str = "";
-    const SHAPES: &'static str = include_str!("shapes.txt");
-    type Problem = AttentionProblem;
-    type Config = AttentionBwdConfig;
-    type ProblemArgs = ProblemArgs;
-    type ConfigArgs = ConfigArgs;
-    type Tunable = AttentionBwdTunable;
+/// On a CPU target, block sizes an OS thread per kernel thread affords.
+fn space(target: &Target) -> Vec<Param> {
+    if target.is_cpu {
+        return vec![Param::new("bq", &[1, 5, 16]), Param::new("bk", &[1, 7, 16])];
+    }
+    vec![Param::new("bq", &[16, 32, 64, 128]), Param::new("bk", &[16, 32, 64, 128])]
+}
 
-    /// The forward's problem options and defaults.
-    fn problem(a: &ProblemArgs, sizes: &Sizes) -> AttentionProblem {
-        <Attention as Family>::problem(a, sizes)
+fn config_of(p: &Params) -> AttentionBwdConfig {
+    AttentionBwdConfig::new(p["bq"], p["bk"])
+}
+
+fn params_of(c: &AttentionBwdConfig) -> Params {
+    Params([("bq", c.bq), ("bk", c.bk)].into_iter().collect())
+}
+
+/// The larger of the two gradient kernels' threads, blocks and launch-sized bytes (the
+/// pre-pass's 128 threads and no bytes fit wherever they do); the launch-sized Rust kernel
+/// is the only form.
+pub fn footprint(p: &AttentionProblem, cfg: &AttentionBwdConfig, target: &Target) -> Result<Footprint> {
+    const NAME: &str = "attention-backward";
+    if target.variant != Variant::LaunchSized {
+        return Err(invalid(NAME, "the launch-sized Rust kernel is the only form"));
     }
-    fn config(a: &ConfigArgs, d: &AttentionBwdConfig) -> AttentionBwdConfig {
-        AttentionBwdConfig::new(a.bq.unwrap_or(d.bq), a.bk.unwrap_or(d.bk))
-    }
-    fn default_config<B: FamilyBackend>(backend: &B, p: &AttentionProblem) -> AttentionBwdConfig {
-        default_config(backend.kind(), p)
-    }
-    fn prepare<'b, B: FamilyBackend>(
-        backend: &'b B,
-        p: &AttentionProblem,
-        config: &AttentionBwdConfig,
-        variant: Variant,
-        seed: u64,
-    ) -> Result<Box<dyn Workload + 'b>> {
-        let inputs = || Arc::new(HostInputs::new(p, seed));
-        Ok(Box::new(super::prepare(backend, *p, *config, variant, inputs)?))
-    }
-    /// Compute-bound: no copy anchor.
-    fn anchor_bytes(_: &AttentionProblem) -> Option<u64> {
-        None
-    }
-    /// On a GPU: f16, D 128, sequence 4096 (batch 4 x 16 heads), causal and not, and D 64 in
-    /// bf16; on the CPU backends and at small sizes an odd sequence (the registry's GEMM side
-    /// + 1), both types and head dimensions, causal and not.
-    fn bench_cases<B: FamilyBackend>(backend: &B, sizes: &Sizes) -> Vec<BenchCase<Self>> {
-        let case = |problem: AttentionProblem| BenchCase { problem, config: Self::default_config(backend, &problem) };
-        if sizes.gemm < 1024 || backend.kind() == BackendKind::Cpu {
-            let seq = sizes.gemm.min(96) + 1;
-            let p = |d, dtype, causal| AttentionProblem { batch: 1, heads: 2, seq, d, dtype, causal };
-            return vec![case(p(64, Half::F16, false)), case(p(128, Half::Bf16, true))];
-        }
-        let p = |d, dtype, causal| AttentionProblem { batch: 4, heads: 16, seq: 4096, d, dtype, causal };
-        vec![case(p(128, Half::F16, false)), case(p(128, Half::F16, true)), case(p(64, Half::Bf16, false))]
-    }
-    fn bench_variant(_: &AttentionProblem, variant: Variant) -> bool {
-        variant == Variant::LaunchSized
+    validate(p, cfg).map_err(|(kernel, reason)| invalid(&kernel, reason))?;
+    let bytes = |b: std::result::Result<u32, _>| b.map_err(|e| invalid(NAME, layout_reason(e)));
+    let launch_bytes = bytes(cfg.dkdv_bytes(p.d))?.max(bytes(cfg.dq_bytes(p.d))?);
+    let grid = cfg.dkdv_grid(p.seq, p.bh() as u32).max(cfg.dq_grid(p.seq, p.bh() as u32));
+    Ok(Footprint {
+        threads: cfg.bq.max(cfg.bk).max(DELTA_THREADS),
+        grid: grid.min(u32::MAX as u64) as u32,
+        launch_bytes,
+        static_bytes: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_footprint_takes_the_larger_kernel_s_bytes_and_refuses_tiles_past_256() {
+        let p = AttentionProblem { batch: 4, heads: 16, seq: 4096, d: 128, dtype: Half::F16, causal: false };
+        let target = Target {
+            backend: BackendKind::Cuda,
+            variant: Variant::LaunchSized,
+            limits: crate::tune::cache::tests::limits(),
+            is_cpu: false,
+        };
+        let fp = footprint(&p, &AttentionBwdConfig::new(16, 32), &target).expect("fits");
+        assert_eq!(fp.launch_bytes, (2 * 16 * 128 + 2 * 16 + 4 * 128 * 32) * 4);
+        assert_eq!((fp.threads, fp.grid), (128, 4096 / 16 * 64));
+        let refused = footprint(&p, &AttentionBwdConfig::new(16, 300), &target).unwrap_err().to_string();
+        assert!(refused.contains("bk 1 to 256"), "{refused}");
     }
 }

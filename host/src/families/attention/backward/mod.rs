@@ -12,15 +12,13 @@
 //! `lse` as given (see [`reference_rows`]).
 
 mod family;
-mod tune;
 
 use std::sync::{Arc, OnceLock};
 
 use dynsmem_kernels::attention_backward::{AttentionBwdConfig, DELTA_THREADS, MAX_TILE, entry_names};
 use dynsmem_reference::attention::{Grad, GradRow as RowReference, Tensors, backward_row};
 
-pub use family::AttentionBackward;
-pub use tune::AttentionBwdTunable;
+pub use family::{ATTENTION_BACKWARD, SIZES, default_config};
 
 use super::{AttentionProblem, Half};
 use crate::backend::{Arg, Buffer, Variant};
