@@ -20,7 +20,7 @@ use crate::family::{DynFamily, Entry};
 /// Every kernel family of dynsmem, once: `run`, `bench`, `tune`, the conformance suites,
 /// the criterion benches and the fuzz targets iterate this table. A family is its folder
 /// here, its `mod` line above and its line below: its description (a `KernelFamily`), or,
-/// for the four not yet moved onto it, `Entry` of its typed `Family`.
+/// for the three not yet moved onto it, `Entry` of its typed `Family`.
 pub static FAMILIES: &[&dyn DynFamily] = &[
     &reduce::REDUCE,
     &scan::SCAN,

@@ -3,9 +3,9 @@
 //!
 //! A family is declared on [`kernel::KernelFamily`], the description a researcher's own
 //! kernel uses too: its sizes, its cases and the [`crate::contract::Kernel`] of a problem.
-//! Nine of the thirteen built-ins are; SGEMM, HGEMM, attention and attention backward still
-//! implement the typed [`Family`] trait below (with [`Entry`] its erasure and their own
-//! `Tunable`s), which goes once they move.
+//! Ten of the thirteen built-ins are; SGEMM, HGEMM and attention (forward) still implement
+//! the typed [`Family`] trait below (with [`Entry`] its erasure and their own `Tunable`s),
+//! which goes once they move.
 //!
 //! A family is a type implementing [`Family`] (a zero-sized marker in its own folder,
 //! `families/<name>/`), and one line of [`crate::families::FAMILIES`]. [`Family`] is typed
