@@ -52,6 +52,7 @@ pub type WorkloadFn = dyn for<'b> Fn(AnyBackend<'b>, &Params, Variant, u64) -> R
 #[derive(Default)]
 pub(super) struct Hooks {
     pub space: Option<Box<SpaceFn>>,
+    /// Names of the restrictions by index ([`Kernel::restrict_named`]; empty: numbered).
     pub named: Vec<&'static str>,
     pub footprint: Option<Box<FootprintFn>>,
     pub default: Option<Box<DefaultFn>>,

@@ -5,6 +5,7 @@
 
 use dynsmem_kernels::rows::RowConfig;
 
+use super::kernel::{Case, Problem};
 use super::{Footprint, Target};
 use crate::backend::{AnyBackend, BackendKind, Limits, Variant};
 use crate::contract::{
@@ -68,6 +69,17 @@ pub fn kernel(
         // Every variant: the WGSL folds have a subgroup form.
         .forms(|_| true)
         .workload_by(move |b, p, v, seed| workload(b, config_of(p), v, seed))
+}
+
+/// The row families' edge case: 65537 rows of 5, one block each at 4 threads: past the
+/// 65535-block grid.
+pub fn edge_cases() -> Vec<Case> {
+    vec![Case::with(serde_json::json!({"rows": 65_537, "cols": 5}), serde_json::json!({"block": 4, "cluster": 1}))]
+}
+
+/// The row families' copy anchor: the `rows x cols` floats once.
+pub fn anchor_bytes(p: &Problem) -> u64 {
+    crate::contract::bytes_of(p["rows"] * p["cols"], 4)
 }
 
 /// The row skeleton's parameters on `target`: a CPU device sweeps fewer threads; clusters

@@ -4,7 +4,6 @@
 use serde_json::json;
 
 use super::{KERNEL, RmsnormProblem};
-use crate::contract::bytes_of;
 use crate::family::kernel::{Case, KernelFamily, Size};
 use crate::family::rows;
 
@@ -37,9 +36,8 @@ pub static RMSNORM: KernelFamily = KernelFamily {
         }
         shapes.into_iter().map(|(rows, cols)| Case::default_config(json!({"rows": rows, "cols": cols}))).collect()
     }),
-    // 65537 rows, one block each: past the 65535-block grid.
-    edge: || vec![Case::with(json!({"rows": 65_537, "cols": 5}), json!({"block": 4, "cluster": 1}))],
-    anchor_bytes: Some(|p| bytes_of(p["rows"] * p["cols"], 4)),
+    edge: rows::edge_cases,
+    anchor_bytes: Some(rows::anchor_bytes),
     shapes: include_str!("shapes.txt"),
     ..KernelFamily::EMPTY
 };

@@ -4,7 +4,6 @@
 use serde_json::json;
 
 use super::{KERNEL, SoftmaxProblem};
-use crate::contract::bytes_of;
 use crate::family::kernel::{Case, KernelFamily, Size};
 use crate::family::rows;
 
@@ -29,9 +28,8 @@ pub static SOFTMAX: KernelFamily = KernelFamily {
         let problems = [json!({"rows": s.rows, "cols": 4096}), json!({"rows": (s.rows / 8).max(1), "cols": 32_768})];
         problems.into_iter().map(Case::default_config).collect()
     }),
-    // 65537 rows, one block each: past the 65535-block grid.
-    edge: || vec![Case::with(json!({"rows": 65_537, "cols": 5}), json!({"block": 4, "cluster": 1}))],
-    anchor_bytes: Some(|p| bytes_of(p["rows"] * p["cols"], 4)),
+    edge: rows::edge_cases,
+    anchor_bytes: Some(rows::anchor_bytes),
     shapes: include_str!("shapes.txt"),
     ..KernelFamily::EMPTY
 };

@@ -293,27 +293,32 @@ impl KernelFamily {
         Ok(Named { family: self.name, problem: problem.to_json(), kernel: self.kernel(problem)? })
     }
 
-    /// A case of `variant` resolved on `b`: its config (given, or the default), fitted to
-    /// the variant; `None` where the kernel has no form in it or the case does not resolve.
+    /// A case of `variant` resolved on `b` over the defaults of `sizes`: its config (given,
+    /// or the default), fitted to the variant; `None` where the kernel has no form in it.
     fn resolve_case<B: crate::tune::TuneBackend>(
         &self,
         b: &B,
         variant: Variant,
-        problem: &Problem,
-        config: &CaseConfig,
+        sizes: &Sizes,
+        case: &Case,
         db: Option<&TuningDb>,
         origin: &str,
     ) -> Option<Resolved> {
         // A case that does not resolve is kept, without a config, its reason in the note:
         // preparing it fails with the family's own error (a broken description must not
         // drop its cases unseen).
-        let unresolved = |e: Error| Resolved {
-            problem: problem.to_json(),
+        let unresolved = |problem: Value, e: Error| Resolved {
+            problem,
             config: Value::Null,
             note: Some(format!("no config resolved: {e}")),
             origin: origin.to_string(),
         };
-        let tunable = match self.tunable_of(problem) {
+        let problem = match self.case_problem(sizes, case) {
+            Ok(p) => p,
+            Err(e) => return Some(unresolved(case.problem.clone(), e)),
+        };
+        let unresolved = |e: Error| unresolved(problem.to_json(), e);
+        let tunable = match self.tunable_of(&problem) {
             Ok(t) => t,
             Err(e) => return Some(unresolved(e)),
         };
@@ -321,20 +326,19 @@ impl KernelFamily {
             return None;
         }
         let target = Target::of(b, variant);
-        let resolved = match config {
+        let resolved = match &case.config {
             CaseConfig::Given(c) => self.point_of(&tunable.kernel, c, &target).map(|p| (p, origin.to_string())),
             CaseConfig::Default => self.default_point(b, variant, &tunable, db, true),
+            // The default's config with the case's values over it, read as any config is.
             CaseConfig::OverDefault(over) => {
-                self.default_point(b, variant, &tunable, None, false).and_then(|(mut point, _)| {
-                    let params = tunable.kernel.params_on(&target);
-                    let invalid = |reason: String| Error::InvalidConfig { kernel: self.name.into(), reason };
-                    let over: BTreeMap<String, u32> = serde_json::from_value(over.clone())
-                        .map_err(|e| invalid(format!("case config {over}: {e}")))?;
-                    for (name, v) in over {
-                        let i = params.iter().position(|p| p.name == name);
-                        point[i.ok_or_else(|| invalid(format!("case config: no parameter `{name}`")))?] = v;
-                    }
-                    Ok((point, origin.to_string()))
+                self.default_point(b, variant, &tunable, None, false).and_then(|(point, _)| {
+                    let values = over.as_object().ok_or_else(|| Error::InvalidConfig {
+                        kernel: self.name.into(),
+                        reason: format!("case config {over}: not an object of parameters"),
+                    })?;
+                    let mut config = Tunable::config_json(&tunable, &point);
+                    config.as_object_mut().expect("a config is an object of its parameters").extend(values.clone());
+                    Ok((self.point_of(&tunable.kernel, &config, &target)?, origin.to_string()))
                 })
             }
         };
@@ -537,18 +541,15 @@ impl DynFamily for KernelFamily {
         let own = "the bench case's own config (it picks its kernel)";
         cases
             .iter()
-            .filter_map(|case| {
-                let p = self.case_problem(sizes, case).ok()?;
-                crate::with_backend!(backend, b => self.resolve_case(b, variant, &p, &case.config, db, own))
-            })
+            .filter_map(|case| crate::with_backend!(backend, b => self.resolve_case(b, variant, sizes, case, db, own)))
             .collect()
     }
     fn edge_cases(&self, backend: AnyBackend<'_>, variant: Variant) -> Vec<Resolved> {
         (self.edge)()
             .iter()
             .filter_map(|case| {
-                let p = self.case_problem(&Sizes::cpu_backend(), case).ok()?;
-                crate::with_backend!(backend, b => self.resolve_case(b, variant, &p, &case.config, None, "edge case"))
+                let sizes = Sizes::cpu_backend();
+                crate::with_backend!(backend, b => self.resolve_case(b, variant, &sizes, case, None, "edge case"))
             })
             .collect()
     }
