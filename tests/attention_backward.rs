@@ -5,7 +5,8 @@
 //! `O` and `lse` from the forward's SIMT kernel on the same backend. On CUDA where a device is
 //! (prints `SKIPPED: no CUDA device` and passes elsewhere): several tile sizes at odd sequence
 //! lengths (1, 65, 1000, 4097) and several heads, `O` and `lse` from the forward's default
-//! kernel there. And the refusals before anything launches.
+//! kernel there; on sm_90a the wgmma kernel likewise, against the tensor-core bounds. And the
+//! refusals before anything launches.
 
 mod common;
 
@@ -101,6 +102,33 @@ fn cuda_odd_sequences_and_tiles() {
     note(&format!("attention-backward: {ran} cases verified on {}", cuda.info().name));
 }
 
+/// The wgmma kernel (sm_90a) at odd sequence lengths (partial query and key tiles, one
+/// query), both key tiles and several ring depths, against the tensor-core bounds.
+#[test]
+fn cuda_wgmma_at_odd_sequences() {
+    let Some(cuda) = cuda_or_skip("attention_backward::cuda_wgmma_at_odd_sequences") else { return };
+    if !cuda.runs_wgmma() {
+        note("SKIPPED: attention_backward::cuda_wgmma_at_odd_sequences: no sm_90a device and image");
+        return;
+    }
+    let configs =
+        [AttentionBwdConfig::wgmma(128, 2), AttentionBwdConfig::wgmma(64, 2), AttentionBwdConfig::wgmma(64, 4)];
+    let mut ran = 0;
+    for (batch, heads, seq) in [(1, 3, 1), (2, 2, 65), (1, 4, 1000), (1, 2, 4097)] {
+        for (d, dtype, causal) in
+            [(128, Half::F16, false), (128, Half::Bf16, true), (64, Half::F16, true), (64, Half::Bf16, false)]
+        {
+            let p = problem(batch, heads, seq, d, dtype, causal);
+            let inputs = Arc::new(HostInputs::new(&p, 13));
+            for cfg in configs {
+                verify(&cuda, p, cfg, &inputs);
+                ran += 1;
+            }
+        }
+    }
+    note(&format!("attention-backward: {ran} wgmma cases verified on {}", cuda.info().name));
+}
+
 #[test]
 fn bad_configs_and_problems_are_refused_before_launch() {
     let cpu = CpuBackend::new();
@@ -122,4 +150,9 @@ fn bad_configs_and_problems_are_refused_before_launch() {
     // floats and a 256-row query tile.
     let err = refusal(problem(1, 1, 16, 128, Half::F16, false), AttentionBwdConfig::new(256, 256));
     assert!(err.contains("attention_bwd_simt_dkdv_f16_d128"), "{err}");
+    // The wgmma kernel: its shapes, then the backend.
+    let err = refusal(p, AttentionBwdConfig::wgmma(96, 2));
+    assert!(err.contains("attention_bwd_wgmma") && err.contains("bk 64 or 128"), "{err}");
+    let err = refusal(p, AttentionBwdConfig::wgmma(128, 2));
+    assert!(err.contains("attention_bwd_wgmma_f16_d64") && err.contains("CUDA only"), "{err}");
 }

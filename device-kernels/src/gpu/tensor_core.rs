@@ -68,6 +68,27 @@ macro_rules! wgmma_rs_asm {
     };
 }
 
+/// `wgmma.mma_async` `$shape` with A and B both MN-major in shared memory (`imm-trans-a` 1,
+/// `imm-trans-b` 1): each operand's rows run along K, its contiguous elements along M (A) or
+/// N (B).
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+macro_rules! wgmma_mn_asm {
+    ($shape:literal, $ty:literal, $d:ident, $da:expr, $db:expr, $scale:expr, [$($i:literal)*]) => {
+        core::arch::asm!(
+            concat!(
+                "{{ .reg .pred p; setp.ne.b32 p, {sc}, 0; wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty, " ",
+                reg_list!($($i)*),
+                ", {da}, {db}, p, 1, 1, 1, 1; }}"
+            ),
+            $(inout(reg32) $d[$i],)*
+            da = in(reg64) $da,
+            db = in(reg64) $db,
+            sc = in(reg32) $scale,
+            options(nostack)
+        )
+    };
+}
+
 /// `$insn` (a `wgmma` fence or wait, which name no register) with the accumulators as
 /// in-out operands (in a PTX comment), so that LLVM orders their accesses around it.
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
@@ -81,10 +102,13 @@ macro_rules! wgmma_sync_asm {
     };
 }
 
-/// Calls `$m!(args.., [0 1 .. 31])`, `[0 .. 63]`, `[0 .. 95]` or `[0 .. 127]`: the accumulator
+/// Calls `$m!(args.., [0 1 .. 15])`, `[0 .. 31]`, `[0 .. 63]`, .. `[0 .. 127]`: the accumulator
 /// indices of an m64n64, m64n128, m64n192 or m64n256 tile (one f32 per thread per 64 entries).
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 macro_rules! with_indices {
+    (16, $m:ident!($($args:tt)*)) => {
+        $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15])
+    };
     (32, $m:ident!($($args:tt)*)) => {
         $m!($($args)* [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31])
     };
@@ -146,7 +170,7 @@ impl<T: Copy> SharedPtr<T> {
 
 /// `D = A B (+ D)` for a 64 x `N` tile of a warpgroup, one k-step of 16 (`wgmma.mma_async`
 /// m64nNk16, f32 accumulators, A and B K-major in shared memory by descriptor). `ACC` is
-/// `N / 2` (64, 80, 96, 112 or 128: `N` = 128, 160, 192, 224 or 256); `BF16` picks bf16
+/// `N / 2` (32, 64, 80, 96, 112 or 128: `N` = 64, 128, 160, 192, 224 or 256); `BF16` picks bf16
 /// inputs over f16. Thread `t` of the warpgroup holds, for each 8-column chunk `j` of `N`, rows `16 (t / 32) + (t % 32)
 /// / 4` (entries `4j`, `4j + 1`) and that row + 8 (`4j + 2`, `4j + 3`), columns `8j + 2 (t %
 /// 4)` and the next. Asynchronous: see [`wgmma_commit`] and [`wgmma_wait`].
@@ -193,6 +217,13 @@ pub unsafe fn wgmma<const BF16: bool, const ACC: usize>(d: &mut [f32; ACC], a: u
                 with_indices!(64, wgmma_asm!("m64n128k16", "bf16", d, a, b, sc,))
             } else {
                 with_indices!(64, wgmma_asm!("m64n128k16", "f16", d, a, b, sc,))
+            }
+        } else if ACC == 32 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);
+            if BF16 {
+                with_indices!(32, wgmma_asm!("m64n64k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(32, wgmma_asm!("m64n64k16", "f16", d, a, b, sc,))
             }
         } else {
             super::trap()
@@ -244,6 +275,58 @@ pub unsafe fn wgmma_rs<const BF16: bool, const ACC: usize>(d: &mut [f32; ACC], a
     }
 }
 
+/// `D = A B (+ D)` for a 64 x 64 tile of a warpgroup, one k-step of 16, A and B both
+/// MN-major in shared memory ([`SharedPtr::wgmma_desc_sw128_n_major`] for each: A's 16 k-rows
+/// of 64 M elements, B's of `N` elements, 128-byte swizzled rows). For a product whose A is
+/// stored transposed, as a tile of `A^T` rows (attention backward's `dQ = dS K` from the
+/// `dS^T` the math warpgroups hold). `ACC` = 32 (m64n64k16) or 16 (m64n32k16); `BF16`
+/// picks bf16.
+/// Asynchronous, as [`wgmma`].
+///
+/// # Safety
+/// As for [`wgmma`].
+#[inline(always)]
+pub unsafe fn wgmma_mn<const BF16: bool, const ACC: usize>(d: &mut [f32; ACC], a: u64, b: u64, accumulate: bool) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        let sc = accumulate as u32;
+        if ACC == 32 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);
+            if BF16 {
+                with_indices!(32, wgmma_mn_asm!("m64n64k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(32, wgmma_mn_asm!("m64n64k16", "f16", d, a, b, sc,))
+            }
+        } else if ACC == 16 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 16]);
+            if BF16 {
+                with_indices!(16, wgmma_mn_asm!("m64n32k16", "bf16", d, a, b, sc,))
+            } else {
+                with_indices!(16, wgmma_mn_asm!("m64n32k16", "f16", d, a, b, sc,))
+            }
+        } else {
+            super::trap()
+        }
+    }
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90a")))]
+    {
+        let _ = (d, a, b, accumulate);
+        super::trap()
+    }
+}
+
+/// `fence.proxy.async.shared::cta`: this thread's shared-memory writes (plain stores) become
+/// visible to the async proxy, which `wgmma` operand reads and tensor-map copies use. Before
+/// the barrier after which another warpgroup's `wgmma` reads what this one stored.
+#[inline(always)]
+pub fn fence_proxy_async_shared() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    // SAFETY: a fence; no operands.
+    unsafe {
+        core::arch::asm!("fence.proxy.async.shared::cta;", options(nostack))
+    };
+}
+
 /// `wgmma.fence`: orders this thread's earlier accesses to `d` (and to the operand tiles)
 /// before the `wgmma`s that follow.
 #[inline(always)]
@@ -268,6 +351,9 @@ pub fn wgmma_fence<const ACC: usize>(d: &mut [f32; ACC]) {
         } else if ACC == 32 {
             let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);
             with_indices!(32, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
+        } else if ACC == 16 {
+            let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 16]);
+            with_indices!(16, wgmma_sync_asm!("wgmma.fence.sync.aligned;", d,))
         } else {
             super::trap()
         }
@@ -361,6 +447,18 @@ pub fn wgmma_wait<const PENDING: u32, const ACC: usize>(d: &mut [f32; ACC]) {
                 let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);
                 with_indices!(32, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
             }
+            (16, 0) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 16]);
+                with_indices!(16, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 0;", d,))
+            }
+            (32, 1) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);
+                with_indices!(32, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 1;", d,))
+            }
+            (32, 2) => {
+                let d = &mut *(d as *mut [f32; ACC] as *mut [f32; 32]);
+                with_indices!(32, wgmma_sync_asm!("wgmma.wait_group.sync.aligned 2;", d,))
+            }
             _ => super::trap(),
         }
     }
@@ -389,6 +487,86 @@ pub fn registers_for_math() {
     #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
     unsafe {
         core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 232;", options(nostack))
+    };
+}
+
+/// `setmaxnreg.dec 24`: [`registers_for_copies`] for a kernel whose math warpgroups take
+/// [`registers_for_math_240`]. Every thread of the warpgroup calls it.
+#[inline(always)]
+pub fn registers_for_copies_24() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 24;", options(nostack))
+    };
+}
+
+/// `setmaxnreg.inc 240`: two math warpgroups at 240 beside a copy warpgroup at 24 fill the
+/// register file (`128 * (24 + 2 * 240) = 64512`); for accumulators that do not fit 232
+/// (attention backward's `dK` and `dV` at D 128 beside its score tiles).
+#[inline(always)]
+pub fn registers_for_math_240() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+    unsafe {
+        core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 240;", options(nostack))
+    };
+}
+
+impl SharedPtr<f32> {
+    /// `cp.reduce.async.bulk .add.f32`: adds `bytes` (a multiple of 16) of f32 from here
+    /// (16-byte aligned) into device memory at `dst` (16-byte aligned), element by element,
+    /// in L2, asynchronously; the copy joins this thread's open bulk group ([`bulk_commit`]).
+    /// The order of additions from different blocks is not fixed. sm_90; traps elsewhere.
+    ///
+    /// # Safety
+    /// `dst` holds `bytes`; the shared bytes stay unchanged until [`bulk_wait_read`] says the
+    /// group has read them, and were written before a [`fence_proxy_async_shared`].
+    #[inline(always)]
+    pub unsafe fn bulk_reduce_add_to(self, dst: *mut f32, bytes: u32) {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        unsafe {
+            core::arch::asm!(
+                "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [{dst}], [{src}], {n};",
+                dst = in(reg64) dst,
+                src = in(reg32) self.addr,
+                n = in(reg32) bytes,
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+        {
+            let _ = (dst, bytes);
+            super::trap()
+        }
+    }
+}
+
+/// `cp.async.bulk.commit_group`: closes this thread's group of bulk copies issued since the
+/// last commit.
+#[inline(always)]
+pub fn bulk_commit() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    unsafe {
+        core::arch::asm!("cp.async.bulk.commit_group;", options(nostack))
+    };
+}
+
+/// `cp.async.bulk.wait_group.read 0`: waits until every bulk group this thread committed has
+/// read its shared-memory source (the source may then be overwritten).
+#[inline(always)]
+pub fn bulk_wait_read() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group.read 0;", options(nostack))
+    };
+}
+
+/// `cp.async.bulk.wait_group 0`: waits until every bulk group this thread committed is
+/// complete (before the block exits and its shared memory goes).
+#[inline(always)]
+pub fn bulk_wait() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group 0;", options(nostack))
     };
 }
 

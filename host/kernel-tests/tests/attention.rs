@@ -14,7 +14,7 @@ use dynsmem_kernel_tests::*;
 use dynsmem_kernels::attention::{self, AttentionConfig};
 use dynsmem_kernels::attention_backward::{self, AttentionBwdConfig, DELTA_THREADS};
 use dynsmem_kernels::gpu::host::{Fault, FaultKind};
-use dynsmem_reference::attention::{Grad, Shape, Tensors, backward_row, delta, forward_row};
+use dynsmem_reference::attention::{Form, Grad, Shape, Tensors, backward_row, delta, forward_row};
 
 /// The 16-bit input types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,10 +262,10 @@ fn backward_matches_the_reference_on_every_path() {
             (vec![], vec![], vec![], vec![], vec![], vec![]);
         for head in 0..heads as usize {
             for r in 0..seq as usize {
-                let a = backward_row(&t, Grad::Dq, head, r, None);
+                let a = backward_row(&t, Grad::Dq, head, r, None, Form::F32);
                 dq.extend(a.a);
                 dq_err.extend(a.a_err);
-                let b = backward_row(&t, Grad::Dkdv, head, r, None);
+                let b = backward_row(&t, Grad::Dkdv, head, r, None, Form::F32);
                 dk.extend(b.a);
                 dk_err.extend(b.a_err);
                 dv.extend(b.b);

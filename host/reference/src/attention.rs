@@ -138,6 +138,8 @@ struct Pair {
     p_rel: f64,
     ds: f64,
     ds_err: f64,
+    /// `dP - Delta`.
+    diff: f64,
 }
 
 /// The pair `(i, j)` of `head` in f64, with the error a correct kernel's f32 arithmetic may
@@ -172,7 +174,7 @@ fn pair(t: &Tensors<'_>, head: usize, i: usize, j: usize) -> Pair {
     let (delta, delta_abs) = t.delta[head * t.shape.seq + i];
     let diff = dp - delta;
     let ds_err = p * ((p_rel + 3.0 * EPS) * diff.abs() + (1.0 + p_rel) * (d + 2.0) * EPS * (dp_abs + delta_abs));
-    Pair { p, p_rel, ds: p * diff, ds_err }
+    Pair { p, p_rel, ds: p * diff, ds_err, diff }
 }
 
 /// Which gradient row a reference is of.
@@ -196,8 +198,21 @@ pub struct GradRow {
     pub b_err: Vec<f64>,
 }
 
-/// The reference of row `r` of `head` for `grad`, with the pair `(r, skip)` (Dq) or
-/// `(skip, r)` (Dkdv) left out where `skip` is given (the tests' one wrong term).
+/// The arithmetic a backward kernel does, which sets its bounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Form {
+    /// Every product and sum in f32 (the SIMT kernels).
+    F32,
+    /// Tensor cores: `P` rounded to the 16-bit input type (relative error `unit`, absolute
+    /// `tiny` where the result is subnormal) for `dV`'s product and for `dS = P (dP - Delta)`,
+    /// which is rounded likewise for `dK`'s and `dQ`'s products; the products' sums in the
+    /// tensor cores' f32 accumulation (taken as one ulp, `2 eps`, per addition).
+    TensorCore { unit: f64, tiny: f64 },
+}
+
+/// The reference of row `r` of `head` for `grad` under `form`'s arithmetic, with the pair
+/// `(r, skip)` (Dq) or `(skip, r)` (Dkdv) left out where `skip` is given (the tests' one
+/// wrong term).
 ///
 /// The sums over `n` pairs: each term's error from the pair's (see `pair`), then the f32
 /// accumulation (fused multiply-adds in a chain: `(n + 2) eps` relative to the sum of the
@@ -207,9 +222,17 @@ pub struct GradRow {
 /// - `dK_jd = scale sum_i dS_ij q_id`: error `scale sum_i [dS_err |q_id| + ((n + 2) eps +
 ///   2^-20) (|dS_ij| + dS_err) |q_id|]`; `dQ_id` likewise over the keys, with `k_jd`.
 ///
+/// Under [`Form::TensorCore`] each term also carries its rounded factors' errors (`unit |P| +
+/// tiny` on `dV`'s; on `dK`'s and `dQ`'s, `P`'s through `dS`, `unit |dS| + tiny |dP - Delta|`,
+/// and `dS`'s own, `unit |dS| + tiny`) and the accumulation's `eps` is doubled.
+///
 /// A missing pair moves an entry by its term (`P_ij dO_id`, `scale dS_ij q_id`): past the
 /// bound wherever the term is not negligible against the sum's size.
-pub fn backward_row(t: &Tensors<'_>, grad: Grad, head: usize, r: usize, skip: Option<usize>) -> GradRow {
+pub fn backward_row(t: &Tensors<'_>, grad: Grad, head: usize, r: usize, skip: Option<usize>, form: Form) -> GradRow {
+    let (unit, tiny, acc) = match form {
+        Form::F32 => (0.0, 0.0, EPS),
+        Form::TensorCore { unit, tiny } => (unit, tiny, 2.0 * EPS),
+    };
     let Shape { seq, d, causal } = t.shape;
     let scale = 1.0 / (d as f64).sqrt();
     let others = match (grad, causal) {
@@ -233,22 +256,25 @@ pub fn backward_row(t: &Tensors<'_>, grad: Grad, head: usize, r: usize, skip: Op
         match grad {
             Grad::Dq => {
                 let kj = t.row(t.k, head, j);
+                let rounded = 2.0 * unit * (pr.ds.abs() + pr.ds_err) + tiny * (1.0 + pr.diff.abs());
                 for e in 0..d {
                     let x = kj[e] as f64;
                     out.a[e] += pr.ds * x;
-                    a_own[e] += pr.ds_err * x.abs();
+                    a_own[e] += (pr.ds_err + rounded) * x.abs();
                     a_size[e] += (pr.ds.abs() + pr.ds_err) * x.abs();
                 }
             }
             Grad::Dkdv => {
                 let (qi, gi) = (t.row(t.q, head, i), t.row(t.d_o, head, i));
+                let rounded_ds = 2.0 * unit * (pr.ds.abs() + pr.ds_err) + tiny * (1.0 + pr.diff.abs());
+                let rounded_p = unit * pr.p + tiny;
                 for e in 0..d {
                     let (x, g) = (qi[e] as f64, gi[e] as f64);
                     out.a[e] += pr.ds * x;
-                    a_own[e] += pr.ds_err * x.abs();
+                    a_own[e] += (pr.ds_err + rounded_ds) * x.abs();
                     a_size[e] += (pr.ds.abs() + pr.ds_err) * x.abs();
                     out.b[e] += pr.p * g;
-                    b_own[e] += pr.p * g.abs() * pr.p_rel;
+                    b_own[e] += (pr.p * pr.p_rel + rounded_p) * g.abs();
                     b_size[e] += pr.p * g.abs();
                 }
             }
@@ -256,9 +282,9 @@ pub fn backward_row(t: &Tensors<'_>, grad: Grad, head: usize, r: usize, skip: Op
     }
     for e in 0..d {
         out.a[e] *= scale;
-        out.a_err[e] = scale * (a_own[e] + ((n + 2.0) * EPS + 2f64.powi(-20)) * a_size[e]);
+        out.a_err[e] = scale * (a_own[e] + ((n + 2.0) * acc + 2f64.powi(-20)) * a_size[e]);
         if grad == Grad::Dkdv {
-            out.b_err[e] = b_own[e] + (n + 3.0) * EPS * b_size[e];
+            out.b_err[e] = b_own[e] + (n + 3.0) * acc * b_size[e];
         }
     }
     out

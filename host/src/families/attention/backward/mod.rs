@@ -15,13 +15,15 @@ mod family;
 
 use std::sync::{Arc, OnceLock};
 
-use dynsmem_kernels::attention_backward::{AttentionBwdConfig, DELTA_THREADS, MAX_TILE, entry_names};
-use dynsmem_reference::attention::{Grad, GradRow as RowReference, Tensors, backward_row};
+use dynsmem_kernels::attention_backward::{
+    AttentionBwdConfig, AttentionBwdKind, DELTA_THREADS, MAX_TILE, entry_names, wgmma, wgmma_entry_name,
+};
+use dynsmem_reference::attention::{Form, Grad, GradRow as RowReference, Tensors, backward_row};
 
 pub use family::{ATTENTION_BACKWARD, SIZES, default_config};
 
 use super::{AttentionProblem, Half};
-use crate::backend::{Arg, Buffer, Variant};
+use crate::backend::{Arg, Buffer, TensorSwizzle, Variant};
 use crate::contract::{FamilyBackend, KernelInfo, Prepared, Workload, invalid};
 use crate::element::pack_halves;
 use crate::error::{Error, Result};
@@ -50,10 +52,22 @@ fn tensors<'a>(p: &AttentionProblem, values: [&'a [f32]; 4], o: &[f32], lse: &'a
     Tensors::new(super::shape(p), values, o, lse)
 }
 
-/// The reference of row `r` of `head` for `grad` (the bounds: [`backward_row`]), with one
-/// pair left out where `skip` is given (the tests' one wrong term).
-fn reference_row(t: &Tensors<'_>, grad: Grad, head: usize, r: usize, skip: Option<usize>) -> RowReference {
-    backward_row(t, grad, head, r, skip)
+/// The reference of row `r` of `head` for `grad` under `form` (the bounds: [`backward_row`]),
+/// with one pair left out where `skip` is given (the tests' one wrong term).
+fn reference_row(t: &Tensors<'_>, grad: Grad, head: usize, r: usize, skip: Option<usize>, form: Form) -> RowReference {
+    backward_row(t, grad, head, r, skip, form)
+}
+
+/// The arithmetic of `kind`'s kernels for inputs of `dtype`: the wgmma kernel rounds `P` and
+/// `dS` to the input type (f16's subnormals below 2^-14: an absolute 2^-25).
+pub fn form(kind: AttentionBwdKind, dtype: Half) -> Form {
+    match kind {
+        AttentionBwdKind::Simt => Form::F32,
+        AttentionBwdKind::Wgmma => Form::TensorCore {
+            unit: dtype.unit_roundoff(),
+            tiny: if dtype == Half::F16 { 2f64.powi(-25) } else { 0.0 },
+        },
+    }
 }
 
 /// The (head, row) pairs a check compares: all of them for small problems, else the first
@@ -75,12 +89,12 @@ fn checked_rows(p: &AttentionProblem, seed: u64, stream: u64) -> Vec<(usize, usi
 /// the bounds are those of the backward kernels' own arithmetic. (Against the gradient of the
 /// exact attention, `O` rounded to the input type moves `Delta` by up to `u sum |dO O|` more,
 /// and `lse`'s error moves every weight by its factor; neither is the backward's error.)
-fn reference_rows(p: &AttentionProblem, t: &Tensors<'_>, seed: u64) -> [Vec<MatrixEntry>; 3] {
+fn reference_rows(p: &AttentionProblem, t: &Tensors<'_>, seed: u64, form: Form) -> [Vec<MatrixEntry>; 3] {
     let (seq, d) = (p.seq as usize, p.d as usize);
     let q_rows = checked_rows(p, seed, 0x6451);
     let k_rows = checked_rows(p, seed, 0x644B);
-    let dq = crate::par::map(q_rows.len(), |n| reference_row(t, Grad::Dq, q_rows[n].0, q_rows[n].1, None));
-    let dkdv = crate::par::map(k_rows.len(), |n| reference_row(t, Grad::Dkdv, k_rows[n].0, k_rows[n].1, None));
+    let dq = crate::par::map(q_rows.len(), |n| reference_row(t, Grad::Dq, q_rows[n].0, q_rows[n].1, None, form));
+    let dkdv = crate::par::map(k_rows.len(), |n| reference_row(t, Grad::Dkdv, k_rows[n].0, k_rows[n].1, None, form));
     let (mut out_q, mut out_k, mut out_v) = (Vec::new(), Vec::new(), Vec::new());
     for (&(head, row), r) in q_rows.iter().zip(&dq) {
         out_q.extend((0..d).map(|e| ((head * seq + row, e), r.a[e], r.a_err[e])));
@@ -96,13 +110,18 @@ fn reference_rows(p: &AttentionProblem, t: &Tensors<'_>, seed: u64) -> [Vec<Matr
 /// exactly the entry's `allowed error`.
 const PER_ENTRY: Tolerance = Tolerance { rtol: 1.0, atol: 0.0 };
 
-/// The forward's outputs for one set of inputs, and the reference built from them.
+/// The checked entries of `dQ`, `dK`, `dV`.
+type Reference = [Vec<MatrixEntry>; 3];
+
+/// The forward's outputs for one set of inputs, and the references built from them.
 struct Forward {
-    /// `O` as 16-bit bits, and `lse`.
+    /// `O` as 16-bit bits and as values, and `lse`.
     o: Vec<u16>,
+    o_values: Vec<f32>,
     lse: Vec<f32>,
-    /// The checked entries of `dQ`, `dK`, `dV`.
-    reference: [Vec<MatrixEntry>; 3],
+    /// The reference under [`Form::F32`] and under the tensor-core form, each made when a
+    /// config of that kind first asks.
+    references: [OnceLock<Arc<Reference>>; 2],
 }
 
 /// A problem's inputs (values exact in the input type), and once the first config is
@@ -138,11 +157,20 @@ impl HostInputs {
         fwd.launch()?;
         let (o, lse) = fwd.result()?;
         drop(fwd);
-        let [q, k, v, d_o] = &self.values;
-        let tensors = tensors(p, [q, k, v, d_o], &o, &lse);
-        let reference = reference_rows(p, &tensors, self.seed);
-        let o = o.iter().map(|&x| p.dtype.bits(x)).collect();
-        Ok(self.forward.get_or_init(|| Arc::new(Forward { o, lse, reference })).clone())
+        let bits = o.iter().map(|&x| p.dtype.bits(x)).collect();
+        let forward = Forward { o: bits, o_values: o, lse, references: [OnceLock::new(), OnceLock::new()] };
+        Ok(self.forward.get_or_init(|| Arc::new(forward)).clone())
+    }
+
+    /// The reference of `kind`'s arithmetic from the forward's outputs.
+    fn reference(&self, forward: &Forward, kind: AttentionBwdKind) -> Arc<Reference> {
+        let slot = &forward.references[(kind == AttentionBwdKind::Wgmma) as usize];
+        slot.get_or_init(|| {
+            let [q, k, v, d_o] = &self.values;
+            let t = tensors(&self.problem, [q, k, v, d_o], &forward.o_values, &forward.lse);
+            Arc::new(reference_rows(&self.problem, &t, self.seed, form(kind, self.problem.dtype)))
+        })
+        .clone()
     }
 }
 
@@ -153,19 +181,38 @@ pub fn validate(
     p: &AttentionProblem,
     cfg: &AttentionBwdConfig,
 ) -> std::result::Result<[&'static str; 3], (String, String)> {
-    let fail = |reason: String| Err(("attention_bwd_simt".to_string(), reason));
+    let name = match cfg.kind {
+        AttentionBwdKind::Simt => "attention_bwd_simt",
+        AttentionBwdKind::Wgmma => "attention_bwd_wgmma",
+    };
+    let fail = |reason: String| Err((name.to_string(), reason));
     if !dynsmem_kernels::attention::HEAD_DIMS.contains(&p.d) {
         return fail(format!("head dimension 64 or 128 (compiled in), got {}", p.d));
     }
     if !cfg.fits(p.d) {
-        return fail(format!(
-            "bq 1 to {MAX_TILE} (query rows per tile: the dQ kernel's threads), bk 1 to {MAX_TILE} (key rows per \
-             tile: the dK/dV kernel's threads) (got {cfg:?})"
-        ));
+        return fail(match cfg.kind {
+            AttentionBwdKind::Simt => format!(
+                "bq 1 to {MAX_TILE} (query rows per tile: the dQ kernel's threads), bk 1 to {MAX_TILE} (key rows per \
+                 tile: the dK/dV kernel's threads), stages 1 (got {cfg:?})"
+            ),
+            AttentionBwdKind::Wgmma => format!(
+                "bq {} (compiled in), bk 64 or 128 (64 keys per math warpgroup), stages {} to {} (got {cfg:?})",
+                wgmma::WGMMA_BQ,
+                wgmma::MIN_STAGES,
+                wgmma::MAX_STAGES
+            ),
+        });
     }
-    let Some(entries) = entry_names(p.d, p.dtype == Half::Bf16) else {
+    let Some(mut entries) = entry_names(p.d, p.dtype == Half::Bf16) else {
         return fail(format!("no entry for D {} {:?}", p.d, p.dtype));
     };
+    if cfg.kind == AttentionBwdKind::Wgmma {
+        let Some(entry) = wgmma_entry_name(p.d, p.dtype == Half::Bf16) else {
+            return fail(format!("no entry for D {} {:?}", p.d, p.dtype));
+        };
+        entries[1] = entry;
+        entries[2] = entry;
+    }
     let kernel = entries[1];
     if p.batch == 0 || p.heads == 0 || p.seq == 0 {
         return Err((
@@ -178,18 +225,28 @@ pub fn validate(
     if p.rows() + fwd > i32::MAX as u64 {
         return Err((kernel.into(), format!("batch x heads x seq below 2^31 - {fwd} (got {})", p.rows())));
     }
-    let grid = cfg.dkdv_grid(p.seq, p.bh() as u32).max(cfg.dq_grid(p.seq, p.bh() as u32));
+    let grid = grid(p, cfg);
     if grid > u32::MAX as u64 || p.bh() > u32::MAX as u64 {
         return Err((kernel.into(), format!("{grid} blocks: at most 2^32 - 1")));
     }
     Ok(entries)
 }
 
-/// The three kernels of one config and their launch sizes.
+/// The most blocks of a config's launches.
+fn grid(p: &AttentionProblem, cfg: &AttentionBwdConfig) -> u64 {
+    let bh = p.bh() as u32;
+    match cfg.kind {
+        AttentionBwdKind::Simt => cfg.dkdv_grid(p.seq, bh).max(cfg.dq_grid(p.seq, bh)),
+        AttentionBwdKind::Wgmma => cfg.wgmma_grid(p.seq, bh),
+    }
+}
+
+/// The kernels of one config and their launch sizes: the pre-pass, then the SIMT dK/dV and
+/// dQ kernels, or the one wgmma kernel (`main`, no `dq`).
 struct Kernels<K> {
     delta: Prepared<K>,
-    dkdv: Prepared<K>,
-    dq: Prepared<K>,
+    main: Prepared<K>,
+    dq: Option<Prepared<K>>,
 }
 
 /// The inputs, the forward's outputs and the gradients on the device.
@@ -200,12 +257,29 @@ pub struct AttentionBwdWorkload<'b, B: FamilyBackend> {
     config: AttentionBwdConfig,
     /// `Q`, `K`, `V`, `dO`, `O`: two 16-bit values per word.
     halves: [Buffer<B::Raw, u32>; 5],
+    /// wgmma: the tensor maps of Q, K, V, dO.
+    maps: Option<[Buffer<B::Raw, u32>; 4]>,
     lse: Buffer<B::Raw, f32>,
     delta: Buffer<B::Raw, f32>,
     dq: Buffer<B::Raw, f32>,
     dk: Buffer<B::Raw, f32>,
     dv: Buffer<B::Raw, f32>,
-    forward: Arc<Forward>,
+    reference: Arc<Reference>,
+}
+
+/// The device and image facts the wgmma kernel needs (compute capability 9.0, an `sm_90a`
+/// image), checked before building; the SIMT kernels run on every backend.
+fn check_device<B: FamilyBackend>(backend: &B, cfg: &AttentionBwdConfig, entry: &str) -> Result<()> {
+    if cfg.kind == AttentionBwdKind::Simt {
+        return Ok(());
+    }
+    let unsupported = |what: String| Err(Error::Unsupported { backend: backend.kind(), what });
+    let crate::family::AnyBackend::Cuda(cuda) = backend.erase() else {
+        return unsupported(format!(
+            "{entry}: wgmma and tensor-map copies run on CUDA only (the SIMT kernels run here)"
+        ));
+    };
+    cuda.wgmma_refusal(entry).map_or(Ok(()), unsupported)
 }
 
 /// Validates `config` for `problem`, builds the three kernels, uploads the inputs and, the
@@ -220,6 +294,7 @@ pub fn prepare<'b, B: FamilyBackend>(
 ) -> Result<AttentionBwdWorkload<'b, B>> {
     let [delta_entry, dkdv_entry, dq_entry] =
         validate(&problem, &config).map_err(|(kernel, reason)| invalid(&kernel, reason))?;
+    check_device(backend, &config, dkdv_entry)?;
     if variant != Variant::LaunchSized {
         return Err(Error::Unsupported {
             backend: backend.kind(),
@@ -232,33 +307,42 @@ pub fn prepare<'b, B: FamilyBackend>(
     let device = 5 * rows * d * 2 + 2 * rows * 4 + 3 * rows * d * 4;
     crate::contract::check_footprint(backend, dkdv_entry, device, rows * d * 40)?;
     let delta_grid = AttentionBwdConfig::delta_grid(rows) as u32;
-    let kernels = Kernels {
-        delta: Prepared::new(backend, delta_entry, Ok(0), delta_grid, DELTA_THREADS, variant, None, None)?,
-        dkdv: Prepared::new(
-            backend,
-            dkdv_entry,
-            config.dkdv_bytes(problem.d),
-            config.dkdv_grid(problem.seq, bh) as u32,
-            config.bk,
-            variant,
-            None,
-            None,
-        )?,
-        dq: Prepared::new(
-            backend,
-            dq_entry,
-            config.dq_bytes(problem.d),
-            config.dq_grid(problem.seq, bh) as u32,
-            config.bq,
-            variant,
-            None,
-            None,
-        )?,
+    let delta = Prepared::new(backend, delta_entry, Ok(0), delta_grid, DELTA_THREADS, variant, None, None)?;
+    let prepared = |entry, bytes, grid: u64, threads| {
+        Prepared::new(backend, entry, bytes, grid as u32, threads, variant, None, None)
+    };
+    let kernels = match config.kind {
+        AttentionBwdKind::Simt => Kernels {
+            delta,
+            main: prepared(dkdv_entry, config.dkdv_bytes(problem.d), config.dkdv_grid(problem.seq, bh), config.bk)?,
+            dq: Some(prepared(dq_entry, config.dq_bytes(problem.d), config.dq_grid(problem.seq, bh), config.bq)?),
+        },
+        AttentionBwdKind::Wgmma => Kernels {
+            delta,
+            main: prepared(
+                dkdv_entry,
+                config.wgmma_bytes(problem.d),
+                config.wgmma_grid(problem.seq, bh),
+                config.threads(),
+            )?,
+            dq: None,
+        },
     };
     let host = inputs();
     let forward = host.forward(backend)?;
     let up = |b: Vec<u16>| backend.htod(&pack_halves(&b));
     let halves = [up(host.bits(0))?, up(host.bits(1))?, up(host.bits(2))?, up(host.bits(3))?, up(forward.o.clone())?];
+    let maps = if config.kind == AttentionBwdKind::Wgmma {
+        use dynsmem_kernels::attention::PANEL;
+        // Every tile is copied in boxes of 64 columns x 64 rows (a K/V tile of 128 keys as two).
+        let map = |buf: &Buffer<B::Raw, u32>| {
+            backend.tensor_map_2d(buf, 2, [d, rows], d * 2, [PANEL, wgmma::WGMMA_BQ], TensorSwizzle::B128)
+        };
+        Some([map(&halves[0])?, map(&halves[1])?, map(&halves[2])?, map(&halves[3])?])
+    } else {
+        None
+    };
+    let reference = host.reference(&forward, config.kind);
     let n = (rows * d) as usize;
     Ok(AttentionBwdWorkload {
         backend,
@@ -266,17 +350,19 @@ pub fn prepare<'b, B: FamilyBackend>(
         problem,
         config,
         halves,
+        maps,
         lse: backend.htod(&forward.lse)?,
         delta: backend.alloc::<f32>(rows as usize)?,
         dq: backend.alloc::<f32>(n)?,
         dk: backend.alloc::<f32>(n)?,
         dv: backend.alloc::<f32>(n)?,
-        forward,
+        reference,
     })
 }
 
 impl<B: FamilyBackend> AttentionBwdWorkload<'_, B> {
-    /// The pre-pass, then the dK/dV kernel, then the dQ kernel, in stream order.
+    /// The pre-pass, then the dK/dV kernel and the dQ kernel, or `dQ` zeroed and the wgmma
+    /// kernel, in stream order.
     fn launch(&self) -> Result<()> {
         let (p, cfg) = (&self.problem, &self.config);
         let bh = p.bh() as u32;
@@ -288,17 +374,59 @@ impl<B: FamilyBackend> AttentionBwdWorkload<'_, B> {
             &[o.arg(), d_o.arg(), self.delta.arg(), Arg::U32(rows as u32), Arg::U32(p.d)],
         )?;
         let (seq, causal) = (Arg::U32(p.seq), Arg::U32(p.causal as u32));
-        let [bh, bq, bk] = [Arg::U32(bh), Arg::U32(cfg.bq), Arg::U32(cfg.bk)];
+        let [bh_arg, bq, bk] = [Arg::U32(bh), Arg::U32(cfg.bq), Arg::U32(cfg.bk)];
         let (lse, delta) = (self.lse.arg(), self.delta.arg());
+        let main = &self.kernels.main;
+        if let Some([qm, km, vm, dom]) = &self.maps {
+            // The wgmma kernel adds into dQ.
+            self.backend.fill_zero(&self.dq)?;
+            let (dq, dk, dv) = (self.dq.arg(), self.dk.arg(), self.dv.arg());
+            let args = [
+                qm.arg(),
+                km.arg(),
+                vm.arg(),
+                dom.arg(),
+                lse,
+                delta,
+                dq,
+                dk,
+                dv,
+                seq,
+                bh_arg,
+                causal,
+                bk,
+                Arg::U32(cfg.stages),
+            ];
+            return self.backend.launch(
+                &main.built.kernel,
+                main.dims(cfg.wgmma_grid(p.seq, bh) as u32, cfg.threads()),
+                &args,
+            );
+        }
         self.backend.launch(
-            &self.kernels.dkdv.built.kernel,
-            self.kernels.dkdv.dims(cfg.dkdv_grid(p.seq, p.bh() as u32) as u32, cfg.bk),
-            &[q.arg(), k.arg(), v.arg(), d_o.arg(), lse, delta, self.dk.arg(), self.dv.arg(), seq, bh, causal, bq, bk],
+            &main.built.kernel,
+            main.dims(cfg.dkdv_grid(p.seq, bh) as u32, cfg.bk),
+            &[
+                q.arg(),
+                k.arg(),
+                v.arg(),
+                d_o.arg(),
+                lse,
+                delta,
+                self.dk.arg(),
+                self.dv.arg(),
+                seq,
+                bh_arg,
+                causal,
+                bq,
+                bk,
+            ],
         )?;
+        let dq = self.kernels.dq.as_ref().expect("the SIMT form has a dQ kernel");
         self.backend.launch(
-            &self.kernels.dq.built.kernel,
-            self.kernels.dq.dims(cfg.dq_grid(p.seq, p.bh() as u32) as u32, cfg.bq),
-            &[q.arg(), k.arg(), v.arg(), d_o.arg(), lse, delta, self.dq.arg(), seq, bh, causal, bq, bk],
+            &dq.built.kernel,
+            dq.dims(cfg.dq_grid(p.seq, bh) as u32, cfg.bq),
+            &[q.arg(), k.arg(), v.arg(), d_o.arg(), lse, delta, self.dq.arg(), seq, bh_arg, causal, bq, bk],
         )
     }
 
@@ -310,10 +438,12 @@ impl<B: FamilyBackend> AttentionBwdWorkload<'_, B> {
     /// Compares `dQ`, `dK`, `dV` with the reference rows.
     pub fn compare(&self, [dq, dk, dv]: &[Vec<f32>; 3]) -> Result<()> {
         let d = self.problem.d as usize;
-        let [rq, rk, rv] = &self.forward.reference;
-        check_matrix_entries(&format!("{} (dQ)", self.kernels.dq.name), rq, dq, d, PER_ENTRY)?;
-        check_matrix_entries(&format!("{} (dK)", self.kernels.dkdv.name), rk, dk, d, PER_ENTRY)?;
-        check_matrix_entries(&format!("{} (dV)", self.kernels.dkdv.name), rv, dv, d, PER_ENTRY)?;
+        let [rq, rk, rv] = &*self.reference;
+        let main = &self.kernels.main.name;
+        let dq_name = self.kernels.dq.as_ref().map_or(main, |k| &k.name);
+        check_matrix_entries(&format!("{dq_name} (dQ)"), rq, dq, d, PER_ENTRY)?;
+        check_matrix_entries(&format!("{main} (dK)"), rk, dk, d, PER_ENTRY)?;
+        check_matrix_entries(&format!("{main} (dV)"), rv, dv, d, PER_ENTRY)?;
         Ok(())
     }
 
@@ -323,11 +453,12 @@ impl<B: FamilyBackend> AttentionBwdWorkload<'_, B> {
 }
 
 impl<B: FamilyBackend> Workload for AttentionBwdWorkload<'_, B> {
-    /// Named after the dK/dV kernel (the larger launch), with the larger of the two
-    /// gradient kernels' launch-sized bytes.
+    /// Named after the wgmma kernel or the SIMT dK/dV kernel (the larger launch), with the
+    /// largest launch-sized bytes.
     fn kernel(&self) -> KernelInfo {
-        let (a, b) = (self.kernels.dkdv.info(), self.kernels.dq.info());
-        KernelInfo { shared_bytes: a.shared_bytes.max(b.shared_bytes), ..a }
+        let a = self.kernels.main.info();
+        let b = self.kernels.dq.as_ref().map_or(0, |k| k.info().shared_bytes);
+        KernelInfo { shared_bytes: a.shared_bytes.max(b), ..a }
     }
     fn bytes(&self) -> u64 {
         0
@@ -427,6 +558,36 @@ mod tests {
             dq.iter_mut().chain(dk.iter_mut()).for_each(|x| *x *= scale);
             [dq, dk, dv]
         }
+
+        /// The gradients as the wgmma kernel computes them: `S` and `dP` as f32 sums of
+        /// exact products, `P` rounded to the input type for `dV` and for `dS`, `dS` rounded
+        /// for `dK` and `dQ`, f32 sums.
+        fn in_tensor_core(&self) -> [Vec<f32>; 3] {
+            let [q, k, v, g] = &self.values;
+            let (seq, d, dt) = (self.p.seq as usize, self.p.d as usize, self.p.dtype);
+            let scale = 1.0 / (d as f32).sqrt();
+            let scale2 = std::f32::consts::LOG2_E * scale;
+            let round = |x: f32| dt.value(dt.bits(x));
+            let delta: Vec<f32> =
+                (0..seq).map(|i| (0..d).fold(0f32, |s, e| self.o[i * d + e].mul_add(g[i * d + e], s))).collect();
+            let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).fold(0f32, |s, (x, y)| x.mul_add(*y, s));
+            let (mut dq, mut dk, mut dv) = (vec![0f32; seq * d], vec![0f32; seq * d], vec![0f32; seq * d]);
+            for i in 0..seq {
+                for j in (0..seq).filter(|&j| !self.p.causal || j <= i) {
+                    let (qi, kj, vj, gi) = (&q[i * d..][..d], &k[j * d..][..d], &v[j * d..][..d], &g[i * d..][..d]);
+                    let lse2 = self.lse[i] * std::f32::consts::LOG2_E;
+                    let p = round(dot(qi, kj).mul_add(scale2, -lse2).exp2());
+                    let ds = round(p * (dot(gi, vj) - delta[i]));
+                    for e in 0..d {
+                        dv[j * d + e] = p.mul_add(gi[e], dv[j * d + e]);
+                        dk[j * d + e] = ds.mul_add(qi[e], dk[j * d + e]);
+                        dq[i * d + e] = ds.mul_add(kj[e], dq[i * d + e]);
+                    }
+                }
+            }
+            dq.iter_mut().chain(dk.iter_mut()).for_each(|x| *x *= scale);
+            [dq, dk, dv]
+        }
     }
 
     #[test]
@@ -437,8 +598,8 @@ mod tests {
             let [dq, dk, dv] = case.in_f32();
             let d = case.p.d as usize;
             for r in 0..case.p.seq as usize {
-                let q = reference_row(&t, Grad::Dq, 0, r, None);
-                let kv = reference_row(&t, Grad::Dkdv, 0, r, None);
+                let q = reference_row(&t, Grad::Dq, 0, r, None, Form::F32);
+                let kv = reference_row(&t, Grad::Dkdv, 0, r, None, Form::F32);
                 for e in 0..d {
                     let at = r * d + e;
                     assert!(PER_ENTRY.allows(q.a[e], dq[at] as f64, q.a_err[e]), "dQ[{r}][{e}] {causal}");
@@ -464,10 +625,14 @@ mod tests {
                         continue;
                     }
                     pairs += 1;
-                    let (q, q_skip) =
-                        (reference_row(&t, Grad::Dq, 0, i, None), reference_row(&t, Grad::Dq, 0, i, Some(j)));
-                    let (kv, kv_skip) =
-                        (reference_row(&t, Grad::Dkdv, 0, j, None), reference_row(&t, Grad::Dkdv, 0, j, Some(i)));
+                    let (q, q_skip) = (
+                        reference_row(&t, Grad::Dq, 0, i, None, Form::F32),
+                        reference_row(&t, Grad::Dq, 0, i, Some(j), Form::F32),
+                    );
+                    let (kv, kv_skip) = (
+                        reference_row(&t, Grad::Dkdv, 0, j, None, Form::F32),
+                        reference_row(&t, Grad::Dkdv, 0, j, Some(i), Form::F32),
+                    );
                     moved_q += moved(&q.a, &q_skip.a, &q.a_err) as usize;
                     moved_k += moved(&kv.a, &kv_skip.a, &kv.a_err) as usize;
                     moved_v += moved(&kv.b, &kv_skip.b, &kv.b_err) as usize;
@@ -478,6 +643,62 @@ mod tests {
             for (what, n) in [("dQ", moved_q), ("dK", moved_k), ("dV", moved_v)] {
                 assert!(n * 4 >= pairs * 3, "causal {causal}: {what} moved for {n} of {pairs} pairs");
             }
+        }
+    }
+
+    #[test]
+    fn the_tensor_core_arithmetic_stays_inside_its_bounds_and_not_inside_f32_s() {
+        for (dtype, causal) in [(Half::F16, false), (Half::Bf16, true), (Half::F16, true), (Half::Bf16, false)] {
+            let case = Case::new(40, dtype, causal);
+            let t = case.tensors();
+            let [dq, dk, dv] = case.in_tensor_core();
+            let (d, tc) = (case.p.d as usize, form(AttentionBwdKind::Wgmma, dtype));
+            let mut outside_f32 = 0;
+            for r in 0..case.p.seq as usize {
+                let (q, kv) =
+                    (reference_row(&t, Grad::Dq, 0, r, None, tc), reference_row(&t, Grad::Dkdv, 0, r, None, tc));
+                let (q32, kv32) = (
+                    reference_row(&t, Grad::Dq, 0, r, None, Form::F32),
+                    reference_row(&t, Grad::Dkdv, 0, r, None, Form::F32),
+                );
+                for e in 0..d {
+                    let at = r * d + e;
+                    assert!(PER_ENTRY.allows(q.a[e], dq[at] as f64, q.a_err[e]), "dQ[{r}][{e}] {dtype:?} {causal}");
+                    assert!(PER_ENTRY.allows(kv.a[e], dk[at] as f64, kv.a_err[e]), "dK[{r}][{e}] {dtype:?} {causal}");
+                    assert!(PER_ENTRY.allows(kv.b[e], dv[at] as f64, kv.b_err[e]), "dV[{r}][{e}] {dtype:?} {causal}");
+                    outside_f32 += !PER_ENTRY.allows(q32.a[e], dq[at] as f64, q32.a_err[e]) as usize
+                        + !PER_ENTRY.allows(kv32.b[e], dv[at] as f64, kv32.b_err[e]) as usize;
+                }
+            }
+            // The rounding of P and dS is what the wider bounds admit: the f32 ones refuse it.
+            assert!(outside_f32 > 0, "{dtype:?} {causal}: every entry inside the f32 bounds");
+        }
+    }
+
+    #[test]
+    fn one_left_out_pair_fails_the_tensor_core_bounds_too() {
+        for dtype in [Half::F16, Half::Bf16] {
+            let case = Case::new(40, dtype, true);
+            let t = case.tensors();
+            let (d, tc) = (case.p.d as usize, form(AttentionBwdKind::Wgmma, dtype));
+            let moved =
+                |want: &[f64], got: &[f64], err: &[f64]| (0..d).any(|e| !PER_ENTRY.allows(want[e], got[e], err[e]));
+            let (mut pairs, mut moved_all) = (0, 0);
+            for i in [3, 11, 20, 39] {
+                for j in [0, 2, 3, 9, 19, 30].into_iter().filter(|&j| j <= i) {
+                    pairs += 1;
+                    let (q, q_skip) =
+                        (reference_row(&t, Grad::Dq, 0, i, None, tc), reference_row(&t, Grad::Dq, 0, i, Some(j), tc));
+                    let (kv, kv_skip) = (
+                        reference_row(&t, Grad::Dkdv, 0, j, None, tc),
+                        reference_row(&t, Grad::Dkdv, 0, j, Some(i), tc),
+                    );
+                    moved_all += (moved(&q.a, &q_skip.a, &q.a_err)
+                        && moved(&kv.a, &kv_skip.a, &kv.a_err)
+                        && moved(&kv.b, &kv_skip.b, &kv.b_err)) as usize;
+                }
+            }
+            assert!(moved_all * 4 >= pairs * 3, "{dtype:?}: all three moved for {moved_all} of {pairs} pairs");
         }
     }
 
@@ -495,5 +716,27 @@ mod tests {
         assert!(why.contains("64 or 128"), "{why}");
         let (kernel, why) = validate(&AttentionProblem { seq: 0, ..p }, &AttentionBwdConfig::new(16, 16)).unwrap_err();
         assert!(kernel == "attention_bwd_simt_dkdv_f16_d128" && why.contains("at least 1"), "{why}");
+        let wgmma = AttentionBwdConfig::wgmma(128, 2);
+        assert_eq!(validate(&p, &wgmma).unwrap()[1], "attention_bwd_wgmma_f16_d128");
+        for bad in [
+            AttentionBwdConfig::wgmma(96, 2),
+            AttentionBwdConfig::wgmma(128, 5),
+            AttentionBwdConfig { bq: 128, ..wgmma },
+        ] {
+            let (kernel, why) = validate(&p, &bad).unwrap_err();
+            assert!(kernel == "attention_bwd_wgmma" && why.contains("bk 64 or 128"), "{bad:?}: {why}");
+        }
+    }
+
+    #[test]
+    fn the_wgmma_layout_is_swizzle_aligned_and_its_largest_tiles_fit_the_h100() {
+        let cfg = AttentionBwdConfig::wgmma(128, 2);
+        let l = cfg.wgmma_layout(128).unwrap();
+        assert!([l.k.offset(), l.v.offset(), l.ring.offset(), l.ds.offset()].iter().all(|o| o % 1024 == 0));
+        assert_eq!(l.dq.offset() % 16, 0);
+        assert!(cfg.wgmma_bytes(128).unwrap() <= 232448);
+        assert!(AttentionBwdConfig::wgmma(128, 3).wgmma_bytes(128).unwrap() > 232448);
+        assert!(AttentionBwdConfig::wgmma(128, 4).wgmma_bytes(64).unwrap() <= 232448);
+        assert_eq!((cfg.threads(), AttentionBwdConfig::wgmma(64, 2).threads()), (384, 256));
     }
 }

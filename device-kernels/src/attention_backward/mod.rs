@@ -57,22 +57,68 @@ use crate::attention::{HEAD_DIMS, block_coords, keys_seen, scale_log2, to_f32};
 use crate::gpu;
 use crate::layout::{Carve, LayoutError, Slice};
 
+pub mod wgmma;
+
 /// Most threads of the dK/dV kernel (key rows per block) and of the dQ kernel (query rows
 /// per block); also the most rows of a staged tile.
 pub const MAX_TILE: u32 = 256;
 /// Threads per block of the `Delta` pre-pass.
 pub const DELTA_THREADS: u32 = 128;
 
-/// The launch-time tile sizes of both gradient kernels.
+/// Which kernels run a config.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AttentionBwdKind {
+    /// The SIMT dK/dV and dQ kernels, any target.
+    #[default]
+    Simt,
+    /// The one sm_90a tensor-core kernel ([`wgmma`]).
+    Wgmma,
+}
+
+#[cfg(feature = "serde")]
+const fn one() -> u32 {
+    1
+}
+
+/// The launch-time tile sizes of a backward pass.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AttentionBwdConfig {
-    /// Query rows per tile: the dQ kernel's threads, the dK/dV kernel's staged query tile.
-    /// 1 to [`MAX_TILE`].
+    /// SIMT (the default, and what records without the field ran) or wgmma.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub kind: AttentionBwdKind,
+    /// Query rows per tile. SIMT: the dQ kernel's threads, the dK/dV kernel's staged query
+    /// tile, 1 to [`MAX_TILE`]; wgmma: [`wgmma::WGMMA_BQ`] (compiled in).
     pub bq: u32,
-    /// Key rows per tile: the dK/dV kernel's threads, the dQ kernel's staged K/V tile.
-    /// 1 to [`MAX_TILE`].
+    /// Key rows per tile. SIMT: the dK/dV kernel's threads, the dQ kernel's staged K/V tile,
+    /// 1 to [`MAX_TILE`]; wgmma: 64 per math warpgroup, 64 or 128.
     pub bk: u32,
+    /// wgmma: the ring's slots of `Q` and `dO` tiles, [`wgmma::MIN_STAGES`] to
+    /// [`wgmma::MAX_STAGES`]. SIMT: 1.
+    #[cfg_attr(feature = "serde", serde(default = "one"))]
+    pub stages: u32,
+}
+
+/// Where the wgmma kernel's arrays sit in the launch-sized region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WgmmaLayout {
+    /// The block's K tile: `D / 64` panels of `bk` rows of 64 16-bit elements (128 bytes,
+    /// swizzled), 1024-byte aligned.
+    pub k: Slice<u16>,
+    /// Its V tile, as `k`.
+    pub v: Slice<u16>,
+    /// `stages` slots, each a Q tile then a dO tile of `D / 64` panels of [`wgmma::WGMMA_BQ`]
+    /// rows.
+    pub ring: Slice<u16>,
+    /// Two `dS^T` buffers of `bk` rows of 64 16-bit queries (32 words, swizzled).
+    pub ds: Slice<u32>,
+    /// Two buffers of a query tile's `lse log2(e)` then its `Delta`, 64 f32 each.
+    pub stats: Slice<f32>,
+    /// Per math warpgroup, a dQ piece on its way to `dq`: 64 rows of [`wgmma::DQ_ROW`] f32.
+    pub dq: Slice<f32>,
+    /// The K/V barrier, then `stages` full and `stages` empty barriers.
+    pub bars: Slice<u64>,
 }
 
 /// Where the dK/dV kernel's arrays sit in the launch-sized region.
@@ -103,14 +149,58 @@ pub struct DqLayout {
 }
 
 impl AttentionBwdConfig {
+    /// The SIMT kernels with these tiles.
     pub const fn new(bq: u32, bk: u32) -> Self {
-        AttentionBwdConfig { bq, bk }
+        AttentionBwdConfig { kind: AttentionBwdKind::Simt, bq, bk, stages: 1 }
+    }
+    /// The wgmma kernel with `bk` keys per block and `stages` ring slots.
+    pub const fn wgmma(bk: u32, stages: u32) -> Self {
+        AttentionBwdConfig { kind: AttentionBwdKind::Wgmma, bq: wgmma::WGMMA_BQ, bk, stages }
     }
     /// Whether the kernels can run this config with head dimension `d` (see the fields'
     /// rules); the host says which rule a refused config breaks.
     pub const fn fits(&self, d: u32) -> bool {
         let d_ok = d == HEAD_DIMS[0] || d == HEAD_DIMS[1];
-        d_ok && self.bq >= 1 && self.bq <= MAX_TILE && self.bk >= 1 && self.bk <= MAX_TILE
+        let shape_ok = match self.kind {
+            AttentionBwdKind::Simt => {
+                self.bq >= 1 && self.bq <= MAX_TILE && self.bk >= 1 && self.bk <= MAX_TILE && self.stages == 1
+            }
+            AttentionBwdKind::Wgmma => {
+                self.bq == wgmma::WGMMA_BQ
+                    && self.bk.is_multiple_of(wgmma::KEYS_PER_WARPGROUP)
+                    && self.bk >= wgmma::KEYS_PER_WARPGROUP
+                    && self.bk <= wgmma::KEYS_PER_WARPGROUP * wgmma::MAX_WARPGROUPS
+                    && self.stages >= wgmma::MIN_STAGES
+                    && self.stages <= wgmma::MAX_STAGES
+            }
+        };
+        d_ok && shape_ok
+    }
+    /// Threads of the wgmma kernel's blocks: a copy warpgroup and one per 64 keys.
+    pub const fn threads(&self) -> u32 {
+        gpu::WARPGROUP * (1 + self.bk / wgmma::KEYS_PER_WARPGROUP)
+    }
+    /// The wgmma kernel's carve for head dimension `d` (the [`wgmma`] module).
+    pub fn wgmma_layout(&self, d: u32) -> Result<WgmmaLayout, LayoutError> {
+        use crate::attention::SLOT_ALIGN;
+        let mut carve = Carve::new();
+        let k = carve.array_aligned::<u16>(self.bk * d, SLOT_ALIGN)?;
+        let v = carve.array_aligned::<u16>(self.bk * d, SLOT_ALIGN)?;
+        let ring = carve.array_aligned::<u16>(self.stages * 2 * wgmma::WGMMA_BQ * d, SLOT_ALIGN)?;
+        let ds = carve.array_aligned::<u32>(2 * self.bk * wgmma::WGMMA_BQ / 2, SLOT_ALIGN)?;
+        let stats = carve.array::<f32>(2 * 2 * wgmma::WGMMA_BQ)?;
+        let units = self.bk / wgmma::KEYS_PER_WARPGROUP;
+        let dq = carve.array_aligned::<f32>(units * wgmma::WGMMA_BQ * wgmma::DQ_ROW, 16)?;
+        let bars = carve.array::<u64>(1 + 2 * self.stages)?;
+        Ok(WgmmaLayout { k, v, ring, ds, stats, dq, bars })
+    }
+    /// Launch-sized bytes of the wgmma kernel.
+    pub fn wgmma_bytes(&self, d: u32) -> Result<u32, LayoutError> {
+        Ok(self.wgmma_layout(d)?.bars.end())
+    }
+    /// Blocks of the wgmma kernel: one per (key tile, head), heads outermost.
+    pub const fn wgmma_grid(&self, seq: u32, bh: u32) -> u64 {
+        seq.div_ceil(self.bk) as u64 * bh as u64
     }
     /// The dK/dV kernel's carve for head dimension `d` (module documentation).
     pub fn dkdv_layout(&self, d: u32) -> Result<DkdvLayout, LayoutError> {
@@ -448,6 +538,38 @@ crate::kernels! { KERNELS;
         let _ = bh;
         attention_bwd_dq::<true, 64>([q, k, v, d_o], [lse, delta], dq, seq, causal != 0, AttentionBwdConfig::new(bq, bk))
     }
+    /// wgmma, f16, D = 128.
+    pub fn attention_bwd_wgmma_f16_d128(q: *const u8, k: *const u8, v: *const u8, d_o: *const u8, lse: *const f32, delta: *const f32, dq: *mut f32, dk: *mut f32, dv: *mut f32, seq: u32, bh: u32, causal: u32, bk: u32, stages: u32) [max_registers = 168] [spills = "dK and dV (128 registers) beside the score tiles at 240 per math thread: the tile loop's scalars, 132 B on sm_90a; the copy thread's loop at 24"] {
+        let _ = bh;
+        wgmma::attention_bwd_wgmma::<false, 128, 64, 32>(q, k, v, d_o, lse, delta, dq, dk, dv, seq, causal != 0, AttentionBwdConfig::wgmma(bk, stages))
+    }
+    /// wgmma, bf16, D = 128.
+    pub fn attention_bwd_wgmma_bf16_d128(q: *const u8, k: *const u8, v: *const u8, d_o: *const u8, lse: *const f32, delta: *const f32, dq: *mut f32, dk: *mut f32, dv: *mut f32, seq: u32, bh: u32, causal: u32, bk: u32, stages: u32) [max_registers = 168] [spills = "dK and dV (128 registers) beside the score tiles at 240 per math thread: the tile loop's scalars, 132 B on sm_90a; the copy thread's loop at 24"] {
+        let _ = bh;
+        wgmma::attention_bwd_wgmma::<true, 128, 64, 32>(q, k, v, d_o, lse, delta, dq, dk, dv, seq, causal != 0, AttentionBwdConfig::wgmma(bk, stages))
+    }
+    /// wgmma, f16, D = 64.
+    pub fn attention_bwd_wgmma_f16_d64(q: *const u8, k: *const u8, v: *const u8, d_o: *const u8, lse: *const f32, delta: *const f32, dq: *mut f32, dk: *mut f32, dv: *mut f32, seq: u32, bh: u32, causal: u32, bk: u32, stages: u32) [max_registers = 168] {
+        let _ = bh;
+        wgmma::attention_bwd_wgmma::<false, 64, 32, 16>(q, k, v, d_o, lse, delta, dq, dk, dv, seq, causal != 0, AttentionBwdConfig::wgmma(bk, stages))
+    }
+    /// wgmma, bf16, D = 64.
+    pub fn attention_bwd_wgmma_bf16_d64(q: *const u8, k: *const u8, v: *const u8, d_o: *const u8, lse: *const f32, delta: *const f32, dq: *mut f32, dk: *mut f32, dv: *mut f32, seq: u32, bh: u32, causal: u32, bk: u32, stages: u32) [max_registers = 168] {
+        let _ = bh;
+        wgmma::attention_bwd_wgmma::<true, 64, 32, 16>(q, k, v, d_o, lse, delta, dq, dk, dv, seq, causal != 0, AttentionBwdConfig::wgmma(bk, stages))
+    }
+}
+
+/// The wgmma entry for head dimension `d` and `bf16` (else f16) inputs (after the pre-pass
+/// of [`entry_names`]).
+pub fn wgmma_entry_name(d: u32, bf16: bool) -> Option<&'static str> {
+    Some(match (d, bf16) {
+        (128, false) => "attention_bwd_wgmma_f16_d128",
+        (128, true) => "attention_bwd_wgmma_bf16_d128",
+        (64, false) => "attention_bwd_wgmma_f16_d64",
+        (64, true) => "attention_bwd_wgmma_bf16_d64",
+        _ => return None,
+    })
 }
 
 /// The entries of one backward pass: the pre-pass, the dK/dV kernel and the dQ kernel for
