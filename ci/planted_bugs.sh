@@ -66,6 +66,9 @@ plants=(
 #     (the tensor-core GEMM's stream-K fix-up leaves out the first cluster's piece of a split tile)
 #   attention-forward-skips-the-rescale-of-o: tests/attention.rs cuda_every_entry_at_odd_sequences
 #     (the wgmma forward's pipeline issues `P V` without first rescaling `O` to the new row maxima)
+#   attention-backward-wgmma-mask-keeps-keys-past-the-query: tests/attention_backward.rs
+#     cuda_wgmma_at_odd_sequences (the wgmma backward's mask drops the causal rule: keys past a
+#     query keep their weight in dK, dV and dQ)
 # The regression gate's plant (a slowdown, not a wrong result): build the bench with it applied
 # and run it against the card's baseline; the gate must fail (ci/gate.sh, docs/backends.md).
 #   rows-load-waits-for-the-first-vector: `dynsmem bench --family softmax --against

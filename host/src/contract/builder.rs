@@ -355,6 +355,14 @@ impl Kernel {
     /// [`Kernel::footprint`] of the form `target` builds.
     pub fn footprint_on(&self, point: &[u32], target: &Target) -> std::result::Result<Footprint, String> {
         self.validate().map_err(|e| e.to_string())?;
+        // A choice's value is an index into its names: past them, no config names it.
+        for (i, (&v, (name, ..))) in point.iter().zip(&self.params).enumerate() {
+            if let super::ValueKind::Choice(names) = self.kind_of(i)
+                && v as usize >= names.len()
+            {
+                return Err(format!("`{name}` = {v}: not one of {names:?}"));
+            }
+        }
         let p = self.params_at(point);
         if let Some(i) = self.restrictions.iter().position(|r| !r(&p)) {
             return Err(match self.hooks.named.get(i).filter(|n| !n.is_empty()) {

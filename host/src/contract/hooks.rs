@@ -472,5 +472,8 @@ mod tests {
         }
         assert_eq!(ValueKind::Flag.from_json(&serde_json::json!(1)), None, "a flag is true or false");
         assert_eq!(transpose().alias("pad", "p").alias_of("pad"), Some("p"));
+        // A choice past its names has no config: the check refuses it before anything else.
+        let e = k.footprint(&[16, 1, 2]).expect_err("pad 2 names nothing");
+        assert!(e.contains("`pad` = 2") && e.contains("none"), "{e}");
     }
 }

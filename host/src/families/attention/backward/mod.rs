@@ -734,7 +734,7 @@ mod tests {
         let l = cfg.wgmma_layout(128).unwrap();
         assert!([l.k.offset(), l.v.offset(), l.ring.offset(), l.ds.offset()].iter().all(|o| o % 1024 == 0));
         assert_eq!(l.dq.offset() % 16, 0);
-        assert!(cfg.wgmma_bytes(128).unwrap() <= 232448);
+        assert_eq!(cfg.wgmma_bytes(128).unwrap(), 199720, "docs/families.md states it");
         assert!(AttentionBwdConfig::wgmma(128, 3).wgmma_bytes(128).unwrap() > 232448);
         assert!(AttentionBwdConfig::wgmma(128, 4).wgmma_bytes(64).unwrap() <= 232448);
         assert_eq!((cfg.threads(), AttentionBwdConfig::wgmma(64, 2).threads()), (384, 256));
