@@ -218,10 +218,10 @@ pub(super) fn attention_bwd_wgmma<const BF16: bool, const D: u32, const ACC_D: u
     let mut dv_acc = [0f32; ACC_D];
     // Descriptors step by adding to their address field (bytes / 16): this warpgroup's K and
     // V rows (A, K-major), 32 bytes per k-step along a swizzled row, a panel's bytes per 64
-    // columns; N-major operands step 16 rows (2048 bytes) per k-step.
-    // The K and V descriptors are computed in each tile from values made warp-uniform there
-    // (a shuffle LLVM does not hoist): hoisted out of the loop, the 16 k-steps' sums (the
-    // panel step is a launch-time value) would sit in vector registers and spill.
+    // columns; N-major operands step 16 rows (2048 bytes) per k-step. The K and V
+    // descriptors are computed in each tile from values made warp-uniform there (a shuffle
+    // LLVM does not hoist): hoisted out of the loop, the 16 k-steps' sums (the panel step is
+    // a launch-time value) would sit in vector registers and spill.
     let tile_panel_step = (tile_panel * 2 / 16) as u64;
     const ROWS16: u64 = 16 * PANEL as u64 * 2 / 16;
     // S^T = K Q^T and dP^T = V dO^T from slot `s`: D / 16 k-steps each, two commit groups.
@@ -229,25 +229,19 @@ pub(super) fn attention_bwd_wgmma<const BF16: bool, const D: u32, const ACC_D: u
     |s_acc: &mut [f32; ACC_S], dp_acc: &mut [f32; ACC_S], s: u32| {
         let rows_off = gpu::warp_uniform(unit) * KEYS_PER_WARPGROUP * PANEL;
         let kv_panel_step = (gpu::warp_uniform(kv_panel) * 2 / 16) as u64;
-        let k_desc = k_at(0).wrapping_add(rows_off).wgmma_desc_sw128();
-        let v_desc = v_at(0).wrapping_add(rows_off).wgmma_desc_sw128();
-        let (qd, dd) = (q_at(s, 0).wgmma_desc_sw128(), do_at(s, 0).wgmma_desc_sw128());
-        gpu::wgmma_fence(s_acc);
-        for step in 0..(D / 16) as u64 {
-            let off = |panel_step: u64| (step / 4) * panel_step + 2 * (step % 4);
-            unsafe {
-                gpu::wgmma::<BF16, ACC_S>(s_acc, k_desc + off(kv_panel_step), qd + off(tile_panel_step), step > 0)
-            };
-        }
-        gpu::wgmma_commit();
-        gpu::wgmma_fence(dp_acc);
-        for step in 0..(D / 16) as u64 {
-            let off = |panel_step: u64| (step / 4) * panel_step + 2 * (step % 4);
-            unsafe {
-                gpu::wgmma::<BF16, ACC_S>(dp_acc, v_desc + off(kv_panel_step), dd + off(tile_panel_step), step > 0)
-            };
-        }
-        gpu::wgmma_commit();
+        // acc = A B^T over D, A this warpgroup's rows of `kv`, B the slot's tile `tile`.
+        let product = #[inline(always)]
+        |acc: &mut [f32; ACC_S], kv: SharedPtr<u16>, tile: SharedPtr<u16>| {
+            let (ad, bd) = (kv.wrapping_add(rows_off).wgmma_desc_sw128(), tile.wgmma_desc_sw128());
+            gpu::wgmma_fence(acc);
+            for step in 0..(D / 16) as u64 {
+                let off = |panel_step: u64| (step / 4) * panel_step + 2 * (step % 4);
+                unsafe { gpu::wgmma::<BF16, ACC_S>(acc, ad + off(kv_panel_step), bd + off(tile_panel_step), step > 0) };
+            }
+            gpu::wgmma_commit();
+        };
+        product(s_acc, k_at(0), q_at(s, 0));
+        product(dp_acc, v_at(0), do_at(s, 0));
     };
     // acc += A B over the tile's 64 queries (four k-steps), A from registers, B the slot's
     // tile `first` (N-major: D columns across its panels). One commit group.
