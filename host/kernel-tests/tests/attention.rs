@@ -388,6 +388,44 @@ fn wgmma_launches_that_break_the_rules_trap_before_a_tensor_core_instruction() {
     }
 }
 
+/// The backward's wgmma entries check their launch the same way before any tensor-core
+/// instruction: a key tile that is not 64 or 128, a ring outside 2 to 4 slots, a block other
+/// than the copy warpgroup plus one math warpgroup per 64 keys, each trap in
+/// `attention_backward/wgmma.rs`.
+#[test]
+fn backward_wgmma_launches_that_break_the_rules_trap_before_a_tensor_core_instruction() {
+    let cpu = cpu();
+    let (x, f) = (mem(&vec![0u16; 64 * 128]), mem(&vec![0f32; 64 * 128]));
+    for (kernel, bk, stages, block, why) in [
+        ("attention_bwd_wgmma_f16_d64", 96, 2, 256, "bk 96"),
+        ("attention_bwd_wgmma_bf16_d64", 192, 2, 512, "bk 192 (three math warpgroups)"),
+        ("attention_bwd_wgmma_f16_d128", 128, 1, 384, "one slot"),
+        ("attention_bwd_wgmma_bf16_d128", 64, 5, 256, "5 slots"),
+        ("attention_bwd_wgmma_f16_d128", 128, 2, 256, "a block of 256 for two math warpgroups"),
+        ("attention_bwd_wgmma_bf16_d64", 64, 3, 384, "a block of 384 for one math warpgroup"),
+    ] {
+        let dims = LaunchDims { grid: 1, block, shared_bytes: 1 << 16, cluster: 1 };
+        let args = [
+            Arg::Mem(&x),
+            Arg::Mem(&x),
+            Arg::Mem(&x),
+            Arg::Mem(&x),
+            Arg::Mem(&f),
+            Arg::Mem(&f),
+            Arg::Mem(&f),
+            Arg::Mem(&f),
+            Arg::Mem(&f),
+            Arg::U32(64),
+            Arg::U32(1),
+            Arg::U32(0),
+            Arg::U32(bk),
+            Arg::U32(stages),
+        ];
+        let at = trap_site(&cpu, entry(attention_backward::KERNELS, kernel), dims, &args);
+        assert!(at.ends_with("wgmma.rs"), "{kernel}, {why}: {at}");
+    }
+}
+
 /// The file of the `gpu::trap` a launch expected to trap stops at.
 fn trap_site(cpu: &Cpu, entry: &'static KernelEntry, dims: LaunchDims, args: &[Arg<'_>]) -> String {
     match cpu.launch(entry, dims, args) {
@@ -450,6 +488,36 @@ fn configs_fit_by_the_rules_and_name_their_entries() {
             for d in [32, 64, 96, 128] {
                 let want = [64, 128].contains(&d) && (1..=256).contains(&bq) && (1..=256).contains(&bk);
                 assert_eq!(AttentionBwdConfig::new(bq, bk).fits(d), want, "backward bq {bq} bk {bk} D {d}");
+            }
+        }
+    }
+    // The wgmma kind: 64 queries per tile, 64 or 128 keys (a math warpgroup per 64), 2 to 4
+    // slots; its threads are the copy warpgroup's and the math warpgroups'.
+    use attention_backward::wgmma::{MAX_STAGES, MIN_STAGES, WGMMA_BQ};
+    for bq in [0, 32, WGMMA_BQ, 128] {
+        for bk in [0, 32, 64, 96, 128, 192, 256] {
+            for stages in 0..=MAX_STAGES + 1 {
+                for d in [32, 64, 96, 128] {
+                    let cfg = AttentionBwdConfig { bq, ..AttentionBwdConfig::wgmma(bk, stages) };
+                    let want = [64, 128].contains(&d)
+                        && bq == 64
+                        && (bk == 64 || bk == 128)
+                        && (MIN_STAGES..=MAX_STAGES).contains(&stages);
+                    assert_eq!(cfg.fits(d), want, "backward wgmma bq {bq} bk {bk} {stages} slots D {d}");
+                }
+            }
+        }
+    }
+    assert_eq!(AttentionBwdConfig::wgmma(128, 2).threads(), 384);
+    assert_eq!(AttentionBwdConfig::wgmma(64, 2).threads(), 256);
+    for d in [32, 64, 96, 128] {
+        for bf16 in [false, true] {
+            let name = attention_backward::wgmma_entry_name(d, bf16);
+            assert_eq!(name.is_some(), d == 64 || d == 128, "backward wgmma D {d}");
+            if let Some(n) = name {
+                let ty = if bf16 { "bf16" } else { "f16" };
+                assert_eq!(n, format!("attention_bwd_wgmma_{ty}_d{d}"));
+                assert_eq!(entry(attention_backward::KERNELS, n).params.len(), 14, "{n}");
             }
         }
     }
