@@ -37,15 +37,20 @@ fn cpu_backend() {
         // per pass (8 rows per thread: two units, one pass; 16 rows: four units, two).
         cfg(64, 32, 32, 3),
         cfg(64, 64, 32, 3).with_tm(16),
+        // 4 x 8 thread tiles (f32 only): 8 threads at bk 12 at launch, and 32 (one warp:
+        // A in units of 16 rows).
+        cfg(16, 16, 12, 2).with_tm(4),
+        cfg(32, 32, 16, 3).with_tm(4),
     ];
     // f16 needs bk % 8 == 0: five of the six 8-row configs.
-    assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 5 * (6 + 5 + 3));
+    assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 5 * (6 + 5 + 5));
 }
 
-/// Split-K on the CPU backend: the splits of a tile add into C after the `k = 0` launch
-/// scaled it, over k-tiles that do not divide evenly (37 = 4 + 4 + 4 + ... in k-tiles of 4
-/// and 8), f32 with 8 and 16 rows and f16; exact (integer inputs), so a split that skips
-/// or repeats a k-tile, or a C scaled twice, fails.
+/// Split-K on the CPU backend: the splits of a tile store their parts in the workspace and
+/// the sum adds them and beta C into C, over k-tiles that do not divide evenly (37 = 4 + 4 +
+/// 4 + ... in k-tiles of 4 and 8), f32 with 4, 8 and 16 rows and f16, and a skinny, deep
+/// problem split 40 ways; exact (integer inputs), so a split that skips or repeats a k-tile,
+/// a slice the sum leaves out, or C scaled twice, fails.
 #[test]
 fn cpu_backend_split_k() {
     let cpu = CpuBackend::new();
@@ -55,9 +60,12 @@ fn cpu_backend_split_k() {
         cfg(32, 16, 4, 1).with_splits(4),
         cfg(32, 16, 8, 2).with_tm(16).with_splits(2),
         cfg(64, 32, 8, 3).with_splits(5),
+        cfg(32, 32, 8, 2).with_tm(4).with_splits(3),
     ];
-    // f16 (bk % 8 == 0, 8 rows): the first and last configs.
-    assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 3 * (4 + 2));
+    // f16 (bk % 8 == 0, 8 rows): the first and fourth configs.
+    assert_eq!(conformance::sgemm(&cpu, &shapes, &configs), 3 * (5 + 2));
+    let skinny = [cfg(32, 32, 16, 3).with_tm(4).with_splits(40)];
+    assert_eq!(conformance::sgemm(&cpu, &[(20, 9, 2000)], &skinny), 1);
 }
 
 /// The tensor-map kernels on the CPU backend (its stand-in tensor maps): one block per tile,
@@ -112,9 +120,9 @@ fn split_k_refusals() {
         other => panic!("4 splits of 3 k-tiles: {other:?}"),
     }
     let deep = SgemmProblem { k: 4096, ..p };
-    match prepare(&cpu, deep, cfg(16, 16, 8, 2).with_splits(33), false, Variant::LaunchSized, 1).map(|_| ()) {
-        Err(Error::InvalidConfig { reason, .. }) => assert!(reason.contains("splits 1 to 32"), "{reason}"),
-        other => panic!("33 splits: {other:?}"),
+    match prepare(&cpu, deep, cfg(16, 16, 8, 2).with_splits(265), false, Variant::LaunchSized, 1).map(|_| ()) {
+        Err(Error::InvalidConfig { reason, .. }) => assert!(reason.contains("splits 1 to 264"), "{reason}"),
+        other => panic!("265 splits: {other:?}"),
     }
     if let Some(wgsl) = wgsl_or_skip("sgemm::split_k_refusals") {
         match prepare(&wgsl, deep, cfg(16, 16, 8, 2).with_splits(2), false, Variant::WgslLiteral, 1).map(|_| ()) {
@@ -169,14 +177,19 @@ fn cuda() {
         cfg(128, 128, 32, 2).with_tm(16),
         cfg(256, 128, 24, 2).with_tm(16),
         cfg(256, 128, 32, 3).with_tm(16),
+        // 4 x 8 thread tiles: 32 x 32 (one warp), 64 x 64 at bk 16 (128 threads), bk 24 at
+        // launch.
+        cfg(32, 32, 32, 3).with_tm(4),
+        cfg(64, 64, 16, 4).with_tm(4),
+        cfg(64, 32, 24, 2).with_tm(4),
     ];
     // Launch-sized: f16 needs bk % 8 == 0 (all six); the fixed-tile entry adds one case per
     // shape. cuda-static: the same source with the tile compiled in and static arrays, which
     // must fit 48 KB: f32 128x128x16 with three stages (52224 B), 128x128x32 with two
     // (67584 B) and 128x64x32 with three (76032 B) are refused before anything is built;
     // every f16 config fits.
-    // tm = 16: one case per shape and config (f32, launch-sized).
-    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * (6 * 2 + 1) + 6 * (3 + 6) + 6 * 4);
+    // tm = 16 and 4: one case per shape and config (f32, launch-sized).
+    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 6 * (6 * 2 + 1) + 6 * (3 + 6) + 6 * 7);
 }
 
 /// The tensor-map (TMA) kernel: shapes with k and n multiples of 4 and shapes whose rows of A
@@ -221,8 +234,9 @@ fn cuda_stream_k() {
     assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), shapes.len() * configs.len());
 }
 
-/// Split-K on the GPU: the k-group kernel (8 and 16 rows), the tensor-map kernel and f16,
-/// on small tiles of deep problems (the shapes split-K is for) and edges on every side.
+/// Split-K on the GPU: the k-group kernel (4, 8 and 16 rows), the tensor-map kernel and f16,
+/// on small tiles of deep problems (the shapes split-K is for) and edges on every side, and
+/// skinny problems of deep k split up to 264 ways.
 #[test]
 fn cuda_split_k() {
     let Some(cuda) = cuda_or_skip("sgemm::cuda_split_k") else { return };
@@ -231,12 +245,37 @@ fn cuda_split_k() {
         cfg(128, 64, 32, 3).with_splits(4),
         cfg(64, 64, 16, 2).with_splits(16),
         cfg(256, 128, 32, 3).with_tm(16).with_splits(3),
+        cfg(64, 64, 32, 3).with_tm(4).with_splits(6),
     ];
     // f16: the two 8-row configs (bk % 8 == 0), launch-sized only.
-    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 3 * (3 + 2));
+    assert_eq!(conformance::sgemm(&cuda, &shapes, &configs), 3 * (4 + 2));
+    let skinny = [cfg(64, 64, 32, 3).with_tm(4).with_splits(264), cfg(32, 32, 16, 4).with_tm(4).with_splits(132)];
+    assert_eq!(conformance::sgemm(&cuda, &[(64, 64, 50000), (48, 17, 80001), (1, 1, 9000)], &skinny), 3 * 2);
     // The tensor-map kernel: k and n multiples of 4.
     let tma = [SgemmConfig::tma(128, 32, 3).with_splits(8), SgemmConfig::tma(256, 32, 2).with_splits(2)];
     assert_eq!(conformance::sgemm(&cuda, &[(256, 256, 8192), (300, 260, 1000)], &tma), 2 * 2);
+}
+
+/// Split-K's sum adds the splits' parts in a fixed order, so a split problem gives the same
+/// bits run after run (random inputs: another order of the adds would round differently
+/// somewhere), the skinny 264-way split and an 8-way split of an odd shape alike.
+#[test]
+fn cuda_split_k_gives_the_same_bits_every_run() {
+    let Some(cuda) = cuda_or_skip("sgemm::cuda_split_k_gives_the_same_bits_every_run") else { return };
+    for ((m, n, k), config) in [
+        ((64, 64, 50000), cfg(64, 64, 32, 3).with_tm(4).with_splits(264)),
+        ((300, 257, 8191), cfg(128, 64, 32, 3).with_splits(8)),
+    ] {
+        let problem = SgemmProblem { m, n, k, f16_inputs: false };
+        let w = prepare(&cuda, problem, config, false, Variant::LaunchSized, 5).expect("prepares");
+        let first: Vec<u32> = w.result_from_initial().expect("runs").iter().map(|v| v.to_bits()).collect();
+        w.compare(&w.result_from_initial().expect("runs")).expect("verified");
+        for run in 0..3 {
+            let again: Vec<u32> = w.result_from_initial().expect("runs").iter().map(|v| v.to_bits()).collect();
+            let differ = first.iter().zip(&again).filter(|(a, b)| a != b).count();
+            assert_eq!(differ, 0, "{m}x{n}x{k} {config:?}: run {} differs from the first at {differ} entries", run + 2);
+        }
+    }
 }
 
 /// What the tensor-map kernels refuse before anything is launched: a backend without tensor
@@ -433,10 +472,16 @@ fn every_entry_runs_on_the_cpu_backend() {
     let cpu = CpuBackend::new();
     let mut ran = Vec::new();
     for entry in KERNELS.iter().map(|e| e.name) {
-        if entry == "sgemm_pack" {
+        if entry == "sgemm_pack" || entry == "sgemm_split_sum" {
             continue;
         }
-        let tm = if entry.contains("_tm16") { 16 } else { 8 };
+        let tm = if entry.contains("_tm16") {
+            16
+        } else if entry.contains("_tm4") {
+            4
+        } else {
+            8
+        };
         let bk = [("_bk8", 8), ("_bk16", 16), ("_bk32", 32), ("_bk64", 64)]
             .iter()
             .find(|(s, _)| entry.contains(s))
@@ -467,7 +512,7 @@ fn every_entry_runs_on_the_cpu_backend() {
         ran.push(entry);
     }
     common::note(&format!("{} SGEMM entries verified on the CPU backend: {ran:?}", ran.len()));
-    assert!(ran.len() >= 19, "{ran:?}");
+    assert!(ran.len() >= 23, "{ran:?}");
 }
 
 /// The check has teeth: at k = 4096 the inputs are exact integers, so the reference is

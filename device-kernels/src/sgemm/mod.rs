@@ -2,13 +2,14 @@
 //! f16 inputs with f32 accumulation. Measurements, history: `host/src/families/sgemm/NOTES.md`.
 //!
 //! # Compiled in, launch-time
-//! A thread's `TM x 8` tile of `C` (`TM` = 8 or 16, [`SgemmConfig::tm`]) is compiled in: its
+//! A thread's `TM x 8` tile of `C` (`TM` = 4, 8 or 16, [`SgemmConfig::tm`]) is compiled in: its
 //! loops must unroll with constant indices to stay in registers. The block tile `BM x BN`, the
 //! depth `BK` and the stages only size shared memory and trip counts, so they are launch-time
 //! (past 48 KB is just a bigger launch). `_bk*` entries ([`COMPILED_BK`]) compile `BK` in so
 //! the k loop unrolls; `sgemm_f32_128x128x16s2` ([`Dims`]) compiles the whole tile in, to
-//! isolate what launch-time sizing costs. build.rs caps 8-row entries at 128 registers (two
-//! 256-thread blocks per SM), 16-row ones at 255 (one).
+//! isolate what launch-time sizing costs. The entries cap 8-row tiles at 128 registers (two
+//! 256-thread blocks per SM), 16-row ones at 255 (one), 4-row ones at 112 (the small-problem
+//! tiles: four 128-thread blocks per SM; at 96 their copy addressing spills).
 //!
 //! # Kernels and thread mapping
 //! Block `b` computes the tile at `(BM * (b / tiles_n), BN * (b % tiles_n))`; thread
@@ -39,16 +40,18 @@
 //!
 //! # Entry points ([`entry_name`] picks one)
 //! `sgemm_f32(a, b, c, m, n, k, alpha, beta, bm, bn, bk, stages)`, `sgemm_f32_bk{8,16,32}`,
-//! `sgemm_f32_tm16[_bk{8,16,32,64}]`, `sgemm_f32_128x128x16s2`, ablations `sgemm_f32_unroll4`,
-//! `sgemm_f32_tm16_bk32_u{8,16}` (`a`, `b`: `*const f32`); `hgemm_f16_f32` (`*const u16`, f16
-//! bits); `sgemm_f32_tma_bk{32,64}` (`a`, `b`: `CUtensorMap`s in device memory); `c` is f32;
-//! `sgemm_f32_sk[_n64|_n32]` (the tensor maps, then `partials`, `counters`: the stream-K
-//! workspace, [`SgemmConfig::sk_workspace`]); `sgemm_pack` ([`pack`]). An entry traps on a
+//! `sgemm_f32_tm4[_bk{8,16,32}]`, `sgemm_f32_tm16[_bk{8,16,32,64}]`, `sgemm_f32_128x128x16s2`,
+//! ablations `sgemm_f32_unroll4`, `sgemm_f32_tm16_bk32_u{8,16}` (`a`, `b`: `*const f32`);
+//! `hgemm_f16_f32` (`*const u16`, f16 bits); `sgemm_f32_tma_bk{32,64}` (`a`, `b`:
+//! `CUtensorMap`s in device memory); `c` is f32; `sgemm_f32_sk[_n64|_n32]` (the tensor maps,
+//! then `partials`, `counters`: the stream-K workspace, [`SgemmConfig::sk_workspace`]);
+//! `sgemm_split_sum` ([`split`]); `sgemm_pack` ([`pack`]). An entry traps on a
 //! launch that contradicts what it compiles in. Grid: `ceil(M/BM) * ceil(N/BN)` blocks of `BM *
 //! BN / (8 * TM)` threads (`BM` for the tensor-map kernels), times [`SgemmConfig::splits`]
-//! under split-K (`SplitK`: the splits of a tile share its k-tiles and add into `C`
-//! atomically, after a launch of the same entry with `k = 0` scaled `C`); stream-K:
-//! [`SgemmConfig::sk_grid`] blocks.
+//! under split-K (`SplitK`: the splits of a tile share its k-tiles; `c` is then the workspace
+//! of `splits` slices of `M x N`, split `s` storing `alpha` times its part in slice `s`, and
+//! `sgemm_split_sum` ([`split`]) adds the slices in split order into `C`: the same bits on
+//! every run); stream-K: [`SgemmConfig::sk_grid`] blocks.
 
 use crate::gpu::{self, SharedArray};
 use crate::layout::{Carve, LayoutError, Slice};
@@ -59,14 +62,18 @@ pub use tma::{MAX_SK, SK_BK, SK_BN, SK_MAX_THREADS, SK_STATE_WORDS, TMA_BK, TMA_
 /// Columns of `C` each thread computes, and the rows unless [`SgemmConfig::tm`] says 16.
 pub const THREAD_TILE: u32 = 8;
 /// The rows of `C` a thread can compute ([`SgemmConfig::tm`]): 8 (64 accumulators, 128
-/// registers, two 256-thread blocks per SM) or 16 for f32 (128 accumulators, up to 255
+/// registers, two 256-thread blocks per SM), 16 for f32 (128 accumulators, up to 255
 /// registers, one 256-thread block per SM: the shape cuBLAS's own FFMA kernels take on the
-/// H100, fewer shared reads and copies per FMA).
-pub const THREAD_ROWS: [u32; 2] = [8, 16];
+/// H100, fewer shared reads and copies per FMA) or 4 for f32 (32 accumulators, 112 registers:
+/// short dependent chains and many warps per scheduler for problems of a few MFLOP, where
+/// the bigger tiles leave one or two warps per scheduler; cuBLAS's 32 x 32 and 64 x 64 SIMT
+/// kernels take this shape there).
+pub const THREAD_ROWS: [u32; 3] = [4, 8, 16];
 /// Most pipeline stages.
 pub const MAX_STAGES: u32 = 4;
-/// Most blocks per output tile under split-K ([`SgemmConfig::splits`]).
-pub const MAX_SPLITS: u32 = 32;
+/// Most blocks per output tile under split-K ([`SgemmConfig::splits`]): two per
+/// multiprocessor of a 132-SM GPU for the one or two tiles of a skinny, deep problem.
+pub const MAX_SPLITS: u32 = 264;
 /// Most threads a block has on any GPU the image targets (`BM * BN / 64`).
 pub const MAX_THREADS: u32 = 1024;
 /// Blocks along each grid dimension are folded into one (`tiles_m * tiles_n` blocks).
@@ -88,10 +95,10 @@ pub struct SgemmConfig {
     /// Absent (false) in records and caches written before it existed.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
     pub tma: bool,
-    /// Split-K: blocks per output tile, each taking a share of the k-tiles and adding its
-    /// part into `C` atomically, after the host scaled `C` by beta ([`SplitK`]); 1 to
-    /// [`MAX_SPLITS`]. 1 (one block per tile, `C` stored once) in records written before it
-    /// existed.
+    /// Split-K: blocks per output tile, each taking a share of the k-tiles and storing its
+    /// part in a workspace slice, which `sgemm_split_sum` adds into `C` in split order
+    /// ([`SplitK`], [`split`]); 1 to [`MAX_SPLITS`]. 1 (one block per tile, `C` stored once)
+    /// in records written before it existed.
     #[cfg_attr(feature = "serde", serde(default = "one_split", skip_serializing_if = "is_one_split"))]
     pub splits: u32,
     /// Stream-K (the tensor-map kernel only): a persistent grid of `sk` blocks per
@@ -538,7 +545,8 @@ fn gemm_rowmajor<E: GemmInput, D: Dims>(
         }
     });
 
-    store_tile(&acc, c, m, n, m0, n0, alpha, beta, split.atomic, row, col);
+    let (c, beta) = split.output(c, m, n, beta);
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
 
 /// Invokes `$m!(i)` for the literal rows `i` = 0 to 15 of a thread tile (the kernels guard
@@ -588,6 +596,7 @@ macro_rules! for_quads {
 }
 
 pub mod pack;
+pub mod split;
 /// The stream-K schedule (shared with the tensor-core GEMM).
 pub use crate::streamk;
 pub mod tma;
@@ -899,7 +908,8 @@ fn sgemm_kgroups<D: Dims, const UNROLL: u32, const TM: usize>(
         }
     };
     ring_pipeline(stages, split.count, load_tile, multiply);
-    store_tile(&acc, c, m, n, m0, n0, alpha, beta, split.atomic, row, col);
+    let (c, beta) = split.output(c, m, n, beta);
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
 
 /// Copies the `tile.0 x tile.1` tile at `origin` of the row-major `dims.0 x dims.1` matrix
@@ -970,16 +980,18 @@ fn copy_rows_async<E: GemmInput>(
 /// A block's output tile and its share of the k-tiles. The launch has `tiles * splits`
 /// blocks ([`SgemmConfig::launch_grid`]; `splits` is read back as `grid / tiles`): block
 /// `b` computes tile `b % tiles` over k-tiles `kt0 .. kt0 + count` of split `b / tiles`,
-/// `ceil(k_tiles / splits)` of them (fewer in the last split, none past the end). With one
-/// split the tile is stored (`alpha * acc + beta * C`); with more, each split adds
-/// `alpha * acc` into `C` atomically ([`store_tile`]), so the host scales `C` by beta
-/// first (the same entry with `k = 0`). Traps on a grid that is not a multiple of `tiles`.
+/// `ceil(k_tiles / splits)` of them (fewer in the last split, none past the end: such a
+/// split stores zeros). With one split the tile is stored (`alpha * acc + beta * C`); with
+/// more, `c` is the workspace and split `s` stores `alpha * acc` in its slice
+/// ([`SplitK::output`]), which `sgemm_split_sum` adds up in split order. Traps on a grid
+/// that is not a multiple of `tiles`.
 #[derive(Clone, Copy)]
 struct SplitK {
     tile: u32,
     kt0: u32,
     count: u32,
-    atomic: bool,
+    split: u32,
+    splits: u32,
 }
 
 impl SplitK {
@@ -992,7 +1004,15 @@ impl SplitK {
         let splits = grid / tiles;
         let per = k_tiles.div_ceil(splits);
         let kt0 = (block / tiles * per).min(k_tiles);
-        SplitK { tile: block % tiles, kt0, count: per.min(k_tiles - kt0), atomic: splits > 1 }
+        SplitK { tile: block % tiles, kt0, count: per.min(k_tiles - kt0), split: block / tiles, splits }
+    }
+
+    /// Where this block stores its tile, and the beta it stores with: `C` and `beta` with
+    /// one split; with more, slice `split` of the workspace `c` (`split * m * n` floats in)
+    /// and beta 0 (the slice is written, never read).
+    #[inline(always)]
+    fn output(&self, c: *mut f32, m: u32, n: u32, beta: f32) -> (*mut f32, f32) {
+        if self.splits > 1 { (c.wrapping_add(self.split as usize * m as usize * n as usize), 0.0) } else { (c, beta) }
     }
 }
 
@@ -1055,8 +1075,7 @@ fn ring_pipeline(stages: u32, k_tiles: u32, load_tile: impl Fn(u32, u32), mut mu
 
 /// `C = alpha * acc + beta * C` for a thread's `TM x TN` tile at rows `m0 + row(i)`,
 /// columns `n0 + col(j)` (columns in runs of 4: `col(4h + e) = col(4h) + e`); `C` is not
-/// read when beta is 0 (it may hold anything). `atomic` (split-K, see [`SplitK`]): adds
-/// `alpha * acc` into `C` atomically instead, beta unused.
+/// read when beta is 0 (it may hold anything).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn store_tile<const TM: usize, const TN: usize>(
@@ -1068,16 +1087,15 @@ fn store_tile<const TM: usize, const TN: usize>(
     n0: u32,
     alpha: f32,
     beta: f32,
-    atomic: bool,
     row: impl Fn(usize) -> u32,
     col: impl Fn(usize) -> u32,
 ) {
     let c_vec = vector::is_aligned16(c) && n.is_multiple_of(4);
     // A macro over the literal row: a rolled loop would index `acc` at run time. Rows past
     // TM are compiled out (`$i % TM` keeps the index in bounds for the compiler's checks).
-    // Columns 4h .. 4h + 4 of row `$i`: a macro over literal `h` too (a loop over h, once it
-    // holds the atomic branch, is not unrolled, and the accumulators it indexes at run time
-    // go to local memory).
+    // Columns 4h .. 4h + 4 of row `$i`: a macro over literal `h` too (a loop over h with a
+    // branch inside, such as split-K's atomic adds once were, is not unrolled, and the
+    // accumulators it indexes at run time go to local memory).
     macro_rules! store_quad {
         ($i:literal, $h:literal, $c_row:expr) => {
             if $h < TN / 4 {
@@ -1087,21 +1105,13 @@ fn store_tile<const TM: usize, const TN: usize>(
                 for e in 0..4 {
                     out.0[e] = alpha * acc[$i % TM][(4 * $h + e) % TN];
                 }
-                if atomic {
+                if beta != 0.0 {
+                    let old = vector::load4(c_row, gn as i64, n as u64, 0.0, c_vec);
                     for e in 0..4 {
-                        if gn + (e as u32) < n {
-                            unsafe { gpu::atomic_add_global_f32(c_row.add(gn as usize + e), out.0[e]) };
-                        }
+                        out.0[e] = gpu::fma(beta, old.0[e], out.0[e]);
                     }
-                } else {
-                    if beta != 0.0 {
-                        let old = vector::load4(c_row, gn as i64, n as u64, 0.0, c_vec);
-                        for e in 0..4 {
-                            out.0[e] = gpu::fma(beta, old.0[e], out.0[e]);
-                        }
-                    }
-                    vector::store4(c_row, gn as u64, n as u64, out, c_vec);
                 }
+                vector::store4(c_row, gn as u64, n as u64, out, c_vec);
             }
         };
     }
@@ -1190,6 +1200,30 @@ crate::kernels! { KERNELS;
     pub fn sgemm_f32_tm16_bk64(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 255] {
         sgemm_compiled_bk::<64, 16, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
+    /// f32 GEMM with 4 x 8 thread tiles (`tm` = 4), block tile chosen at launch: the
+    /// small-problem tiles (32 x 32 is 32 threads, 64 x 64 128).
+    pub fn sgemm_f32_tm4(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 112] {
+        let cfg = SgemmConfig::new(bm, bn, bk, stages);
+        sgemm_kgroups::<Runtime, 8, 4>(Runtime(cfg), a, b, c, m, n, k, alpha, beta)
+    }
+    /// `sgemm_f32_tm4` with `bk` = 8 compiled in.
+    pub fn sgemm_f32_tm4_bk8(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 112] {
+        sgemm_compiled_bk::<8, 4, 8>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
+    }
+    /// `sgemm_f32_tm4` with `bk` = 16 compiled in.
+    pub fn sgemm_f32_tm4_bk16(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 112] {
+        sgemm_compiled_bk::<16, 4, 16>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
+    }
+    /// `sgemm_f32_tm4` with `bk` = 32 compiled in.
+    pub fn sgemm_f32_tm4_bk32(a: *const f32, b: *const f32, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) [max_registers = 112] {
+        sgemm_compiled_bk::<32, 4, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
+    }
+    /// Split-K's sum (`ws`: the workspace of `splits` slices of `m x n`): `C = sum_s ws[s] +
+    /// beta * C` in split order, [`split::sum_blocks`] blocks of [`split::SUM_THREADS`]; see
+    /// [`split`].
+    pub fn sgemm_split_sum(ws: *const f32, c: *mut f32, m: u32, n: u32, splits: u32, beta: f32) {
+        split::split_sum(ws, c, m, n, splits, beta)
+    }
     /// The tensor-map kernel with `bk` = 32 (`bn` = 128; `a`, `b`: the tensor maps of A and
     /// B in device memory); see `sgemm_tma`.
     pub fn sgemm_f32_tma_bk32(a: *const u8, b: *const u8, c: *mut f32, m: u32, n: u32, k: u32, alpha: f32, beta: f32, bm: u32, bn: u32, bk: u32, stages: u32) {
@@ -1264,7 +1298,7 @@ crate::kernels! { KERNELS;
 
 /// The entry point for `config` with f32 or f16 inputs, the compiled-in tile or not: f32
 /// takes the entry with its `bk` compiled in where there is one ([`COMPILED_BK`]), and the
-/// 16-row entries for `tm` = 16. `None` for a combination no entry has (f16 with the
+/// 4- and 16-row entries for `tm` = 4 and 16. `None` for a combination no entry has (f16 with the
 /// compiled-in tile or 16 rows, the compiled-in tile with 16 rows).
 pub fn entry_name(f16_inputs: bool, fixed: bool, config: &SgemmConfig) -> Option<&'static str> {
     if config.sk > 0 {
@@ -1283,6 +1317,10 @@ pub fn entry_name(f16_inputs: bool, fixed: bool, config: &SgemmConfig) -> Option
         };
     }
     match (f16_inputs, fixed, config.tm, config.bk) {
+        (false, false, 4, 8) => Some("sgemm_f32_tm4_bk8"),
+        (false, false, 4, 16) => Some("sgemm_f32_tm4_bk16"),
+        (false, false, 4, 32) => Some("sgemm_f32_tm4_bk32"),
+        (false, false, 4, _) => Some("sgemm_f32_tm4"),
         (false, false, 8, 8) => Some("sgemm_f32_bk8"),
         (false, false, 8, 16) => Some("sgemm_f32_bk16"),
         (false, false, 8, 32) => Some("sgemm_f32_bk32"),

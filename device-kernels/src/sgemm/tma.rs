@@ -3,7 +3,8 @@
 //! edges of the matrices arrive as zeros.
 //!
 //! - `sgemm_tma` (`sgemm_f32_tma_bk*`): one block per output tile, or `splits` blocks per tile
-//!   adding into `C` atomically ([`super::SplitK`]); `bn` = [`TMA_BN`].
+//!   storing their parts in a workspace that `sgemm_split_sum` adds up ([`super::SplitK`]);
+//!   `bn` = [`TMA_BN`].
 //! - `sgemm_streamk` (`sgemm_f32_sk*`): a persistent grid over the units of
 //!   [`StreamK`](super::streamk::StreamK), the pieces of split tiles summed in a fixed order
 //!   through a workspace (deterministic: no atomic adds into `C`); `bn` 128, 64 or 32
@@ -330,7 +331,8 @@ pub(super) fn sgemm_tma<const BK: u32>(
     }
     let row = |i: usize| ty * THREAD_TILE + i as u32;
     let col = |j: usize| (j / 4) as u32 * 32 + tx * 4 + (j % 4) as u32;
-    store_tile(&acc, c, m, n, m0, n0, alpha, beta, split.atomic, row, col);
+    let (c, beta) = split.output(c, m, n, beta);
+    store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
 }
 
 /// The stream-K tensor-map kernel (`sgemm_f32_sk*`): block `b` of the launch's `G` computes
@@ -435,7 +437,7 @@ pub(super) fn sgemm_streamk<const BN: u32, const TN: usize>(
         // A whole tile is stored; a piece takes part in its tile's fix-up (every thread: it has
         // barriers), and the block that sums the pieces stores the tile.
         if sched.whole(&seg) || fix_up(&sched, b, &seg, &mut acc, partials, counters, flag) {
-            store_tile(&acc, c, m, n, m0, n0, alpha, beta, false, row, col);
+            store_tile(&acc, c, m, n, m0, n0, alpha, beta, row, col);
         }
         j += 1;
     }

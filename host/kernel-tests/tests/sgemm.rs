@@ -20,7 +20,8 @@ use dynsmem_cpu::rng::SplitMix64;
 use dynsmem_kernel_tests::*;
 use dynsmem_kernels::gpu::host::{Fault, FaultKind, HostTensorMap};
 use dynsmem_kernels::sgemm::pack::{PACK_SPAN, PACK_THREADS, pack_blocks, padded_ld};
-use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, KERNELS, SgemmConfig};
+use dynsmem_kernels::sgemm::split::{SUM_PER_THREAD, SUM_THREADS, sum_blocks, workspace_floats};
+use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, KERNELS, MAX_SPLITS, SgemmConfig};
 use dynsmem_kernels::streamk::{Segment, StreamK};
 
 /// `(m, n, k)`.
@@ -109,8 +110,9 @@ fn tail<'a>(c: &'a CpuMem, g: &Gemm, k: u32, config: &SgemmConfig) -> [Arg<'a>; 
     ]
 }
 
-/// Runs a multiply entry as the host does: under split-K, first the same entry with `k = 0`
-/// and one block per tile (`C = beta C`), then the splits adding into it.
+/// Runs a multiply entry as the host does: under split-K, the splits store their parts in a
+/// workspace (of NaN: a slice entry a split leaves unwritten shows), then `sgemm_split_sum`
+/// adds the slices and `beta C` into `C`.
 fn multiply(
     cpu: &Cpu,
     name: &str,
@@ -122,16 +124,22 @@ fn multiply(
     let e = entry(KERNELS, name);
     let c = mem(&g.c);
     let (m, n, k) = g.shape;
-    let run = |grid: u64, k: u32| {
-        let mut args = vec![Arg::Mem(a), Arg::Mem(b)];
-        args.extend(tail(&c, g, k, config));
-        launch(cpu, e, dims(grid, config, elem_bytes), &args);
-    };
+    let ws = mem(&vec![f32::NAN; workspace_floats(m, n, config.splits) as usize]);
+    let out = if config.splits > 1 { &ws } else { &c };
+    let mut args = vec![Arg::Mem(a), Arg::Mem(b)];
+    args.extend(tail(out, g, k, config));
+    launch(cpu, e, dims(config.launch_grid(m, n), config, elem_bytes), &args);
     if config.splits > 1 {
-        run(config.grid(m, n), 0);
+        split_sum(cpu, &ws, &c, g.shape, config.splits, g.beta);
     }
-    run(config.launch_grid(m, n), k);
     c.to_vec()
+}
+
+/// `sgemm_split_sum` over the `splits` slices of `ws` into `c`, as the host launches it.
+fn split_sum(cpu: &Cpu, ws: &CpuMem, c: &CpuMem, (m, n, _): Shape, splits: u32, beta: f32) {
+    let dims = LaunchDims { grid: sum_blocks(m, n) as u32, block: SUM_THREADS, shared_bytes: 0, cluster: 1 };
+    let args = [Arg::Mem(ws), Arg::Mem(c), Arg::U32(m), Arg::U32(n), Arg::U32(splits), Arg::F32(beta)];
+    launch(cpu, entry(KERNELS, "sgemm_split_sum"), dims, &args);
 }
 
 /// `(entry, config, shape, beta)`: the k-group entries (f32 pointers).
@@ -170,12 +178,24 @@ const POINTER_CASES: &[PointerCase] = &[
     ("sgemm_f32_bk16", cfg(32, 32, 16, 2), (40, 24, 16), 0.0),
     // 16 threads, bn 16, n % 4 != 0: B's words, inside and at the edges; depth 70 = 2 x 32 + 6.
     ("sgemm_f32_bk32", cfg(64, 16, 32, 3), (70, 19, 70), BETA),
-    // Split-K: three splits of nine k-tiles adding atomically into the scaled C, at a ragged n.
+    // Split-K: three splits of nine k-tiles into the workspace, summed with beta C, at a
+    // ragged n (m * n odd: the sum's scalar path).
     ("sgemm_f32", cfg(32, 16, 8, 2).with_splits(3), (17, 33, 65), BETA),
-    // Four splits of five k-tiles (two each: the last split has none), one stage.
+    // Four splits of five k-tiles (two each: the last split has none and stores zeros), one
+    // stage.
     ("sgemm_f32_bk8", cfg(16, 16, 8, 1).with_splits(4), (20, 12, 40), BETA),
-    // Split-K with beta 0: the k = 0 launch writes C whole.
+    // Split-K with beta 0 over a C of NaN: the sum does not read C.
     ("sgemm_f32_tm16_bk16", cfg(32, 32, 16, 2).with_tm(16).with_splits(2), (35, 20, 50), 0.0),
+    // 4 rows a thread: 8 threads at bk 12 at launch (A gathered: not whole warps).
+    ("sgemm_f32_tm4", cfg(16, 16, 12, 2).with_tm(4), (19, 21, 30), BETA),
+    // 32 threads (one warp) of 4 rows: A's units (two, bm 32), B's chunks; ragged m, n.
+    ("sgemm_f32_tm4_bk8", cfg(32, 32, 8, 3).with_tm(4), (37, 36, 41), BETA),
+    // 128 threads (64 x 64): four units of A, one pass; B's words (n % 4 != 0).
+    ("sgemm_f32_tm4_bk16", cfg(64, 64, 16, 2).with_tm(4), (70, 65, 40), BETA),
+    // The skinny, deep shape split-K is for: one tile, 24 splits of 33 k-tiles (two each but
+    // the last nine, which have one), beta 0.
+    ("sgemm_f32_tm4_bk32", cfg(32, 32, 32, 3).with_tm(4).with_splits(24), (20, 12, 1050), 0.0),
+    ("sgemm_f32_tm4_bk32", cfg(64, 32, 32, 4).with_tm(4).with_splits(5), (64, 32, 200), BETA),
     // 16 rows a thread, bk 12 at launch.
     ("sgemm_f32_tm16", cfg(32, 16, 12, 2).with_tm(16), (45, 30, 30), BETA),
     ("sgemm_f32_tm16_bk8", cfg(128, 16, 8, 3).with_tm(16), (130, 17, 23), BETA),
@@ -309,7 +329,7 @@ const TMA_CASES: &[PointerCase] = &[
     ("sgemm_f32_tma_bk64", SgemmConfig::tma(8, 64, 4), (9, 128, 64), BETA),
     // Four k-tiles of 64 (200 = 3 x 64 + 8) over three stages; A padded only; beta 0.
     ("sgemm_f32_tma_bk64", SgemmConfig::tma(24, 64, 3), (50, 36, 202), 0.0),
-    // Split-K: three splits of four k-tiles (two, two, none), atomic adds at ragged m.
+    // Split-K: three splits of four k-tiles (two, two, none) into the workspace, at ragged m.
     ("sgemm_f32_tma_bk32", SgemmConfig::tma(16, 32, 2).with_splits(3), (20, 140, 100), BETA),
 ];
 
@@ -591,7 +611,10 @@ fn launches_that_contradict_the_entry_trap() {
     let c16 = cfg(16, 16, 16, 2);
     // A compiled-in depth other than the launch's; the compiled-in tile with another.
     trap("sgemm_f32_bk8", c16, (4, 0), p, "sgemm/mod.rs");
+    trap("sgemm_f32_tm4_bk32", c16, (4, 0), p, "sgemm/mod.rs");
     trap("sgemm_f32_128x128x16s2", c16, (4, 0), p, "sgemm/mod.rs");
+    // The 4-row entry on a block of the 8-row tile's threads.
+    trap("sgemm_f32_tm4", c16, (4, c16.threads()), p, "sgemm/mod.rs");
     // A block of other than the config's threads; a config the kernel cannot run (bk not a
     // multiple of 4; f16 with bk not a multiple of 8).
     trap("sgemm_f32", c16, (4, 8), p, "sgemm/mod.rs");
@@ -640,6 +663,49 @@ fn pack_launches_that_contradict_it_trap() {
     assert_same("the pack's destination after its traps", &dst.to_vec::<f32>(), &[0.0; 40]);
 }
 
+/// `sgemm_split_sum` adds the slices in split order, 0 first, then `beta C`: slices whose
+/// sum depends on the order (1, 2^-24 and -1 give 0 in that order, 2^-24 in another), at
+/// result lengths with and without a whole vector at the end and beta 0 over a `C` of NaN.
+/// It traps on a block of other than `SUM_THREADS` or zero splits.
+#[test]
+fn the_split_sum_adds_the_slices_in_split_order() {
+    let cpu = cpu();
+    let tiny = 2f32.powi(-24);
+    for (m, n, beta) in [(1, 1, BETA), (3, 5, BETA), (33, 40, 0.0), (40, 33, 2.0)] {
+        let len = (m * n) as usize;
+        let (splits, lanes) = (3u32, [1.0, tiny, -1.0]);
+        // Slice s holds lanes[(s + e) % 3] at entry e: every entry's three terms in a rotated
+        // order, so a sum in any other order than 0, 1, 2 differs at some entry.
+        let ws: Vec<f32> = (0..splits as usize).flat_map(|s| (0..len).map(move |e| lanes[(s + e) % 3])).collect();
+        let c0: Vec<f32> = if beta == 0.0 { vec![f32::NAN; len] } else { (0..len).map(|e| (e % 7) as f32).collect() };
+        let (ws_mem, c) = (mem(&ws), mem(&c0));
+        split_sum(&cpu, &ws_mem, &c, (m, n, 0), splits, beta);
+        let want: Vec<f32> = (0..len)
+            .map(|e| {
+                let sum = (0..splits as usize).fold(0.0f32, |acc, s| acc + ws[s * len + e]);
+                if beta == 0.0 { sum } else { beta.mul_add(c0[e], sum) }
+            })
+            .collect();
+        assert_same(&format!("the sum of {m} x {n}, beta {beta}"), &c.to_vec::<f32>(), &want);
+    }
+    // Blocks: a vector per thread, at least one block (an empty result launches one that
+    // stores nothing).
+    let per_block = (SUM_THREADS * SUM_PER_THREAD) as u64;
+    assert_eq!([sum_blocks(0, 5), sum_blocks(1, 1), sum_blocks(32, 32), sum_blocks(33, 32)], [1, 1, 1, 2]);
+    assert_eq!(sum_blocks(65535, 65535), (65535u64 * 65535).div_ceil(per_block));
+    let (ws, c) = (mem(&[1.0f32; 8]), zeros::<f32>(8));
+    for (block, splits) in [(SUM_THREADS / 2, 1), (SUM_THREADS, 0)] {
+        let dims = LaunchDims { grid: 1, block, shared_bytes: 0, cluster: 1 };
+        let args = [Arg::Mem(&ws), Arg::Mem(&c), Arg::U32(2), Arg::U32(4), Arg::U32(splits), Arg::F32(0.0)];
+        match cpu.launch(entry(KERNELS, "sgemm_split_sum"), dims, &args) {
+            Err(LaunchError::Fault { fault: Fault { kind: FaultKind::Trap { at }, .. }, .. }) => {
+                assert!(at.file().ends_with("sgemm/split.rs"), "trapped at {at}")
+            }
+            other => panic!("sgemm_split_sum with {block} threads, {splits} splits: {:?}", other.err()),
+        }
+    }
+}
+
 /// `fits`, which every entry checks before it runs (and traps on): each condition alone
 /// refuses a config that passes the others.
 #[test]
@@ -657,7 +723,7 @@ fn fits_refuses_each_condition_alone() {
     refuse(s, 4, &[(sk(0, 64, 2), 4), (sk(264, 64, 2), 4), (sk(12, 64, 2), 4), (sk(64, 64, 1), 4)]);
     refuse(s, 4, &[(sk(64, 64, 5), 4), (s.with_splits(2), 4), (SgemmConfig { sk: 9, ..s }, 4), (sk(256, 128, 2), 4)]);
     refuse(cfg(64, 64, 32, 2), 4, &[(SgemmConfig { sk: 1, ..cfg(64, 64, 32, 2) }, 4)]);
-    // The tensor-map kernel: as stream-K with bn 128, bk 32 or 64, 1 to 32 splits.
+    // The tensor-map kernel: as stream-K with bn 128, bk 32 or 64, 1 to MAX_SPLITS splits.
     let t = SgemmConfig::tma(64, 32, 2);
     refuse(t, 4, &[(t, 2), (t.with_tm(16), 4), (SgemmConfig { bn: 64, ..t }, 4), (SgemmConfig::tma(64, 48, 2), 4)]);
     refuse(
@@ -666,15 +732,19 @@ fn fits_refuses_each_condition_alone() {
         &[(SgemmConfig::tma(0, 32, 2), 4), (SgemmConfig::tma(264, 32, 2), 4), (SgemmConfig::tma(12, 32, 2), 4)],
     );
     refuse(t, 4, &[(SgemmConfig::tma(64, 32, 1), 4), (SgemmConfig::tma(64, 32, 5), 4), (t.with_splits(0), 4)]);
-    refuse(t, 4, &[(t.with_splits(33), 4)]);
-    // The k-group and row-major kernels: tm 8 or 16 (16 for f32 only), whole thread tiles,
-    // bn and bk whole chunks, bk a multiple of 4, 1 to 4 stages, 1 to 32 splits, at most
-    // 1024 threads.
+    refuse(t, 4, &[(t.with_splits(MAX_SPLITS + 1), 4)]);
+    assert!(t.with_splits(MAX_SPLITS).fits(4));
+    // The k-group and row-major kernels: tm 4, 8 or 16 (4 and 16 for f32 only), whole thread
+    // tiles, bn and bk whole chunks, bk a multiple of 4, 1 to 4 stages, 1 to MAX_SPLITS
+    // splits, at most 1024 threads.
     let p = cfg(32, 32, 8, 2);
     refuse(p, 2, &[(p.with_tm(12), 4), (p.with_tm(16), 2), (cfg(8, 32, 8, 2).with_tm(16), 4), (cfg(32, 4, 8, 2), 4)]);
+    refuse(p, 2, &[(p.with_tm(4), 2), (p.with_tm(2), 4), (cfg(6, 32, 8, 2).with_tm(4), 4)]);
     refuse(p, 2, &[(cfg(24, 32, 8, 2).with_tm(16), 4), (cfg(32, 12, 8, 2), 4), (cfg(32, 24, 16, 2), 1)]);
     refuse(p, 2, &[(cfg(32, 32, 0, 2), 4), (cfg(32, 32, 6, 2), 4), (cfg(32, 32, 4, 2), 2), (cfg(32, 32, 8, 0), 4)]);
-    refuse(p, 2, &[(cfg(32, 32, 8, 5), 4), (p.with_splits(0), 4), (p.with_splits(33), 4), (cfg(256, 512, 8, 2), 4)]);
+    refuse(p, 2, &[(cfg(32, 32, 8, 5), 4), (p.with_splits(0), 4), (p.with_splits(MAX_SPLITS + 1), 4)]);
+    refuse(p, 2, &[(cfg(256, 512, 8, 2), 4), (cfg(256, 256, 8, 2).with_tm(4), 4)]);
+    assert!(cfg(4, 8, 8, 2).with_tm(4).fits(4) && p.with_tm(4).with_splits(MAX_SPLITS).fits(4));
 }
 
 /// `entry_name` picks an entry of the table for every config it accepts, the one whose
@@ -693,6 +763,10 @@ fn entry_name_picks_the_entry_with_the_config_compiled_in() {
         ((false, false, cfg(32, 32, 32, 2).with_tm(16)), Some("sgemm_f32_tm16_bk32")),
         ((false, false, cfg(32, 32, 64, 2).with_tm(16)), Some("sgemm_f32_tm16_bk64")),
         ((false, false, cfg(32, 32, 12, 2).with_tm(16)), Some("sgemm_f32_tm16")),
+        ((false, false, cfg(32, 32, 8, 2).with_tm(4)), Some("sgemm_f32_tm4_bk8")),
+        ((false, false, cfg(32, 32, 16, 2).with_tm(4)), Some("sgemm_f32_tm4_bk16")),
+        ((false, false, cfg(32, 32, 32, 2).with_tm(4)), Some("sgemm_f32_tm4_bk32")),
+        ((false, false, cfg(32, 32, 64, 2).with_tm(4)), Some("sgemm_f32_tm4")),
         ((false, true, FIXED_128X128X16S2), Some("sgemm_f32_128x128x16s2")),
         ((true, false, cfg(32, 32, 8, 2)), Some("hgemm_f16_f32")),
         ((false, false, SgemmConfig::tma(64, 32, 2)), Some("sgemm_f32_tma_bk32")),
@@ -703,6 +777,8 @@ fn entry_name_picks_the_entry_with_the_config_compiled_in() {
         // No entry: f16 with 16 rows or the compiled-in tile, the fixed tile with 16 rows,
         // tensor maps with f16, another depth or width, or the fixed tile.
         ((true, false, cfg(32, 32, 8, 2).with_tm(16)), None),
+        ((true, false, cfg(32, 32, 8, 2).with_tm(4)), None),
+        ((false, true, FIXED_128X128X16S2.with_tm(4)), None),
         ((true, true, FIXED_128X128X16S2), None),
         ((false, true, FIXED_128X128X16S2.with_tm(16)), None),
         ((true, false, SgemmConfig::tma(64, 32, 2)), None),

@@ -49,7 +49,7 @@ pub fn check(problem: &SgemmProblem, config: &SgemmConfig, fixed: bool, target: 
             ),
             (true, true) => ("hgemm_f16_f32", "the compiled-in tile exists for f32 inputs only".to_string()),
             (true, false) => ("hgemm_f16_f32", format!("f16 inputs take 8 rows per thread, not tm = {}", config.tm)),
-            _ => ("sgemm_f32", format!("tm = {} rows per thread: the f32 entries have 8 or 16", config.tm)),
+            _ => ("sgemm_f32", format!("tm = {} rows per thread: the f32 entries have 4, 8 or 16", config.tm)),
         };
         invalid(kernel, reason)
     })?;
@@ -60,7 +60,7 @@ pub fn check(problem: &SgemmProblem, config: &SgemmConfig, fixed: bool, target: 
         return Err(invalid(
             entry,
             format!(
-                "tm 8 or 16 (16 for f32 only), bm a multiple of tm, bn of 8, bk a multiple of 4 and of a \
+                "tm 4, 8 or 16 (4 and 16 for f32 only), bm a multiple of tm, bn of 8, bk a multiple of 4 and of a \
                  16-byte chunk ({} elements), stages 1 to {}, splits 1 to {} (got {config:?})",
                 16 / problem.elem_bytes(),
                 dynsmem_kernels::sgemm::MAX_STAGES,
@@ -96,7 +96,7 @@ pub fn check(problem: &SgemmProblem, config: &SgemmConfig, fixed: bool, target: 
         if variant != Variant::LaunchSized {
             return Err(Error::Unsupported {
                 backend: target.backend,
-                what: format!("split-K ({} splits) in the {variant} form (no atomic float add)", config.splits),
+                what: format!("split-K ({} splits) in the {variant} form (it has no workspace sum)", config.splits),
             });
         }
         let k_tiles = k.div_ceil(config.bk);

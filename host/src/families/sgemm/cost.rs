@@ -16,7 +16,7 @@
 //!   `bk` entry's spills), latency hiding (warps resident) and the fill and drain of each
 //!   block's k loop;
 //! - **floors and extras**: the time to move A, B and C once at DRAM bandwidth; with split-K,
-//!   C scaled by beta first (one more launch) and every split's atomic adds into C.
+//!   the workspace (every split's slice written, then read by the sum) and the sum's launch.
 
 use dynsmem_kernels::sgemm::{COMPILED_BK, SgemmConfig};
 
@@ -30,8 +30,6 @@ const FMA_PER_CLOCK: f64 = 128.0;
 const CLOCK_HZ: f64 = 1.755e9;
 /// DRAM bandwidth, bytes per second (H100 HBM3 as the copy anchor measures it).
 const DRAM_BYTES_PER_S: f64 = 3.0e12;
-/// Bytes per second of atomic adds into C at L2 (split-K).
-const ATOMIC_BYTES_PER_S: f64 = 0.3e12;
 /// Seconds one kernel launch costs beyond its blocks' work.
 const LAUNCH_S: f64 = 4e-6;
 /// Operand bytes per multiply-add a tile may ask before its loads slow it (the `I / (I +
@@ -41,12 +39,14 @@ const TILE_KNEE: f64 = 10.0;
 /// Registers per thread the kernel of `cfg` is allowed (its entry's cap, rounded to the
 /// allocation unit): 16-row and tensor-map entries up to 255, the stream-K entries about 208 at
 /// 128 and 64 columns and 128 at 32 (what ptxas -v gives them: update these with the resource
-/// table when the kernels change), 8-row entries 128.
+/// table when the kernels change), 8-row entries 128, 4-row entries 112.
 fn registers(cfg: &SgemmConfig) -> u32 {
     if cfg.sk > 0 {
         if cfg.bn == 32 { 128 } else { 208 }
     } else if cfg.tma || cfg.tm == 16 {
         256
+    } else if cfg.tm == 4 {
+        112
     } else {
         128
     }
@@ -85,10 +85,14 @@ pub fn predicted_seconds(problem: &SgemmProblem, cfg: &SgemmConfig, fp: &Footpri
     let per_sm = blocks.div_ceil(sms);
     let concurrent = resident(cfg, fp, limits).min(per_sm);
 
+    // Shared reads per FMA: 16 rows read 6 vectors per 128 FMAs, 8 rows 4 per 64, 4 rows 3
+    // per 32.
     let kernel = if cfg.tma {
         1.05
     } else if cfg.tm == 16 {
         1.0
+    } else if cfg.tm == 4 {
+        0.8
     } else {
         0.92
     };
@@ -124,8 +128,9 @@ pub fn predicted_seconds(problem: &SgemmProblem, cfg: &SgemmConfig, fp: &Footpri
     let dram = ((m * k + k * n) * elem + 2.0 * m * n * 4.0) / DRAM_BYTES_PER_S;
     let mut seconds = compute.max(dram) + LAUNCH_S;
     if splits > 1 {
-        // C scaled by beta in a launch of its own, then every split adds its part.
-        seconds += LAUNCH_S + 2.0 * m * n * 4.0 / DRAM_BYTES_PER_S + m * n * 4.0 * splits as f64 / ATOMIC_BYTES_PER_S;
+        // Every split's slice written, then read with C by the sum, which writes C: a launch
+        // of its own.
+        seconds += LAUNCH_S + (2.0 * splits as f64 + 2.0) * m * n * 4.0 / DRAM_BYTES_PER_S;
     }
     seconds
 }
@@ -203,10 +208,16 @@ pub fn streamk_default(problem: &SgemmProblem, limits: &Limits) -> Option<SgemmC
     best.map(|(_, c)| c)
 }
 
+/// How far behind the model's best a kernel's first config may be predicted and still be
+/// measured in the first round of [`ranked`].
+const KERNEL_SPREAD: f64 = 3.0;
+
 /// The points of a space to measure first: ranked by [`predicted_seconds`], the best config
-/// of each block tile and kernel (`bm`, `bn`, `tm`, tensor-map, splits) before a second
-/// config of any, so that a list of a dozen spans a dozen tile shapes instead of one tile's
-/// depths and stage counts (the model orders tiles better than it orders depths).
+/// of each kernel (the k-group kernel at each `tm`, split or not; the tensor-map kernel;
+/// stream-K) first, then the best of each block tile and kernel (`bm`, `bn`, `tm`,
+/// tensor-map, splits) before a second config of any, so that a list of a dozen spans every
+/// kernel and a dozen tile shapes instead of one tile's depths and stage counts (the model
+/// orders tiles better than it orders depths, and kernels least well).
 pub fn ranked(
     problem: &SgemmProblem,
     configs: &[(SgemmConfig, Footprint)],
@@ -219,13 +230,19 @@ pub fn ranked(
     // Each config's rank within its tile; the first of every tile, then the second, each
     // round in the model's order (the sort is stable).
     let mut per_tile: std::collections::HashMap<_, usize> = Default::default();
+    let mut per_kernel: std::collections::HashSet<_> = Default::default();
+    let best = order.first().map_or(0.0, |o| o.0);
     let mut picks: Vec<(usize, usize)> = order
         .iter()
-        .filter_map(|&(_, i)| {
+        .filter_map(|&(t, i)| {
             let c = &configs[i].0;
             let rank = per_tile.entry((c.bm, c.bn, c.tm, c.tma, c.splits, c.sk)).or_insert(0);
             *rank += 1;
-            (*rank <= 2).then_some((*rank, i))
+            // Rank 0: the first config of its kernel, unless the model puts it past
+            // KERNEL_SPREAD times the best (a kernel that cannot win there).
+            let first_of_kernel = per_kernel.insert((c.tm, c.tma, c.sk > 0, c.splits > 1));
+            let kernel_first = first_of_kernel && t <= KERNEL_SPREAD * best;
+            (*rank <= 2).then_some((if kernel_first { 0 } else { *rank }, i))
         })
         .collect();
     picks.sort_by_key(|&(rank, _)| rank);
@@ -262,7 +279,7 @@ mod tests {
         // Deep k with few tiles: splitting beats one block per tile.
         let one = SgemmConfig::new(64, 64, 32, 3);
         assert!(secs(256, 256, 8192, one.with_splits(8)) < secs(256, 256, 8192, one));
-        // But not at shallow k, where the splits' atomics and the extra launch cost more.
+        // But not at shallow k, where the splits' workspace and the extra launch cost more.
         assert!(secs(4096, 4096, 256, small) < secs(4096, 4096, 256, small.with_splits(4)));
         assert!(secs(2048, 2048, 2048, big) < secs(2048, 2048, 2048, SgemmConfig::tma(256, 32, 1)));
         // 16 rows per thread wants 8 rows of threads: at 64 rows, 8 rows per thread is faster.

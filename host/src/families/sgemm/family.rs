@@ -56,7 +56,8 @@ pub struct ConfigArgs {
     /// Pipeline stages (1 to 4; WGSL: 1 or 2): k-tiles in flight in shared memory.
     #[arg(long)]
     pub stages: Option<u32>,
-    /// Rows of C per thread: 8 (64 accumulators) or 16 (128; f32, launch-sized CUDA only).
+    /// Rows of C per thread: 8 (64 accumulators), 16 (128) or 4 (32: small problems); 4 and
+    /// 16 for f32 in the launch-sized form only.
     /// Default: 8 when a tile (--bm, --bn, --bk, --stages) is given, else the default
     /// config's.
     #[arg(long)]
@@ -65,9 +66,9 @@ pub struct ConfigArgs {
     /// or 64 (both tiles by the copy engine; K and N multiples of 4).
     #[arg(long)]
     pub tma: bool,
-    /// Split-K: blocks per output tile, sharing its k-tiles and adding into C atomically
-    /// (1 to 32; launch-sized only). Default: 1 when a tile is given, else the default
-    /// config's.
+    /// Split-K: blocks per output tile, sharing its k-tiles; their parts go to a workspace
+    /// and a second launch adds them into C in a fixed order (the same bits every run; 1 to
+    /// 264; launch-sized only). Default: 1 when a tile is given, else the default config's.
     #[arg(long)]
     pub splits: Option<u32>,
     /// Stream-K (f32, the tensor-map kernel; CUDA sm_90 or the CPU backend): a persistent

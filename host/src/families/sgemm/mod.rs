@@ -171,7 +171,7 @@ pub fn fit_config<B: Backend>(
         (variant != Variant::LaunchSized && cfg.tm != 8)
             .then(|| format!("the {variant} form computes 8 rows per thread: tm = {} ran as 8", cfg.tm))
     };
-    // Split-K is the launch-sized kernels' (the static forms have no atomic float add), and so
+    // Split-K is the launch-sized kernels' (the static forms have no workspace sum), and so
     // is stream-K (a tensor-map kernel).
     let splits_note = (variant != Variant::LaunchSized && cfg.splits > 1)
         .then(|| format!("the {variant} form has no split-K: {} splits ran as 1", cfg.splits));

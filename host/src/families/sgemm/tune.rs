@@ -1,7 +1,8 @@
 //! SGEMM / HGEMM: the block tile `bm x bn x bk` and the pipeline stages, all launch-time
-//! values of one compiled image, and for f32 on CUDA the rows per thread `tm` (8 or 16,
-//! each compiled into its own entries) and `tma` (0 or 1: the tensor-map kernel, whose own
-//! rules filter most of its points before launch). Threads per block are `bm / tm * bn / 8`
+//! values of one compiled image, and for f32 on CUDA the rows per thread `tm` (4, 8 or 16,
+//! each compiled into its own entries), `tma` (0 or 1: the tensor-map kernel, whose own
+//! rules filter most of its points before launch), `sk` and `splits` (split-K's blocks per
+//! tile, where the tiles leave the GPU idle). Threads per block are `bm / tm * bn / 8`
 //! (`bm * bn / 128` for the tensor-map kernel); the kernel's own register limit can refuse
 //! a block the device would allow, which the runner records as that config's error. On
 //! WGSL (f32 only) each point is a pipeline of its own, with 1 or 2 stages and the rules
@@ -25,8 +26,10 @@ pub const SK: [u32; 5] = [0, 1, 2, 3, 4];
 /// ... and in the CPU backend's (whose "multiprocessors" are its cores).
 pub const SK_CPU: [u32; 4] = [0, 1, 2, 4];
 
-/// The split-K values of the CUDA f32 space, where the problem has one ([`wants_split_k`]).
-pub const SPLIT_K: [u32; 10] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
+/// The split-K values of the CUDA f32 space, where the problem has one ([`wants_split_k`]):
+/// up to two blocks per multiprocessor of a 132-SM GPU for the single tile of a skinny,
+/// deep problem.
+pub const SPLIT_K: [u32; 16] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 132, 192, 264];
 
 /// Whether a problem's space has a `splits` parameter: where 128 x 128 tiles give fewer than
 /// four per multiprocessor and k is at least 256. Below four waves of big tiles, the last
@@ -170,6 +173,26 @@ mod tests {
             variant: Variant::LaunchSized,
             limits: crate::tune::cache::tests::limits(),
             is_cpu: false,
+        }
+    }
+
+    /// Small and skinny problems: the dozen that tuning on first use measures holds a 4-row
+    /// tile, and at a skinny, deep problem a 4-row split-K config of at least 64 splits (the
+    /// only way to put more than one or two blocks on the GPU there).
+    #[test]
+    fn small_and_skinny_problems_measure_the_small_tiles_and_wide_splits_first() {
+        let target = Target { limits: crate::backend::Limits::h100(), ..cuda_target() };
+        for (m, n, k, skinny) in
+            [(162, 271, 99, false), (300, 200, 1000, false), (64, 64, 50000, true), (48, 17, 80000, true)]
+        {
+            let t = SgemmTunable::new(SgemmProblem { m, n, k, f16_inputs: false });
+            let space = crate::tune::SearchSpace::build(&t, &target, &[]).expect("the space builds");
+            let dozen: Vec<SgemmConfig> =
+                t.candidates(&space, 12).expect("ranked").iter().map(|&i| t.config(&space.points[i])).collect();
+            assert!(dozen.iter().any(|c| c.tm == 4), "{m}x{n}x{k}: {dozen:?}");
+            if skinny {
+                assert!(dozen.iter().any(|c| c.tm == 4 && c.splits >= 64), "{m}x{n}x{k}: {dozen:?}");
+            }
         }
     }
 

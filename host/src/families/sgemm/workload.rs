@@ -1,10 +1,11 @@
 //! SGEMM's [`Workload`]: a config prepared on a backend (its one validation first, then the
-//! inputs, the tensor maps and row padding of the tensor-map kernels, the stream-K workspace),
-//! run, checked against the sampled CPU reference, and anchored by cuBLAS on CUDA.
+//! inputs, the tensor maps and row padding of the tensor-map kernels, the stream-K and split-K
+//! workspaces), run, checked against the sampled CPU reference, and anchored by cuBLAS on CUDA.
 
 use std::sync::Arc;
 
 use dynsmem_kernels::sgemm::pack::{PACK_THREADS, pack_blocks, padded_ld};
+use dynsmem_kernels::sgemm::split::{SUM_THREADS, sum_blocks, workspace_floats};
 use dynsmem_kernels::sgemm::{SgemmConfig, entry_name};
 
 use super::*;
@@ -39,6 +40,15 @@ struct PackStep<B: FamilyBackend> {
     b: Option<Buffer<B::Raw, u32>>,
 }
 
+/// Split-K's workspace and second launch: the multiply stores split `s`'s part in slice `s`
+/// of `workspace` (`splits` slices of `m x n`), and `sgemm_split_sum` adds the slices into
+/// `C` in split order ([`dynsmem_kernels::sgemm::split`]).
+struct SplitStep<B: FamilyBackend> {
+    kernel: Prepared<B::Kernel>,
+    grid: u32,
+    workspace: Buffer<B::Raw, f32>,
+}
+
 pub struct SgemmWorkload<'b, B: FamilyBackend> {
     backend: &'b B,
     kernel: Prepared<B::Kernel>,
@@ -53,6 +63,8 @@ pub struct SgemmWorkload<'b, B: FamilyBackend> {
     pub(super) c: Buffer<B::Raw, f32>,
     /// What the tensor-map entries take in place of `a` and `b` ([`SgemmConfig::tma`]).
     tma: Option<TmaStep<B>>,
+    /// Split-K's workspace and sum (`splits` > 1).
+    split: Option<SplitStep<B>>,
     /// The inputs as generated (shared by every config a tuner prepares for the problem).
     host: Arc<HostInputs>,
 }
@@ -129,6 +141,9 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
             device += 4 * (floats + counters);
         }
     }
+    if config.splits > 1 {
+        device += 4 * workspace_floats(m, n, config.splits);
+    }
     crate::contract::check_footprint(backend, entry, device, device * 3)?;
     let wgsl = |v: Variant| wgsl_spec(&config, v, problem.f16_inputs);
     let cuda = || cuda_source(&problem, &config);
@@ -147,7 +162,19 @@ pub fn prepare_entry<'b, B: FamilyBackend>(
     let b = backend.htod(&host.b_words)?;
     let c = backend.htod(&host.c)?;
     let tma = if config.tma { Some(tma_step(backend, &problem, &config, &a, &b, grid as u32)?) } else { None };
-    Ok(SgemmWorkload { backend, kernel, problem, config, grid: grid as u32, a, b, c, tma, host })
+    let split = if config.splits > 1 { Some(split_step(backend, &problem, &config)?) } else { None };
+    Ok(SgemmWorkload { backend, kernel, problem, config, grid: grid as u32, a, b, c, tma, split, host })
+}
+
+/// Split-K's workspace (written whole by every run, so never cleared) and its sum launch.
+fn split_step<B: FamilyBackend>(backend: &B, problem: &SgemmProblem, config: &SgemmConfig) -> Result<SplitStep<B>> {
+    let SgemmProblem { m, n, .. } = *problem;
+    let grid = sum_blocks(m, n);
+    let grid = u32::try_from(grid)
+        .map_err(|_| invalid_problem("sgemm_split_sum", format!("{grid} blocks to sum {m} x {n} results")))?;
+    let kernel = Prepared::new(backend, "sgemm_split_sum", Ok(0), grid, SUM_THREADS, Variant::LaunchSized, None, None)?;
+    let workspace = backend.alloc::<f32>(workspace_floats(m, n, config.splits) as usize)?;
+    Ok(SplitStep { kernel, grid, workspace })
 }
 
 /// The padded row length of A and of B where a tensor-map config must pad them (`None`: the
@@ -205,11 +232,17 @@ fn tma_step<B: FamilyBackend>(
 
 /// The f32 entry `name` in place of the one [`entry_name`] picks, for ablations
 /// (`DYNSMEM_SGEMM_ENTRY`): any `sgemm_f32*` entry of the image whose compiled-in rows per
-/// thread and depth (`_tm16`, `_bk{8,16,32,64}` in its name) agree with `config`; `None`
+/// thread and depth (`_tm4`, `_tm16`, `_bk{8,16,32,64}` in its name) agree with `config`; `None`
 /// (the usual entry) for any other name.
 fn ablation_entry(name: &str, config: &SgemmConfig) -> Option<&'static str> {
     let entry = dynsmem_kernels::sgemm::KERNELS.iter().find(|e| e.name == name && e.name.starts_with("sgemm_f32"))?;
-    let tm = if entry.name.contains("_tm16") { 16 } else { 8 };
+    let tm = if entry.name.contains("_tm16") {
+        16
+    } else if entry.name.contains("_tm4") {
+        4
+    } else {
+        8
+    };
     // No depth's suffix is a prefix of another's, so `contains` names one at most.
     let bk = ["_bk8", "_bk16", "_bk32", "_bk64"].iter().zip([8, 16, 32, 64]).find(|(s, _)| entry.name.contains(*s));
     let fixed_tile = entry.name.contains("128x128");
@@ -248,10 +281,10 @@ impl HostInputs {
 }
 
 impl<B: FamilyBackend> SgemmWorkload<'_, B> {
-    /// One run computing into `c`: one launch, or under split-K two: the entry with
-    /// `k = 0` and one block per tile (`C = beta * C`; skipped when beta is 1), then the
-    /// splits adding `alpha * A B` into it. Tensor-map configs whose operands need padding
-    /// launch `sgemm_pack` first (every run: the padded copies are part of the operation).
+    /// One run computing into `c`: one launch, or under split-K two: the splits storing
+    /// their parts in the workspace, then `sgemm_split_sum` adding them (and `beta * C`)
+    /// into `c`. Tensor-map configs whose operands need padding launch `sgemm_pack` first
+    /// (every run: the padded copies are part of the operation).
     pub(super) fn launch_into(&self, c: &Buffer<B::Raw, f32>) -> Result<()> {
         let SgemmProblem { m, n, k, .. } = self.problem;
         let cfg = &self.config;
@@ -280,30 +313,34 @@ impl<B: FamilyBackend> SgemmWorkload<'_, B> {
             Some(t) => (t.a_map.arg(), t.b_map.arg()),
             None => (self.a.arg(), self.b.arg()),
         };
-        let launch = |grid: u32, k: u32| {
-            let mut args = vec![
-                a,
-                b,
-                c.arg(),
-                Arg::U32(m),
-                Arg::U32(n),
-                Arg::U32(k),
-                Arg::F32(ALPHA),
-                Arg::F32(BETA),
-                Arg::U32(cfg.bm),
-                Arg::U32(cfg.bn),
-                Arg::U32(cfg.bk),
-                Arg::U32(cfg.stages),
-            ];
-            if let Some((partials, counters)) = self.tma.as_ref().and_then(|t| t.workspace.as_ref()) {
-                args.extend([partials.arg(), counters.arg()]);
-            }
-            self.backend.launch(&self.kernel.built.kernel, self.kernel.dims(grid, cfg.threads()), &args)
-        };
-        if cfg.splits > 1 && BETA != 1.0 {
-            launch(cfg.grid(m, n) as u32, 0)?;
+        // Split-K's multiply writes the workspace, not C.
+        let out = self.split.as_ref().map_or(c.arg(), |s| s.workspace.arg());
+        let mut args = vec![
+            a,
+            b,
+            out,
+            Arg::U32(m),
+            Arg::U32(n),
+            Arg::U32(k),
+            Arg::F32(ALPHA),
+            Arg::F32(BETA),
+            Arg::U32(cfg.bm),
+            Arg::U32(cfg.bn),
+            Arg::U32(cfg.bk),
+            Arg::U32(cfg.stages),
+        ];
+        if let Some((partials, counters)) = self.tma.as_ref().and_then(|t| t.workspace.as_ref()) {
+            args.extend([partials.arg(), counters.arg()]);
         }
-        launch(self.grid, k)
+        self.backend.launch(&self.kernel.built.kernel, self.kernel.dims(self.grid, cfg.threads()), &args)?;
+        if let Some(SplitStep { kernel, grid, workspace }) = &self.split {
+            self.backend.launch(
+                &kernel.built.kernel,
+                kernel.dims(*grid, SUM_THREADS),
+                &[workspace.arg(), c.arg(), Arg::U32(m), Arg::U32(n), Arg::U32(cfg.splits), Arg::F32(BETA)],
+            )?;
+        }
+        Ok(())
     }
 
     /// All of `C` after one run from the initial `C` (into a fresh copy).
