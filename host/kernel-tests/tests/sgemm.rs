@@ -20,7 +20,9 @@ use dynsmem_cpu::rng::SplitMix64;
 use dynsmem_kernel_tests::*;
 use dynsmem_kernels::gpu::host::{Fault, FaultKind, HostTensorMap};
 use dynsmem_kernels::sgemm::pack::{PACK_SPAN, PACK_THREADS, pack_blocks, padded_ld};
-use dynsmem_kernels::sgemm::split::{SUM_PER_THREAD, SUM_THREADS, sum_blocks, workspace_floats};
+use dynsmem_kernels::sgemm::split::{
+    SUM_GROUPS, SUM_LANES, SUM_PER_THREAD, SUM_SHARED_BYTES, SUM_THREADS, sum_blocks, workspace_floats,
+};
 use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, KERNELS, MAX_SPLITS, SgemmConfig};
 use dynsmem_kernels::streamk::{Segment, StreamK};
 
@@ -137,7 +139,8 @@ fn multiply(
 
 /// `sgemm_split_sum` over the `splits` slices of `ws` into `c`, as the host launches it.
 fn split_sum(cpu: &Cpu, ws: &CpuMem, c: &CpuMem, (m, n, _): Shape, splits: u32, beta: f32) {
-    let dims = LaunchDims { grid: sum_blocks(m, n) as u32, block: SUM_THREADS, shared_bytes: 0, cluster: 1 };
+    let dims =
+        LaunchDims { grid: sum_blocks(m, n) as u32, block: SUM_THREADS, shared_bytes: SUM_SHARED_BYTES, cluster: 1 };
     let args = [Arg::Mem(ws), Arg::Mem(c), Arg::U32(m), Arg::U32(n), Arg::U32(splits), Arg::F32(beta)];
     launch(cpu, entry(KERNELS, "sgemm_split_sum"), dims, &args);
 }
@@ -663,39 +666,51 @@ fn pack_launches_that_contradict_it_trap() {
     assert_same("the pack's destination after its traps", &dst.to_vec::<f32>(), &[0.0; 40]);
 }
 
-/// `sgemm_split_sum` adds the slices in split order, 0 first, then `beta C`: slices whose
-/// sum depends on the order (1, 2^-24 and -1 give 0 in that order, 2^-24 in another), at
-/// result lengths with and without a whole vector at the end and beta 0 over a `C` of NaN.
-/// It traps on a block of other than `SUM_THREADS` or zero splits.
+/// The order `sgemm_split_sum` documents: group `g` adds slices `g, g + G, ...` in turn
+/// (from 0), then the groups' sums are added in group order, then `beta C` by one fma.
+fn grouped_sum(slices: &[f32], len: usize, splits: usize, e: usize, c: f32, beta: f32) -> f32 {
+    let groups = SUM_GROUPS as usize;
+    let group = |g: usize| (g..splits).step_by(groups).fold(0.0f32, |acc, s| acc + slices[s * len + e]);
+    let sum = (1..groups).fold(group(0), |acc, g| acc + group(g));
+    if beta == 0.0 { sum } else { beta.mul_add(c, sum) }
+}
+
+/// `sgemm_split_sum` adds the slices in the order it documents ([`grouped_sum`]): at 3 splits
+/// (one slice a group) and at 21 (three a group, a partial batch), over slices of mixed
+/// magnitudes whose sum depends on the order (checked: split order gives other bits), at
+/// result lengths with and without a whole vector at the end and past one block, and beta 0
+/// over a `C` of NaN. It traps on a block of other than `SUM_THREADS` or zero splits.
 #[test]
-fn the_split_sum_adds_the_slices_in_split_order() {
+fn the_split_sum_adds_the_slices_in_its_fixed_order() {
     let cpu = cpu();
-    let tiny = 2f32.powi(-24);
-    for (m, n, beta) in [(1, 1, BETA), (3, 5, BETA), (33, 40, 0.0), (40, 33, 2.0)] {
+    for (m, n, splits, beta) in [(1, 1, 3, BETA), (3, 5, 21, BETA), (33, 40, 21, 0.0), (40, 33, 3, 2.0)] {
         let len = (m * n) as usize;
-        let (splits, lanes) = (3u32, [1.0, tiny, -1.0]);
-        // Slice s holds lanes[(s + e) % 3] at entry e: every entry's three terms in a rotated
-        // order, so a sum in any other order than 0, 1, 2 differs at some entry.
-        let ws: Vec<f32> = (0..splits as usize).flat_map(|s| (0..len).map(move |e| lanes[(s + e) % 3])).collect();
+        let mut rng = SplitMix64::new(len as u64 + splits as u64);
+        // Magnitudes 2^-20 .. 2^20 of either sign: most sums round differently in another order.
+        let ws: Vec<f32> = (0..splits as usize * len)
+            .map(|_| rng.signed_nonzero(4) as f32 * 2f32.powi(rng.signed_nonzero(20)))
+            .collect();
         let c0: Vec<f32> = if beta == 0.0 { vec![f32::NAN; len] } else { (0..len).map(|e| (e % 7) as f32).collect() };
         let (ws_mem, c) = (mem(&ws), mem(&c0));
         split_sum(&cpu, &ws_mem, &c, (m, n, 0), splits, beta);
-        let want: Vec<f32> = (0..len)
-            .map(|e| {
-                let sum = (0..splits as usize).fold(0.0f32, |acc, s| acc + ws[s * len + e]);
-                if beta == 0.0 { sum } else { beta.mul_add(c0[e], sum) }
-            })
-            .collect();
-        assert_same(&format!("the sum of {m} x {n}, beta {beta}"), &c.to_vec::<f32>(), &want);
+        let want: Vec<f32> = (0..len).map(|e| grouped_sum(&ws, len, splits as usize, e, c0[e], beta)).collect();
+        assert_same(&format!("the sum of {splits} slices of {m} x {n}, beta {beta}"), &c.to_vec::<f32>(), &want);
+        if splits > SUM_GROUPS && len > 100 {
+            let in_split_order = |e: usize| (0..splits as usize).fold(0.0f32, |acc, s| acc + ws[s * len + e]);
+            let other = (0..len).filter(|&e| {
+                in_split_order(e).to_bits() != grouped_sum(&ws, len, splits as usize, e, 0.0, 0.0).to_bits()
+            });
+            assert!(other.count() > 0, "the draw does not tell the two orders apart");
+        }
     }
-    // Blocks: a vector per thread, at least one block (an empty result launches one that
+    // Blocks: a vector per lane, at least one block (an empty result launches one that
     // stores nothing).
-    let per_block = (SUM_THREADS * SUM_PER_THREAD) as u64;
-    assert_eq!([sum_blocks(0, 5), sum_blocks(1, 1), sum_blocks(32, 32), sum_blocks(33, 32)], [1, 1, 1, 2]);
+    let per_block = (SUM_LANES * SUM_PER_THREAD) as u64;
+    assert_eq!([sum_blocks(0, 5), sum_blocks(1, 1), sum_blocks(16, 8), sum_blocks(16, 9)], [1, 1, 1, 2]);
     assert_eq!(sum_blocks(65535, 65535), (65535u64 * 65535).div_ceil(per_block));
     let (ws, c) = (mem(&[1.0f32; 8]), zeros::<f32>(8));
     for (block, splits) in [(SUM_THREADS / 2, 1), (SUM_THREADS, 0)] {
-        let dims = LaunchDims { grid: 1, block, shared_bytes: 0, cluster: 1 };
+        let dims = LaunchDims { grid: 1, block, shared_bytes: SUM_SHARED_BYTES, cluster: 1 };
         let args = [Arg::Mem(&ws), Arg::Mem(&c), Arg::U32(2), Arg::U32(4), Arg::U32(splits), Arg::F32(0.0)];
         match cpu.launch(entry(KERNELS, "sgemm_split_sum"), dims, &args) {
             Err(LaunchError::Fault { fault: Fault { kind: FaultKind::Trap { at }, .. }, .. }) => {

@@ -75,7 +75,8 @@ impl Tunable for SgemmTunable {
     type Config = SgemmConfig;
 
     fn config(&self, point: &[u32]) -> SgemmConfig {
-        let tm = point.get(4).or(self.thread_rows.first()).copied().unwrap_or(THREAD_TILE);
+        // Spaces without a `tm` parameter (f16, the static forms, WGSL) run 8 rows per thread.
+        let tm = point.get(4).copied().unwrap_or(THREAD_TILE);
         let config = SgemmConfig::new(point[0], point[1], point[2], point[3]).with_tm(tm);
         // `tma` (f32 on CUDA and the CPU backend, after `tm`): the tensor-map kernels at this
         // tile; their rules (bn, tm 8, bk, ...) filter the points that break them. `sk` (after
@@ -193,6 +194,26 @@ mod tests {
             if skinny {
                 assert!(dozen.iter().any(|c| c.tm == 4 && c.splits >= 64), "{m}x{n}x{k}: {dozen:?}");
             }
+        }
+    }
+
+    /// The spaces without a `tm` parameter (the static forms, f16 inputs) run the 8-row tile
+    /// every form has: their points pass the check (a space whose every point took the first
+    /// of THREAD_ROWS, 4, was refused whole, and tuning on first use fell back to the
+    /// heuristic: the regression gate's cuda-static rows on the H200).
+    #[test]
+    fn spaces_without_a_tm_parameter_run_eight_rows_and_keep_their_points() {
+        let target = Target { limits: crate::backend::Limits::h100(), ..cuda_target() };
+        let f32 = SgemmProblem { m: 1024, n: 1024, k: 1024, f16_inputs: false };
+        let f16 = SgemmProblem { f16_inputs: true, ..f32 };
+        for (problem, variant) in [(f32, Variant::CudaStatic), (f16, Variant::LaunchSized), (f16, Variant::CudaStatic)]
+        {
+            let t = SgemmTunable::new(problem);
+            let target = Target { variant, ..target };
+            assert!(!t.params(&target).iter().any(|p| p.name == "tm"), "{variant} f16 {}", problem.f16_inputs);
+            let space = crate::tune::SearchSpace::build(&t, &target, &[]).expect("the space builds");
+            assert!(!space.points.is_empty(), "{variant} f16 {}: {:?}", problem.f16_inputs, space.filtered.first());
+            assert!(space.points.iter().all(|p| t.config(p).tm == THREAD_TILE));
         }
     }
 
