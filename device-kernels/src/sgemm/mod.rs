@@ -50,7 +50,7 @@
 //! BN / (8 * TM)` threads (`BM` for the tensor-map kernels), times [`SgemmConfig::splits`]
 //! under split-K (`SplitK`: the splits of a tile share its k-tiles; `c` is then the workspace
 //! of `splits` slices of `M x N`, split `s` storing `alpha` times its part in slice `s`, and
-//! `sgemm_split_sum` ([`split`]) adds the slices in split order into `C`: the same bits on
+//! `sgemm_split_sum` ([`split`]) adds the slices in one fixed order into `C`: the same bits on
 //! every run); stream-K: [`SgemmConfig::sk_grid`] blocks.
 
 use crate::gpu::{self, SharedArray};
@@ -96,7 +96,7 @@ pub struct SgemmConfig {
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
     pub tma: bool,
     /// Split-K: blocks per output tile, each taking a share of the k-tiles and storing its
-    /// part in a workspace slice, which `sgemm_split_sum` adds into `C` in split order
+    /// part in a workspace slice, which `sgemm_split_sum` adds into `C` in a fixed order
     /// ([`SplitK`], [`split`]); 1 to [`MAX_SPLITS`]. 1 (one block per tile, `C` stored once)
     /// in records written before it existed.
     #[cfg_attr(feature = "serde", serde(default = "one_split", skip_serializing_if = "is_one_split"))]
@@ -983,7 +983,7 @@ fn copy_rows_async<E: GemmInput>(
 /// `ceil(k_tiles / splits)` of them (fewer in the last split, none past the end: such a
 /// split stores zeros). With one split the tile is stored (`alpha * acc + beta * C`); with
 /// more, `c` is the workspace and split `s` stores `alpha * acc` in its slice
-/// ([`SplitK::output`]), which `sgemm_split_sum` adds up in split order. Traps on a grid
+/// ([`SplitK::output`]), which `sgemm_split_sum` adds up in a fixed order. Traps on a grid
 /// that is not a multiple of `tiles`.
 #[derive(Clone, Copy)]
 struct SplitK {
@@ -1219,7 +1219,7 @@ crate::kernels! { KERNELS;
         sgemm_compiled_bk::<32, 4, 32>(a, b, c, m, n, k, alpha, beta, SgemmConfig::new(bm, bn, bk, stages))
     }
     /// Split-K's sum (`ws`: the workspace of `splits` slices of `m x n`): `C = sum_s ws[s] +
-    /// beta * C` in split order, [`split::sum_blocks`] blocks of [`split::SUM_THREADS`]; see
+    /// beta * C` in a fixed order, [`split::sum_blocks`] blocks of [`split::SUM_THREADS`]; see
     /// [`split`].
     pub fn sgemm_split_sum(ws: *const f32, c: *mut f32, m: u32, n: u32, splits: u32, beta: f32) {
         split::split_sum(ws, c, m, n, splits, beta)

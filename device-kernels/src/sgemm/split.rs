@@ -78,22 +78,30 @@ pub(super) fn split_sum(ws: *const f32, c: *mut f32, m: u32, n: u32, splits: u32
     let inside = start < len;
     // Every slice starts 16-byte aligned when the workspace does and `len` is a multiple of 4.
     let aligned = vector::is_aligned16(ws) && vector::is_aligned16(c) && len.is_multiple_of(4);
+    let load = |si: u32| {
+        if si < splits {
+            vector::load4(ws.wrapping_add((si as u64 * len) as usize), start as i64, len, 0.0, aligned)
+        } else {
+            Vec4::splat(0.0)
+        }
+    };
     let mut sum = Vec4::splat(0.0f32);
     let mut s = group;
     while inside && s < splits {
-        let mut parts = [Vec4::splat(0.0f32); BATCH];
-        for (i, part) in parts.iter_mut().enumerate() {
-            let si = s + i as u32 * SUM_GROUPS;
-            if si < splits {
-                *part = vector::load4(ws.wrapping_add((si as u64 * len) as usize), start as i64, len, 0.0, aligned);
-            }
+        // BATCH = 4 named values, not an array: an array of vectors is put in local memory.
+        let g = SUM_GROUPS;
+        let (p0, p1, p2, p3) = (load(s), load(s + g), load(s + 2 * g), load(s + 3 * g));
+        add(&mut sum, p0);
+        if s + g < splits {
+            add(&mut sum, p1);
         }
-        for (i, part) in parts.into_iter().enumerate() {
-            if s + (i as u32) * SUM_GROUPS < splits {
-                add(&mut sum, part);
-            }
+        if s + 2 * g < splits {
+            add(&mut sum, p2);
         }
-        s += BATCH as u32 * SUM_GROUPS;
+        if s + 3 * g < splits {
+            add(&mut sum, p3);
+        }
+        s += BATCH as u32 * g;
     }
     // SAFETY: thread `tid` < SUM_THREADS writes its own vector; the barrier orders the
     // writes before group 0 reads them.

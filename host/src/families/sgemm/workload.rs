@@ -42,7 +42,7 @@ struct PackStep<B: FamilyBackend> {
 
 /// Split-K's workspace and second launch: the multiply stores split `s`'s part in slice `s`
 /// of `workspace` (`splits` slices of `m x n`), and `sgemm_split_sum` adds the slices into
-/// `C` in split order ([`dynsmem_kernels::sgemm::split`]).
+/// `C` in a fixed order ([`dynsmem_kernels::sgemm::split`]).
 struct SplitStep<B: FamilyBackend> {
     kernel: Prepared<B::Kernel>,
     grid: u32,
