@@ -676,14 +676,15 @@ fn grouped_sum(slices: &[f32], len: usize, splits: usize, e: usize, c: f32, beta
 }
 
 /// `sgemm_split_sum` adds the slices in the order it documents ([`grouped_sum`]): at 3 splits
-/// (one slice a group) and at 21 (three a group, a partial batch), over slices of mixed
+/// (one slice a group), 21 (two or three a group: a partial batch) and 30 (a whole batch of
+/// four in some groups), over slices of mixed
 /// magnitudes whose sum depends on the order (checked: split order gives other bits), at
 /// result lengths with and without a whole vector at the end and past one block, and beta 0
 /// over a `C` of NaN. It traps on a block of other than `SUM_THREADS` or zero splits.
 #[test]
 fn the_split_sum_adds_the_slices_in_its_fixed_order() {
     let cpu = cpu();
-    for (m, n, splits, beta) in [(1, 1, 3, BETA), (3, 5, 21, BETA), (33, 40, 21, 0.0), (40, 33, 3, 2.0)] {
+    for (m, n, splits, beta) in [(1, 1, 3, BETA), (3, 5, 21, BETA), (33, 40, 30, 0.0), (40, 33, 3, 2.0)] {
         let len = (m * n) as usize;
         let mut rng = SplitMix64::new(len as u64 + splits as u64);
         // Magnitudes 2^-20 .. 2^20 of either sign: most sums round differently in another order.
