@@ -11,7 +11,7 @@
 //! [`SUM_GROUPS`]) in that order, loading [`BATCH`] of them before it adds any (the loads of
 //! a thread are in flight together: one after another, 264 slices took 264 round trips to
 //! memory). Then lane `l` of group 0 adds the groups' sums in group order, 0 first, through
-//! shared memory ([`SUM_SHARED_BYTES`], launch-sized), and `beta * C` (one `fma`). Vector
+//! shared memory ([`sum_layout`], launch-sized), and `beta * C` (one `fma`). Vector
 //! loads where the workspace, `C` and `M * N` allow ([`vector::load4`]), element by element
 //! otherwise. Memory-bound: `(splits + 2) * M * N` floats move (`C` read only where beta is
 //! not 0).
@@ -30,8 +30,6 @@ pub const SUM_GROUPS: u32 = SUM_THREADS / SUM_LANES;
 pub const SUM_PER_THREAD: u32 = 4;
 /// Slices a thread loads before it adds them.
 pub const BATCH: usize = 4;
-/// Launch-sized bytes of a sum block: every thread's partial sum, one 16-byte vector each.
-pub const SUM_SHARED_BYTES: u32 = SUM_THREADS * 16;
 
 /// Blocks of the sum over an `m x n` result (at least 1).
 pub const fn sum_blocks(m: u32, n: u32) -> u64 {
@@ -50,6 +48,11 @@ pub fn sum_layout() -> Result<Slice<Vec4<f32>>, LayoutError> {
     Carve::new().array::<Vec4<f32>>(SUM_THREADS)
 }
 
+/// Launch-sized bytes of a sum block: the end of [`sum_layout`].
+pub fn sum_bytes() -> Result<u32, LayoutError> {
+    Ok(sum_layout()?.end())
+}
+
 /// `a += b`, lane by lane.
 #[inline(always)]
 fn add(a: &mut Vec4<f32>, b: Vec4<f32>) {
@@ -62,7 +65,7 @@ fn add(a: &mut Vec4<f32>, b: Vec4<f32>) {
 ///
 /// # Contract
 /// `ws` holds [`workspace_floats`]`(m, n, splits)` floats, `c` holds `m * n`; the launch has
-/// [`sum_blocks`] blocks of [`SUM_THREADS`] and [`SUM_SHARED_BYTES`] (a block past them
+/// [`sum_blocks`] blocks of [`SUM_THREADS`] and [`sum_bytes`] (a block past them
 /// stores nothing).
 #[inline(always)]
 pub(super) fn split_sum(ws: *const f32, c: *mut f32, m: u32, n: u32, splits: u32, beta: f32) {
@@ -70,7 +73,7 @@ pub(super) fn split_sum(ws: *const f32, c: *mut f32, m: u32, n: u32, splits: u32
         gpu::trap();
     }
     let Ok(slice) = sum_layout() else { gpu::trap() };
-    let partials = gpu::launch_region(SUM_SHARED_BYTES).array(slice);
+    let partials = gpu::launch_region(slice.end()).array(slice);
     let len = m as u64 * n as u64;
     let tid = gpu::thread_idx_x();
     let (lane, group) = (tid % SUM_LANES, tid / SUM_LANES);

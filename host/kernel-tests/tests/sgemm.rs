@@ -21,7 +21,7 @@ use dynsmem_kernel_tests::*;
 use dynsmem_kernels::gpu::host::{Fault, FaultKind, HostTensorMap};
 use dynsmem_kernels::sgemm::pack::{PACK_SPAN, PACK_THREADS, pack_blocks, padded_ld};
 use dynsmem_kernels::sgemm::split::{
-    SUM_GROUPS, SUM_LANES, SUM_PER_THREAD, SUM_SHARED_BYTES, SUM_THREADS, sum_blocks, workspace_floats,
+    SUM_GROUPS, SUM_LANES, SUM_PER_THREAD, SUM_THREADS, sum_blocks, sum_bytes, workspace_floats,
 };
 use dynsmem_kernels::sgemm::{FIXED_128X128X16S2, KERNELS, MAX_SPLITS, SgemmConfig};
 use dynsmem_kernels::streamk::{Segment, StreamK};
@@ -139,8 +139,12 @@ fn multiply(
 
 /// `sgemm_split_sum` over the `splits` slices of `ws` into `c`, as the host launches it.
 fn split_sum(cpu: &Cpu, ws: &CpuMem, c: &CpuMem, (m, n, _): Shape, splits: u32, beta: f32) {
-    let dims =
-        LaunchDims { grid: sum_blocks(m, n) as u32, block: SUM_THREADS, shared_bytes: SUM_SHARED_BYTES, cluster: 1 };
+    let dims = LaunchDims {
+        grid: sum_blocks(m, n) as u32,
+        block: SUM_THREADS,
+        shared_bytes: sum_bytes().unwrap(),
+        cluster: 1,
+    };
     let args = [Arg::Mem(ws), Arg::Mem(c), Arg::U32(m), Arg::U32(n), Arg::U32(splits), Arg::F32(beta)];
     launch(cpu, entry(KERNELS, "sgemm_split_sum"), dims, &args);
 }
@@ -711,7 +715,7 @@ fn the_split_sum_adds_the_slices_in_its_fixed_order() {
     assert_eq!(sum_blocks(65535, 65535), (65535u64 * 65535).div_ceil(per_block));
     let (ws, c) = (mem(&[1.0f32; 8]), zeros::<f32>(8));
     for (block, splits) in [(SUM_THREADS / 2, 1), (SUM_THREADS, 0)] {
-        let dims = LaunchDims { grid: 1, block, shared_bytes: SUM_SHARED_BYTES, cluster: 1 };
+        let dims = LaunchDims { grid: 1, block, shared_bytes: sum_bytes().unwrap(), cluster: 1 };
         let args = [Arg::Mem(&ws), Arg::Mem(&c), Arg::U32(2), Arg::U32(4), Arg::U32(splits), Arg::F32(0.0)];
         match cpu.launch(entry(KERNELS, "sgemm_split_sum"), dims, &args) {
             Err(LaunchError::Fault { fault: Fault { kind: FaultKind::Trap { at }, .. }, .. }) => {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use dynsmem_kernels::sgemm::pack::{PACK_THREADS, pack_blocks, padded_ld};
-use dynsmem_kernels::sgemm::split::{SUM_SHARED_BYTES, SUM_THREADS, sum_blocks, workspace_floats};
+use dynsmem_kernels::sgemm::split::{SUM_THREADS, sum_blocks, sum_bytes, workspace_floats};
 use dynsmem_kernels::sgemm::{SgemmConfig, entry_name};
 
 use super::*;
@@ -172,16 +172,8 @@ fn split_step<B: FamilyBackend>(backend: &B, problem: &SgemmProblem, config: &Sg
     let grid = sum_blocks(m, n);
     let grid = u32::try_from(grid)
         .map_err(|_| invalid_problem("sgemm_split_sum", format!("{grid} blocks to sum {m} x {n} results")))?;
-    let kernel = Prepared::new(
-        backend,
-        "sgemm_split_sum",
-        Ok(SUM_SHARED_BYTES),
-        grid,
-        SUM_THREADS,
-        Variant::LaunchSized,
-        None,
-        None,
-    )?;
+    let kernel =
+        Prepared::new(backend, "sgemm_split_sum", sum_bytes(), grid, SUM_THREADS, Variant::LaunchSized, None, None)?;
     let workspace = backend.alloc::<f32>(workspace_floats(m, n, config.splits) as usize)?;
     Ok(SplitStep { kernel, grid, workspace })
 }
