@@ -106,6 +106,47 @@ fn cuda_every_entry_at_awkward_shapes() {
     note(&format!("hgemm: {ran} cases verified on {}", cuda.info().name));
 }
 
+/// Staged stores (tensor-map stores of whole tiles through shared memory) at shapes whose `n`
+/// the tensor map takes (a multiple of 8: f32 and 16-bit rows in 16-byte multiples) but no
+/// tile divides, with every schedule: the chunks past `n`, a cooperative tile's second
+/// warpgroup wholly past `m`, ping-pong's warpgroups storing alternately, stream-K's split
+/// tiles stored from registers beside staged whole ones, and blocks staging several tiles
+/// in turn through the same two buffers. Exact integer inputs: one wrong entry fails.
+#[test]
+fn cuda_staged_stores_at_awkward_shapes() {
+    let Some(cuda) = cuda_or_skip("hgemm::cuda_staged_stores_at_awkward_shapes") else { return };
+    if !(cuda.capability() == (9, 0) && cuda.ptx_target() == "sm_90a") {
+        note("hgemm: staged stores need wgmma (sm_90a on a 9.0 device): not run");
+        return;
+    }
+    let shapes = [(1, 8, 8), (67, 136, 72), (200, 296, 1000), (513, 264, 4104), (2050, 1032, 136), (1920, 2304, 192)];
+    let configs = [
+        HgemmConfig::wgmma(128, 256, 4).with_cluster(2),
+        HgemmConfig::wgmma(64, 128, 2),
+        HgemmConfig { group_m: 3, ..HgemmConfig::wgmma(128, 160, 4) },
+        HgemmConfig::wgmma(128, 192, 3).with_cluster(2).with_depth(2),
+        HgemmConfig::wgmma(128, 224, 4).with_cluster(2).with_pingpong(true),
+        HgemmConfig::wgmma(128, 256, 4).with_cluster(2).with_streamk(true),
+        HgemmConfig::wgmma(64, 192, 3).with_streamk(true),
+    ]
+    .map(|c| c.with_tma_store(true));
+    let mut ran = 0;
+    for (m, n, k) in shapes {
+        for (dtype, out) in [(Half::F16, OutType::F32), (Half::Bf16, OutType::Input), (Half::F16, OutType::Input)] {
+            let p = problem(m, n, k, dtype, out);
+            let inputs = Arc::new(HostInputs::new(&p, 5));
+            for cfg in &configs {
+                let what = format!("{p:?} {cfg:?}");
+                let w = prepare(&cuda, p, *cfg, false, Variant::LaunchSized, || inputs.clone())
+                    .unwrap_or_else(|e| panic!("{what}: prepare: {e}"));
+                w.check().unwrap_or_else(|e| panic!("{what}: {e}"));
+                ran += 1;
+            }
+        }
+    }
+    note(&format!("hgemm: {ran} staged-store cases verified on {}", cuda.info().name));
+}
+
 /// Beside cuBLAS in the same process: its `C` entry by entry against ours, at a shape
 /// past several waves of tiles and with a 16-bit output.
 #[test]
@@ -139,4 +180,34 @@ fn bad_configs_and_problems_are_refused_before_launch() {
     let inputs = || Arc::new(HostInputs::new(&p, 1));
     let err = prepare(&cpu, p, HgemmConfig::mma(64, 2), false, Variant::LaunchSized, inputs).err().unwrap().to_string();
     assert!(err.contains("CUDA only"), "{err}");
+    // Staged stores: C's rows in 16-byte multiples (n a multiple of 4 for f32, 8 for 16-bit).
+    let staged = HgemmConfig::wgmma(128, 256, 4).with_tma_store(true);
+    for (n, out, ok) in
+        [(68, OutType::F32, true), (66, OutType::F32, false), (68, OutType::Input, false), (72, OutType::Input, true)]
+    {
+        let p = problem(64, n, 64, Half::F16, out);
+        let got = dynsmem::host::families::hgemm::validate(&p, &staged, false);
+        match got {
+            Ok(_) => assert!(ok, "n {n} {out:?} accepted"),
+            Err((kernel, reason)) => {
+                assert!(
+                    !ok && kernel.contains("hgemm_wgmma_f16_n256") && reason.contains("tma_store"),
+                    "{kernel}: {reason}"
+                );
+                assert!(reason.contains(&format!("got {n}")), "{reason}");
+            }
+        }
+    }
+    let err = prepare(
+        &cpu,
+        problem(64, 64, 64, Half::F16, OutType::F32),
+        HgemmConfig::mma(64, 2).with_tma_store(true),
+        false,
+        Variant::LaunchSized,
+        || Arc::new(HostInputs::new(&problem(64, 64, 64, Half::F16, OutType::F32), 1)),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(err.contains("hgemm_mma") && err.contains("tma_store only with wgmma"), "{err}");
 }

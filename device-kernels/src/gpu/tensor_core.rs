@@ -777,6 +777,40 @@ impl<T: Copy> SharedPtr<T> {
     }
 }
 
+impl<T: Copy> SharedPtr<T> {
+    /// Starts storing the 2-D box at element coordinates `(x, y)` of the tensor `map`
+    /// describes from this element and the ones after it, laid out as the map's box and
+    /// swizzle say (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`, the inverse of
+    /// [`SharedPtr::copy_tile_2d`]): the copy engine writes whole lines, and the box's
+    /// elements outside the tensor are not written. The store joins this thread's open bulk
+    /// group ([`bulk_commit`]). sm_90; a trap elsewhere (the CPU backend never gets here:
+    /// its callers are the wgmma kernels' epilogues).
+    ///
+    /// # Safety
+    /// `map` is a valid tensor map of this element type whose rows fit the destination; this
+    /// element is aligned to the swizzle's period; the box's shared bytes were written before
+    /// a [`fence_proxy_async_shared`] and stay unchanged until [`bulk_wait_read`].
+    #[inline(always)]
+    pub unsafe fn store_tile_2d(self, map: *const u8, x: i32, y: i32) {
+        #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{map}, {{{x}, {y}}}], [{src}];",
+                map = in(reg64) map,
+                x = in(reg32) x,
+                y = in(reg32) y,
+                src = in(reg32) self.addr,
+                options(nostack)
+            );
+        }
+        #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+        {
+            let _ = (map, x, y);
+            super::trap()
+        }
+    }
+}
+
 /// `v` combined with the values of the lanes whose index differs in bit 0 or 1 (the four
 /// lanes of a quad, which hold one row of a wgmma or mma fragment) by `op`
 /// (`shfl.sync.bfly`). Every lane of the warp calls it. sm_80 (a trap elsewhere).

@@ -15,7 +15,8 @@ use dynsmem_kernel_tests::*;
 use dynsmem_kernels::gpu::host::{Fault, FaultKind};
 use dynsmem_kernels::hgemm::{
     self, CLUSTER, DEPTH2, FIXED, FIXED_C2, HgemmConfig, MAX_STAGES, MAX_UNITS, MIN_STAGES, MMA_BK, MMA_BN, MmaKind,
-    OUT16, PINGPONG, ROWS_PER_UNIT, SLOT_ALIGN, STREAMK, WGMMA_BK, WGMMA_BN, entry_name, ring_advance, tile_coords,
+    OUT16, PINGPONG, ROWS_PER_UNIT, SLOT_ALIGN, STAGE_BUFFERS, STAGE_COLS, STAGE_WORDS, STREAMK, TMA_STORE, WGMMA_BK,
+    WGMMA_BN, entry_name, ring_advance, staged_offset, tile_coords,
 };
 
 /// `(m, n, k)`: every side a multiple of no tile; each names what it is there for.
@@ -153,7 +154,17 @@ fn every_config() -> Vec<HgemmConfig> {
             out.push(HgemmConfig::mma(bm, stages));
             for bn in WGMMA_BN {
                 for cluster in [1, CLUSTER] {
-                    for flags in [0, PINGPONG, DEPTH2, STREAMK, PINGPONG | DEPTH2, STREAMK | DEPTH2] {
+                    for flags in [
+                        0,
+                        PINGPONG,
+                        DEPTH2,
+                        STREAMK,
+                        PINGPONG | DEPTH2,
+                        STREAMK | DEPTH2,
+                        TMA_STORE,
+                        PINGPONG | TMA_STORE,
+                        STREAMK | TMA_STORE,
+                    ] {
                         let cfg = HgemmConfig::wgmma(bm, bn, stages).with_cluster(cluster).with_flags(flags);
                         if cfg.fits() {
                             out.push(cfg);
@@ -175,7 +186,7 @@ fn fits_is_the_rules_of_the_fields() {
                 for stages in 0..=MAX_STAGES + 1 {
                     for cluster in [1, 2, 3] {
                         for depth in [1, 2, 3] {
-                            for flags in [0, PINGPONG, STREAMK, PINGPONG | STREAMK] {
+                            for flags in [0, PINGPONG, STREAMK, PINGPONG | STREAMK, TMA_STORE, PINGPONG | TMA_STORE] {
                                 let base = HgemmConfig { kind, bm, bn, stages, ..HgemmConfig::mma(64, 2) };
                                 let cfg = base.with_cluster(cluster).with_flags(flags).with_depth(depth);
                                 let wgmma = kind == MmaKind::Wgmma;
@@ -185,7 +196,8 @@ fn fits_is_the_rules_of_the_fields() {
                                     && (cluster == 1 || (cluster == CLUSTER && wgmma && bn != 128))
                                     && (flags & PINGPONG == 0 || (wgmma && bm == 128))
                                     && (depth == 1 || (depth == 2 && wgmma && stages >= 3))
-                                    && (flags & STREAMK == 0 || (wgmma && flags & PINGPONG == 0));
+                                    && (flags & STREAMK == 0 || (wgmma && flags & PINGPONG == 0))
+                                    && (flags & TMA_STORE == 0 || wgmma);
                                 assert_eq!(cfg.fits(), want, "{cfg:?}");
                                 accepted += want as u32;
                             }
@@ -241,7 +253,19 @@ fn the_carve_holds_every_slot_and_barrier_apart_and_aligned() {
         assert_eq!((l.full.len(), l.empty.len()), (bars, bars), "{cfg:?}: barriers");
         assert_eq!(l.turn.len(), if cfg.pingpong { MAX_UNITS } else { 0 }, "{cfg:?}: turns");
         assert!(l.full.offset() >= l.b.end() && l.empty.offset() >= l.full.end() && l.turn.offset() >= l.empty.end());
-        let end = if cfg.kind == MmaKind::Wgmma { l.turn.end() } else { l.b.end() };
+        // Staged stores: each math warpgroup's buffers after the barriers, on the swizzle's
+        // period (the tensor map's box is read from there).
+        let staged = if cfg.tma_store { cfg.units() * STAGE_BUFFERS * STAGE_WORDS } else { 0 };
+        assert_eq!(l.stage.len(), staged, "{cfg:?}: staging buffers");
+        assert!(
+            l.stage.offset() >= l.turn.end() && l.stage.offset() % SLOT_ALIGN == 0,
+            "{cfg:?}: staging after, aligned"
+        );
+        let end = match cfg.kind {
+            MmaKind::Wgmma if cfg.tma_store => l.stage.end(),
+            MmaKind::Wgmma => l.turn.end(),
+            MmaKind::Mma => l.b.end(),
+        };
         assert_eq!(cfg.shared_bytes().unwrap(), end, "{cfg:?}: bytes");
         let threads = if cfg.kind == MmaKind::Wgmma { 128 * (1 + cfg.bm / 64) } else { 128 * cfg.bm / 64 };
         assert_eq!(cfg.threads(), threads, "{cfg:?}: threads");
@@ -263,7 +287,7 @@ fn every_config_has_an_entry_of_its_cluster_and_parameters() {
             };
             assert_eq!(name, want, "{cfg:?}");
             assert_eq!(e.cluster, cfg.cluster, "{name}: cluster");
-            assert_eq!(e.params.len(), 12, "{name}: parameters");
+            assert_eq!(e.params.len(), 13, "{name}: parameters");
             // Only FIXED and FIXED_C2 (f16) have a compiled-in entry.
             let fixed = entry_name(&cfg, bf16, true);
             let is_fixed = !bf16 && (cfg == FIXED || cfg == FIXED_C2);
@@ -278,7 +302,53 @@ fn every_config_has_an_entry_of_its_cluster_and_parameters() {
     assert_eq!(entry_name(&HgemmConfig::mma(64, 2).with_cluster(2), false, false), None);
     assert_eq!(entry_name(&HgemmConfig::wgmma(128, 128, 4).with_cluster(2), true, false), None);
     assert_eq!(entry_name(&HgemmConfig::wgmma(128, 96, 4), false, false), None);
-    assert_eq!(OUT16 & (PINGPONG | DEPTH2 | STREAMK), 0, "OUT16 is no schedule's bit");
+    let bits = [OUT16, PINGPONG, DEPTH2, STREAMK, TMA_STORE];
+    assert_eq!(bits.iter().fold(0, |a, b| a | b).count_ones(), bits.len() as u32, "one bit per flag");
+}
+
+/// The staging layout is the tensor map's swizzle: a bijection of each chunk's entries onto
+/// the buffer's bytes (16-byte pieces XOR-ed with the byte offset's bits 7 and up, 128-byte
+/// rows of f32, 64-byte rows of 16-bit), and the fragment stores of one instruction (the 32
+/// lanes' rows `lane / 4` and `+ 8`, columns `8 i + 2 (lane % 4)`) spread over the banks: as
+/// few passes as their bytes need (256 bytes of f32 pairs: 2; 128 of 16-bit: 1).
+#[test]
+fn staging_is_the_tensor_maps_swizzle_and_fragment_stores_do_not_conflict() {
+    for elem in [4u32, 2] {
+        let row_bytes = STAGE_COLS * elem;
+        let mut seen = vec![false; (ROWS_PER_UNIT * row_bytes) as usize];
+        for row in 0..ROWS_PER_UNIT {
+            for col in 0..STAGE_COLS {
+                let at = staged_offset(row, col, elem);
+                // The swizzle as the tensor-map documentation states it: the byte offset's
+                // 16-byte index bits XOR-ed with its bits 7.. (3 bits for 128-byte rows, 2 for 64).
+                let plain = row * row_bytes + col * elem;
+                let bits = if elem == 4 { 7 } else { 3 };
+                assert_eq!(at, plain ^ (((plain >> 7) & bits) << 4), "elem {elem}: ({row}, {col})");
+                assert!(at % elem == 0 && !seen[at as usize], "elem {elem}: ({row}, {col}) at {at}");
+                seen[at as usize] = true;
+            }
+        }
+        assert_eq!(seen.iter().filter(|&&s| s).count() as u32, ROWS_PER_UNIT * STAGE_COLS, "elem {elem}");
+        assert!(ROWS_PER_UNIT * row_bytes <= STAGE_WORDS * 4, "elem {elem}: a chunk fits a buffer");
+        for warp in 0..4 {
+            for i in 0..4 {
+                for h in 0..2 {
+                    // Bytes each bank (4 bytes wide, 32 of them) gets from the warp's store.
+                    let mut per_bank = [0u32; 32];
+                    for lane in 0..32 {
+                        let (row, col) = (warp * 16 + lane / 4 + 8 * h, 8 * i + 2 * (lane % 4));
+                        let at = staged_offset(row, col, elem);
+                        for b in 0..2 * elem / 4 {
+                            per_bank[((at / 4 + b) % 32) as usize] += 1;
+                        }
+                    }
+                    let passes = *per_bank.iter().max().unwrap();
+                    let need = if elem == 4 { 2 } else { 1 };
+                    assert_eq!(passes, need, "elem {elem}, warp {warp}, i {i}, h {h}: {per_bank:?}");
+                }
+            }
+        }
+    }
 }
 
 /// The file of the `gpu::trap` a launch expected to trap stops at.
@@ -312,12 +382,14 @@ fn launches_that_break_the_rules_trap_before_a_tensor_core_instruction() {
         ("hgemm_wgmma_f16_n256_c2_fixed", 2, 384, 64, 0, 64, 4, "the compiled-in c2 entry with bm 64"),
         ("hgemm_wgmma_f16_n256_c2_fixed", 2, 384, 64, 0, 128, 5, "the compiled-in c2 entry with 5 stages"),
         ("hgemm_wgmma_f16_n256_c2_fixed", 2, 384, 64, STREAMK, 128, 4, "the compiled-in c2 entry with stream-K"),
+        ("hgemm_wgmma_f16_n256_fixed", 1, 384, 64, TMA_STORE, 128, 4, "the compiled-in entry with staged stores"),
     ] {
         let dims = LaunchDims { grid, block, shared_bytes: 1 << 16, cluster: 1 };
         let args = [
             Arg::Mem(&a),
             Arg::Mem(&a),
             Arg::Mem(&c),
+            Arg::Mem(&a),
             Arg::U32(64),
             Arg::U32(64),
             Arg::U32(k),
@@ -329,6 +401,6 @@ fn launches_that_break_the_rules_trap_before_a_tensor_core_instruction() {
             Arg::Mem(&ws),
         ];
         let f = trap_site(&cpu, entry(hgemm::KERNELS, kernel), dims, &args);
-        assert!(f.ends_with("hgemm.rs"), "{kernel}, {why}: {f}");
+        assert!(f.ends_with("hgemm/mod.rs"), "{kernel}, {why}: {f}");
     }
 }

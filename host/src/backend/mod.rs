@@ -282,6 +282,9 @@ impl<K: KernelName> KernelName for std::rc::Rc<K> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TensorSwizzle {
     None,
+    /// 16-byte pieces XOR-ed by 64-byte row pairs (period 512 bytes): boxes of 64-byte rows.
+    B64,
+    /// 16-byte pieces XOR-ed by 128-byte rows (period 1024 bytes): boxes of 128-byte rows.
     B128,
 }
 

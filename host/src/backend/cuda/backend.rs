@@ -87,6 +87,7 @@ impl Backend for CudaBackend {
         };
         let swizzle_mode = match swizzle {
             TensorSwizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            TensorSwizzle::B64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
             TensorSwizzle::B128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
         };
         let (ptr, _sync) = buf.raw().device_ptr(&self.stream);

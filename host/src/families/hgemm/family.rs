@@ -80,6 +80,11 @@ pub struct ConfigArgs {
     /// tiles). Cooperative wgmma.
     #[arg(long)]
     pub streamk: Option<bool>,
+    /// Store whole tiles through shared memory by tensor-map stores (true), which run on under
+    /// the next tile's MMAs, or from registers (false). wgmma; C's rows a multiple of 16
+    /// bytes.
+    #[arg(long)]
+    pub tma_store: Option<bool>,
 }
 
 /// The default config: on sm_90a, the wgmma config the cost model ([`super::cost`]) predicts
@@ -91,7 +96,10 @@ pub fn default_config(backend: AnyBackend<'_>, p: &HgemmProblem) -> HgemmConfig 
         && c.runs_wgmma()
     {
         let limits = &c.info().limits;
-        if let Some(best) = super::cost::fastest(p, &super::cost::wgmma_choices(limits), limits) {
+        // Only choices the problem allows (staged stores need C's rows in 16-byte multiples).
+        let choices: Vec<HgemmConfig> =
+            super::cost::wgmma_choices(limits).into_iter().filter(|c| super::validate(p, c, false).is_ok()).collect();
+        if let Some(best) = super::cost::fastest(p, &choices, limits) {
             return best;
         }
     }
@@ -137,6 +145,7 @@ impl Family for Hgemm {
             pingpong: a.pingpong.unwrap_or(base.pingpong && a.bm.is_none_or(|bm| bm == 128) && a.streamk != Some(true)),
             depth: a.depth.unwrap_or(base.depth),
             streamk: a.streamk.unwrap_or(base.streamk && a.pingpong != Some(true) && !a.mma && !a.fixed),
+            tma_store: a.tma_store.unwrap_or(base.tma_store && !a.mma && !a.fixed),
             ..base
         };
         HgemmRun { config, fixed: a.fixed }

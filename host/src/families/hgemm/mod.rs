@@ -157,7 +157,7 @@ pub fn validate(
         return fail(format!(
             "bm 64 or 128 (64 per math unit), bn {} ({:?}), stages {} to {}, group_m at least 1, cluster 1 \
              or 2 (wgmma, bn past 128), pingpong only with wgmma and bm 128, depth 1 or 2 (2: wgmma, at least 3 \
-             stages), streamk only with cooperative wgmma (got {cfg:?})",
+             stages), streamk only with cooperative wgmma, tma_store only with wgmma (got {cfg:?})",
             match cfg.kind {
                 MmaKind::Wgmma => "128, 160, 192, 224 or 256",
                 MmaKind::Mma => "128",
@@ -189,6 +189,18 @@ pub fn validate(
     if cfg.tiles(p.m, p.n) > u32::MAX as u64 {
         return Err((entry.into(), format!("{} tiles: at most 2^32 - 1", cfg.tiles(p.m, p.n))));
     }
+    let out_bytes = p.out_bytes();
+    if cfg.tma_store && !(p.n as u64 * out_bytes).is_multiple_of(16) {
+        return Err((
+            entry.into(),
+            format!(
+                "tma_store: rows of C a multiple of 16 bytes (tensor-map strides): n a multiple of {} for {} output, got {}",
+                16 / out_bytes,
+                if out_bytes == 4 { "f32" } else { "16-bit" },
+                p.n
+            ),
+        ));
+    }
     let k_tiles = p.k.div_ceil(cfg.bk()) as u64;
     if cfg.streamk && !dynsmem_kernels::streamk::StreamK::fits(cfg.items(p.m, p.n) as u64, k_tiles) {
         return Err((
@@ -216,11 +228,12 @@ pub fn launch_grid(cfg: &HgemmConfig, m: u32, n: u32, k: u32, multiprocessors: u
 
 /// The entries' `flags` word for `cfg` on `p`.
 fn launch_flags(p: &HgemmProblem, cfg: &HgemmConfig) -> u32 {
-    use dynsmem_kernels::hgemm::{DEPTH2, OUT16, PINGPONG, STREAMK};
+    use dynsmem_kernels::hgemm::{DEPTH2, OUT16, PINGPONG, STREAMK, TMA_STORE};
     (if p.out == OutType::Input { OUT16 } else { 0 })
         | (if cfg.pingpong { PINGPONG } else { 0 })
         | (if cfg.depth == 2 { DEPTH2 } else { 0 })
         | (if cfg.streamk { STREAMK } else { 0 })
+        | (if cfg.tma_store { TMA_STORE } else { 0 })
 }
 
 /// The device and image facts an entry needs, checked before building: wgmma needs
@@ -243,8 +256,8 @@ fn check_device(backend: AnyBackend<'_>, cfg: &HgemmConfig, entry: &str, variant
     }
 }
 
-/// The tensor maps (`CUtensorMap`s) of A and of B.
-type TensorMaps<R> = (Buffer<R, u32>, Buffer<R, u32>);
+/// The tensor maps (`CUtensorMap`s) of A, of B and (staged stores) of C.
+type TensorMaps<R> = (Buffer<R, u32>, Buffer<R, u32>, Option<Buffer<R, u32>>);
 
 /// The stream-K workspace: the pieces of split tiles (f32) and their counters.
 type Workspace<R> = (Buffer<R, f32>, Buffer<R, u32>);
@@ -304,7 +317,18 @@ pub fn prepare<'b, B: FamilyBackend>(
                 TensorSwizzle::B128,
             )
         };
-        Some((map(&a, m, config.tile_rows())?, map(&b, n, config.b_box_rows())?))
+        // C: `m x n` of the output type, boxes of a staged chunk (a warpgroup's 64 rows), in
+        // the swizzle the kernel's staging writes (`staged_offset`: 128-byte rows of f32,
+        // 64-byte rows of 16-bit).
+        let out = problem.out_bytes() as u32;
+        let c_map = if config.tma_store {
+            let swizzle = if out == 4 { TensorSwizzle::B128 } else { TensorSwizzle::B64 };
+            let (cols, rows) = (dynsmem_kernels::hgemm::STAGE_COLS, dynsmem_kernels::hgemm::ROWS_PER_UNIT);
+            Some(backend.tensor_map_2d(&c, out, [n as u64, m as u64], (n * out) as u64, [cols, rows], swizzle)?)
+        } else {
+            None
+        };
+        Some((map(&a, m, config.tile_rows())?, map(&b, n, config.b_box_rows())?, c_map))
     } else {
         None
     };
@@ -321,9 +345,9 @@ pub fn prepare<'b, B: FamilyBackend>(
 impl<B: FamilyBackend> HgemmWorkload<'_, B> {
     fn launch(&self) -> Result<()> {
         let HgemmProblem { m, n, k, .. } = self.problem;
-        let (a, b) = match &self.maps {
-            Some((a_map, b_map)) => (a_map.arg(), b_map.arg()),
-            None => (self.a.arg(), self.b.arg()),
+        let (a, b, c_map) = match &self.maps {
+            Some((a_map, b_map, c_map)) => (a_map.arg(), b_map.arg(), c_map.as_ref().map_or(Arg::U64(0), |c| c.arg())),
+            None => (self.a.arg(), self.b.arg(), Arg::U64(0)),
         };
         let cfg = &self.config;
         let (partials, counters) = match &self.workspace {
@@ -337,6 +361,7 @@ impl<B: FamilyBackend> HgemmWorkload<'_, B> {
                 a,
                 b,
                 self.c.arg(),
+                c_map,
                 Arg::U32(m),
                 Arg::U32(n),
                 Arg::U32(k),

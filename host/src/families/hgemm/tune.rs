@@ -1,6 +1,7 @@
 //! HGEMM's search space: the kernel (`mma` 0 = wgmma, 1 = mma.sync), the block rows `bm`
 //! and tile columns `bn`, the ring's stages, the tile order's `group_m`, the cluster size, the
-//! schedule (`pingpong`, `streamk`) and the k-tile groups in flight (`depth`), every one a launch-time
+//! schedule (`pingpong`, `streamk`), the k-tile groups in flight (`depth`) and the epilogue
+//! (`tma_store`: whole tiles through shared memory by tensor-map stores), every one a launch-time
 //! value of one compiled image except `bn` and the cluster size of wgmma (one entry per
 //! value) and the instruction. The cost model ([`super::cost`]) ranks the space for tuning
 //! on first use. Points past the 48 KB default are ordinary points: the shared-memory
@@ -64,6 +65,7 @@ impl Tunable for HgemmTunable {
             Param::new("pingpong", &[0, 1]).absent_as(0),
             Param::new("depth", &[1, 2]).absent_as(1),
             Param::new("streamk", &[0, 1]).absent_as(0),
+            Param::new("tma_store", &[0, 1]).absent_as(0),
         ]
     }
 
@@ -73,6 +75,7 @@ impl Tunable for HgemmTunable {
         let pingpong = point.get(6).is_some_and(|&p| p == 1);
         let depth = point.get(7).copied().unwrap_or(1);
         let streamk = point.get(8).is_some_and(|&p| p == 1);
+        let tma_store = point.get(9).is_some_and(|&p| p == 1);
         HgemmConfig {
             kind,
             bm: point[1],
@@ -83,6 +86,7 @@ impl Tunable for HgemmTunable {
             pingpong,
             depth,
             streamk,
+            tma_store,
         }
     }
 

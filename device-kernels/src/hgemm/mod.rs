@@ -19,6 +19,10 @@
 //!     warpgroups, whose k-tiles follow each other in the ring; one stores its tile while
 //!     the other multiplies, so the stores are hidden.
 //!
+//!   A whole tile is stored from registers, or (launch-time, [`TMA_STORE`]) through staging
+//!   buffers in shared memory by tensor-map stores that run on under the next tile's MMAs
+//!   ([`store`]).
+//!
 //!   Cooperative blocks can also take the stream-K schedule ([`STREAMK`], [`crate::streamk`]):
 //!   whole waves of tiles data-parallel, the last wave and the tail split by k-tile evenly
 //!   over the clusters, so no SM idles through a partial last wave. A piece of a split tile
@@ -41,17 +45,21 @@
 //! # Launch-sized memory ([`HgemmConfig::layout`])
 //! `stages` slots of A (a tile's rows, [`HgemmConfig::tile_rows`]) then `stages` of B (`BN`
 //! rows), each row `2 * BK` bytes, slots 1024-byte aligned; then (wgmma) `stages` `full` and
-//! `stages` `empty` barriers.
+//! `stages` `empty` barriers, ping-pong's two `turn` barriers, and with [`TMA_STORE`] two
+//! staging buffers of `64 x` [`STAGE_COLS`] f32 per math warpgroup (1024-byte aligned).
 //!
 //! # Entry points ([`entry_name`])
-//! `hgemm_wgmma_{f16,bf16}_n{128,160,192,224,256}[_c2](a_map, b_map, c, m, n, k, flags, bm, stages,
-//! group_m, partials, counters)` (`a_map`, `b_map`: `CUtensorMap`s in device memory, box `64 x
-//! tile_rows` and `64 x BN / cluster`, 128-byte swizzle; `partials`, `counters`: the stream-K
-//! workspace, [`HgemmConfig::sk_workspace`], null without [`STREAMK`]); `hgemm_mma_{f16,bf16}(a,
-//! b, c, ...)` (the same scalars; `a`, `b` the matrices; the workspace unused);
+//! `hgemm_wgmma_{f16,bf16}_n{128,160,192,224,256}[_c2](a_map, b_map, c, c_map, m, n, k, flags, bm,
+//! stages, group_m, partials, counters)` (`a_map`, `b_map`: `CUtensorMap`s in device memory, box
+//! `64 x tile_rows` and `64 x BN / cluster`, 128-byte swizzle; `c_map`: `C`'s, box
+//! [`STAGE_COLS`] x 64, 128-byte swizzle for f32 and 64-byte for 16-bit output, null without
+//! [`TMA_STORE`]; `partials`, `counters`: the stream-K workspace,
+//! [`HgemmConfig::sk_workspace`], null without [`STREAMK`]); `hgemm_mma_{f16,bf16}(a, b, c,
+//! ...)` (the same scalars; `a`, `b` the matrices; `c_map` and the workspace unused);
 //! `hgemm_wgmma_f16_n256[_c2]_fixed` (`BM` 128, 4 stages, cooperative). `flags`: [`OUT16`]
 //! writes `C` in the input type, else f32; [`PINGPONG`] picks the ping-pong schedule;
-//! [`DEPTH2`] keeps two k-tile groups in flight; [`STREAMK`] the stream-K schedule. Grid:
+//! [`DEPTH2`] keeps two k-tile groups in flight; [`STREAMK`] the stream-K schedule;
+//! [`TMA_STORE`] stores whole tiles through shared memory. Grid:
 //! wgmma at most one block per tile without stream-K, at most one cluster per k-tile with it
 //! ([`HgemmConfig::schedule`]); mma one per tile.
 
@@ -68,6 +76,10 @@ macro_rules! unroll {
         $( { let $i: usize = $v; $body } )*
     };
 }
+
+mod store;
+pub use store::{STAGE_BUFFERS, STAGE_COLS, STAGE_WORDS, staged_offset};
+use store::{Staging, store_pair, store_staged};
 
 /// Depth of a wgmma k-tile: one 128-byte row of 16-bit elements (the swizzle's width).
 pub const WGMMA_BK: u32 = 64;
@@ -141,6 +153,12 @@ pub struct HgemmConfig {
     /// not depend on timing). Launch-time; false in records written before it existed.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
     pub streamk: bool,
+    /// wgmma: store each whole tile through launch-sized staging buffers by tensor-map stores
+    /// ([`store::store_staged`]), so the next tile's MMAs start once the tile is in shared
+    /// memory; else straight from registers. Needs `C`'s rows to be 16-byte multiples (the
+    /// host's check). Launch-time; false in records written before it existed.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
+    pub tma_store: bool,
 }
 
 #[cfg(feature = "serde")]
@@ -161,6 +179,9 @@ pub const PINGPONG: u32 = 2;
 pub const DEPTH2: u32 = 4;
 /// Bit of an entry's `flags`: the stream-K schedule ([`HgemmConfig::streamk`]).
 pub const STREAMK: u32 = 8;
+/// Bit of an entry's `flags`: whole tiles stored through shared memory by tensor-map stores
+/// ([`HgemmConfig::tma_store`]; the entry's `c_map` is `C`'s tensor map).
+pub const TMA_STORE: u32 = 16;
 
 /// Blocks of the clustered wgmma entries (`_c2`).
 pub const CLUSTER: u32 = 2;
@@ -178,6 +199,9 @@ pub struct HgemmLayout {
     /// Ping-pong: one barrier per math warpgroup, completed when the other has waited for
     /// every k-tile of its tile (its turn to multiply); empty otherwise.
     pub turn: Slice<u64>,
+    /// [`HgemmConfig::tma_store`]: each math warpgroup's [`STAGE_BUFFERS`] staging buffers of
+    /// [`STAGE_WORDS`] words, 1024-byte aligned (the swizzle's period); empty otherwise.
+    pub stage: Slice<u32>,
 }
 
 impl HgemmConfig {
@@ -192,6 +216,7 @@ impl HgemmConfig {
             pingpong: false,
             depth: 1,
             streamk: false,
+            tma_store: false,
         }
     }
     pub const fn mma(bm: u32, stages: u32) -> Self {
@@ -205,6 +230,7 @@ impl HgemmConfig {
             pingpong: false,
             depth: 1,
             streamk: false,
+            tma_store: false,
         }
     }
     /// This config in clusters of `cluster` blocks.
@@ -223,13 +249,18 @@ impl HgemmConfig {
     pub const fn with_streamk(self, streamk: bool) -> Self {
         HgemmConfig { streamk, ..self }
     }
+    /// This config with tensor-map stores of whole tiles on or off (see the field).
+    pub const fn with_tma_store(self, tma_store: bool) -> Self {
+        HgemmConfig { tma_store, ..self }
+    }
     /// This config with the launch-time choices of an entry's `flags` ([`PINGPONG`],
-    /// [`DEPTH2`], [`STREAMK`]).
+    /// [`DEPTH2`], [`STREAMK`], [`TMA_STORE`]).
     pub const fn with_flags(self, flags: u32) -> Self {
         HgemmConfig {
             pingpong: flags & PINGPONG != 0,
             depth: if flags & DEPTH2 != 0 { 2 } else { 1 },
             streamk: flags & STREAMK != 0,
+            tma_store: flags & TMA_STORE != 0,
             ..self
         }
     }
@@ -287,6 +318,7 @@ impl HgemmConfig {
         let pingpong_ok = !self.pingpong || (matches!(self.kind, MmaKind::Wgmma) && self.units() == MAX_UNITS);
         let depth_ok = self.depth == 1 || (self.depth == 2 && matches!(self.kind, MmaKind::Wgmma) && self.stages >= 3);
         let streamk_ok = !self.streamk || (matches!(self.kind, MmaKind::Wgmma) && !self.pingpong);
+        let tma_store_ok = !self.tma_store || matches!(self.kind, MmaKind::Wgmma);
         bn_ok
             && self.bm.is_multiple_of(ROWS_PER_UNIT)
             && self.units() >= 1
@@ -298,6 +330,7 @@ impl HgemmConfig {
             && pingpong_ok
             && depth_ok
             && streamk_ok
+            && tma_store_ok
     }
     /// The carve of the launch-sized region (see the module documentation).
     pub fn layout(&self) -> Result<HgemmLayout, LayoutError> {
@@ -308,12 +341,19 @@ impl HgemmConfig {
         let full = carve.array::<u64>(bars)?;
         let empty = carve.array::<u64>(bars)?;
         let turn = carve.array::<u64>(if self.pingpong { MAX_UNITS } else { 0 })?;
-        Ok(HgemmLayout { a, b, full, empty, turn })
+        let staged = self.tma_store && self.kind == MmaKind::Wgmma;
+        let stage = carve
+            .array_aligned::<u32>(if staged { self.units() * STAGE_BUFFERS * STAGE_WORDS } else { 0 }, SLOT_ALIGN)?;
+        Ok(HgemmLayout { a, b, full, empty, turn, stage })
     }
     /// Launch-sized bytes of the layout.
     pub fn shared_bytes(&self) -> Result<u32, LayoutError> {
         let l = self.layout()?;
-        Ok(if self.kind == MmaKind::Wgmma { l.turn.end() } else { l.b.end() })
+        Ok(match self.kind {
+            MmaKind::Wgmma if l.stage.len() > 0 => l.stage.end(),
+            MmaKind::Wgmma => l.turn.end(),
+            MmaKind::Mma => l.b.end(),
+        })
     }
     /// Output tiles of an `m x n` result.
     pub const fn tiles(&self, m: u32, n: u32) -> u64 {
@@ -380,45 +420,6 @@ pub const fn ring_advance(slot: u32, phase: u32, n: u32, stages: u32) -> (u32, u
     (to % stages, phase ^ ((to / stages) & 1))
 }
 
-/// Stores a pair of adjacent entries `(row, col)`, `(row, col + 1)` of `C` (`ldc` = `n`), the
-/// ones inside `m x n`: one 8-byte (f32) or 4-byte (16-bit) store where `n` is even (the
-/// pair is then aligned), else entry by entry.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, row: u32, col: u32, v0: f32, v1: f32) {
-    if row >= m || col >= n {
-        return;
-    }
-    let at = row as usize * n as usize + col as usize;
-    let both = col + 1 < n;
-    unsafe {
-        if out16 {
-            let w = gpu::pack_half2::<BF16>(v0, v1);
-            let p = c.cast::<u16>().add(at);
-            if both && n % 2 == 0 {
-                gpu::write_global(p.cast::<u32>(), w);
-            } else {
-                gpu::write_global(p, w as u16);
-                if both {
-                    gpu::write_global(p.add(1), (w >> 16) as u16);
-                }
-            }
-        } else {
-            let p = c.cast::<f32>().add(at);
-            if both && n % 2 == 0 {
-                // One 8-byte store (`at` is even, so 8-byte aligned): an `[f32; 2]` is only
-                // 4-byte aligned and would be stored as two words.
-                gpu::write_global(p.cast::<u64>(), u64::from(v0.to_bits()) | (u64::from(v1.to_bits()) << 32));
-            } else {
-                gpu::write_global(p, v0);
-                if both {
-                    gpu::write_global(p.add(1), v1);
-                }
-            }
-        }
-    }
-}
-
 /// The warp-specialised wgmma kernel (module documentation). `ACC` = `BN / 2` accumulators
 /// per math thread. `CLUSTER` (1 or 2) blocks form a cluster that computes vertically
 /// adjacent tiles (rows `CLUSTER * i + rank`, the same columns): each block's producer
@@ -431,7 +432,7 @@ fn store_pair<const BF16: bool>(c: *mut u8, out16: bool, m: u32, n: u32, row: u3
 fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER: u32>(
     a_map: *const u8,
     b_map: *const u8,
-    c: *mut u8,
+    (c, c_map): (*mut u8, *const u8),
     m: u32,
     n: u32,
     k: u32,
@@ -445,7 +446,8 @@ fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER:
     // stream-K every cluster has a unit (the host sizes the grid so).
     let bad_launch = !gpu::grid_dim_x().is_multiple_of(CLUSTER)
         || k == 0
-        || (cfg.streamk && (sched.blocks > sched.sk_units() || partials.is_null() || counters.is_null()));
+        || (cfg.streamk && (sched.blocks > sched.sk_units() || partials.is_null() || counters.is_null()))
+        || (cfg.tma_store && c_map.is_null());
     if cfg.kind != MmaKind::Wgmma || cfg.bn != BN || !cfg.fits() || gpu::block_dim_x() != cfg.threads() || bad_launch {
         gpu::trap();
     }
@@ -572,6 +574,9 @@ fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER:
         let mut acc = [0f32; ACC];
         // This warpgroup's tiles so far: the phase of its turn barrier to wait for.
         let mut own = 0;
+        let out16 = flags & OUT16 != 0;
+        // Chunks this warpgroup has staged (`TMA_STORE`): which of its buffers comes next.
+        let mut staged = 0;
         while let Some(seg) = sched.segment(worker, j) {
             // The same in every lane: shuffled from lane 0 so that ptxas keeps the ring
             // position and the loop bounds in uniform registers (see `warp_uniform`).
@@ -639,15 +644,27 @@ fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER:
                 let at = ((seg.tile - sched.dp_tiles) * CLUSTER + rank) * cfg.math_warps() + (t - WARPGROUP) / 32;
                 counters.wrapping_add(at as usize)
             };
-            if sched.whole(&seg) || fix_up(&sched, worker, &seg, &mut acc, piece, counter()) {
+            if cfg.tma_store && sched.whole(&seg) {
+                // The warpgroup's 64 rows, unless they lie wholly past `m` (the bottom tile's
+                // second warpgroup): the same for its every thread.
+                let (tm, tn) = coords(seg.tile);
+                let y0 = tm * rows + unit_rows;
+                if y0 < m {
+                    let words = STAGE_BUFFERS * STAGE_WORDS;
+                    let buffers = region.array(layout.stage).window(unit * words, words);
+                    let mut st = Staging { buffers, c_map, unit, chunks: staged };
+                    store_staged::<BF16, BN, ACC>(&acc, &mut st, out16, (tn * BN, y0), n);
+                    staged = st.chunks;
+                }
+            } else if sched.whole(&seg) || fix_up(&sched, worker, &seg, &mut acc, piece, counter()) {
                 let (tm, tn) = coords(seg.tile);
                 let (row0, col0) = (tm * rows + row_in, tn * BN + col_in);
                 // Per 8-column chunk `q` of the fragment (written out: see `unroll!`).
                 unroll!(q in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31] {
                     if 4 * q < ACC {
                         let col = col0 + 8 * q as u32;
-                            store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0, col, acc[4 * q], acc[4 * q + 1]);
-                            store_pair::<BF16>(c, flags & OUT16 != 0, m, n, row0 + 8, col, acc[4 * q + 2], acc[4 * q + 3]);
+                        store_pair::<BF16>(c, out16, m, n, row0, col, acc[4 * q], acc[4 * q + 1]);
+                        store_pair::<BF16>(c, out16, m, n, row0 + 8, col, acc[4 * q + 2], acc[4 * q + 3]);
                     }
                 });
             }
@@ -655,6 +672,11 @@ fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER:
             if pingpong {
                 (s, phase) = ring_advance(s, phase, k_tiles, stages);
             }
+        }
+        // The staged stores have read their buffers before the block's shared memory goes
+        // (nothing to wait for without them).
+        if lead && cfg.tma_store {
+            gpu::bulk_wait();
         }
     }
     // No block exits while another may still copy into its slots or arrive on its barriers.
@@ -883,127 +905,127 @@ pub const FIXED_C2: HgemmConfig = FIXED.with_cluster(CLUSTER);
 // B tiles by multicast copies (`CLUSTER`).
 crate::kernels! { KERNELS;
     /// wgmma, f16 inputs, `BN` = 256.
-    pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_f16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) }.with_flags(flags);
-        hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 256.
-    pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_bf16_n256(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages) }.with_flags(flags);
-        hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<true, 256, 128, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 192.
-    pub fn hgemm_wgmma_f16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_f16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages) }.with_flags(flags);
-        hgemm_wgmma::<false, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 192, 96, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 192.
-    pub fn hgemm_wgmma_bf16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_bf16_n192(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages) }.with_flags(flags);
-        hgemm_wgmma::<true, 192, 96, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<true, 192, 96, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 160.
-    pub fn hgemm_wgmma_f16_n160(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_f16_n160(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages) }.with_flags(flags);
-        hgemm_wgmma::<false, 160, 80, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 160, 80, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 160, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_f16_n160_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_f16_n160_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        hgemm_wgmma::<false, 160, 80, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 160, 80, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 160.
-    pub fn hgemm_wgmma_bf16_n160(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_bf16_n160(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages) }.with_flags(flags);
-        hgemm_wgmma::<true, 160, 80, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<true, 160, 80, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 160, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_bf16_n160_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_bf16_n160_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 160, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        hgemm_wgmma::<true, 160, 80, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<true, 160, 80, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 224.
-    pub fn hgemm_wgmma_f16_n224(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_f16_n224(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages) }.with_flags(flags);
-        hgemm_wgmma::<false, 224, 112, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 224, 112, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 224, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_f16_n224_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_f16_n224_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        hgemm_wgmma::<false, 224, 112, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 224, 112, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 224.
-    pub fn hgemm_wgmma_bf16_n224(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_bf16_n224(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages) }.with_flags(flags);
-        hgemm_wgmma::<true, 224, 112, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<true, 224, 112, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 224, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_bf16_n224_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_bf16_n224_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 224, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        hgemm_wgmma::<true, 224, 112, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<true, 224, 112, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 128.
-    pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_f16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) }.with_flags(flags);
-        hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 128, 64, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 128.
-    pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+    pub fn hgemm_wgmma_bf16_n128(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 128, stages) }.with_flags(flags);
-        hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<true, 128, 64, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match;
     /// cooperative).
-    pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
-        if bm != FIXED.bm || stages != FIXED.stages || flags & (PINGPONG | DEPTH2 | STREAMK) != 0 {
+    pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
+        if bm != FIXED.bm || stages != FIXED.stages || flags & (PINGPONG | DEPTH2 | STREAMK | TMA_STORE) != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED };
-        hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 256, 128, 1>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] [spills = "4 B: the tile-column count, stored once before the warpgroups trade registers (setmaxnreg) and read once after each branch starts, never in the k-loop (SASS, since the staged store)"] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] [spills = "4 B: the tile-column count, stored once before the warpgroups trade registers (setmaxnreg) and read once after each branch starts, never in the k-loop (SASS, since the staged store)"] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, f16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_f16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_f16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        hgemm_wgmma::<false, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 192, 96, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 192, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_bf16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+    pub fn hgemm_wgmma_bf16_n192_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 192, stages).with_cluster(CLUSTER) }.with_flags(flags);
-        hgemm_wgmma::<true, 192, 96, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<true, 192, 96, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in (cooperative).
-    pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
-        if bm != FIXED_C2.bm || stages != FIXED_C2.stages || flags & (PINGPONG | DEPTH2 | STREAMK) != 0 {
+    pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
+        if bm != FIXED_C2.bm || stages != FIXED_C2.stages || flags & (PINGPONG | DEPTH2 | STREAMK | TMA_STORE) != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED_C2 };
-        hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, c, m, n, k, flags, cfg, (partials, counters))
+        hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// mma.sync, f16 inputs.
-    pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, _partials: *mut f32, _counters: *mut u32) [max_registers = 128] {
+    pub fn hgemm_mma_f16(a: *const u16, b: *const u16, c: *mut u8, _c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, _partials: *mut f32, _counters: *mut u32) [max_registers = 128] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) }.with_flags(flags);
         hgemm_mma::<false>(a, b, c, m, n, k, flags, cfg)
     }
     /// mma.sync, bf16 inputs.
-    pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, _partials: *mut f32, _counters: *mut u32) [max_registers = 128] {
+    pub fn hgemm_mma_bf16(a: *const u16, b: *const u16, c: *mut u8, _c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, _partials: *mut f32, _counters: *mut u32) [max_registers = 128] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::mma(bm, stages) }.with_flags(flags);
         hgemm_mma::<true>(a, b, c, m, n, k, flags, cfg)
     }
