@@ -42,16 +42,8 @@ fn main() {
         entries.iter().filter(|e| e.max_registers > 0).map(|e| (e.name, e.max_registers)).collect();
     let clusters: Vec<(&str, u32)> = entries.iter().filter(|e| e.cluster > 1).map(|e| (e.name, e.cluster)).collect();
     let builtin = env::var_os("CARGO_FEATURE_BUILTIN_IMAGES").is_some();
-    let images = dynsmem_build::Builder::new("device-kernels")
-        .cuda(&arch, &ptx)
-        .max_registers(&caps)
-        .clusters(&clusters)
-        .skip_images(!builtin)
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
-    images.write_module(&out_dir.join("kernels.rs")).expect("writing kernels.rs");
     println!("cargo:rerun-if-env-changed=DYNSMEM_CUDA_ALSO");
-    let also: Vec<String> = env::var("DYNSMEM_CUDA_ALSO")
+    let specs: Vec<(String, String)> = env::var("DYNSMEM_CUDA_ALSO")
         .unwrap_or_default()
         .split(',')
         .filter(|s| !s.trim().is_empty())
@@ -60,33 +52,61 @@ fn main() {
                 .trim()
                 .split_once(':')
                 .unwrap_or_else(|| panic!("DYNSMEM_CUDA_ALSO: {spec:?} is not ARCH:PTX (e.g. sm_80:ptx75)"));
-            let images = dynsmem_build::Builder::new("device-kernels")
-                .cuda(arch, ptx)
-                .amdgpu(&[])
-                .max_registers(&caps)
-                .clusters(&clusters)
-                .build()
-                .unwrap_or_else(|e| panic!("{e}"));
-            images.ptx.display().to_string()
+            (arch.to_string(), ptx.to_string())
         })
         .collect();
-    println!("cargo:rustc-env=DYNSMEM_PTX_ALSO={}", also.join(";"));
     // The CUDA C twins the bench runs on an H100, compiled by nvcc where it is found (see
     // `dynsmem_build::twins`); the host uses a cubin only where its key matches the source
     // it would hand NVRTC.
     let families = root.join("host/src/families");
-    if !builtin {
+    // The embedded images, the resource-check images and the twins' cubins are independent
+    // (each image has a target folder of its own): built at once, they take the longest of
+    // the three instead of the sum.
+    let (images, also, cubins) = std::thread::scope(|s| {
+        let also = s.spawn(|| {
+            specs
+                .iter()
+                .map(|(arch, ptx)| {
+                    let images = dynsmem_build::Builder::new("device-kernels")
+                        .cuda(arch, ptx)
+                        .amdgpu(&[])
+                        .max_registers(&caps)
+                        .clusters(&clusters)
+                        .build()
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    images.ptx.display().to_string()
+                })
+                .collect::<Vec<String>>()
+        });
+        let cubins = s.spawn(|| {
+            builtin.then(|| {
+                dynsmem_build::twins::compile(
+                    &families.join("twins.manifest"),
+                    &root.join("host/src/backend/cuda/prelude.cuh"),
+                    &out_dir,
+                )
+                .unwrap_or_else(|e| panic!("compiling the CUDA C twins: {e}"))
+            })
+        });
+        let images = dynsmem_build::Builder::new("device-kernels")
+            .cuda(&arch, &ptx)
+            .max_registers(&caps)
+            .clusters(&clusters)
+            .skip_images(!builtin)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let also = also.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let cubins = cubins.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (images, also, cubins)
+    });
+    images.write_module(&out_dir.join("kernels.rs")).expect("writing kernels.rs");
+    println!("cargo:rustc-env=DYNSMEM_PTX_ALSO={}", also.join(";"));
+    let Some(cubins) = cubins else {
         std::fs::write(out_dir.join("twins.rs"), dynsmem_build::twins::Cubins::default().module())
             .expect("writing twins.rs");
         dynsmem_build::emit_provenance(&root);
         return;
-    }
-    let cubins = dynsmem_build::twins::compile(
-        &families.join("twins.manifest"),
-        &root.join("host/src/backend/cuda/prelude.cuh"),
-        &out_dir,
-    )
-    .unwrap_or_else(|e| panic!("compiling the CUDA C twins: {e}"));
+    };
     for why in cubins.skipped.iter().chain(&cubins.rejected) {
         println!("cargo:warning=dynsmem: {}", why.replace('\n', " | "));
     }

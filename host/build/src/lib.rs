@@ -295,16 +295,10 @@ impl Builder {
             .map(|(e, n)| (e.as_str(), format!(".reqnctapercluster {n}, 1, 1")))
             .collect();
 
+        let spec =
+            Nested { crate_dir: &crate_dir, label: &label, lib: &lib, target_dir: &target_dir, features: &features };
         let mut images = Vec::new();
-        for target in &targets {
-            let spec = Nested {
-                crate_dir: &crate_dir,
-                label: &label,
-                lib: &lib,
-                target_dir: &target_dir,
-                features: &features,
-            };
-            let image = build_target(&sysroot, target, &spec)?;
+        for (target, image) in targets.iter().zip(build_targets(&sysroot, &targets, &spec)?) {
             let dest = out_dir.join(format!("{lib}_{}.{}", target.cpu, target.ext));
             let copy_err = |source| Error::Copy { from: image.clone(), to: dest.clone(), source };
             if target.ext == "ptx" {
@@ -577,6 +571,37 @@ pub fn check_toolchain(dir: &Path) -> Result<PathBuf, Error> {
         return Err(Error::NoBitcodeLinker { sysroot });
     }
     Ok(sysroot)
+}
+
+/// Builds the kernel crate for every target, several at once: each target has a target
+/// folder of its own (no cargo lock between them), and each nested build is mostly one rustc
+/// with one codegen unit, so built one after another they leave all cores but one idle. As
+/// many at a time as cargo's jobs for this build script (`NUM_JOBS`), else the cores. The
+/// images in the targets' order; the first target's error if several fail.
+fn build_targets(sysroot: &Path, targets: &[Target], spec: &Nested<'_>) -> Result<Vec<PathBuf>, Error> {
+    let jobs = env::var("NUM_JOBS")
+        .ok()
+        .and_then(|j| j.parse::<usize>().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let built: Vec<std::sync::Mutex<Option<Result<PathBuf, Error>>>> =
+        targets.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, targets.len().max(1)) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(target) = targets.get(i) else { break };
+                    let image = build_target(sysroot, target, spec);
+                    *built[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(image);
+                }
+            });
+        }
+    });
+    built
+        .into_iter()
+        .map(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner()).expect("every target is taken by a worker"))
+        .collect()
 }
 
 /// Builds the kernel crate for one target (a nested `cargo rustc --crate-type cdylib
