@@ -111,7 +111,7 @@ fn cuda_every_entry_at_awkward_shapes() {
 /// tile divides, with every schedule: the chunks past `n`, a cooperative tile's second
 /// warpgroup wholly past `m`, ping-pong's warpgroups storing alternately, stream-K's split
 /// tiles stored from registers beside staged whole ones, and blocks staging several tiles
-/// in turn through the same two buffers. Exact integer inputs: one wrong entry fails.
+/// in turn through the same 2, 3 or 4 buffers. Exact integer inputs: one wrong entry fails.
 #[test]
 fn cuda_staged_stores_at_awkward_shapes() {
     let Some(cuda) = cuda_or_skip("hgemm::cuda_staged_stores_at_awkward_shapes") else { return };
@@ -120,11 +120,13 @@ fn cuda_staged_stores_at_awkward_shapes() {
         return;
     }
     let shapes = [(1, 8, 8), (67, 136, 72), (200, 296, 1000), (513, 264, 4104), (2050, 1032, 136), (1920, 2304, 192)];
+    // Two, three and four staging buffers per warpgroup (a chunk reuses the buffer of the
+    // store `buffers` chunks back, across tiles too).
     let configs = [
         HgemmConfig::wgmma(128, 256, 4).with_cluster(2),
-        HgemmConfig::wgmma(64, 128, 2),
-        HgemmConfig { group_m: 3, ..HgemmConfig::wgmma(128, 160, 4) },
-        HgemmConfig::wgmma(128, 192, 3).with_cluster(2).with_depth(2),
+        HgemmConfig::wgmma(64, 128, 2).with_stage_buffers(4),
+        HgemmConfig { group_m: 3, ..HgemmConfig::wgmma(128, 160, 4).with_stage_buffers(3) },
+        HgemmConfig::wgmma(128, 192, 3).with_cluster(2).with_depth(2).with_stage_buffers(4),
         HgemmConfig::wgmma(128, 224, 4).with_cluster(2).with_pingpong(true),
         HgemmConfig::wgmma(128, 256, 4).with_cluster(2).with_streamk(true),
         HgemmConfig::wgmma(64, 192, 3).with_streamk(true),

@@ -560,6 +560,24 @@ pub fn bulk_wait_read() {
     };
 }
 
+/// `cp.async.bulk.wait_group.read N`: waits until at most `pending` (0 to 3; more waits as 3)
+/// of the bulk groups this thread committed have not yet read their shared-memory sources:
+/// the ones committed before those have.
+#[inline(always)]
+pub fn bulk_wait_read_pending(pending: u32) {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+    unsafe {
+        match pending {
+            0 => core::arch::asm!("cp.async.bulk.wait_group.read 0;", options(nostack)),
+            1 => core::arch::asm!("cp.async.bulk.wait_group.read 1;", options(nostack)),
+            2 => core::arch::asm!("cp.async.bulk.wait_group.read 2;", options(nostack)),
+            _ => core::arch::asm!("cp.async.bulk.wait_group.read 3;", options(nostack)),
+        }
+    };
+    #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_90")))]
+    let _ = pending;
+}
+
 /// `cp.async.bulk.wait_group 0`: waits until every bulk group this thread committed is
 /// complete (before the block exits and its shared memory goes).
 #[inline(always)]

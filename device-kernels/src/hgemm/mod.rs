@@ -45,8 +45,9 @@
 //! # Launch-sized memory ([`HgemmConfig::layout`])
 //! `stages` slots of A (a tile's rows, [`HgemmConfig::tile_rows`]) then `stages` of B (`BN`
 //! rows), each row `2 * BK` bytes, slots 1024-byte aligned; then (wgmma) `stages` `full` and
-//! `stages` `empty` barriers, ping-pong's two `turn` barriers, and with [`TMA_STORE`] two
-//! staging buffers of `64 x` [`STAGE_COLS`] f32 per math warpgroup (1024-byte aligned).
+//! `stages` `empty` barriers, ping-pong's two `turn` barriers, and with [`TMA_STORE`]
+//! `stage_buffers` (2 to 4) staging buffers of `64 x` [`STAGE_COLS`] f32 per math warpgroup
+//! (1024-byte aligned).
 //!
 //! # Entry points ([`entry_name`])
 //! `hgemm_wgmma_{f16,bf16}_n{128,160,192,224,256}[_c2](a_map, b_map, c, c_map, m, n, k, flags, bm,
@@ -59,7 +60,8 @@
 //! `hgemm_wgmma_f16_n256[_c2]_fixed` (`BM` 128, 4 stages, cooperative). `flags`: [`OUT16`]
 //! writes `C` in the input type, else f32; [`PINGPONG`] picks the ping-pong schedule;
 //! [`DEPTH2`] keeps two k-tile groups in flight; [`STREAMK`] the stream-K schedule;
-//! [`TMA_STORE`] stores whole tiles through shared memory. Grid:
+//! [`TMA_STORE`] stores whole tiles through shared memory, through 3 or 4 buffers per math
+//! warpgroup with [`STAGE3`] or [`STAGE4`] (else 2). Grid:
 //! wgmma at most one block per tile without stream-K, at most one cluster per k-tile with it
 //! ([`HgemmConfig::schedule`]); mma one per tile.
 
@@ -78,7 +80,7 @@ macro_rules! unroll {
 }
 
 mod store;
-pub use store::{STAGE_BUFFERS, STAGE_COLS, STAGE_WORDS, staged_offset};
+pub use store::{MAX_STAGE_BUFFERS, MIN_STAGE_BUFFERS, STAGE_COLS, STAGE_WORDS, staged_offset};
 use store::{Staging, store_pair, store_staged};
 
 /// Depth of a wgmma k-tile: one 128-byte row of 16-bit elements (the swizzle's width).
@@ -159,6 +161,12 @@ pub struct HgemmConfig {
     /// host's check). Launch-time; false in records written before it existed.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "core::ops::Not::not"))]
     pub tma_store: bool,
+    /// Staged stores' buffers per math warpgroup, [`MIN_STAGE_BUFFERS`] to [`MAX_STAGE_BUFFERS`]
+    /// (past 2 only with `tma_store`): with more, a chunk's store has more chunks' time to read
+    /// its buffer before the buffer is written again, at 8 KB per warpgroup each. Launch-time;
+    /// 2 in records written before it existed.
+    #[cfg_attr(feature = "serde", serde(default = "two", skip_serializing_if = "is_two"))]
+    pub stage_buffers: u32,
 }
 
 #[cfg(feature = "serde")]
@@ -168,6 +176,14 @@ fn one() -> u32 {
 #[cfg(feature = "serde")]
 fn is_one(v: &u32) -> bool {
     *v == 1
+}
+#[cfg(feature = "serde")]
+fn two() -> u32 {
+    MIN_STAGE_BUFFERS
+}
+#[cfg(feature = "serde")]
+fn is_two(v: &u32) -> bool {
+    *v == MIN_STAGE_BUFFERS
 }
 
 /// Bit of an entry's `flags`: write `C` in the input type (else f32).
@@ -182,6 +198,10 @@ pub const STREAMK: u32 = 8;
 /// Bit of an entry's `flags`: whole tiles stored through shared memory by tensor-map stores
 /// ([`HgemmConfig::tma_store`]; the entry's `c_map` is `C`'s tensor map).
 pub const TMA_STORE: u32 = 16;
+/// Bits of an entry's `flags`: 3 or 4 staging buffers per math warpgroup
+/// ([`HgemmConfig::stage_buffers`]; neither: 2).
+pub const STAGE3: u32 = 32;
+pub const STAGE4: u32 = 64;
 
 /// Blocks of the clustered wgmma entries (`_c2`).
 pub const CLUSTER: u32 = 2;
@@ -199,7 +219,7 @@ pub struct HgemmLayout {
     /// Ping-pong: one barrier per math warpgroup, completed when the other has waited for
     /// every k-tile of its tile (its turn to multiply); empty otherwise.
     pub turn: Slice<u64>,
-    /// [`HgemmConfig::tma_store`]: each math warpgroup's [`STAGE_BUFFERS`] staging buffers of
+    /// [`HgemmConfig::tma_store`]: each math warpgroup's `stage_buffers` staging buffers of
     /// [`STAGE_WORDS`] words, 1024-byte aligned (the swizzle's period); empty otherwise.
     pub stage: Slice<u32>,
 }
@@ -217,6 +237,7 @@ impl HgemmConfig {
             depth: 1,
             streamk: false,
             tma_store: false,
+            stage_buffers: MIN_STAGE_BUFFERS,
         }
     }
     pub const fn mma(bm: u32, stages: u32) -> Self {
@@ -231,6 +252,7 @@ impl HgemmConfig {
             depth: 1,
             streamk: false,
             tma_store: false,
+            stage_buffers: MIN_STAGE_BUFFERS,
         }
     }
     /// This config in clusters of `cluster` blocks.
@@ -253,14 +275,25 @@ impl HgemmConfig {
     pub const fn with_tma_store(self, tma_store: bool) -> Self {
         HgemmConfig { tma_store, ..self }
     }
+    /// This config with `stage_buffers` staging buffers per math warpgroup (see the field).
+    pub const fn with_stage_buffers(self, stage_buffers: u32) -> Self {
+        HgemmConfig { stage_buffers, ..self }
+    }
     /// This config with the launch-time choices of an entry's `flags` ([`PINGPONG`],
-    /// [`DEPTH2`], [`STREAMK`], [`TMA_STORE`]).
+    /// [`DEPTH2`], [`STREAMK`], [`TMA_STORE`], [`STAGE3`], [`STAGE4`]).
     pub const fn with_flags(self, flags: u32) -> Self {
         HgemmConfig {
             pingpong: flags & PINGPONG != 0,
             depth: if flags & DEPTH2 != 0 { 2 } else { 1 },
             streamk: flags & STREAMK != 0,
             tma_store: flags & TMA_STORE != 0,
+            // Both bits: not a count any config has (`fits` refuses it).
+            stage_buffers: match (flags & STAGE3 != 0, flags & STAGE4 != 0) {
+                (false, false) => MIN_STAGE_BUFFERS,
+                (true, false) => 3,
+                (false, true) => 4,
+                (true, true) => 0,
+            },
             ..self
         }
     }
@@ -319,6 +352,8 @@ impl HgemmConfig {
         let depth_ok = self.depth == 1 || (self.depth == 2 && matches!(self.kind, MmaKind::Wgmma) && self.stages >= 3);
         let streamk_ok = !self.streamk || (matches!(self.kind, MmaKind::Wgmma) && !self.pingpong);
         let tma_store_ok = !self.tma_store || matches!(self.kind, MmaKind::Wgmma);
+        let buffers_ok = self.stage_buffers == MIN_STAGE_BUFFERS
+            || (self.tma_store && self.stage_buffers > MIN_STAGE_BUFFERS && self.stage_buffers <= MAX_STAGE_BUFFERS);
         bn_ok
             && self.bm.is_multiple_of(ROWS_PER_UNIT)
             && self.units() >= 1
@@ -331,6 +366,7 @@ impl HgemmConfig {
             && depth_ok
             && streamk_ok
             && tma_store_ok
+            && buffers_ok
     }
     /// The carve of the launch-sized region (see the module documentation).
     pub fn layout(&self) -> Result<HgemmLayout, LayoutError> {
@@ -342,8 +378,10 @@ impl HgemmConfig {
         let empty = carve.array::<u64>(bars)?;
         let turn = carve.array::<u64>(if self.pingpong { MAX_UNITS } else { 0 })?;
         let staged = self.tma_store && self.kind == MmaKind::Wgmma;
-        let stage = carve
-            .array_aligned::<u32>(if staged { self.units() * STAGE_BUFFERS * STAGE_WORDS } else { 0 }, SLOT_ALIGN)?;
+        let stage = carve.array_aligned::<u32>(
+            if staged { self.units() * self.stage_buffers * STAGE_WORDS } else { 0 },
+            SLOT_ALIGN,
+        )?;
         Ok(HgemmLayout { a, b, full, empty, turn, stage })
     }
     /// Launch-sized bytes of the layout.
@@ -575,7 +613,7 @@ fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER:
         // This warpgroup's tiles so far: the phase of its turn barrier to wait for.
         let mut own = 0;
         let out16 = flags & OUT16 != 0;
-        // Chunks this warpgroup has staged (`TMA_STORE`): which of its buffers comes next.
+        // The staging buffer this warpgroup's next chunk goes to (`TMA_STORE`).
         let mut staged = 0;
         while let Some(seg) = sched.segment(worker, j) {
             // The same in every lane: shuffled from lane 0 so that ptxas keeps the ring
@@ -650,11 +688,11 @@ fn hgemm_wgmma<const BF16: bool, const BN: u32, const ACC: usize, const CLUSTER:
                 let (tm, tn) = coords(seg.tile);
                 let y0 = tm * rows + unit_rows;
                 if y0 < m {
-                    let words = STAGE_BUFFERS * STAGE_WORDS;
+                    let words = cfg.stage_buffers * STAGE_WORDS;
                     let buffers = region.array(layout.stage).window(unit * words, words);
-                    let mut st = Staging { buffers, c_map, unit, chunks: staged };
+                    let mut st = Staging { buffers, depth: cfg.stage_buffers, c_map, unit, next: staged };
                     store_staged::<BF16, BN, ACC>(&acc, &mut st, out16, (tn * BN, y0), n);
-                    staged = st.chunks;
+                    staged = st.next;
                 }
             } else if sched.whole(&seg) || fix_up(&sched, worker, &seg, &mut acc, piece, counter()) {
                 let (tm, tn) = coords(seg.tile);
@@ -981,7 +1019,7 @@ crate::kernels! { KERNELS;
     /// `hgemm_wgmma_f16_n256` with [`FIXED`] compiled in (its `bm` and `stages` must match;
     /// cooperative).
     pub fn hgemm_wgmma_f16_n256_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] {
-        if bm != FIXED.bm || stages != FIXED.stages || flags & (PINGPONG | DEPTH2 | STREAMK | TMA_STORE) != 0 {
+        if bm != FIXED.bm || stages != FIXED.stages || flags & (PINGPONG | DEPTH2 | STREAMK | TMA_STORE | STAGE3 | STAGE4) != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED };
@@ -989,13 +1027,13 @@ crate::kernels! { KERNELS;
     }
     /// wgmma, f16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] [spills = "4 B: the tile-column count, stored once before the warpgroups trade registers (setmaxnreg) and read once after each branch starts, never in the k-loop (SASS, since the staged store)"] {
+    pub fn hgemm_wgmma_f16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] [spills = "4-8 B: values computed before the warpgroups trade registers (setmaxnreg), stored once and read once as each branch starts, never in the k-loop or the epilogue (SASS, since the staged store)"] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
         hgemm_wgmma::<false, 256, 128, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
     /// wgmma, bf16 inputs, `BN` = 256, clusters of 2 blocks sharing B (build.rs sets the
     /// cluster size).
-    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] [spills = "4 B: the tile-column count, stored once before the warpgroups trade registers (setmaxnreg) and read once after each branch starts, never in the k-loop (SASS, since the staged store)"] {
+    pub fn hgemm_wgmma_bf16_n256_c2(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] [spills = "4-8 B: values computed before the warpgroups trade registers (setmaxnreg), stored once and read once as each branch starts, never in the k-loop or the epilogue (SASS, since the staged store)"] {
         let cfg = HgemmConfig { group_m, ..HgemmConfig::wgmma(bm, 256, stages).with_cluster(CLUSTER) }.with_flags(flags);
         hgemm_wgmma::<true, 256, 128, 2>(a_map, b_map, (c, c_map), m, n, k, flags, cfg, (partials, counters))
     }
@@ -1013,7 +1051,7 @@ crate::kernels! { KERNELS;
     }
     /// `hgemm_wgmma_f16_n256_c2` with [`FIXED_C2`] compiled in (cooperative).
     pub fn hgemm_wgmma_f16_n256_c2_fixed(a_map: *const u8, b_map: *const u8, c: *mut u8, c_map: *const u8, m: u32, n: u32, k: u32, flags: u32, bm: u32, stages: u32, group_m: u32, partials: *mut f32, counters: *mut u32) [max_registers = 168] [cluster = 2] {
-        if bm != FIXED_C2.bm || stages != FIXED_C2.stages || flags & (PINGPONG | DEPTH2 | STREAMK | TMA_STORE) != 0 {
+        if bm != FIXED_C2.bm || stages != FIXED_C2.stages || flags & (PINGPONG | DEPTH2 | STREAMK | TMA_STORE | STAGE3 | STAGE4) != 0 {
             gpu::trap();
         }
         let cfg = HgemmConfig { group_m, ..FIXED_C2 };

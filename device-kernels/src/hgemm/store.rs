@@ -3,7 +3,7 @@
 //! - [`store_pair`]: straight from registers, a pair of adjacent entries per store (every
 //!   kernel; the only way where `C`'s rows are not 16-byte multiples, and for split tiles).
 //! - [`store_staged`] (wgmma, [`super::TMA_STORE`]): a math warpgroup writes its `64 x BN`
-//!   tile in chunks of [`STAGE_COLS`] columns into one of its two staging buffers in
+//!   tile in chunks of [`STAGE_COLS`] columns into one of its 2 to 4 staging buffers in
 //!   launch-sized shared memory, laid out as the copy engine's swizzle reads them, and one
 //!   thread stores each chunk with a tensor-map store (TMA). The stores run on while the
 //!   warpgroup writes the next chunk and then multiplies the next tile, so the tensor cores
@@ -16,8 +16,10 @@ use super::ROWS_PER_UNIT;
 /// Columns of `C` per staged chunk: one 128-byte swizzle row of f32 (a 64-byte one of 16-bit
 /// output). Every wgmma `BN` is a multiple.
 pub const STAGE_COLS: u32 = 32;
-/// Staging buffers per math warpgroup: one is written while the other's store reads it.
-pub const STAGE_BUFFERS: u32 = 2;
+/// Staging buffers per math warpgroup ([`super::HgemmConfig::stage_buffers`]), fewest and
+/// most: one is written while the others' stores read them.
+pub const MIN_STAGE_BUFFERS: u32 = 2;
+pub const MAX_STAGE_BUFFERS: u32 = 4;
 /// Words of one staging buffer: a warpgroup's 64 rows of a chunk in f32 (16-bit output uses
 /// the first half).
 pub const STAGE_WORDS: u32 = ROWS_PER_UNIT * STAGE_COLS;
@@ -86,24 +88,26 @@ pub(super) fn store_pair<const BF16: bool>(
 
 /// Where a math warpgroup's staged store goes and what it has done so far.
 pub(super) struct Staging {
-    /// The warpgroup's [`STAGE_BUFFERS`] buffers of [`STAGE_WORDS`] words, 1024-byte aligned.
+    /// The warpgroup's `depth` buffers of [`STAGE_WORDS`] words, 1024-byte aligned.
     pub buffers: SharedArray<u32>,
+    /// Buffers ([`MIN_STAGE_BUFFERS`] to [`MAX_STAGE_BUFFERS`]).
+    pub depth: u32,
     /// `C`'s tensor map: `n x m` of the output type, box [`STAGE_COLS`] x 64, swizzled 128
     /// bytes (f32) or 64 bytes (16-bit).
     pub c_map: *const u8,
     /// The warpgroup (0 or 1): its named barrier is `1 + unit`.
     pub unit: u32,
-    /// Chunks staged so far: the next goes to buffer `chunks % 2`.
-    pub chunks: u32,
+    /// The buffer the next chunk goes to (`0..depth`, in turn).
+    pub next: u32,
 }
 
 /// Stores the warpgroup's `64 x BN` accumulators (rows `y0..y0 + 64`, columns `x0..x0 + BN`
 /// of `C`; the copy engine drops what lies past `m` or `n`) through `st`'s buffers (module
 /// documentation). Per chunk: every thread writes its fragment's entries (two rows, eight
 /// columns), fences them for the copy engine, and the warpgroup meets at its barrier; the
-/// lead thread has first waited until the store before the last (which read the buffer the
-/// next chunk goes to) has read its bytes, then starts this chunk's store. Chunks wholly past
-/// `n` are skipped.
+/// lead thread has first waited until the store that last read the buffer the next chunk goes
+/// to (`depth - 1` chunks back) has read its bytes, then starts this chunk's store. Chunks
+/// wholly past `n` are skipped.
 ///
 /// # Contract
 /// Every thread of the warpgroup calls it with the same arguments but `acc`; `out16` writes
@@ -126,7 +130,7 @@ pub(super) fn store_staged<const BF16: bool, const BN: u32, const ACC: usize>(
     unroll!(chunk in [0 1 2 3 4 5 6 7] {
         let x = x0 + STAGE_COLS * chunk as u32;
         if STAGE_COLS * (chunk as u32) < BN && x < n {
-            let buf = (st.chunks % STAGE_BUFFERS) * STAGE_WORDS;
+            let buf = st.next * STAGE_WORDS;
             unroll!(i in [0 1 2 3] {
                 let q = 4 * chunk + i;
                 unroll!(h in [0 1] {
@@ -147,8 +151,10 @@ pub(super) fn store_staged<const BF16: bool, const BN: u32, const ACC: usize>(
                 });
             });
             gpu::fence_proxy_async_shared();
+            // The stores before this chunk's still pending are at most the last `depth - 2`:
+            // the one before them read the next chunk's buffer.
             if lead {
-                gpu::bulk_wait_read();
+                gpu::bulk_wait_read_pending(st.depth - 2);
             }
             match st.unit {
                 0 => gpu::named_barrier_sync::<1>(WARPGROUP),
@@ -162,7 +168,7 @@ pub(super) fn store_staged<const BF16: bool, const BN: u32, const ACC: usize>(
                 }
                 gpu::bulk_commit();
             }
-            st.chunks += 1;
+            st.next = if st.next + 1 == st.depth { 0 } else { st.next + 1 };
         }
     });
 }

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use dynsmem_kernel_tests::*;
 use dynsmem_kernels::gpu::host::{Fault, FaultKind};
 use dynsmem_kernels::hgemm::{
-    self, CLUSTER, DEPTH2, FIXED, FIXED_C2, HgemmConfig, MAX_STAGES, MAX_UNITS, MIN_STAGES, MMA_BK, MMA_BN, MmaKind,
-    OUT16, PINGPONG, ROWS_PER_UNIT, SLOT_ALIGN, STAGE_BUFFERS, STAGE_COLS, STAGE_WORDS, STREAMK, TMA_STORE, WGMMA_BK,
-    WGMMA_BN, entry_name, ring_advance, staged_offset, tile_coords,
+    self, CLUSTER, DEPTH2, FIXED, FIXED_C2, HgemmConfig, MAX_STAGE_BUFFERS, MAX_STAGES, MAX_UNITS, MIN_STAGE_BUFFERS,
+    MIN_STAGES, MMA_BK, MMA_BN, MmaKind, OUT16, PINGPONG, ROWS_PER_UNIT, SLOT_ALIGN, STAGE_COLS, STAGE_WORDS, STAGE3,
+    STAGE4, STREAMK, TMA_STORE, WGMMA_BK, WGMMA_BN, entry_name, ring_advance, staged_offset, tile_coords,
 };
 
 /// `(m, n, k)`: every side a multiple of no tile; each names what it is there for.
@@ -164,6 +164,9 @@ fn every_config() -> Vec<HgemmConfig> {
                         TMA_STORE,
                         PINGPONG | TMA_STORE,
                         STREAMK | TMA_STORE,
+                        TMA_STORE | STAGE3,
+                        PINGPONG | TMA_STORE | STAGE4,
+                        STREAMK | TMA_STORE | STAGE4,
                     ] {
                         let cfg = HgemmConfig::wgmma(bm, bn, stages).with_cluster(cluster).with_flags(flags);
                         if cfg.fits() {
@@ -186,7 +189,18 @@ fn fits_is_the_rules_of_the_fields() {
                 for stages in 0..=MAX_STAGES + 1 {
                     for cluster in [1, 2, 3] {
                         for depth in [1, 2, 3] {
-                            for flags in [0, PINGPONG, STREAMK, PINGPONG | STREAMK, TMA_STORE, PINGPONG | TMA_STORE] {
+                            for flags in [
+                                0,
+                                PINGPONG,
+                                STREAMK,
+                                PINGPONG | STREAMK,
+                                TMA_STORE,
+                                PINGPONG | TMA_STORE,
+                                STAGE3,
+                                TMA_STORE | STAGE3,
+                                TMA_STORE | STAGE4,
+                                TMA_STORE | STAGE3 | STAGE4,
+                            ] {
                                 let base = HgemmConfig { kind, bm, bn, stages, ..HgemmConfig::mma(64, 2) };
                                 let cfg = base.with_cluster(cluster).with_flags(flags).with_depth(depth);
                                 let wgmma = kind == MmaKind::Wgmma;
@@ -197,7 +211,9 @@ fn fits_is_the_rules_of_the_fields() {
                                     && (flags & PINGPONG == 0 || (wgmma && bm == 128))
                                     && (depth == 1 || (depth == 2 && wgmma && stages >= 3))
                                     && (flags & STREAMK == 0 || (wgmma && flags & PINGPONG == 0))
-                                    && (flags & TMA_STORE == 0 || wgmma);
+                                    && (flags & TMA_STORE == 0 || wgmma)
+                                    && (flags & (STAGE3 | STAGE4) == 0
+                                        || (flags & TMA_STORE != 0 && flags & (STAGE3 | STAGE4) != STAGE3 | STAGE4));
                                 assert_eq!(cfg.fits(), want, "{cfg:?}");
                                 accepted += want as u32;
                             }
@@ -255,7 +271,8 @@ fn the_carve_holds_every_slot_and_barrier_apart_and_aligned() {
         assert!(l.full.offset() >= l.b.end() && l.empty.offset() >= l.full.end() && l.turn.offset() >= l.empty.end());
         // Staged stores: each math warpgroup's buffers after the barriers, on the swizzle's
         // period (the tensor map's box is read from there).
-        let staged = if cfg.tma_store { cfg.units() * STAGE_BUFFERS * STAGE_WORDS } else { 0 };
+        assert!((MIN_STAGE_BUFFERS..=MAX_STAGE_BUFFERS).contains(&cfg.stage_buffers), "{cfg:?}: buffers");
+        let staged = if cfg.tma_store { cfg.units() * cfg.stage_buffers * STAGE_WORDS } else { 0 };
         assert_eq!(l.stage.len(), staged, "{cfg:?}: staging buffers");
         assert!(
             l.stage.offset() >= l.turn.end() && l.stage.offset() % SLOT_ALIGN == 0,
@@ -302,7 +319,7 @@ fn every_config_has_an_entry_of_its_cluster_and_parameters() {
     assert_eq!(entry_name(&HgemmConfig::mma(64, 2).with_cluster(2), false, false), None);
     assert_eq!(entry_name(&HgemmConfig::wgmma(128, 128, 4).with_cluster(2), true, false), None);
     assert_eq!(entry_name(&HgemmConfig::wgmma(128, 96, 4), false, false), None);
-    let bits = [OUT16, PINGPONG, DEPTH2, STREAMK, TMA_STORE];
+    let bits = [OUT16, PINGPONG, DEPTH2, STREAMK, TMA_STORE, STAGE3, STAGE4];
     assert_eq!(bits.iter().fold(0, |a, b| a | b).count_ones(), bits.len() as u32, "one bit per flag");
 }
 
@@ -383,6 +400,9 @@ fn launches_that_break_the_rules_trap_before_a_tensor_core_instruction() {
         ("hgemm_wgmma_f16_n256_c2_fixed", 2, 384, 64, 0, 128, 5, "the compiled-in c2 entry with 5 stages"),
         ("hgemm_wgmma_f16_n256_c2_fixed", 2, 384, 64, STREAMK, 128, 4, "the compiled-in c2 entry with stream-K"),
         ("hgemm_wgmma_f16_n256_fixed", 1, 384, 64, TMA_STORE, 128, 4, "the compiled-in entry with staged stores"),
+        ("hgemm_wgmma_f16_n256_c2_fixed", 2, 384, 64, STAGE4, 128, 4, "the compiled-in c2 entry with 4 buffers"),
+        ("hgemm_wgmma_bf16_n192", 1, 384, 64, STAGE3, 128, 4, "3 staging buffers without staged stores"),
+        ("hgemm_wgmma_f16_n160", 1, 384, 64, TMA_STORE | STAGE3 | STAGE4, 128, 4, "both buffer bits"),
     ] {
         let dims = LaunchDims { grid, block, shared_bytes: 1 << 16, cluster: 1 };
         let args = [

@@ -15,8 +15,9 @@
 //!   Cooperative blocks store after each tile, so every tile pays both; in ping-pong one
 //!   warpgroup stores while the other multiplies, so a tile costs the longer of the two,
 //!   plus the last store (but see the measured factors below). Staged stores (`tma_store`)
-//!   keep the math warpgroups only for [`STAGED_STORE`] of a store (writing the tile to
-//!   shared memory); the rest drains under the next tile's MMAs, all but the last tile's;
+//!   keep the math warpgroups only for [`STAGED_STORE`] of a store with two staging buffers,
+//!   [`STAGED_STORE_DEEP`] with more (a chunk's store has more chunks' time to read its
+//!   buffer); the rest drains under the next tile's MMAs, all but the last tile's;
 //! - **stream-K** (cooperative): whole waves but the last data-parallel, then the rest of
 //!   the items split evenly (`sk_items / clusters` each, not rounded up to a wave), each
 //!   stream-K item's work [`STREAMK_TILE`] times a data-parallel one's (measured), plus the
@@ -25,7 +26,8 @@
 //! Measured factors: 64-row tiles' MMAs (ping-pong, or one math warpgroup) run slower than two
 //! warpgroups on one tile, and two k-tile groups in flight slightly slower than one. Within a
 //! tile shape, a deeper ring and the tile order of 8 rows rank first (small factors: neither is
-//! modelled, both are what sweeps chose).
+//! modelled, both are what sweeps chose), and a ring of three stages or fewer pays
+//! [`SHALLOW_RING`] (measured when staging buffers took the fourth stage's room).
 //!
 //! The mma kernel (sm_80) is modelled as the cooperative wgmma tile at a quarter of the
 //! tensor rate (its measured share), so it ranks below every wgmma config that fits.
@@ -58,10 +60,18 @@ const DEPTH2: f64 = 1.03;
 /// runs from DRAM), and the f32 pieces' writes and reads come on top.
 const STREAMK_TILE: f64 = 1.6;
 /// Share of a tile's store the math warpgroups still wait for when it is staged through
-/// shared memory and stored by the copy engine (`tma_store`): the shared-memory writes, at
-/// about 128 bytes a clock against the SM's share of the L2 write rate. A round prediction
-/// (NOTES.md has the measurement).
+/// shared memory and stored by the copy engine (`tma_store`) through two buffers per
+/// warpgroup: the shared-memory writes, and the wait for each chunk's store to read the
+/// buffer the next chunk takes. Predicted, then measured on the H200 (NOTES.md): 0.93 -> 0.97
+/// of cuBLAS at 4096^3 for the same tile.
 const STAGED_STORE: f64 = 0.25;
+/// The same with three or more buffers: a third buffer at the same stages measured 1.2% faster
+/// at 2560^3 (128 x 224), about this share.
+const STAGED_STORE_DEEP: f64 = 0.15;
+/// Slowdown of a ring of three stages or fewer against four or more, beyond `1 + 0.1 /
+/// stages`: trading the fourth stage for staging buffers measured 2% slower at 4096^3 and 4%
+/// at 2560^3 (NOTES.md).
+const SHALLOW_RING: f64 = 1.02;
 
 /// Predicted seconds of `cfg` on `problem` with `limits`' multiprocessors (for ranking).
 pub fn predicted_seconds(problem: &HgemmProblem, cfg: &HgemmConfig, limits: &Limits) -> f64 {
@@ -95,7 +105,11 @@ pub fn predicted_seconds(problem: &HgemmProblem, cfg: &HgemmConfig, limits: &Lim
     }
     let out_bytes = if problem.out == OutType::F32 { 4.0 } else { 2.0 };
     let store = rows * bn * out_bytes / (STORE_BYTES_PER_S / sms);
-    let waited = if cfg.tma_store { STAGED_STORE * store } else { store };
+    let waited = match (cfg.tma_store, cfg.stage_buffers) {
+        (false, _) => store,
+        (true, 0..=2) => STAGED_STORE * store,
+        (true, _) => STAGED_STORE_DEEP * store,
+    };
     let mut seconds = match (cfg.kind, cfg.pingpong) {
         (MmaKind::Wgmma, true) => tiles_per_sm * mma.max(store) + store,
         (MmaKind::Wgmma, false) => tiles_per_sm * (mma + waited) + (store - waited),
@@ -106,7 +120,7 @@ pub fn predicted_seconds(problem: &HgemmProblem, cfg: &HgemmConfig, limits: &Lim
         let piece = rows * bn * 4.0 / (STORE_BYTES_PER_S / sms);
         seconds += if split { 2.0 * piece } else { 0.0 };
     }
-    let ring = 1.0 + 0.1 / cfg.stages.max(1) as f64;
+    let ring = (1.0 + 0.1 / cfg.stages.max(1) as f64) * if cfg.stages <= 3 { SHALLOW_RING } else { 1.0 };
     let order = 1.0 + 0.005 * ((cfg.group_m.max(1) as f64).log2() - 3.0).abs();
     seconds * ring * order
 }
@@ -135,7 +149,8 @@ pub fn ranked_by_shape(problem: &HgemmProblem, configs: &[HgemmConfig], limits: 
 
 /// The wgmma configs the heuristic default chooses among: every tile width, schedule
 /// (cooperative 64 or 128 rows, either data-parallel or stream-K; ping-pong), cluster size and
-/// epilogue (from registers or staged), each with the most stages whose ring fits `limits`'
+/// epilogue (from registers, or staged through 2, 3 or 4 buffers), each with the most stages
+/// whose ring fits `limits`'
 /// opt-in shared memory; tile order `group_m` 8. Staged stores need `C`'s rows in 16-byte
 /// multiples: the caller keeps the choices its problem allows.
 pub fn wgmma_choices(limits: &Limits) -> Vec<HgemmConfig> {
@@ -144,13 +159,15 @@ pub fn wgmma_choices(limits: &Limits) -> Vec<HgemmConfig> {
         for (bm, pingpong, streamk) in
             [(128, false, false), (128, false, true), (64, false, false), (64, false, true), (128, true, false)]
         {
-            for (cluster, tma_store) in [(1, false), (CLUSTER, false), (1, true), (CLUSTER, true)] {
+            let epilogues = [(false, 2), (true, 2), (true, 3), (true, 4)];
+            for (cluster, (tma_store, buffers)) in [1, CLUSTER].into_iter().flat_map(|c| epilogues.map(|e| (c, e))) {
                 let fitting = (2..=MAX_STAGES).rev().map(|stages| {
                     HgemmConfig::wgmma(bm, bn, stages)
                         .with_cluster(cluster)
                         .with_pingpong(pingpong)
                         .with_streamk(streamk)
                         .with_tma_store(tma_store)
+                        .with_stage_buffers(buffers)
                 });
                 let fits = |c: &HgemmConfig| c.fits() && c.shared_bytes().is_ok_and(|b| b <= limits.launch_shared_max);
                 if let Some(c) = fitting.into_iter().find(fits) {
@@ -216,18 +233,27 @@ mod tests {
     fn the_choices_fill_shared_memory_and_keep_to_the_kernels_rules() {
         let l = limits();
         let choices = wgmma_choices(&l);
-        assert_eq!(choices.len(), 2 * (5 * 5 * 2 - 5), "no clusters at bn 128, each from registers and staged");
+        assert_eq!(
+            choices.len(),
+            4 * (5 * 5 * 2 - 5),
+            "no clusters at bn 128; from registers and staged by 2-4 buffers"
+        );
         for c in &choices {
             assert!(c.fits(), "{c:?}");
             let more = HgemmConfig { stages: c.stages + 1, ..*c };
             assert!(c.stages == MAX_STAGES || more.shared_bytes().unwrap() > l.launch_shared_max, "{c:?}");
         }
         // What tuning on first use measured fastest at 4096^3 and 3072^3 from registers, now
-        // staged (the staging buffers take 32 KB: 192-wide tiles keep 4 stages, not 5).
+        // staged: at 4096^3 through two buffers (a third would take the fourth stage, measured
+        // slower), at 3072^3 through three (the 192-wide ring keeps its four stages).
         let best = fastest(&cube(4096), &choices, &l).unwrap();
         assert_eq!(best, HgemmConfig::wgmma(128, 256, 4).with_cluster(2).with_tma_store(true), "{best:?}");
         let best = fastest(&cube(3072), &choices, &l).unwrap();
-        assert_eq!(best, HgemmConfig::wgmma(128, 192, 4).with_cluster(2).with_tma_store(true), "{best:?}");
+        assert_eq!(
+            best,
+            HgemmConfig::wgmma(128, 192, 4).with_cluster(2).with_tma_store(true).with_stage_buffers(3),
+            "{best:?}"
+        );
     }
 
     #[test]
@@ -240,6 +266,16 @@ mod tests {
         for side in [2560, 4096, 8192] {
             let (r, s) = (predicted_seconds(&cube(side), &regs, &l), predicted_seconds(&cube(side), &staged, &l));
             assert!(s < r && s > 0.9 * r, "{side}: staged {s} against {r}");
+        }
+        // A third buffer at the same stages ranks first (measured 1.2% faster at 2560^3); four
+        // buffers that cost the 256-wide tile its fourth stage rank below two (measured 2% and
+        // 4% slower at 4096^3 and 2560^3).
+        let three = HgemmConfig::wgmma(128, 224, 4).with_tma_store(true);
+        let p = cube(2560);
+        assert!(predicted_seconds(&p, &three.with_stage_buffers(3), &l) < predicted_seconds(&p, &three, &l));
+        let four = HgemmConfig { stages: 3, ..staged.with_stage_buffers(4) };
+        for side in [2560, 4096] {
+            assert!(predicted_seconds(&cube(side), &staged, &l) < predicted_seconds(&cube(side), &four, &l), "{side}");
         }
         // Ping-pong already hides its stores under the other warpgroup's MMAs: no gain modelled.
         let pp = HgemmConfig::wgmma(128, 256, 4).with_pingpong(true);
@@ -283,9 +319,10 @@ mod tests {
         configs.push(HgemmConfig::wgmma(128, 256, 4).with_depth(2));
         let r = ranked_by_shape(&cube(4096), &configs, &l, 3);
         assert!(!same_shape(&configs[r[0]], &configs[r[1]]), "{:?}", r.iter().map(|&i| configs[i]).collect::<Vec<_>>());
-        // Within a shape: the deepest ring and group_m 8 first.
+        // Within a shape: the deepest ring and group_m 8 first; a ring of 3 pays SHALLOW_RING,
+        // more than another tile order costs.
         assert_eq!((configs[r[0]].stages, configs[r[0]].group_m), (4, 8));
-        assert_eq!((configs[r[2]].stages, configs[r[2]].group_m), (3, 8));
+        assert_eq!((configs[r[2]].stages, configs[r[2]].group_m), (4, 1));
     }
 
     #[test]

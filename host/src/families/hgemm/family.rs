@@ -85,6 +85,11 @@ pub struct ConfigArgs {
     /// bytes.
     #[arg(long)]
     pub tma_store: Option<bool>,
+    /// Staging buffers per math warpgroup for staged stores: 2, or 3 or 4 (each 8 KB more
+    /// per warpgroup, so fewer ring stages fit; a store then has more chunks' time to read
+    /// its buffer before the buffer is written again).
+    #[arg(long)]
+    pub stage_buffers: Option<u32>,
 }
 
 /// The default config: on sm_90a, the wgmma config the cost model ([`super::cost`]) predicts
@@ -146,6 +151,12 @@ impl Family for Hgemm {
             depth: a.depth.unwrap_or(base.depth),
             streamk: a.streamk.unwrap_or(base.streamk && a.pingpong != Some(true) && !a.mma && !a.fixed),
             tma_store: a.tma_store.unwrap_or(base.tma_store && !a.mma && !a.fixed),
+            // More buffers than two only for staged stores.
+            stage_buffers: a.stage_buffers.unwrap_or(if a.tma_store == Some(false) || a.mma || a.fixed {
+                2
+            } else {
+                base.stage_buffers
+            }),
             ..base
         };
         HgemmRun { config, fixed: a.fixed }

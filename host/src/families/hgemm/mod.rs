@@ -157,7 +157,8 @@ pub fn validate(
         return fail(format!(
             "bm 64 or 128 (64 per math unit), bn {} ({:?}), stages {} to {}, group_m at least 1, cluster 1 \
              or 2 (wgmma, bn past 128), pingpong only with wgmma and bm 128, depth 1 or 2 (2: wgmma, at least 3 \
-             stages), streamk only with cooperative wgmma, tma_store only with wgmma (got {cfg:?})",
+             stages), streamk only with cooperative wgmma, tma_store only with wgmma, stage_buffers 2 (3 or 4 with \
+             tma_store) (got {cfg:?})",
             match cfg.kind {
                 MmaKind::Wgmma => "128, 160, 192, 224 or 256",
                 MmaKind::Mma => "128",
@@ -228,12 +229,17 @@ pub fn launch_grid(cfg: &HgemmConfig, m: u32, n: u32, k: u32, multiprocessors: u
 
 /// The entries' `flags` word for `cfg` on `p`.
 fn launch_flags(p: &HgemmProblem, cfg: &HgemmConfig) -> u32 {
-    use dynsmem_kernels::hgemm::{DEPTH2, OUT16, PINGPONG, STREAMK, TMA_STORE};
+    use dynsmem_kernels::hgemm::{DEPTH2, OUT16, PINGPONG, STAGE3, STAGE4, STREAMK, TMA_STORE};
     (if p.out == OutType::Input { OUT16 } else { 0 })
         | (if cfg.pingpong { PINGPONG } else { 0 })
         | (if cfg.depth == 2 { DEPTH2 } else { 0 })
         | (if cfg.streamk { STREAMK } else { 0 })
         | (if cfg.tma_store { TMA_STORE } else { 0 })
+        | match cfg.stage_buffers {
+            3 => STAGE3,
+            4 => STAGE4,
+            _ => 0,
+        }
 }
 
 /// The device and image facts an entry needs, checked before building: wgmma needs

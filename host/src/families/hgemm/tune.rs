@@ -1,7 +1,8 @@
 //! HGEMM's search space: the kernel (`mma` 0 = wgmma, 1 = mma.sync), the block rows `bm`
 //! and tile columns `bn`, the ring's stages, the tile order's `group_m`, the cluster size, the
 //! schedule (`pingpong`, `streamk`), the k-tile groups in flight (`depth`) and the epilogue
-//! (`tma_store`: whole tiles through shared memory by tensor-map stores), every one a launch-time
+//! (`tma_store`: whole tiles through shared memory by tensor-map stores, through
+//! `stage_buffers` buffers per math warpgroup), every one a launch-time
 //! value of one compiled image except `bn` and the cluster size of wgmma (one entry per
 //! value) and the instruction. The cost model ([`super::cost`]) ranks the space for tuning
 //! on first use. Points past the 48 KB default are ordinary points: the shared-memory
@@ -66,6 +67,7 @@ impl Tunable for HgemmTunable {
             Param::new("depth", &[1, 2]).absent_as(1),
             Param::new("streamk", &[0, 1]).absent_as(0),
             Param::new("tma_store", &[0, 1]).absent_as(0),
+            Param::new("stage_buffers", &[2, 3, 4]).absent_as(2),
         ]
     }
 
@@ -76,6 +78,7 @@ impl Tunable for HgemmTunable {
         let depth = point.get(7).copied().unwrap_or(1);
         let streamk = point.get(8).is_some_and(|&p| p == 1);
         let tma_store = point.get(9).is_some_and(|&p| p == 1);
+        let stage_buffers = point.get(10).copied().unwrap_or(2);
         HgemmConfig {
             kind,
             bm: point[1],
@@ -87,6 +90,7 @@ impl Tunable for HgemmTunable {
             depth,
             streamk,
             tma_store,
+            stage_buffers,
         }
     }
 
