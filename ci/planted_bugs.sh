@@ -67,6 +67,9 @@ plants=(
 # executable with the patch applied, run it on an H100 and require it to fail.
 #   hgemm-streamk-fixup-drops-the-first-piece: tests/hgemm.rs cuda_every_entry_at_awkward_shapes
 #     (the tensor-core GEMM's stream-K fix-up leaves out the first cluster's piece of a split tile)
+#   hgemm-staged-store-writes-both-rows-to-the-second: tests/hgemm.rs
+#     cuda_staged_stores_at_awkward_shapes (the staged store writes both rows of a thread's
+#     fragment, `row` and `row + 8`, to the second: each warp's first 8 rows of C are never written)
 #   attention-forward-skips-the-rescale-of-o: tests/attention.rs cuda_every_entry_at_odd_sequences
 #     (the wgmma forward's pipeline issues `P V` without first rescaling `O` to the new row maxima)
 #   attention-backward-wgmma-mask-keeps-keys-past-the-query: tests/attention_backward.rs
