@@ -16,6 +16,7 @@ use common::{cuda_or_skip, note};
 use dynsmem::host::backend::Backend;
 use dynsmem::host::backend::Variant;
 use dynsmem::host::backend::cpu::CpuBackend;
+use dynsmem::host::backend::cuda::CudaBackend;
 use dynsmem::host::contract::Workload;
 use dynsmem::host::device::hgemm::{FIXED, FIXED_C2, HgemmConfig};
 use dynsmem::host::families::hgemm::{Half, HgemmProblem, HostInputs, OutType, prepare};
@@ -23,6 +24,15 @@ use dynsmem::host::measure::TimingOptions;
 
 fn problem(m: u32, n: u32, k: u32, dtype: Half, out: OutType) -> HgemmProblem {
     HgemmProblem { m, n, k, dtype, out }
+}
+
+/// Prepares `cfg` on `p` (`fixed`: the compiled-in entry) and checks its result against the CPU
+/// reference, panicking with the problem and config on a refusal or a wrong entry.
+fn verify(cuda: &CudaBackend, p: HgemmProblem, inputs: &Arc<HostInputs>, cfg: HgemmConfig, fixed: bool) {
+    let what = format!("{p:?} {cfg:?}{}", if fixed { " compiled in" } else { "" });
+    let w = prepare(cuda, p, cfg, fixed, Variant::LaunchSized, || inputs.clone())
+        .unwrap_or_else(|e| panic!("{what}: prepare: {e}"));
+    w.check().unwrap_or_else(|e| panic!("{what}: {e}"));
 }
 
 #[test]
@@ -88,16 +98,12 @@ fn cuda_every_entry_at_awkward_shapes() {
             let p = problem(m, n, k, dtype, out);
             let inputs = Arc::new(HostInputs::new(&p, 11));
             for cfg in &configs {
-                let what = format!("{p:?} {cfg:?}");
-                let w = prepare(&cuda, p, *cfg, false, Variant::LaunchSized, || inputs.clone())
-                    .unwrap_or_else(|e| panic!("{what}: prepare: {e}"));
-                w.check().unwrap_or_else(|e| panic!("{what}: {e}"));
+                verify(&cuda, p, &inputs, *cfg, false);
                 ran += 1;
             }
             if wgmma && dtype == Half::F16 {
                 for fixed in [FIXED, FIXED_C2] {
-                    let w = prepare(&cuda, p, fixed, true, Variant::LaunchSized, || inputs.clone()).expect("fixed");
-                    w.check().unwrap_or_else(|e| panic!("{p:?} {fixed:?} compiled in: {e}"));
+                    verify(&cuda, p, &inputs, fixed, true);
                     ran += 1;
                 }
             }
@@ -138,10 +144,7 @@ fn cuda_staged_stores_at_awkward_shapes() {
             let p = problem(m, n, k, dtype, out);
             let inputs = Arc::new(HostInputs::new(&p, 5));
             for cfg in &configs {
-                let what = format!("{p:?} {cfg:?}");
-                let w = prepare(&cuda, p, *cfg, false, Variant::LaunchSized, || inputs.clone())
-                    .unwrap_or_else(|e| panic!("{what}: prepare: {e}"));
-                w.check().unwrap_or_else(|e| panic!("{what}: {e}"));
+                verify(&cuda, p, &inputs, *cfg, false);
                 ran += 1;
             }
         }

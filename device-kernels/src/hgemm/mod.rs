@@ -388,7 +388,7 @@ impl HgemmConfig {
     pub fn shared_bytes(&self) -> Result<u32, LayoutError> {
         let l = self.layout()?;
         Ok(match self.kind {
-            MmaKind::Wgmma if l.stage.len() > 0 => l.stage.end(),
+            MmaKind::Wgmma if self.tma_store => l.stage.end(),
             MmaKind::Wgmma => l.turn.end(),
             MmaKind::Mma => l.b.end(),
         })

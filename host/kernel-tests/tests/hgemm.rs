@@ -341,7 +341,7 @@ fn staging_is_the_tensor_maps_swizzle_and_fragment_stores_do_not_conflict() {
                 let plain = row * row_bytes + col * elem;
                 let bits = if elem == 4 { 7 } else { 3 };
                 assert_eq!(at, plain ^ (((plain >> 7) & bits) << 4), "elem {elem}: ({row}, {col})");
-                assert!(at % elem == 0 && !seen[at as usize], "elem {elem}: ({row}, {col}) at {at}");
+                assert!(at.is_multiple_of(elem) && !seen[at as usize], "elem {elem}: ({row}, {col}) at {at}");
                 seen[at as usize] = true;
             }
         }
