@@ -203,16 +203,9 @@ fn bad_configs_and_problems_are_refused_before_launch() {
             }
         }
     }
-    let err = prepare(
-        &cpu,
-        problem(64, 64, 64, Half::F16, OutType::F32),
-        HgemmConfig::mma(64, 2).with_tma_store(true),
-        false,
-        Variant::LaunchSized,
-        || Arc::new(HostInputs::new(&problem(64, 64, 64, Half::F16, OutType::F32), 1)),
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    let err = prepare(&cpu, p, HgemmConfig::mma(64, 2).with_tma_store(true), false, Variant::LaunchSized, inputs)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("hgemm_mma") && err.contains("tma_store only with wgmma"), "{err}");
 }

@@ -554,10 +554,7 @@ pub fn bulk_commit() {
 /// read its shared-memory source (the source may then be overwritten).
 #[inline(always)]
 pub fn bulk_wait_read() {
-    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
-    unsafe {
-        core::arch::asm!("cp.async.bulk.wait_group.read 0;", options(nostack))
-    };
+    bulk_wait_read_pending(0)
 }
 
 /// `cp.async.bulk.wait_group.read N`: waits until at most `pending` (0 to 3; more waits as 3)

@@ -279,6 +279,19 @@ impl HgemmConfig {
     pub const fn with_stage_buffers(self, stage_buffers: u32) -> Self {
         HgemmConfig { stage_buffers, ..self }
     }
+    /// The launch-time choices of this config as an entry's `flags` (without [`OUT16`], which
+    /// is the problem's): the inverse of [`HgemmConfig::with_flags`].
+    pub const fn flags(&self) -> u32 {
+        (if self.pingpong { PINGPONG } else { 0 })
+            | (if self.depth == 2 { DEPTH2 } else { 0 })
+            | (if self.streamk { STREAMK } else { 0 })
+            | (if self.tma_store { TMA_STORE } else { 0 })
+            | match self.stage_buffers {
+                3 => STAGE3,
+                4 => STAGE4,
+                _ => 0,
+            }
+    }
     /// This config with the launch-time choices of an entry's `flags` ([`PINGPONG`],
     /// [`DEPTH2`], [`STREAMK`], [`TMA_STORE`], [`STAGE3`], [`STAGE4`]).
     pub const fn with_flags(self, flags: u32) -> Self {

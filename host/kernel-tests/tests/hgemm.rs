@@ -321,6 +321,11 @@ fn every_config_has_an_entry_of_its_cluster_and_parameters() {
     assert_eq!(entry_name(&HgemmConfig::wgmma(128, 96, 4), false, false), None);
     let bits = [OUT16, PINGPONG, DEPTH2, STREAMK, TMA_STORE, STAGE3, STAGE4];
     assert_eq!(bits.iter().fold(0, |a, b| a | b).count_ones(), bits.len() as u32, "one bit per flag");
+    // The host launches `cfg.flags()`; the entries read them back with `with_flags`.
+    for cfg in every_config() {
+        assert_eq!(cfg.with_flags(cfg.flags()), cfg, "{cfg:?}: flags {:#x}", cfg.flags());
+        assert_eq!(cfg.flags() & OUT16, 0, "{cfg:?}: the output type is the problem's");
+    }
 }
 
 /// The staging layout is the tensor map's swizzle: a bijection of each chunk's entries onto

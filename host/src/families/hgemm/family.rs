@@ -153,7 +153,7 @@ impl Family for Hgemm {
             tma_store: a.tma_store.unwrap_or(base.tma_store && !a.mma && !a.fixed),
             // More buffers than two only for staged stores.
             stage_buffers: a.stage_buffers.unwrap_or(if a.tma_store == Some(false) || a.mma || a.fixed {
-                2
+                dynsmem_kernels::hgemm::MIN_STAGE_BUFFERS
             } else {
                 base.stage_buffers
             }),

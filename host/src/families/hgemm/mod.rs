@@ -227,19 +227,9 @@ pub fn launch_grid(cfg: &HgemmConfig, m: u32, n: u32, k: u32, multiprocessors: u
     }
 }
 
-/// The entries' `flags` word for `cfg` on `p`.
+/// The entries' `flags` word for `cfg` on `p`: the config's own, and the output type's.
 fn launch_flags(p: &HgemmProblem, cfg: &HgemmConfig) -> u32 {
-    use dynsmem_kernels::hgemm::{DEPTH2, OUT16, PINGPONG, STAGE3, STAGE4, STREAMK, TMA_STORE};
-    (if p.out == OutType::Input { OUT16 } else { 0 })
-        | (if cfg.pingpong { PINGPONG } else { 0 })
-        | (if cfg.depth == 2 { DEPTH2 } else { 0 })
-        | (if cfg.streamk { STREAMK } else { 0 })
-        | (if cfg.tma_store { TMA_STORE } else { 0 })
-        | match cfg.stage_buffers {
-            3 => STAGE3,
-            4 => STAGE4,
-            _ => 0,
-        }
+    (if p.out == OutType::Input { dynsmem_kernels::hgemm::OUT16 } else { 0 }) | cfg.flags()
 }
 
 /// The device and image facts an entry needs, checked before building: wgmma needs

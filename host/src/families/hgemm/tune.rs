@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use dynsmem_kernels::hgemm::{HgemmConfig, MmaKind};
+use dynsmem_kernels::hgemm::{HgemmConfig, MAX_STAGE_BUFFERS, MIN_STAGE_BUFFERS, MmaKind};
 
 use super::{HgemmProblem, HostInputs, launch_grid, prepare, validate};
 use crate::backend::Variant;
@@ -67,7 +67,7 @@ impl Tunable for HgemmTunable {
             Param::new("depth", &[1, 2]).absent_as(1),
             Param::new("streamk", &[0, 1]).absent_as(0),
             Param::new("tma_store", &[0, 1]).absent_as(0),
-            Param::new("stage_buffers", &[2, 3, 4]).absent_as(2),
+            Param::new("stage_buffers", &[MIN_STAGE_BUFFERS, 3, MAX_STAGE_BUFFERS]).absent_as(MIN_STAGE_BUFFERS),
         ]
     }
 
@@ -78,7 +78,7 @@ impl Tunable for HgemmTunable {
         let depth = point.get(7).copied().unwrap_or(1);
         let streamk = point.get(8).is_some_and(|&p| p == 1);
         let tma_store = point.get(9).is_some_and(|&p| p == 1);
-        let stage_buffers = point.get(10).copied().unwrap_or(2);
+        let stage_buffers = point.get(10).copied().unwrap_or(MIN_STAGE_BUFFERS);
         HgemmConfig {
             kind,
             bm: point[1],
