@@ -26,7 +26,7 @@ pub use builder::{CPU_RUN_RTOL, Check, Data, Fill, Kernel, KernelWorkload, Param
 pub use hooks::{ClusterFn, CudaFn, DefaultFn, FitFn, FootprintFn, FormsFn, RankFn, SpaceFn, WgslFn, WorkloadFn};
 pub use launch::{DeviceData, Geometry, Launch, LaunchElement};
 pub use values::{Param, ValueKind};
-pub use wgsl::{WgslFold, WgslSpec, fill_template, wgsl_fold, wgsl_ids, wgsl_sizing};
+pub use wgsl::{WgslFold, WgslSpec, fill_template, wgsl_fold, wgsl_ids, wgsl_sizing, wgsl_unroll};
 
 use serde::{Deserialize, Serialize};
 

@@ -136,3 +136,31 @@ pub fn wgsl_sizing(
         ),
     }
 }
+
+/// Writes each line of a template that starts, after its indentation, with `@@ ` once per
+/// unit a thread keeps: `per_thread` copies, in which `$k` is the copy's index and `$u` its
+/// unit, `(ids.tid + k * BLOCK)`. Where `last_partial`, the last copy is guarded by
+/// `if ($u < UNITS)` (BLOCK does not divide the units). The copies of one line come
+/// together, so a template line of loads issues all of a thread's loads before the next
+/// line uses them; the indices are constants, so a private array needs no index clamp.
+pub fn wgsl_unroll(text: &str, per_thread: u32, last_partial: bool) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for line in text.lines() {
+        let Some(stmt) = line.trim_start().strip_prefix("@@ ") else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let indent = &line[..line.len() - line.trim_start().len()];
+        for k in 0..per_thread {
+            let unit = format!("(ids.tid + {k}u * BLOCK)");
+            let copy = stmt.replace("$k", &k.to_string()).replace("$u", &unit);
+            if last_partial && k + 1 == per_thread {
+                out.push_str(&format!("{indent}if ({unit} < UNITS) {{ {copy} }}\n"));
+            } else {
+                out.push_str(&format!("{indent}{copy}\n"));
+            }
+        }
+    }
+    out
+}

@@ -11,6 +11,7 @@ use crate::backend::{AnyBackend, BackendKind, Limits, Variant};
 use crate::contract::{
     CudaSource, FamilyBackend, Kernel, Launch, Param, Params, WgslFold, WgslSpec, Workload, check_footprint,
     check_index, fill_template, fit_static, halvings, invalid, invalid_problem, wgsl_fold, wgsl_ids, wgsl_sizing,
+    wgsl_unroll,
 };
 use crate::error::Result;
 
@@ -29,6 +30,11 @@ pub struct RowKernel {
     pub wgsl_entry: &'static str,
     /// Whether the WGSL row is whole vectors (its `COLS` rounded up to a multiple of 4).
     pub wgsl_vectors: bool,
+    /// The WGSL form with the row in registers (slots `SIZING`, declaring `BLOCK`, `UNITS`
+    /// and `PER_THREAD`, `UNIT`, `UNIT_MAX`, `UNIT_SUM` and `FOLDS`; `@@` lines unrolled
+    /// by [`crate::contract::wgsl_unroll`]): the wgsl-subgroup variant's, where a thread
+    /// keeps at most [`WGSL_MAX_REGISTER_FLOATS`] floats.
+    pub wgsl_registers: &'static str,
     /// The block folds the WGSL form calls (see [`crate::contract::wgsl_fold`]); with
     /// subgroup operations in the wgsl-subgroup variant.
     pub wgsl_folds: &'static [WgslFold],
@@ -134,7 +140,9 @@ pub fn check(k: &RowKernel, (rows, cols): (u32, u32), config: &RowConfig, target
     let static_bytes = match target.variant {
         Variant::LaunchSized => 0,
         Variant::CudaStatic => static_bytes(cols, config),
-        Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => wgsl_static_bytes(k, cols, config),
+        Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => {
+            wgsl_static_bytes(k, cols, config, target.variant)
+        }
     };
     Ok(Footprint { threads: config.block, grid, launch_bytes, static_bytes })
 }
@@ -228,23 +236,72 @@ fn wgsl_row(k: &RowKernel, cols: u32) -> u32 {
     if k.wgsl_vectors { cols.next_multiple_of(4) } else { cols }
 }
 
-/// Bytes of the WGSL form's static arrays: the row and a float per thread.
-pub fn wgsl_static_bytes(k: &RowKernel, cols: u32, config: &RowConfig) -> u32 {
-    ((wgsl_row(k, cols) as u64 + config.block as u64) * 4).min(u32::MAX as u64) as u32
+/// Most floats of a row a thread of the registers form keeps (16 vec4s, or 64 floats where
+/// the row is not whole vectors): within the registers a 1024-thread workgroup leaves.
+pub const WGSL_MAX_REGISTER_FLOATS: u32 = 64;
+
+/// The registers form's unit for rows of `cols` (vec4 where the rows are whole vectors,
+/// else f32), units a row and units a thread keeps; `None` where `variant` is not
+/// wgsl-subgroup or a thread would keep more than [`WGSL_MAX_REGISTER_FLOATS`] (the row then
+/// goes through workgroup memory, as in the other twins).
+pub fn wgsl_registers(cols: u32, cfg: &RowConfig, variant: Variant) -> Option<(&'static str, u32, u32)> {
+    let cols = cols.max(1);
+    let (unit, units, floats) = if cols.is_multiple_of(4) { ("vec4<f32>", cols / 4, 4) } else { ("f32", cols, 1) };
+    let per_thread = units.div_ceil(cfg.block.max(1));
+    (variant == Variant::WgslSubgroup && per_thread * floats <= WGSL_MAX_REGISTER_FLOATS)
+        .then_some((unit, units, per_thread))
 }
 
-/// The WGSL form of `k` for rows of `cols`.
+/// Bytes of the WGSL form's static arrays: the row and a float per thread (the registers
+/// form: the float per thread only).
+pub fn wgsl_static_bytes(k: &RowKernel, cols: u32, config: &RowConfig, variant: Variant) -> u32 {
+    let row = if wgsl_registers(cols, config, variant).is_some() { 0 } else { wgsl_row(k, cols) as u64 };
+    ((row + config.block as u64) * 4).min(u32::MAX as u64) as u32
+}
+
+/// The WGSL form of `k` for rows of `cols`: the registers form ([`wgsl_registers`]) where it
+/// applies, else the row in workgroup memory.
 pub fn wgsl_spec(k: &RowKernel, cols: u32, cfg: &RowConfig, variant: Variant) -> WgslSpec {
-    let sizes = [("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", wgsl_row(k, cols) as f64)];
-    let (sizing, constants) = wgsl_sizing(variant, &sizes);
     let folds: Vec<String> = k.wgsl_folds.iter().map(|fold| wgsl_fold(variant, fold, "f32", "scratch")).collect();
+    let (source, constants) = if let Some((unit, units, per_thread)) = wgsl_registers(cols, cfg, variant) {
+        let sizes = [
+            ("BLOCK", "u32", cfg.block as f64),
+            ("UNITS", "u32", units as f64),
+            ("PER_THREAD", "u32", per_thread as f64),
+        ];
+        let (sizing, constants) = wgsl_sizing(variant, &sizes);
+        let vector = unit != "f32";
+        let filled = fill_template(
+            k.wgsl_registers,
+            &[
+                ("SIZING", &sizing),
+                ("FOLDS", &folds.join("\n")),
+                ("IDS", wgsl_ids(variant)),
+                ("UNIT", unit),
+                ("UNIT_MAX", if vector { "return max(max(v.x, v.y), max(v.z, v.w));" } else { "return v;" }),
+                ("UNIT_SUM", if vector { "return (v.x + v.y) + (v.z + v.w);" } else { "return v;" }),
+            ],
+        );
+        (wgsl_unroll(&filled, per_thread, !units.is_multiple_of(cfg.block.max(1))), constants)
+    } else {
+        let sizes = [("BLOCK", "u32", cfg.block as f64), ("COLS", "u32", wgsl_row(k, cols) as f64)];
+        let (sizing, constants) = wgsl_sizing(variant, &sizes);
+        let slots = [("SIZING", sizing.as_str()), ("FOLDS", &folds.join("\n")), ("IDS", wgsl_ids(variant))];
+        (fill_template(k.wgsl, &slots), constants)
+    };
     WgslSpec {
-        name: format!("{}[{variant},cols={},block={}]", k.name, cols.max(1), cfg.block),
-        source: fill_template(k.wgsl, &[("SIZING", &sizing), ("FOLDS", &folds.join("\n")), ("IDS", wgsl_ids(variant))]),
+        name: format!(
+            "{}[{variant},cols={},block={}{}]",
+            k.name,
+            cols.max(1),
+            cfg.block,
+            if wgsl_registers(cols, cfg, variant).is_some() { ",registers" } else { "" }
+        ),
+        source,
         entry: k.wgsl_entry,
         constants,
         workgroup_size: cfg.block,
-        static_bytes: wgsl_static_bytes(k, cols, cfg),
+        static_bytes: wgsl_static_bytes(k, cols, cfg, variant),
         subgroups: variant == Variant::WgslSubgroup,
         f16: false,
     }

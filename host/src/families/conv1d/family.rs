@@ -27,7 +27,7 @@ pub static CONV1D: KernelFamily = KernelFamily {
         Ok(Kernel::new(dynsmem_kernels::conv1d::KERNELS, "conv1d_f32_r4")
             .space(space)
             .footprint_by(move |p, t| super::check(&problem, &config_of(p), t))
-            .default_by(move |b| params_of(&super::default_for(b.small_configs(), problem.taps)))
+            .default_by(move |b| params_of(&super::default_for(b.kind(), b.small_configs(), problem.taps)))
             .fit_static_by(move |p| config_of(p).shared_bytes(problem.taps).ok(), |p| fallbacks(&config_of(p)))
             .twins_by(
                 super::WGSL_TEMPLATE,

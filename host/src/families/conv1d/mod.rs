@@ -33,14 +33,16 @@ pub struct Conv1dProblem {
 /// 128 threads x 8 outputs, 4 outputs for fewer than 8 taps (less zero padding of the
 /// taps), tuned on the H100 (provenance in `NOTES.md`); 16 x 4 on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B, taps: u32) -> Conv1dConfig {
-    default_for(backend.small_configs(), taps)
+    default_for(backend.kind(), backend.small_configs(), taps)
 }
 
-/// [`default_config`] where the backend asks for small configs (`small`) or not.
-pub fn default_for(small: bool, taps: u32) -> Conv1dConfig {
+/// [`default_config`] on a backend of `kind` that asks for small configs (`small`) or not:
+/// the WGSL twin keeps 4 outputs a thread at every tap count (tuned at 33 taps on the H200,
+/// `NOTES.md`).
+pub fn default_for(kind: BackendKind, small: bool, taps: u32) -> Conv1dConfig {
     if small {
         Conv1dConfig { block: 16, outputs_per_thread: 4 }
-    } else if taps < 8 {
+    } else if taps < 8 || kind == BackendKind::Wgsl {
         Conv1dConfig { block: 128, outputs_per_thread: 4 }
     } else {
         Conv1dConfig { block: 128, outputs_per_thread: 8 }

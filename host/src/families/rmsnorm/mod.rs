@@ -17,6 +17,8 @@ mod family;
 pub use family::RMSNORM;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("rmsnorm.wgsl");
+/// The wgsl-subgroup form with the row in registers (`rows::wgsl_registers`).
+const WGSL_REGISTERS: &str = include_str!("rmsnorm_registers.wgsl");
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
 pub const CUDA_SOURCE: &str = include_str!("rmsnorm.cu");
 
@@ -68,6 +70,7 @@ pub(crate) static KERNEL: RowKernel = RowKernel {
     wgsl: WGSL_TEMPLATE,
     wgsl_entry: "rmsnorm",
     wgsl_vectors: true,
+    wgsl_registers: WGSL_REGISTERS,
     wgsl_folds: &[WgslFold::sum("fold_sum")],
     held: true,
 };

@@ -10,7 +10,7 @@ use crate::backend::Variant;
 use crate::backend::{Arg, BackendKind, Buffer, KernelName, LaunchDims};
 use crate::contract::{
     Built, CudaSource, FamilyBackend, Footprint, KernelInfo, KernelSpec, Target, WgslFold, WgslSpec, Workload,
-    fill_template, invalid, invalid_problem, wgsl_fold, wgsl_ids, wgsl_sizing,
+    fill_template, invalid, invalid_problem, wgsl_fold, wgsl_ids, wgsl_sizing, wgsl_unroll,
 };
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -22,6 +22,8 @@ mod family;
 pub use family::{SCAN, fit_config};
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("scan.wgsl");
+/// The wgsl-subgroup twin: one pass, decoupled look-back through 32-bit atomics.
+const LOOKBACK_TEMPLATE: &str = include_str!("scan_lookback.wgsl");
 /// The block scan of the literal and override twins, and of the subgroup twin (BLOCK_SCAN).
 const BLOCK_SCAN: &str = include_str!("block_scan.wgsl");
 const BLOCK_SCAN_SUBGROUP: &str = include_str!("block_scan_subgroup.wgsl");
@@ -40,8 +42,9 @@ pub struct ScanProblem {
 
 /// 512 threads x 48 elements per tile (98 KB of launch-sized memory, tuned on the H100:
 /// provenance in `NOTES.md`) where the device's limit allows, else 512 x 32, else 512 x 16
-/// (33 KB); 256 x 16 on WGSL (18 KB of static arrays: within every adapter's 32 KB
-/// minimum; why not 256 x 32 is in `NOTES.md`); 16 x 4 on the CPU backend.
+/// (33 KB); 128 x 16 on WGSL (the passes' 9 KB of static arrays, the look-back's 0.5 KB:
+/// within every adapter's 32 KB minimum; the H200 sweeps are in `NOTES.md`); 16 x 4 on the
+/// CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> ScanConfig {
     default_for(backend.kind(), backend.small_configs(), &backend.info().limits)
 }
@@ -50,7 +53,7 @@ pub fn default_config<B: FamilyBackend>(backend: &B) -> ScanConfig {
 pub fn default_for(kind: BackendKind, small: bool, limits: &crate::backend::Limits) -> ScanConfig {
     match kind {
         BackendKind::Cpu if small => ScanConfig { block: 16, items_per_thread: 4 },
-        BackendKind::Wgsl => ScanConfig { block: 256, items_per_thread: 16 },
+        BackendKind::Wgsl => ScanConfig { block: 128, items_per_thread: 16 },
         _ => {
             let limit = limits.launch_shared_max;
             [48, 32, 16]
@@ -69,33 +72,44 @@ pub(crate) fn entry(dtype: Dtype) -> &'static str {
     }
 }
 
+/// The WGSL pipeline `wgsl_entry` of the passes (`tile_sums` or `scan_tiles`); in the
+/// wgsl-subgroup variant the one-pass look-back (`scan_lookback.wgsl`), whatever the entry.
 pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_entry: &'static str) -> WgslSpec {
     let (sizing, constants) =
         wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("IPT", "u32", cfg.items_per_thread as f64)]);
+    let look_back = variant == Variant::WgslSubgroup;
+    let (template, wgsl_entry) =
+        if look_back { (LOOKBACK_TEMPLATE, "scan_lookback") } else { (WGSL_TEMPLATE, wgsl_entry) };
+    let source = fill_template(
+        template,
+        &[
+            ("SIZING", &sizing),
+            ("T", dtype.name()),
+            ("BLOCK_SUM", &wgsl_fold(variant, &WgslFold::sum("block_sum"), dtype.name(), "scratch")),
+            ("BLOCK_SCAN", if variant == Variant::WgslSubgroup { BLOCK_SCAN_SUBGROUP } else { BLOCK_SCAN }),
+            ("IDS", wgsl_ids(variant)),
+        ],
+    );
     WgslSpec {
         name: format!("scan_{wgsl_entry}_{}[{variant},block={},ipt={}]", dtype.name(), cfg.block, cfg.items_per_thread),
-        source: fill_template(
-            WGSL_TEMPLATE,
-            &[
-                ("SIZING", &sizing),
-                ("T", dtype.name()),
-                ("BLOCK_SUM", &wgsl_fold(variant, &WgslFold::sum("block_sum"), dtype.name(), "scratch")),
-                ("BLOCK_SCAN", if variant == Variant::WgslSubgroup { BLOCK_SCAN_SUBGROUP } else { BLOCK_SCAN }),
-                ("IDS", wgsl_ids(variant)),
-            ],
-        ),
+        // The look-back form's `@@` lines: once per vec4 a thread reads.
+        source: if look_back { wgsl_unroll(&source, cfg.items_per_thread / 4, false) } else { source },
         entry: wgsl_entry,
         constants,
         workgroup_size: cfg.block,
-        static_bytes: wgsl_static_bytes(cfg),
+        static_bytes: wgsl_static_bytes(cfg, variant),
         subgroups: variant == Variant::WgslSubgroup,
         f16: false,
     }
 }
 
 /// Bytes of the WGSL form's static arrays: the padded tile and two scratch buffers of
-/// `block` elements.
-fn wgsl_static_bytes(cfg: &ScanConfig) -> u32 {
+/// `block` elements (the look-back form adds its next tile and prefix).
+fn wgsl_static_bytes(cfg: &ScanConfig, variant: Variant) -> u32 {
+    if variant == Variant::WgslSubgroup {
+        // The look-back form: the subgroups' totals (at most `block`), its next tile and prefix.
+        return ((cfg.block as u64 + 2) * 4).min(u32::MAX as u64) as u32;
+    }
     let tile = cfg.block as u64 * cfg.items_per_thread as u64;
     ((tile + tile / 32 + 1 + 2 * cfg.block as u64) * 4).min(u32::MAX as u64) as u32
 }
@@ -187,6 +201,15 @@ pub fn check(problem: &ScanProblem, config: &ScanConfig, target: &Target) -> Res
             ),
         ));
     }
+    if target.variant == Variant::WgslSubgroup && !config.fits() {
+        return Err(invalid(
+            kernel,
+            format!(
+                "items_per_thread must be a multiple of 4 (the look-back form reads whole vec4s), got {}",
+                config.items_per_thread
+            ),
+        ));
+    }
     if target.backend == BackendKind::Wgsl && problem.n > (u32::MAX / 2) as u64 {
         return Err(invalid_problem(kernel, format!("n = {}: the WGSL path indexes with u32", problem.n)));
     }
@@ -202,7 +225,8 @@ pub fn check(problem: &ScanProblem, config: &ScanConfig, target: &Target) -> Res
     match target.variant {
         Variant::LaunchSized => look_back(0),
         Variant::CudaStatic => look_back(cuda_source(problem.dtype, config).static_bytes),
-        // The WGSL passes loop over the tiles past 65535 workgroups.
+        // The WGSL forms loop over the tiles past 65535 workgroups (the look-back form takes
+        // them in order from a counter).
         Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => Ok(Footprint {
             threads: config.block,
             grid: tiles.min(WGSL_MAX_GRID) as u32,
@@ -231,12 +255,13 @@ pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
     let (tile, launch_bytes) = (config.tile().unwrap_or(1), footprint.launch_bytes);
     let tiles = config.tiles(problem.n);
     let mut levels = Vec::new();
-    let (plan, name) = if matches!(variant, Variant::LaunchSized | Variant::CudaStatic) {
+    let (plan, name) = if matches!(variant, Variant::LaunchSized | Variant::CudaStatic | Variant::WgslSubgroup) {
         let grid = footprint.grid;
         let shared_bytes = if variant == Variant::LaunchSized { launch_bytes } else { 0 };
         backend.check_launch(kernel, LaunchDims::new(grid, config.block, shared_bytes))?;
         let cuda = || cuda_source(problem.dtype, &config);
-        let spec = KernelSpec { entry: kernel, launch_bytes, wgsl: None, cuda: Some(&cuda) };
+        let wgsl = |v: Variant| wgsl_spec(problem.dtype, &config, v, "scan_lookback");
+        let spec = KernelSpec { entry: kernel, launch_bytes, wgsl: Some(&wgsl), cuda: Some(&cuda) };
         let built = backend.build(&spec, variant)?;
         let name = built.kernel.name().to_string();
         (Plan::LookBack(built), name)
@@ -261,7 +286,8 @@ pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
     let expected = reference(&data);
     let input = backend.htod(&data)?;
     let output = backend.htod(&vec![T::poison(); problem.n as usize])?;
-    let status = backend.alloc::<u32>(2 * tiles as usize)?;
+    // Two words a tile for the Rust kernel and the CUDA C twin (one u64), four for WGSL's.
+    let status = backend.alloc::<u32>(4 * tiles as usize)?;
     let counter = backend.alloc::<u32>(1)?;
     let no_offsets = backend.alloc::<T>(1)?;
     Ok(ScanWorkload {
@@ -328,10 +354,16 @@ impl<B: FamilyBackend, T: Element> Workload for ScanWorkload<'_, B, T> {
             Plan::LookBack(built) => {
                 self.backend.fill_zero(&self.status)?;
                 self.backend.fill_zero(&self.counter)?;
-                let grid = self.config.tiles(self.problem.n) as u32;
+                let mut grid = self.config.tiles(self.problem.n);
+                if self.backend.kind() == BackendKind::Wgsl {
+                    // One workgroup on a CPU adapter: its loops end after 65535 iterations,
+                    // a look-back's wait among them (`scan_lookback.wgsl`).
+                    let most = if self.backend.info().is_cpu { 1 } else { WGSL_MAX_GRID };
+                    grid = grid.clamp(1, most);
+                }
                 self.backend.launch(
                     &built.kernel,
-                    LaunchDims::new(grid, self.config.block, built.launch_bytes),
+                    LaunchDims::new(grid as u32, self.config.block, built.launch_bytes),
                     &[
                         self.input.arg(),
                         self.output.arg(),

@@ -17,6 +17,8 @@ mod family;
 pub use family::SOFTMAX;
 
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("softmax.wgsl");
+/// The wgsl-subgroup form with the row in registers (`rows::wgsl_registers`).
+const WGSL_REGISTERS: &str = include_str!("softmax_registers.wgsl");
 /// The cuda-static form: the same algorithm in CUDA C with static arrays.
 pub const CUDA_SOURCE: &str = include_str!("softmax.cu");
 
@@ -47,6 +49,7 @@ pub(crate) static KERNEL: RowKernel = RowKernel {
     wgsl: WGSL_TEMPLATE,
     wgsl_entry: "softmax",
     wgsl_vectors: true,
+    wgsl_registers: WGSL_REGISTERS,
     wgsl_folds: &[WgslFold::max_f32("fold_max"), WgslFold::sum("fold_sum")],
     held: false,
 };

@@ -25,7 +25,7 @@ pub static STENCIL2D: KernelFamily = KernelFamily {
         Ok(Kernel::new(dynsmem_kernels::stencil2d::KERNELS, "stencil2d_f32")
             .space(space)
             .footprint_by(move |p, t| super::check(&problem, &config_of(p), t))
-            .default_by(|b| params_of(&super::default_for(b.small_configs())))
+            .default_by(|b| params_of(&super::default_for(b.kind(), b.small_configs())))
             .fit_static_by(
                 move |p| Some(super::twin_static_bytes(&problem, &config_of(p))),
                 |p| fallbacks(&config_of(p)),

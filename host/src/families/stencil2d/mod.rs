@@ -44,15 +44,18 @@ pub struct Stencil2dProblem {
 
 /// 128 x 32 tiles of 128 threads (32 groups of four columns x 4 strips of 8 rows): a good
 /// tile for both radii on the H100 (tuning provenance in `NOTES.md`), and small enough for
-/// lavapipe's 32 KB of static workgroup memory; 16 x 8 tiles of 8 threads on the CPU backend.
+/// lavapipe's 32 KB of static workgroup memory; the WGSL twin's 64 x 8 tiles of 64 threads,
+/// tuned on the H200 (`NOTES.md`); 16 x 8 tiles of 8 threads on the CPU backend.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> Stencil2dConfig {
-    default_for(backend.small_configs())
+    default_for(backend.kind(), backend.small_configs())
 }
 
-/// [`default_config`] where the backend asks for small configs (`small`) or not.
-pub fn default_for(small: bool) -> Stencil2dConfig {
+/// [`default_config`] on a backend of `kind` that asks for small configs (`small`) or not.
+pub fn default_for(kind: BackendKind, small: bool) -> Stencil2dConfig {
     if small {
         Stencil2dConfig { block: 8, tile_w: 16, tile_h: 8 }
+    } else if kind == BackendKind::Wgsl {
+        Stencil2dConfig { block: 64, tile_w: 64, tile_h: 8 }
     } else {
         Stencil2dConfig { block: 128, tile_w: 128, tile_h: 32 }
     }

@@ -21,7 +21,7 @@ pub static TRANSPOSE: KernelFamily = KernelFamily {
         Ok(Kernel::new(dynsmem_kernels::transpose::KERNELS, super::KERNEL)
             .space(space)
             .footprint_by(move |p, t| super::check(&problem, &config_of(p), t))
-            .default_by(|b| params_of(&super::default_for(b.small_configs())))
+            .default_by(|b| params_of(&super::default_for(b.kind(), b.small_configs())))
             .fit_static_by(|p| config_of(p).shared_bytes().ok(), |p| fallbacks(&config_of(p)))
             .twins_by(
                 super::WGSL_TEMPLATE,

@@ -38,15 +38,18 @@ pub struct TransposeProblem {
 }
 
 /// 64 x 64 tiles padded by one float (no bank conflicts), 256 threads (16 rows each), tuned
-/// on the H100 (provenance in `NOTES.md`); on the CPU backend 8 x 8 tiles of 16 threads.
+/// on the H100; the WGSL twin's 32 x 32 tiles of 256 threads (8 rows each), tuned on the
+/// H200 (provenance of both in `NOTES.md`); on the CPU backend 8 x 8 tiles of 16 threads.
 pub fn default_config<B: FamilyBackend>(backend: &B) -> TransposeConfig {
-    default_for(backend.small_configs())
+    default_for(backend.kind(), backend.small_configs())
 }
 
-/// [`default_config`] where the backend asks for small configs (`small`) or not.
-pub fn default_for(small: bool) -> TransposeConfig {
+/// [`default_config`] on a backend of `kind` that asks for small configs (`small`) or not.
+pub fn default_for(kind: BackendKind, small: bool) -> TransposeConfig {
     if small {
         TransposeConfig { block: 16, tile: 8, pad: 1 }
+    } else if kind == BackendKind::Wgsl {
+        TransposeConfig { block: 256, tile: 32, pad: 1 }
     } else {
         TransposeConfig { block: 256, tile: 64, pad: 1 }
     }
