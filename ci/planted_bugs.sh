@@ -59,8 +59,17 @@ plants=(
   # The WGSL subgroup fold strides over the subgroups' partials by the subgroup's size, not by
   # its live lanes: a block that is not whole subgroups loses partials (lavapipe: 8 lanes).
   "subgroup-fold-strides-by-the-subgroup-size suite wgsl"
-  # The WGSL subgroup block scan adds the totals of the subgroups before its own but one.
+  # The WGSL look-back scan adds the totals of the subgroups before its own but one.
   "scan-subgroup-offset-skips-the-subgroup-before suite wgsl"
+  # The WGSL look-back leaves out the value of the predecessor whose inclusive prefix ends it.
+  "scan-look-back-drops-the-inclusive-tile suite wgsl"
+  # The registers form of the WGSL rows does not guard a thread's last unit where the block
+  # does not divide the row: it reads (and writes) the next row's first units.
+  "rows-registers-last-unit-unguarded registry_conformance edge_cases_on_wgsl"
+  # The registers form of softmax's WGSL twin takes a vec4's maximum of its first three lanes.
+  "softmax-registers-max-skips-the-last-lane suite wgsl"
+  # The registers form of RMSNorm's WGSL twin scales each unit by the next unit's weights.
+  "rmsnorm-registers-weights-one-unit-off registry_conformance edge_cases_on_wgsl"
 )
 
 # GPU-only plants, not run by this script (their tests skip without CUDA): build the test

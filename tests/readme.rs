@@ -8,16 +8,18 @@
 //! ```
 //!
 //! and must equal what `dynsmem compare RECORDS --markdown` prints for that record file
-//! (a path from the project root). Both files must name the same records: they agree.
+//! (a path from the project root); a marker reading `--decomposition --markdown` names the
+//! decomposition table of the same records. Both files must name the same records: they agree.
 //! `DYNSMEM_BLESS=1 cargo test --test readme` rewrites the tables instead of comparing.
 
 use std::path::{Path, PathBuf};
 
-use dynsmem::host::report::{Comparison, TableStyle, read_jsonl};
+use dynsmem::host::report::{Comparison, TableStyle, decompose_plot, read_jsonl};
 
 const FILES: [&str; 2] = ["README.md", "results/README.md"];
 const START: &str = "<!-- table: `dynsmem compare ";
 const START_END: &str = " --markdown` -->";
+const DECOMPOSITION_END: &str = " --decomposition --markdown` -->";
 const END: &str = "<!-- end of table -->";
 
 /// One generated table of a file: the record file it names, the byte range of its text
@@ -25,6 +27,8 @@ const END: &str = "<!-- end of table -->";
 #[derive(Debug)]
 struct Block {
     records: String,
+    /// The decomposition table (`--decomposition`), not the comparison.
+    decomposition: bool,
     range: std::ops::Range<usize>,
     text: String,
 }
@@ -40,23 +44,32 @@ fn blocks(file: &str, text: &str) -> Vec<Block> {
     while let Some(at) = text[from..].find(START).map(|i| from + i) {
         let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
         let marker = &text[at..line_end];
-        let records = marker[START.len()..]
-            .strip_suffix(START_END)
+        let named = &marker[START.len()..];
+        let decomposition = named.ends_with(DECOMPOSITION_END);
+        let records = named
+            .strip_suffix(DECOMPOSITION_END)
+            .or_else(|| named.strip_suffix(START_END))
             .unwrap_or_else(|| panic!("{file}: a table marker must read {START}RECORDS{START_END}: {marker}"))
             .to_string();
         let body = (line_end + 1).min(text.len());
         let end = text[body..].find(END).map(|i| body + i).unwrap_or_else(|| panic!("{file}: no {END} after {marker}"));
-        out.push(Block { records, range: body..end, text: text[body..end].to_string() });
+        out.push(Block { records, decomposition, range: body..end, text: text[body..end].to_string() });
         from = end + END.len();
     }
     out
 }
 
-/// What `dynsmem compare RECORDS --markdown` prints, with the newline that ends it.
-fn generated(records: &Path) -> String {
+/// What `dynsmem compare RECORDS [--decomposition] --markdown` prints, with the newline that
+/// ends it.
+fn generated(records: &Path, decomposition: bool) -> String {
     let contents = read_jsonl(records).unwrap_or_else(|e| panic!("{}: {e}", records.display()));
     assert!(!contents.records.is_empty(), "{}: no records", records.display());
-    format!("{}\n", Comparison::new(&contents.records).render(TableStyle::Markdown).trim_end())
+    let table = if decomposition {
+        decompose_plot::decompose(&contents.records).table().render(TableStyle::Markdown)
+    } else {
+        Comparison::new(&contents.records).render(TableStyle::Markdown)
+    };
+    format!("{}\n", table.trim_end())
 }
 
 /// The blocks of `text` whose table is not what their records give: `(records, generated)`.
@@ -64,7 +77,7 @@ fn stale(file: &str, text: &str, root: &Path) -> Vec<(String, String)> {
     blocks(file, text)
         .into_iter()
         .filter_map(|b| {
-            let want = generated(&root.join(&b.records));
+            let want = generated(&root.join(&b.records), b.decomposition);
             (b.text != want).then_some((b.records, want))
         })
         .collect()
@@ -84,7 +97,7 @@ fn the_readme_tables_are_the_records_they_name() {
         if bless {
             let mut out = text.clone();
             for b in found.iter().rev() {
-                out.replace_range(b.range.clone(), &generated(&root.join(&b.records)));
+                out.replace_range(b.range.clone(), &generated(&root.join(&b.records), b.decomposition));
             }
             std::fs::write(&path, out).unwrap_or_else(|e| panic!("{file}: {e}"));
             continue;

@@ -67,8 +67,9 @@ pub(super) fn main() -> anyhow::Result<()> {
         Parsed::Fixed(Command::Compare { records, baseline: Some(baseline), tolerance, all, .. }) => {
             compare_gate(&records, &baseline, tolerance, all)
         }
-        Parsed::Fixed(Command::Compare { records, markdown, plots, baseline: None, .. }) => {
-            compare(&records, if markdown { TableStyle::Markdown } else { TableStyle::Text }, plots.as_deref())
+        Parsed::Fixed(Command::Compare { records, markdown, plots, decomposition, baseline: None, .. }) => {
+            let style = if markdown { TableStyle::Markdown } else { TableStyle::Text };
+            compare(&records, style, plots.as_deref(), decomposition)
         }
         Parsed::Fixed(Command::Shapes {
             families,
@@ -624,7 +625,12 @@ fn write_plots(records: &[Record], dir: &std::path::Path) -> anyhow::Result<Vec<
 /// `dynsmem compare`: the comparison table of a record file and, with `plots`, its
 /// decomposition plot (torn lines, left by a killed writer, are skipped and counted on
 /// stderr).
-fn compare(records: &std::path::Path, style: TableStyle, plots: Option<&std::path::Path>) -> anyhow::Result<()> {
+fn compare(
+    records: &std::path::Path,
+    style: TableStyle,
+    plots: Option<&std::path::Path>,
+    decomposition: bool,
+) -> anyhow::Result<()> {
     let contents = crate::host::report::read_jsonl(records)?;
     if !contents.torn.is_empty() {
         eprintln!("{}: {} torn line(s) skipped", records.display(), contents.torn.len());
@@ -632,7 +638,11 @@ fn compare(records: &std::path::Path, style: TableStyle, plots: Option<&std::pat
     if contents.records.is_empty() {
         bail!("{}: no records", records.display());
     }
-    let table = Comparison::new(&contents.records).render(style);
+    let table = if decomposition {
+        crate::host::report::decompose_plot::decompose(&contents.records).table().render(style)
+    } else {
+        Comparison::new(&contents.records).render(style)
+    };
     say!("{}", table.trim_end());
     if let Some(dir) = plots {
         match crate::host::report::decompose_plot::write(&contents.records, dir)

@@ -233,6 +233,11 @@ pub enum Command {
         /// and the best WGSL over plain WGSL (idiom: the subgroup twins).
         #[arg(long, value_name = "DIR")]
         plots: Option<PathBuf>,
+        /// The decomposition of `--plots` as a table instead of the comparison: per problem,
+        /// launch-sized over plain WGSL, and its three factors (static sizing, the WGSL
+        /// toolchain, idiom).
+        #[arg(long)]
+        decomposition: bool,
     },
     /// SVG plots of a record file (`bench --json`): a bar chart per family (GB/s or TFLOP/s
     /// per backend and variant, the same-run anchor and ratio marked), GEMM TFLOP/s against

@@ -453,8 +453,9 @@ pub enum Variant {
     /// WGSL with `var<workgroup>` arrays sized by pipeline `override` constants.
     WgslOverride,
     /// WGSL sized by literals, with subgroup operations (wgpu's `SUBGROUP` feature) where
-    /// the Rust kernel uses warp shuffles: the twin as good as WGSL allows. A device
-    /// without the feature does not list it; a twin with no shuffle to replace refuses it.
+    /// the Rust kernel uses warp shuffles, in the idiom the driver compiles best (rows in
+    /// registers, a one-pass look-back scan): the twin as good as static WGSL allows. A
+    /// device without the feature does not list it; a twin with no such form refuses it.
     WgslSubgroup,
     /// CUDA C with static `__shared__` arrays sized by `-D` defines, the same algorithm as
     /// the Rust kernel, compiled per config at run time through NVRTC (CUDA only).

@@ -164,3 +164,30 @@ pub fn wgsl_unroll(text: &str, per_thread: u32, last_partial: bool) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::wgsl_unroll;
+
+    #[test]
+    fn unroll_writes_each_marked_line_once_per_unit_and_guards_only_the_last() {
+        let text = "fn f() {\n    let a = 1u;\n    @@ x[$k] = input[base + $u];\n    @@ s += x[$k];\n}\n";
+        let whole = wgsl_unroll(text, 3, false);
+        let want = "fn f() {\n    let a = 1u;\n\
+            \x20   x[0] = input[base + (ids.tid + 0u * BLOCK)];\n\
+            \x20   x[1] = input[base + (ids.tid + 1u * BLOCK)];\n\
+            \x20   x[2] = input[base + (ids.tid + 2u * BLOCK)];\n\
+            \x20   s += x[0];\n    s += x[1];\n    s += x[2];\n}\n";
+        assert_eq!(whole, want);
+        let partial = wgsl_unroll(text, 2, true);
+        assert!(partial.contains("    x[0] = input[base + (ids.tid + 0u * BLOCK)];\n"), "{partial}");
+        assert!(
+            partial
+                .contains("    if ((ids.tid + 1u * BLOCK) < UNITS) { x[1] = input[base + (ids.tid + 1u * BLOCK)]; }\n"),
+            "{partial}"
+        );
+        assert!(partial.contains("    if ((ids.tid + 1u * BLOCK) < UNITS) { s += x[1]; }\n"), "{partial}");
+        assert_eq!(partial.matches("if (").count(), 2, "only the last copy of each line is guarded: {partial}");
+        assert!(!partial.contains("@@") && !partial.contains('$'), "{partial}");
+    }
+}

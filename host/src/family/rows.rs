@@ -349,3 +349,39 @@ pub fn build<'b, B: FamilyBackend>(
     )?
     .clustered(config.cluster)
 }
+
+#[cfg(test)]
+mod tests {
+    use dynsmem_kernels::rows::RowConfig;
+
+    use super::{WGSL_MAX_REGISTER_FLOATS, wgsl_registers};
+    use crate::backend::Variant;
+
+    #[test]
+    fn the_registers_form_holds_at_most_its_floats_a_thread_and_only_in_wgsl_subgroup() {
+        let at = |cols, block| wgsl_registers(cols, &RowConfig::blocks(block), Variant::WgslSubgroup);
+        // Whole vectors: 4096 floats are 1024 vec4s, 16 a thread at 64 threads (64 floats).
+        assert_eq!(at(4096, 64), Some(("vec4<f32>", 1024, 16)));
+        assert_eq!(at(4096, 32), None, "32 vec4s a thread: 128 floats");
+        // Rows that are not whole vectors are floats: 4097 at 64 threads is 65 a thread.
+        assert_eq!(at(4097, 64), None);
+        assert_eq!(at(4097, 128), Some(("f32", 4097, 33)));
+        assert_eq!(at(4 * WGSL_MAX_REGISTER_FLOATS, 4), Some(("vec4<f32>", WGSL_MAX_REGISTER_FLOATS, 16)));
+        for v in [Variant::WgslLiteral, Variant::WgslOverride, Variant::LaunchSized, Variant::CudaStatic] {
+            assert_eq!(wgsl_registers(4096, &RowConfig::blocks(256), v), None, "{v}");
+        }
+    }
+
+    #[test]
+    fn the_registers_form_declares_no_row_array() {
+        let k = &crate::families::softmax::KERNEL;
+        let cfg = RowConfig::blocks(256);
+        let registers = super::wgsl_spec(k, 4096, &cfg, Variant::WgslSubgroup);
+        assert!(registers.name.ends_with(",registers]"), "{}", registers.name);
+        assert_eq!(registers.static_bytes, 256 * 4, "the fold's scratch only");
+        let marked = registers.source.lines().any(|l| l.trim_start().starts_with("@@"));
+        assert!(!marked && !registers.source.contains("{{"), "{}", registers.source);
+        let plain = super::wgsl_spec(k, 4096, &cfg, Variant::WgslLiteral);
+        assert_eq!(plain.static_bytes, (4096 + 256) * 4);
+    }
+}

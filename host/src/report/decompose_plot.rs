@@ -21,6 +21,7 @@ use plotters::prelude::*;
 use super::Record;
 use super::compare::Comparison;
 use super::plot::{Plot, legend, legend_px, plot_error, series_colour};
+use super::table::Table;
 use crate::backend::BackendKind;
 use crate::error::Result;
 
@@ -75,6 +76,26 @@ pub fn decompose(records: &[Record]) -> Decomposition {
         }
     }
     d
+}
+
+impl Decomposition {
+    /// The parts as a table, a row per problem: each a factor (`1.31x`: the first figure
+    /// over the second), `-` where a figure is missing. The columns multiply: launch-sized
+    /// over plain WGSL = sizing x toolchain x idiom (idiom `-` counts as 1x: no subgroup twin).
+    pub fn table(&self) -> Table {
+        let mut t = Table::new(&[
+            "problem",
+            "launch-sized / plain WGSL",
+            "sizing: launch-sized / cuda-static",
+            "toolchain: cuda-static / best WGSL",
+            "idiom: best WGSL / plain WGSL",
+        ]);
+        let cell = |l: Option<f64>| l.map(factor).unwrap_or_else(|| "-".into());
+        for s in &self.splits {
+            t.push(vec![s.label.clone(), cell(s.total), cell(s.static_sizing), cell(s.toolchain), cell(s.idiom)]);
+        }
+        t
+    }
 }
 
 /// `2^l` as a factor: `1.31x`, `12.5x`.

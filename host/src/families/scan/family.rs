@@ -1,6 +1,7 @@
 //! Scan's description: its problem's sizes, its parameters (block, items per thread: a
 //! multiple of 4, since the kernel moves whole 16-byte vectors), its bench case, and its
-//! launches (the look-back kernel; WGSL: reduce-then-scan, level by level).
+//! launches (the look-back kernel; WGSL: reduce-then-scan, level by level, or the look-back
+//! form in wgsl-subgroup).
 
 use dynsmem_kernels::Dtype;
 use dynsmem_kernels::scan::ScanConfig;
@@ -19,7 +20,7 @@ const HOST_BYTES: u64 = 28;
 
 pub static SCAN: KernelFamily = KernelFamily {
     name: "scan",
-    about: "Exclusive prefix sum (decoupled look-back; WGSL: reduce-then-scan).",
+    about: "Exclusive prefix sum (decoupled look-back; WGSL: reduce-then-scan, or look-back in wgsl-subgroup).",
     sizes: &[
         Size::of(
             "n",

@@ -1,5 +1,6 @@
 //! Exclusive prefix sum, host side: problem, configs, the WGSL form beside it
-//! (`scan.wgsl`, reduce-then-scan), the CPU reference and the [`Workload`]. The device
+//! (`scan.wgsl`, reduce-then-scan; `scan_lookback.wgsl`, one pass with decoupled look-back,
+//! the wgsl-subgroup form), the CPU reference and the [`Workload`]. The device
 //! algorithm (one pass, decoupled look-back) is documented in `dynsmem_kernels::scan`.
 
 use dynsmem_kernels::Dtype;
@@ -24,9 +25,8 @@ pub use family::{SCAN, fit_config};
 pub(crate) const WGSL_TEMPLATE: &str = include_str!("scan.wgsl");
 /// The wgsl-subgroup twin: one pass, decoupled look-back through 32-bit atomics.
 const LOOKBACK_TEMPLATE: &str = include_str!("scan_lookback.wgsl");
-/// The block scan of the literal and override twins, and of the subgroup twin (BLOCK_SCAN).
+/// The block scan of the passes (BLOCK_SCAN).
 const BLOCK_SCAN: &str = include_str!("block_scan.wgsl");
-const BLOCK_SCAN_SUBGROUP: &str = include_str!("block_scan_subgroup.wgsl");
 /// The cuda-static form: the same algorithm (decoupled look-back) in CUDA C with static
 /// arrays.
 pub const CUDA_SOURCE: &str = include_str!("scan.cu");
@@ -86,7 +86,7 @@ pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_e
             ("SIZING", &sizing),
             ("T", dtype.name()),
             ("BLOCK_SUM", &wgsl_fold(variant, &WgslFold::sum("block_sum"), dtype.name(), "scratch")),
-            ("BLOCK_SCAN", if variant == Variant::WgslSubgroup { BLOCK_SCAN_SUBGROUP } else { BLOCK_SCAN }),
+            ("BLOCK_SCAN", BLOCK_SCAN),
             ("IDS", wgsl_ids(variant)),
         ],
     );
@@ -391,6 +391,25 @@ impl<B: FamilyBackend, T: Element> Workload for ScanWorkload<'_, B, T> {
 
 #[cfg(test)]
 mod tests {
+    use dynsmem_kernels::Dtype;
+    use dynsmem_kernels::scan::ScanConfig;
+
+    use crate::backend::Variant;
+
+    #[test]
+    fn the_look_back_form_reads_ipt_over_4_vectors_a_thread_and_keeps_no_tile() {
+        let cfg = ScanConfig { block: 128, items_per_thread: 16 };
+        let spec = super::wgsl_spec(Dtype::F32, &cfg, Variant::WgslSubgroup, "tile_sums");
+        assert_eq!(spec.entry, "scan_lookback");
+        assert_eq!(spec.static_bytes, (128 + 2) * 4, "the subgroups' totals, the next tile and the prefix");
+        assert!(spec.source.contains("x[3] = input[base + 3u * live];"), "{}", spec.source);
+        let marked = spec.source.lines().any(|l| l.trim_start().starts_with("@@"));
+        assert!(!spec.source.contains("x[4]") && !marked, "{}", spec.source);
+        // The passes keep their padded tile.
+        let passes = super::wgsl_spec(Dtype::F32, &cfg, Variant::WgslLiteral, "scan_tiles");
+        assert_eq!(passes.entry, "scan_tiles");
+        assert!(passes.static_bytes > 128 * 16 * 4);
+    }
     #[test]
     fn reference_is_exclusive_and_u32_wraps() {
         let (f, s) = super::reference(&[1.0f32, -2.0, 3.0]);

@@ -1,9 +1,8 @@
-// Exclusive prefix sum on the static-WGSL path, reduce-then-scan.
+// Exclusive prefix sum on the static-WGSL path, reduce-then-scan (the literal and override
+// variants; wgsl-subgroup runs the one pass of scan_lookback.wgsl).
 //
-// WGSL has no 64-bit atomics and no acquire/release ordering, so a tile cannot publish
-// a value with its flag the way the Rust kernel's decoupled look-back does
-// (device-kernels/src/scan.rs): this path makes three passes instead (the input is read
-// twice), and its figure is compared as such. `tile_sums` writes the sum of each tile of
+// This plain form makes three passes (the input is read twice), the way a WGSL scan is
+// written without subgroups or atomics. `tile_sums` writes the sum of each tile of
 // TILE = BLOCK * IPT elements; the host scans those sums (recursively, with these same
 // kernels); `scan_tiles` scans each tile in workgroup memory and adds its tile's offset.
 // Device memory is read and written as vec4 (IPT is a multiple of 4, so every tile starts
@@ -15,10 +14,8 @@
 // Template slots (names in double braces), filled by host/src/families/scan/mod.rs:
 //   SIZING   declarations of BLOCK and IPT (u32; IPT a multiple of 4)
 //   T        f32 | u32
-//   BLOCK_SUM  block_sum over `scratch` (host/src/contract/block_fold.wgsl; its subgroup
-//              form, subgroup_fold.wgsl, in the wgsl-subgroup variant)
-//   BLOCK_SCAN block_scan over `scratch`: block_scan.wgsl (a Hillis-Steele tree), or
-//              block_scan_subgroup.wgsl in the wgsl-subgroup variant
+//   BLOCK_SUM  block_sum over `scratch` (host/src/contract/block_fold.wgsl)
+//   BLOCK_SCAN block_scan over `scratch`: block_scan.wgsl (a Hillis-Steele tree)
 
 {{SIZING}}
 {{IDS}}

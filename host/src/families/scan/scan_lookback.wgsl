@@ -23,7 +23,10 @@
 // `lanes` predecessors at a time: lane i reads tile `top - 1 - i`; when every lane's tile has
 // published something, the lanes up to the first with an inclusive prefix are summed
 // (`subgroupBallot` finds it), else the window moves back by `lanes` tiles. This takes
-// thread `tid` to be lane `tid % lanes` of subgroup `tid / lanes`, as block_scan_subgroup.wgsl.
+// thread `tid` to be lane `tid % lanes` of subgroup `tid / lanes`: NVIDIA's, AMD's and
+// lavapipe's drivers lay a one-dimensional workgroup out so, and the conformance tests would
+// see one that does not. lavapipe (Mesa 22.3) reports `num_subgroups` rounded down where BLOCK
+// is not whole subgroups: the partials are counted from BLOCK and `lanes` too.
 //
 // Template slots, filled by host/src/families/scan/mod.rs:
 //   SIZING      BLOCK and IPT (u32; IPT a multiple of 4)

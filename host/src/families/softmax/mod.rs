@@ -102,8 +102,9 @@ pub fn prepare<'b, B: FamilyBackend>(
 /// Rows cycle through three spreads around the offset:
 /// - width 2: every term is at least `e^-2 / cols` of the row's sum, so a dropped or
 ///   doubled term moves every output by more than the tolerance (to about 10^4 columns);
-/// - width 40 with one spike 100 above the offset at a seeded column: a maximum that
-///   misses the spike is 60 or more too small, and `exp` overflows;
+/// - width 40 with one spike 120 above the offset at a seeded column: a maximum that
+///   misses the spike is 100 or more too small, and `exp` of the spike overflows f32
+///   (e^100 > 3.4e38; a spike 100 above left e^80, and a maximum that missed it passed);
 /// - width 60: outputs over 26 decades.
 pub fn logits(rows: u32, cols: u32, seed: u64) -> Vec<f32> {
     let mut rng = SplitMix64::new(seed);
@@ -114,7 +115,7 @@ pub fn logits(rows: u32, cols: u32, seed: u64) -> Vec<f32> {
         let start = data.len();
         data.extend((0..cols).map(|_| offset + (rng.next_f32() - 0.5) * width));
         if r % 3 == 1 && cols > 0 {
-            data[start + rng.below(cols as u64) as usize] = offset + 100.0;
+            data[start + rng.below(cols as u64) as usize] = offset + 120.0;
         }
     }
     data
