@@ -263,7 +263,8 @@ pub fn wgsl_static_bytes(k: &RowKernel, cols: u32, config: &RowConfig, variant: 
 /// applies, else the row in workgroup memory.
 pub fn wgsl_spec(k: &RowKernel, cols: u32, cfg: &RowConfig, variant: Variant) -> WgslSpec {
     let folds: Vec<String> = k.wgsl_folds.iter().map(|fold| wgsl_fold(variant, fold, "f32", "scratch")).collect();
-    let (source, constants) = if let Some((unit, units, per_thread)) = wgsl_registers(cols, cfg, variant) {
+    let registers = wgsl_registers(cols, cfg, variant);
+    let (source, constants) = if let Some((unit, units, per_thread)) = registers {
         let sizes = [
             ("BLOCK", "u32", cfg.block as f64),
             ("UNITS", "u32", units as f64),
@@ -295,7 +296,7 @@ pub fn wgsl_spec(k: &RowKernel, cols: u32, cfg: &RowConfig, variant: Variant) ->
             k.name,
             cols.max(1),
             cfg.block,
-            if wgsl_registers(cols, cfg, variant).is_some() { ",registers" } else { "" }
+            if registers.is_some() { ",registers" } else { "" }
         ),
         source,
         entry: k.wgsl_entry,

@@ -27,6 +27,8 @@ pub(crate) const WGSL_TEMPLATE: &str = include_str!("scan.wgsl");
 const LOOKBACK_TEMPLATE: &str = include_str!("scan_lookback.wgsl");
 /// The block scan of the passes (BLOCK_SCAN).
 const BLOCK_SCAN: &str = include_str!("block_scan.wgsl");
+/// `load4`, which both WGSL forms read the input's last vector with (LOAD4).
+const LOAD4: &str = include_str!("load4.wgsl");
 /// The cuda-static form: the same algorithm (decoupled look-back) in CUDA C with static
 /// arrays.
 pub const CUDA_SOURCE: &str = include_str!("scan.cu");
@@ -78,22 +80,18 @@ pub(crate) fn wgsl_spec(dtype: Dtype, cfg: &ScanConfig, variant: Variant, wgsl_e
     let (sizing, constants) =
         wgsl_sizing(variant, &[("BLOCK", "u32", cfg.block as f64), ("IPT", "u32", cfg.items_per_thread as f64)]);
     let look_back = variant == Variant::WgslSubgroup;
-    let (template, wgsl_entry) =
-        if look_back { (LOOKBACK_TEMPLATE, "scan_lookback") } else { (WGSL_TEMPLATE, wgsl_entry) };
-    let source = fill_template(
-        template,
-        &[
-            ("SIZING", &sizing),
-            ("T", dtype.name()),
-            ("BLOCK_SUM", &wgsl_fold(variant, &WgslFold::sum("block_sum"), dtype.name(), "scratch")),
-            ("BLOCK_SCAN", BLOCK_SCAN),
-            ("IDS", wgsl_ids(variant)),
-        ],
-    );
+    let slots = [("SIZING", sizing.as_str()), ("T", dtype.name()), ("LOAD4", LOAD4), ("IDS", wgsl_ids(variant))];
+    let (source, wgsl_entry) = if look_back {
+        // The look-back form's `@@` lines: once per vec4 a thread reads.
+        (wgsl_unroll(&fill_template(LOOKBACK_TEMPLATE, &slots), cfg.items_per_thread / 4, false), "scan_lookback")
+    } else {
+        let block_sum = wgsl_fold(variant, &WgslFold::sum("block_sum"), dtype.name(), "scratch");
+        let passes = [("BLOCK_SUM", block_sum.as_str()), ("BLOCK_SCAN", BLOCK_SCAN)];
+        (fill_template(WGSL_TEMPLATE, &[&slots[..], &passes[..]].concat()), wgsl_entry)
+    };
     WgslSpec {
         name: format!("scan_{wgsl_entry}_{}[{variant},block={},ipt={}]", dtype.name(), cfg.block, cfg.items_per_thread),
-        // The look-back form's `@@` lines: once per vec4 a thread reads.
-        source: if look_back { wgsl_unroll(&source, cfg.items_per_thread / 4, false) } else { source },
+        source,
         entry: wgsl_entry,
         constants,
         workgroup_size: cfg.block,
@@ -149,13 +147,11 @@ pub fn reference<T: Element>(data: &[T]) -> (Vec<f64>, Vec<f64>) {
 
 /// How a backend runs the scan: one look-back kernel, or the WGSL passes.
 enum Plan<K> {
-    LookBack(Built<K>),
+    /// The look-back kernel and its grid (the footprint's).
+    LookBack(Built<K>, u32),
     /// `tile_sums` and `scan_tiles`, with the sums' buffers of each level (level `i`
     /// scans the sums of level `i - 1`).
-    Passes {
-        sums: Built<K>,
-        tiles: Built<K>,
-    },
+    Passes { sums: Built<K>, tiles: Built<K> },
 }
 
 /// The tile sums of one level of the WGSL passes, and their exclusive scan.
@@ -185,27 +181,22 @@ pub struct ScanWorkload<'b, B: FamilyBackend, T: Element> {
 
 /// The scan's one validation: `config` for `problem` on `target`, and what it asks for.
 /// `prepare` calls it first and the tuner filters with it: a tile of at least one element,
-/// whole 16-byte vectors per thread for the Rust kernels and the CUDA C twin, a block per
-/// tile within a grid (the look-back forms), WGSL's u32 indices, and the layout.
+/// whole 16-byte vectors per thread for the look-back forms (the Rust kernels, the CUDA C
+/// twin, wgsl-subgroup), a block per tile within a grid (the CUDA forms), WGSL's u32 indices,
+/// and the layout. The grid is the launch's: on a CPU adapter the WGSL look-back form runs one
+/// workgroup (`scan_lookback.wgsl`: lavapipe ends a shader's loops after 65535 iterations,
+/// a look-back's wait among them).
 pub fn check(problem: &ScanProblem, config: &ScanConfig, target: &Target) -> Result<Footprint> {
     let kernel = entry(problem.dtype);
     if config.tile().is_none_or(|t| t == 0) {
         return Err(invalid(kernel, format!("block and items_per_thread must be at least 1 (got {config:?})")));
     }
-    if target.backend != BackendKind::Wgsl && !config.fits() {
+    let look_back_form = target.backend != BackendKind::Wgsl || target.variant == Variant::WgslSubgroup;
+    if look_back_form && !config.fits() {
         return Err(invalid(
             kernel,
             format!(
                 "items_per_thread must be a multiple of 4 (whole 16-byte vectors), got {}",
-                config.items_per_thread
-            ),
-        ));
-    }
-    if target.variant == Variant::WgslSubgroup && !config.fits() {
-        return Err(invalid(
-            kernel,
-            format!(
-                "items_per_thread must be a multiple of 4 (the look-back form reads whole vec4s), got {}",
                 config.items_per_thread
             ),
         ));
@@ -229,7 +220,7 @@ pub fn check(problem: &ScanProblem, config: &ScanConfig, target: &Target) -> Res
         // them in order from a counter).
         Variant::WgslLiteral | Variant::WgslOverride | Variant::WgslSubgroup => Ok(Footprint {
             threads: config.block,
-            grid: tiles.min(WGSL_MAX_GRID) as u32,
+            grid: if look_back_form && target.is_cpu { 1 } else { tiles.min(WGSL_MAX_GRID) as u32 },
             launch_bytes: 0,
             static_bytes: wgsl_spec(problem.dtype, config, target.variant, "tile_sums").static_bytes,
         }),
@@ -264,7 +255,7 @@ pub fn prepare<'b, B: FamilyBackend, T: ReduceElement>(
         let spec = KernelSpec { entry: kernel, launch_bytes, wgsl: Some(&wgsl), cuda: Some(&cuda) };
         let built = backend.build(&spec, variant)?;
         let name = built.kernel.name().to_string();
-        (Plan::LookBack(built), name)
+        (Plan::LookBack(built, grid), name)
     } else {
         let grid = tiles.min(WGSL_MAX_GRID) as u32;
         backend.check_launch(kernel, LaunchDims::new(grid, config.block, 0))?;
@@ -341,7 +332,7 @@ impl<B: FamilyBackend, T: Element> ScanWorkload<'_, B, T> {
 impl<B: FamilyBackend, T: Element> Workload for ScanWorkload<'_, B, T> {
     fn kernel(&self) -> KernelInfo {
         let (shared_bytes, static_shared_bytes) = match &self.plan {
-            Plan::LookBack(b) => (b.launch_bytes, b.static_bytes),
+            Plan::LookBack(b, _) => (b.launch_bytes, b.static_bytes),
             Plan::Passes { tiles, .. } => (0, tiles.static_bytes),
         };
         KernelInfo { name: self.name.clone(), shared_bytes, static_shared_bytes }
@@ -351,19 +342,12 @@ impl<B: FamilyBackend, T: Element> Workload for ScanWorkload<'_, B, T> {
     }
     fn run(&self) -> Result<()> {
         match &self.plan {
-            Plan::LookBack(built) => {
+            Plan::LookBack(built, grid) => {
                 self.backend.fill_zero(&self.status)?;
                 self.backend.fill_zero(&self.counter)?;
-                let mut grid = self.config.tiles(self.problem.n);
-                if self.backend.kind() == BackendKind::Wgsl {
-                    // One workgroup on a CPU adapter: its loops end after 65535 iterations,
-                    // a look-back's wait among them (`scan_lookback.wgsl`).
-                    let most = if self.backend.info().is_cpu { 1 } else { WGSL_MAX_GRID };
-                    grid = grid.clamp(1, most);
-                }
                 self.backend.launch(
                     &built.kernel,
-                    LaunchDims::new(grid as u32, self.config.block, built.launch_bytes),
+                    LaunchDims::new(*grid, self.config.block, built.launch_bytes),
                     &[
                         self.input.arg(),
                         self.output.arg(),

@@ -14,6 +14,7 @@
 // Template slots (names in double braces), filled by host/src/families/scan/mod.rs:
 //   SIZING   declarations of BLOCK and IPT (u32; IPT a multiple of 4)
 //   T        f32 | u32
+//   LOAD4      load4, a vector of the input or its part before n (load4.wgsl)
 //   BLOCK_SUM  block_sum over `scratch` (host/src/contract/block_fold.wgsl)
 //   BLOCK_SCAN block_scan over `scratch`: block_scan.wgsl (a Hillis-Steele tree)
 
@@ -45,20 +46,7 @@ fn padded(i: u32) -> u32 {
     return i + i / 32u;
 }
 
-// Vector v of the input: whole where it lies before n, zeros past n.
-fn load4(v: u32, n: u32) -> vec4<T> {
-    let e = 4u * v;
-    if (e + 4u <= n) {
-        return input[v];
-    }
-    var x = vec4<T>(T(0));
-    for (var c = 0u; c < 4u; c++) {
-        if (e + c < n) {
-            x[c] = input[v][c];
-        }
-    }
-    return x;
-}
+{{LOAD4}}
 
 // The inclusive scan of every thread's `value`, and the block's total: `block_scan(ids,
 // value)` (BLOCK_SCAN).

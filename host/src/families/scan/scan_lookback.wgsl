@@ -31,6 +31,7 @@
 // Template slots, filled by host/src/families/scan/mod.rs:
 //   SIZING      BLOCK and IPT (u32; IPT a multiple of 4)
 //   T           f32 | u32
+//   LOAD4       load4, a vector of the input or its part before n (load4.wgsl)
 
 {{SIZING}}
 {{IDS}}
@@ -59,20 +60,7 @@ const INCLUSIVE: u32 = 2u;
 // Units (vec4s) a thread reads a tile.
 const K: u32 = IPT / 4u;
 
-// Vector v of the input: whole where it lies before n, zeros past n.
-fn load4(v: u32, n: u32) -> vec4<T> {
-    let e = 4u * v;
-    if (e + 4u <= n) {
-        return input[v];
-    }
-    var x = vec4<T>(T(0));
-    for (var c = 0u; c < 4u; c++) {
-        if (e + c < n) {
-            x[c] = input[v][c];
-        }
-    }
-    return x;
-}
+{{LOAD4}}
 
 // Publishes `value` as tile t's aggregate or inclusive prefix (`which`).
 fn publish(t: u32, which: u32, value: T) {
