@@ -111,6 +111,10 @@ pub enum Error {
     /// The operation exists, but not on this backend or not in this form.
     #[error("{backend}: {what} is not supported")]
     Unsupported { backend: BackendKind, what: String },
+    /// A run on a caller's buffers ([`crate::contract::Workload::run_on`]) that cannot be
+    /// made: the wrong number of buffers, one too small, a workload of several launches.
+    #[error("{kernel}: on the caller's buffers: {reason}")]
+    CallerBuffers { kernel: String, reason: String },
     /// The arguments of a launch do not match the kernel's parameters.
     #[error("{kernel}: launched with arguments {got}, the kernel takes {expected}")]
     ArgumentMismatch { kernel: String, expected: String, got: String },

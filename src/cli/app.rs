@@ -7,7 +7,7 @@ use crate::host::backend::Variant;
 use crate::host::backend::{Backend, BackendKind, OwnedBackend, Probe};
 use crate::host::bench;
 use crate::host::contract::FamilyBackend;
-use crate::host::family::{DynFamily, Sizes};
+use crate::host::family::{DynFamily, Resolved, Sizes};
 use crate::host::measure::TimingOptions;
 use crate::host::report::{Comparison, JsonlWriter, Record, TableStyle, records_table};
 use crate::host::with_backend;
@@ -17,15 +17,13 @@ use anyhow::{Context, bail};
 use super::{kt_cmd, probe_cmd, sass_cmd, spirv_cmd, tune_cmd};
 
 pub(super) fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
+    Invocation::current().map(|i| i.args.join(" ")).unwrap_or_default()
 }
 
-/// The command line of this process, run over the registry [`crate::families`].
+/// The current command line ([`Invocation::current`]), run over the registry
+/// [`crate::families`]. A usage error is returned as its [`clap::Error`].
 pub(super) fn main() -> anyhow::Result<()> {
-    let parsed = match try_parse_from(std::env::args_os()) {
-        Ok(p) => p,
-        Err(e) => e.exit(),
-    };
+    let parsed = try_parse_from(Invocation::current()?.args)?;
     match parsed {
         Parsed::Fixed(Command::Devices) => devices(),
         Parsed::Fixed(Command::Families { wgsl }) => {
@@ -297,6 +295,29 @@ fn run_on<B: FamilyBackend>(
     let anchor = own.or(copy);
     finish(&rec, anchor.as_ref(), out)?;
     Ok(rec.kernel)
+}
+
+/// A `run` command line's kernel on `backend`, prepared but not launched: its problem and
+/// config resolved as `run` resolves them (the options, the tuning database, the family's
+/// heuristic), validated, its inputs uploaded. What the Python package launches on a
+/// framework's tensors ([`crate::host::contract::Workload::run_on`]).
+pub fn prepare_on<'b>(
+    backend: crate::host::backend::AnyBackend<'b>,
+    args: &[String],
+) -> anyhow::Result<(Resolved, Variant, Box<dyn crate::host::contract::Workload + 'b>)> {
+    let Parsed::Run { family, matches, common } = try_parse_from(args)? else {
+        bail!("not a `run` command line: {}", args.join(" "))
+    };
+    let _current = super::invocation::Current::set(Invocation { args: args.to_vec(), worker: Vec::new() });
+    with_backend!(backend, b => {
+        let sizes = Sizes::for_backend(b, None, false);
+        let variant = variant_of(b, common.variant);
+        let refused = || format!("{} on {}: refused, nothing launched", family.name(), b.kind());
+        let db = tuning_db(&common.db, true)?;
+        let case = family.resolve(&matches, backend, variant, &sizes, db.as_ref()).with_context(refused)?;
+        let w = family.prepare(backend, &case.problem, &case.config, variant, common.timing.seed).with_context(refused)?;
+        Ok((case, variant, w))
+    })
 }
 
 /// The timing flags, checked: a repeat count or warm-up that could not finish (or whose

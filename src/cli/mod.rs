@@ -34,6 +34,7 @@ pub(crate) fn emit(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
 }
 
 mod app;
+pub use app::prepare_on;
 mod files;
 mod kt_cmd;
 mod probe_cmd;
@@ -48,9 +49,83 @@ mod workers;
 /// families' device images beside the built-in one. A researcher's binary is
 /// `fn main() -> anyhow::Result<()> { dynsmem::cli::main(&[&MY_KERNEL]) }`.
 pub fn main(families: &[&'static dyn DynFamily]) -> anyhow::Result<()> {
+    match run(families, Invocation::from_env()?) {
+        Err(e) => match e.downcast::<clap::Error>() {
+            // Usage errors and `--help` print as clap prints them, with its exit code.
+            Ok(usage) => usage.exit(),
+            Err(e) => Err(e),
+        },
+        ok => ok,
+    }
+}
+
+/// The command line `invocation.args` over `families`, in this process, as a library call: a
+/// usage error (or `--help`) is a [`clap::Error`] in the result, never an exit; a sweep's
+/// workers are started as `invocation.worker` says. The Python package's entry.
+pub fn run(families: &[&'static dyn DynFamily], invocation: Invocation) -> anyhow::Result<()> {
     crate::set_families(families)?;
+    let _current = invocation::Current::set(invocation);
     app::main()
 }
+
+mod invocation {
+    use std::ffi::OsString;
+    use std::sync::Mutex;
+
+    /// How a command was started: its command line (the program's name first), as records
+    /// and worker command lines carry it, and the program (with leading arguments) that runs
+    /// a worker of its sweeps with the command's own arguments after it: this binary, or
+    /// `python -m dynsmem` for the Python package, whose process is Python.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Invocation {
+        pub args: Vec<String>,
+        pub worker: Vec<OsString>,
+    }
+
+    impl Invocation {
+        /// This process's own command line, its workers this binary.
+        pub fn from_env() -> anyhow::Result<Invocation> {
+            use anyhow::Context;
+            let exe = std::env::current_exe().context("the path of this binary")?;
+            Ok(Invocation { args: std::env::args().collect(), worker: vec![exe.into_os_string()] })
+        }
+        /// The command this process runs now ([`super::run`]'s), else this process's own.
+        pub fn current() -> anyhow::Result<Invocation> {
+            match CURRENT.lock().expect("not poisoned").clone() {
+                Some(i) => Ok(i),
+                None => Invocation::from_env(),
+            }
+        }
+        /// The arguments after the program's name.
+        pub fn rest(&self) -> Vec<String> {
+            self.args.iter().skip(1).cloned().collect()
+        }
+        /// A process of the worker program with `args` after it.
+        pub fn worker_command(&self, args: &[String]) -> std::process::Command {
+            let mut cmd = std::process::Command::new(&self.worker[0]);
+            cmd.args(&self.worker[1..]).args(args);
+            cmd
+        }
+    }
+
+    static CURRENT: Mutex<Option<Invocation>> = Mutex::new(None);
+
+    /// [`CURRENT`] for one command: cleared when dropped.
+    pub struct Current;
+    impl Current {
+        pub fn set(invocation: Invocation) -> Current {
+            *CURRENT.lock().expect("not poisoned") = Some(invocation);
+            Current
+        }
+    }
+    impl Drop for Current {
+        fn drop(&mut self) {
+            *CURRENT.lock().expect("not poisoned") = None;
+        }
+    }
+}
+
+pub use invocation::Invocation;
 
 #[derive(Parser)]
 #[command(name = "dynsmem", version, about = "GPU workgroup (shared) memory sized at launch: run, verify, compare")]

@@ -499,11 +499,14 @@ fn slurm(family: &dyn DynFamily, common: &TuneCommon, dir: &Path) -> anyhow::Res
         (None, Some(BackendKind::Cpu)) => None,
         (None, _) => Some("gpu:1".to_string()),
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let invocation = crate::cli::Invocation::current()?;
+    // The worker program's leading arguments (`-m dynsmem` under Python) go before the sweep's.
+    let mut tune_args: Vec<String> = invocation.worker[1..].iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    tune_args.extend(worker_args(&invocation.rest()));
     let job = crate::slurm::SlurmJob {
         name: family.name().into(),
-        binary: std::env::current_exe().context("the path of this binary")?,
-        tune_args: worker_args(&args),
+        binary: std::path::PathBuf::from(&invocation.worker[0]),
+        tune_args,
         cache: abs(&common.cache),
         shards,
         gres,

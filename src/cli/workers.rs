@@ -23,10 +23,10 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use crate::cli::{BackendKind, TuneCommon, worker_args};
+use crate::cli::{BackendKind, Invocation, TuneCommon, worker_args};
 use crate::host::family::DynFamily;
 use crate::host::tune::Shard;
 use crate::host::tune::progress::{bar_style, parse_worker_line};
@@ -105,8 +105,8 @@ fn show_progress(bar: &ProgressBar, line: &str, lines: bool, label: Option<&str>
 /// binary, the same command line with `--worker`), passes its report through, draws its
 /// progress, and restarts it past configs that fault or hang ([`Supervisor`]).
 pub fn supervised(common: &TuneCommon, cache: &Path) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("the path of this binary")?;
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let invocation = Invocation::current()?;
+    let args = invocation.rest();
     let bar = ProgressBar::with_draw_target(
         None,
         if common.quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() },
@@ -118,8 +118,8 @@ pub fn supervised(common: &TuneCommon, cache: &Path) -> anyhow::Result<()> {
     let result = supervisor.run(
         &mut || {
             started += 1;
-            let mut cmd = Command::new(&exe);
-            cmd.args(&args).arg("--worker").env(SUPERVISED_ENV, "1");
+            let mut cmd = invocation.worker_command(&args);
+            cmd.arg("--worker").env(SUPERVISED_ENV, "1");
             cmd.stdin(Stdio::piped()).stdout(Stdio::inherit()).stderr(Stdio::piped()).spawn()
         },
         &mut |line| {
@@ -163,8 +163,8 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finish
         );
     }
     let n = u32::try_from(devices.len()).context("--devices: too many workers")?;
-    let exe = std::env::current_exe().context("the path of this binary")?;
-    let args = worker_args(&std::env::args().skip(1).collect::<Vec<_>>());
+    let invocation = Invocation::current()?;
+    let args = worker_args(&invocation.rest());
     let bars = MultiProgress::with_draw_target(if common.quiet {
         ProgressDrawTarget::hidden()
     } else {
@@ -178,8 +178,8 @@ pub fn run(family: &dyn DynFamily, common: &TuneCommon) -> anyhow::Result<Finish
         let label = format!("worker {shard} (device {device})");
         let log = shard.cache_path(&common.cache).with_extension("log");
         let file = Arc::new(Mutex::new(create_log(&log)?));
-        let mut cmd = Command::new(&exe);
-        cmd.args(&args).args(["--shard", &shard.to_string(), "--worker"]);
+        let mut cmd = invocation.worker_command(&args);
+        cmd.args(["--shard", &shard.to_string(), "--worker"]);
         cmd.env(WORKER_DEVICE, device.to_string()).env(SUPERVISED_ENV, "1");
         if common.backend != Some(BackendKind::Cpu) {
             cmd.env("CUDA_VISIBLE_DEVICES", device.to_string()).env("HIP_VISIBLE_DEVICES", device.to_string());

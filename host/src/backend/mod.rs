@@ -338,6 +338,21 @@ pub trait Backend {
     /// launch over a limit is a typed error and nothing is queued.
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()>;
 
+    /// [`Backend::launch`] with buffers and a stream of the caller's (memory a framework
+    /// allocated, a PyTorch tensor's): each buffer argument an [`Arg::U64`] device address,
+    /// `stream` a raw stream handle of the backend's API (CUDA's `CUstream`, 0 the legacy
+    /// default stream). Only CUDA has it; the others refuse with a typed error.
+    fn launch_on_stream(
+        &self,
+        kernel: &Self::Kernel,
+        dims: LaunchDims,
+        args: &[Arg<'_, Self::Raw>],
+        stream: u64,
+    ) -> Result<()> {
+        let _ = (kernel, dims, args, stream);
+        Err(Error::Unsupported { backend: self.kind(), what: "launching on a caller's buffers and stream".into() })
+    }
+
     /// Waits for all queued work and reports any asynchronous error.
     fn synchronize(&self) -> Result<()>;
 

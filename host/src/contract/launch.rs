@@ -14,7 +14,7 @@
 use dynsmem_kernels::layout::LayoutError;
 
 use super::builder::{Data, Scalar};
-use super::{CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload};
+use super::{BufferArg, CudaSource, FamilyBackend, KernelInfo, Prepared, WgslSpec, Workload};
 use crate::backend::{Arg, Backend, Buffer, LaunchDims, Variant};
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -247,6 +247,29 @@ impl<'b, B: Backend> Launch<'b, B> {
     }
 }
 
+impl<B: Backend> Launch<'_, B> {
+    /// The launch's arguments, each buffer from `buffer(index among the buffers, its slot)`.
+    fn args_with<'a>(
+        &'a self,
+        mut buffer: impl FnMut(usize, &'a DeviceData<B::Raw>) -> Arg<'a, B::Raw>,
+    ) -> Vec<Arg<'a, B::Raw>> {
+        let mut k = 0;
+        self.args
+            .iter()
+            .map(|s| match s {
+                Slot::Buffer(b) => {
+                    k += 1;
+                    buffer(k - 1, b)
+                }
+                Slot::Scalar(Scalar::U32(v)) => Arg::U32(*v),
+                Slot::Scalar(Scalar::U64(v)) => Arg::U64(*v),
+                Slot::Scalar(Scalar::F32(v)) => Arg::F32(*v),
+                Slot::Scalar(Scalar::Param(_)) => unreachable!("parameters are resolved when prepared"),
+            })
+            .collect()
+    }
+}
+
 impl<B: Backend> Workload for Launch<'_, B> {
     fn kernel(&self) -> KernelInfo {
         self.kernel.info()
@@ -266,18 +289,60 @@ impl<B: Backend> Workload for Launch<'_, B> {
                 Slot::Scalar(_) => unreachable!("outputs index buffer arguments"),
             }
         }
-        let args: Vec<Arg<'_, B::Raw>> = self
-            .args
-            .iter()
-            .map(|s| match s {
-                Slot::Buffer(b) => b.arg(),
-                Slot::Scalar(Scalar::U32(v)) => Arg::U32(*v),
-                Slot::Scalar(Scalar::U64(v)) => Arg::U64(*v),
-                Slot::Scalar(Scalar::F32(v)) => Arg::F32(*v),
-                Slot::Scalar(Scalar::Param(_)) => unreachable!("parameters are resolved when prepared"),
-            })
-            .collect();
+        let args = self.args_with(|_, b| b.arg());
         self.backend.launch(&self.kernel.built.kernel, self.dims, &args)
+    }
+    fn buffers(&self) -> Vec<BufferArg> {
+        let mut out = Vec::new();
+        for (i, slot) in self.args.iter().enumerate() {
+            let Slot::Buffer(b) = slot else { continue };
+            let output = self.outputs.iter().find(|o| o.arg == i);
+            let (element, len) = match b {
+                DeviceData::F32(b) => ("f32", b.len() as u64),
+                DeviceData::U32(b) => ("u32", b.len() as u64),
+            };
+            out.push(BufferArg {
+                name: output.map_or("input", |o| o.name),
+                element,
+                len,
+                output: output.is_some(),
+                zeroed: output.is_some_and(|o| o.zeroed),
+            });
+        }
+        out
+    }
+    fn run_on(&self, buffers: &[(u64, u64)], stream: u64) -> Result<()> {
+        let wanted = Workload::buffers(self);
+        let refuse = |reason: String| Error::CallerBuffers { kernel: self.kernel.name.clone(), reason };
+        if buffers.len() != wanted.len() {
+            let names: Vec<&str> = wanted.iter().map(|b| b.name).collect();
+            return Err(refuse(format!(
+                "{} buffers given, the kernel takes {} ({})",
+                buffers.len(),
+                wanted.len(),
+                names.join(", ")
+            )));
+        }
+        for (k, ((addr, bytes), w)) in buffers.iter().zip(&wanted).enumerate() {
+            let need = w.len * 4;
+            if *bytes < need {
+                return Err(refuse(format!(
+                    "buffer {k} ({}) holds {bytes} bytes; the launch {} {need} ({} {} values)",
+                    w.name,
+                    if w.output { "writes" } else { "reads" },
+                    w.len,
+                    w.element
+                )));
+            }
+            if *addr == 0 || addr % 4 != 0 {
+                return Err(refuse(format!(
+                    "buffer {k} ({}) is at address {addr:#x}: not a 4-byte aligned device address",
+                    w.name
+                )));
+            }
+        }
+        let args = self.args_with(|k, _| Arg::U64(buffers[k].0));
+        self.backend.launch_on_stream(&self.kernel.built.kernel, self.dims, &args, stream)
     }
     /// Every output through its check, then all of them through the joint check.
     fn check(&self) -> Result<()> {

@@ -334,6 +334,37 @@ pub trait Workload {
     fn vendor_anchor(&self, _timing: TimingOptions, _seed: u64) -> Option<VendorAnchor> {
         None
     }
+    /// The buffer arguments of its one launch, in order, where it can run on a caller's
+    /// memory ([`Workload::run_on`]); empty where it cannot.
+    fn buffers(&self) -> Vec<BufferArg> {
+        Vec::new()
+    }
+    /// Queues one run on the caller's device buffers instead of its own (`buffers`: each
+    /// one's address and bytes, in the order of [`Workload::buffers`]) on the caller's
+    /// stream ([`crate::backend::Backend::launch_on_stream`]). Nothing is zeroed and nothing
+    /// checked: an accumulating output ([`BufferArg::zeroed`]) is the caller's to clear.
+    fn run_on(&self, buffers: &[(u64, u64)], stream: u64) -> Result<()> {
+        let _ = (buffers, stream);
+        Err(Error::CallerBuffers {
+            kernel: self.kernel().name,
+            reason: "this family's workload is not one launch over buffers (it runs only on its own)".into(),
+        })
+    }
+}
+
+/// One buffer argument of a workload's launch, as a caller's memory must match it
+/// ([`Workload::run_on`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BufferArg {
+    /// `input`, or the output's name.
+    pub name: &'static str,
+    /// `f32` or `u32`.
+    pub element: &'static str,
+    /// Elements the launch reads or writes.
+    pub len: u64,
+    pub output: bool,
+    /// Zero-filled before each of its own runs: an output the kernel accumulates into.
+    pub zeroed: bool,
 }
 
 impl<W: Workload + ?Sized> Workload for Box<W> {
@@ -354,6 +385,12 @@ impl<W: Workload + ?Sized> Workload for Box<W> {
     }
     fn vendor_anchor(&self, timing: TimingOptions, seed: u64) -> Option<VendorAnchor> {
         (**self).vendor_anchor(timing, seed)
+    }
+    fn buffers(&self) -> Vec<BufferArg> {
+        (**self).buffers()
+    }
+    fn run_on(&self, buffers: &[(u64, u64)], stream: u64) -> Result<()> {
+        (**self).run_on(buffers, stream)
     }
 }
 
@@ -377,6 +414,12 @@ impl<W: Workload + ?Sized> Workload for &W {
     }
     fn vendor_anchor(&self, timing: TimingOptions, seed: u64) -> Option<VendorAnchor> {
         (**self).vendor_anchor(timing, seed)
+    }
+    fn buffers(&self) -> Vec<BufferArg> {
+        (**self).buffers()
+    }
+    fn run_on(&self, buffers: &[(u64, u64)], stream: u64) -> Result<()> {
+        (**self).run_on(buffers, stream)
     }
 }
 

@@ -135,6 +135,69 @@ impl Backend for CudaBackend {
     }
 
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()> {
+        self.launch_in(kernel, dims, args, self.stream.cu_stream())
+    }
+
+    fn launch_on_stream(
+        &self,
+        kernel: &Self::Kernel,
+        dims: LaunchDims,
+        args: &[Arg<'_, Self::Raw>],
+        stream: u64,
+    ) -> Result<()> {
+        // The caller's stream belongs to this device's primary context, which this backend
+        // shares (cudarc retains the primary context, as the CUDA runtime and PyTorch do).
+        self.ctx.bind_to_thread().map_err(driver_err("cuCtxSetCurrent"))?;
+        self.launch_in(kernel, dims, args, stream as sys::CUstream)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))
+    }
+
+    fn time_ms(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+        let (start, end) = &self.timer;
+        start.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
+        work()?;
+        end.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
+        end.synchronize().map_err(driver_err("cuEventSynchronize"))?;
+        Ok(start.elapsed_ms(end).map_err(driver_err("cuEventElapsedTime"))? as f64)
+    }
+
+    fn time_runs(&self, runs: u32, work: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
+        // An event before and after each run, all queued; one wait at the end.
+        let event =
+            || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver_err("cuEventCreate"));
+        let mut marks = Vec::with_capacity(runs as usize);
+        for _ in 0..runs {
+            let (start, end) = (event()?, event()?);
+            start.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
+            work()?;
+            end.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
+            marks.push((start, end));
+        }
+        self.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
+        marks
+            .iter()
+            .map(|(start, end)| Ok(start.elapsed_ms(end).map_err(driver_err("cuEventElapsedTime"))? as f64))
+            .collect()
+    }
+
+    fn timer_name(&self) -> &'static str {
+        "cuda-events"
+    }
+}
+
+impl CudaBackend {
+    /// [`Backend::launch`] on `stream`: the backend's own, or a caller's
+    /// ([`Backend::launch_on_stream`]).
+    fn launch_in(
+        &self,
+        kernel: &<Self as Backend>::Kernel,
+        dims: LaunchDims,
+        args: &[Arg<'_, <Self as Backend>::Raw>],
+        stream: sys::CUstream,
+    ) -> Result<()> {
         let dims = self.launch_log.pad(dims);
         self.check_launch(&kernel.name, dims)?;
         // A kernel's own ceiling can be below the device's: its registers times the block
@@ -207,13 +270,7 @@ impl Backend for CudaBackend {
             let geometry = (dims.grid, dims.block, dims.shared_bytes);
             // SAFETY: as below; `check_launch` checked the cluster against the device.
             return unsafe {
-                driver::launch_clustered(
-                    kernel.func.cu_function(),
-                    geometry,
-                    dims.cluster,
-                    self.stream.cu_stream(),
-                    &mut params,
-                )
+                driver::launch_clustered(kernel.func.cu_function(), geometry, dims.cluster, stream, &mut params)
             };
         }
         unsafe {
@@ -222,46 +279,10 @@ impl Backend for CudaBackend {
                 (dims.grid, 1, 1),
                 (dims.block, 1, 1),
                 dims.shared_bytes,
-                self.stream.cu_stream(),
+                stream,
                 &mut params,
             )
         }
         .map_err(driver_err("cuLaunchKernel"))
-    }
-
-    fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))
-    }
-
-    fn time_ms(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
-        let (start, end) = &self.timer;
-        start.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
-        work()?;
-        end.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
-        end.synchronize().map_err(driver_err("cuEventSynchronize"))?;
-        Ok(start.elapsed_ms(end).map_err(driver_err("cuEventElapsedTime"))? as f64)
-    }
-
-    fn time_runs(&self, runs: u32, work: &mut dyn FnMut() -> Result<()>) -> Result<Vec<f64>> {
-        // An event before and after each run, all queued; one wait at the end.
-        let event =
-            || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver_err("cuEventCreate"));
-        let mut marks = Vec::with_capacity(runs as usize);
-        for _ in 0..runs {
-            let (start, end) = (event()?, event()?);
-            start.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
-            work()?;
-            end.record(&self.stream).map_err(driver_err("cuEventRecord"))?;
-            marks.push((start, end));
-        }
-        self.stream.synchronize().map_err(driver_err("cuStreamSynchronize"))?;
-        marks
-            .iter()
-            .map(|(start, end)| Ok(start.elapsed_ms(end).map_err(driver_err("cuEventElapsedTime"))? as f64))
-            .collect()
-    }
-
-    fn timer_name(&self) -> &'static str {
-        "cuda-events"
     }
 }
