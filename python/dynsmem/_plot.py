@@ -38,8 +38,8 @@ def _figures_bars(table, plt):
         ax.set_xticks(range(len(problems)), problems, rotation=20, ha="right", fontsize=8)
         unit = rows["unit"].iloc[0]
         ax.set_ylabel(unit)
-        ax.set_title(f"{family}: best verified config per backend and variant (ratio to the same-run anchor)",
-                     fontsize=9)
+        ax.set_title(f"{family}: best verified config per backend and variant\n(over each bar: its ratio to the "
+                     "same-run anchor)", fontsize=9)
         ax.legend(fontsize=7)
         fig.tight_layout()
         figs[family] = fig
