@@ -64,3 +64,23 @@ fn a_workload_of_several_launches_refuses_a_callers_buffers() {
     let e = w.run_on(&[], 0).unwrap_err().to_string();
     assert!(e.contains("on the caller's buffers") && e.contains("runs only on its own"), "{e}");
 }
+
+#[test]
+fn the_check_takes_each_buffers_bytes_and_the_alignment_asked_for() {
+    use dynsmem::host::contract::{BufferArg, check_caller_buffers};
+    // HGEMM's: 16-bit A and B, an f32 C, 16-byte aligned (its tensor maps' addresses).
+    let arg = |name, element, len: u64, size: u64, output| BufferArg {
+        name,
+        element,
+        len,
+        bytes: len * size,
+        output,
+        zeroed: false,
+    };
+    let wanted = [arg("a", "f16", 64, 2, false), arg("b", "f16", 32, 2, false), arg("c", "f32", 8, 4, true)];
+    assert!(check_caller_buffers("hgemm", &wanted, &[(256, 128), (512, 64), (768, 32)], 16).is_ok());
+    let e = check_caller_buffers("hgemm", &wanted, &[(256, 128), (512, 62), (768, 32)], 16).unwrap_err().to_string();
+    assert_eq!(e, "hgemm: on the caller's buffers: buffer 1 (b) holds 62 bytes; the launch reads 64 (32 f16 values)");
+    let e = check_caller_buffers("hgemm", &wanted, &[(256, 128), (520, 64), (768, 32)], 16).unwrap_err().to_string();
+    assert!(e.ends_with("buffer 1 (b) is at address 0x208: not a 16-byte aligned device address"), "{e}");
+}

@@ -12,7 +12,8 @@ A kernel is prepared once per family, problem and config (validated against the 
 its launch-sized bytes opted in past 48 KB where needed) and kept; a call checks each array (on
 CUDA device 0, C-contiguous, the element type and at least the length the launch reads or
 writes) and queues one launch, asynchronous like any framework op. The kernel's arguments are
-its buffers in order (``kernel(...).buffers``): softmax ``x, y``; rmsnorm ``x, weight, y``.
+its buffers in order (``kernel(...).buffers``): softmax ``x, y``; rmsnorm ``x, weight, y``;
+hgemm ``a, b, c`` with ``c = a @ b.T``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from functools import lru_cache
 
 from . import DynsmemError, _flags, native
 
-_TYPESTR = {"f32": "<f4", "u32": "<u4"}
-_TORCH = {"f32": "float32", "u32": "uint32"}
+_TYPESTR = {"f32": "<f4", "u32": "<u4", "f16": "<f2", "bf16": None}
+_TORCH = {"f32": "float32", "u32": "uint32", "f16": "float16", "bf16": "bfloat16"}
 
 
 def _describe(array, element: str):
@@ -43,14 +44,14 @@ def _describe(array, element: str):
     cai = getattr(array, "__cuda_array_interface__", None)
     if cai is None:
         raise DynsmemError(f"{type(array).__name__} is not a CUDA array (no __cuda_array_interface__)")
-    if cai["typestr"] != _TYPESTR[element]:
-        raise DynsmemError(f"an array of {cai['typestr']} where the kernel takes {element} ({_TYPESTR[element]})")
+    if _TYPESTR[element] is None or cai["typestr"] != _TYPESTR[element]:
+        raise DynsmemError(f"an array of {cai['typestr']} where the kernel takes {element}")
     if cai.get("strides") is not None:
         raise DynsmemError("a strided array: give a C-contiguous one")
-    n = 1
+    n = int(cai["typestr"][2:])
     for d in cai["shape"]:
         n *= d
-    return cai["data"][0], n * 4, cai.get("stream")
+    return cai["data"][0], n, cai.get("stream")
 
 
 class Kernel:
@@ -128,6 +129,25 @@ def rmsnorm(x, weight, eps: float | None = None, config: dict | None = None, out
         options["eps"] = eps
     kernel("rmsnorm", config, **options)(x, weight, y)
     return y
+
+
+def hgemm(a, b, out=None, out_dtype: str = "f32", config: dict | None = None):
+    """``a @ b.T`` on the tensor cores: ``a`` row-major ``m x k``, ``b`` row-major ``n x k``,
+    both float16 or both bfloat16; ``c`` (``m x n``) in float32 (``out_dtype="f32"``) or the
+    inputs' type (``"input"``). Accumulation in f32."""
+    import torch
+
+    (m, k), (n, kb) = a.shape, b.shape
+    if kb != k or a.dtype != b.dtype:
+        raise DynsmemError(f"hgemm: a {tuple(a.shape)} {a.dtype} and b {tuple(b.shape)} {b.dtype}: "
+                           "want m x k and n x k of one type")
+    dtype = {torch.float16: "f16", torch.bfloat16: "bf16"}.get(a.dtype)
+    if dtype is None:
+        raise DynsmemError(f"hgemm: {a.dtype} inputs; the kernels take float16 or bfloat16")
+    c = out if out is not None else torch.empty(m, n, device=a.device,
+                                                dtype=torch.float32 if out_dtype == "f32" else a.dtype)
+    kernel("hgemm", config, m=m, n=n, k=k, dtype=dtype, out=out_dtype)(a, b, c)
+    return c
 
 
 def _empty_like(x):

@@ -40,6 +40,24 @@ def test_rmsnorm_is_torchs(rows, cols):
     torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("m,n,k,dtype,out", [(4096, 4096, 4096, torch.float16, "f32"), (2560, 2560, 2560, torch.bfloat16, "f32"),
+                                             (1000, 1536, 520, torch.float16, "f32"), (2048, 1024, 4096, torch.float16, "input")])
+def test_hgemm_is_torchs(m, n, k, dtype, out):
+    g = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+    b = torch.randn(n, k, device="cuda", dtype=dtype, generator=g)
+    c = dc.hgemm(a, b, out_dtype=out)
+    want = a.double() @ b.double().T
+    # The same 16-bit inputs on both sides; f32 accumulation against f64: within 1e-5 of the
+    # entries' scale (sqrt(k)); a 16-bit C within its own rounding.
+    if out == "f32":
+        assert c.dtype == torch.float32
+        torch.testing.assert_close(c.double(), want, rtol=1e-5, atol=1e-5 * k**0.5)
+    else:
+        assert c.dtype == dtype
+        torch.testing.assert_close(c, want.to(dtype), rtol=1e-2, atol=1e-2 * k**0.5)
+
+
 def test_on_torchs_current_stream():
     x = logits(2048, 2048)
     s = torch.cuda.Stream()
@@ -71,6 +89,11 @@ def test_arrays_that_do_not_fit_are_refused():
         k(x)
     with pytest.raises(dynsmem.DynsmemError, match="block must be at least 1"):
         dc.kernel("softmax", config={"block": 0}, rows=64, cols=128)
+    a = torch.randn(256, 64, device="cuda", dtype=torch.float16)
+    with pytest.raises(dynsmem.DynsmemError, match="want m x k and n x k"):
+        dc.hgemm(a, a.float())
+    with pytest.raises(dynsmem.DynsmemError, match="not a 16-byte aligned device address"):
+        dc.hgemm(a, torch.randn(256 * 64 + 1, device="cuda", dtype=torch.float16)[1:].view(256, 64))
 
 
 def test_run_on_cuda_writes_the_command_lines_record(tmp_path):

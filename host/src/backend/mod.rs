@@ -334,6 +334,21 @@ pub trait Backend {
         Err(Error::Unsupported { backend: self.kind(), what: "tensor maps (TMA copies)".into() })
     }
 
+    /// [`Backend::tensor_map_2d`] of the matrix at device address `addr`: memory of the
+    /// caller's ([`Backend::launch_on_stream`]). Only CUDA (sm_90) has it.
+    fn tensor_map_2d_at(
+        &self,
+        addr: u64,
+        elem_bytes: u32,
+        dims: [u64; 2],
+        row_bytes: u64,
+        box_dims: [u32; 2],
+        swizzle: TensorSwizzle,
+    ) -> Result<Buffer<Self::Raw, u32>> {
+        let _ = (addr, elem_bytes, dims, row_bytes, box_dims, swizzle);
+        Err(Error::Unsupported { backend: self.kind(), what: "tensor maps (TMA copies)".into() })
+    }
+
     /// Queues one launch. Implementations call [`Backend::check_launch`] first, so a
     /// launch over a limit is a typed error and nothing is queued.
     fn launch(&self, kernel: &Self::Kernel, dims: LaunchDims, args: &[Arg<'_, Self::Raw>]) -> Result<()>;

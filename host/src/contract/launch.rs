@@ -247,6 +247,41 @@ impl<'b, B: Backend> Launch<'b, B> {
     }
 }
 
+/// The one check of a caller's buffers against a workload's ([`Workload::run_on`]): as many as
+/// it takes, each holding at least the bytes the launch reads or writes, at a nonzero address
+/// aligned to `align` bytes. A typed refusal names the kernel, the buffer and both sizes.
+pub fn check_caller_buffers(kernel: &str, wanted: &[BufferArg], given: &[(u64, u64)], align: u64) -> Result<()> {
+    let refuse = |reason: String| Error::CallerBuffers { kernel: kernel.to_string(), reason };
+    if given.len() != wanted.len() {
+        let names: Vec<&str> = wanted.iter().map(|b| b.name).collect();
+        return Err(refuse(format!(
+            "{} buffers given, the kernel takes {} ({})",
+            given.len(),
+            wanted.len(),
+            names.join(", ")
+        )));
+    }
+    for (k, ((addr, bytes), w)) in given.iter().zip(wanted).enumerate() {
+        if *bytes < w.bytes {
+            return Err(refuse(format!(
+                "buffer {k} ({}) holds {bytes} bytes; the launch {} {} ({} {} values)",
+                w.name,
+                if w.output { "writes" } else { "reads" },
+                w.bytes,
+                w.len,
+                w.element
+            )));
+        }
+        if *addr == 0 || addr % align != 0 {
+            return Err(refuse(format!(
+                "buffer {k} ({}) is at address {addr:#x}: not a {align}-byte aligned device address",
+                w.name
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl<B: Backend> Launch<'_, B> {
     /// The launch's arguments, each buffer from `buffer(index among the buffers, its slot)`.
     fn args_with<'a>(
@@ -305,6 +340,7 @@ impl<B: Backend> Workload for Launch<'_, B> {
                 name: output.map_or("input", |o| o.name),
                 element,
                 len,
+                bytes: len * 4,
                 output: output.is_some(),
                 zeroed: output.is_some_and(|o| o.zeroed),
             });
@@ -312,35 +348,7 @@ impl<B: Backend> Workload for Launch<'_, B> {
         out
     }
     fn run_on(&self, buffers: &[(u64, u64)], stream: u64) -> Result<()> {
-        let wanted = Workload::buffers(self);
-        let refuse = |reason: String| Error::CallerBuffers { kernel: self.kernel.name.clone(), reason };
-        if buffers.len() != wanted.len() {
-            let names: Vec<&str> = wanted.iter().map(|b| b.name).collect();
-            return Err(refuse(format!(
-                "{} buffers given, the kernel takes {} ({})",
-                buffers.len(),
-                wanted.len(),
-                names.join(", ")
-            )));
-        }
-        for (k, ((addr, bytes), w)) in buffers.iter().zip(&wanted).enumerate() {
-            let need = w.len * 4;
-            if *bytes < need {
-                return Err(refuse(format!(
-                    "buffer {k} ({}) holds {bytes} bytes; the launch {} {need} ({} {} values)",
-                    w.name,
-                    if w.output { "writes" } else { "reads" },
-                    w.len,
-                    w.element
-                )));
-            }
-            if *addr == 0 || addr % 4 != 0 {
-                return Err(refuse(format!(
-                    "buffer {k} ({}) is at address {addr:#x}: not a 4-byte aligned device address",
-                    w.name
-                )));
-            }
-        }
+        check_caller_buffers(&self.kernel.name, &Workload::buffers(self), buffers, 4)?;
         let args = self.args_with(|k, _| Arg::U64(buffers[k].0));
         self.backend.launch_on_stream(&self.kernel.built.kernel, self.dims, &args, stream)
     }

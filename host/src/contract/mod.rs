@@ -24,7 +24,7 @@ mod wgsl;
 
 pub use builder::{CPU_RUN_RTOL, Check, Data, Fill, Kernel, KernelWorkload, Params, Scalar, SharedBytes};
 pub use hooks::{ClusterFn, CudaFn, DefaultFn, FitFn, FootprintFn, FormsFn, RankFn, SpaceFn, WgslFn, WorkloadFn};
-pub use launch::{DeviceData, Geometry, Launch, LaunchElement};
+pub use launch::{DeviceData, Geometry, Launch, LaunchElement, check_caller_buffers};
 pub use values::{Param, ValueKind};
 pub use wgsl::{WgslFold, WgslSpec, fill_template, wgsl_fold, wgsl_ids, wgsl_sizing, wgsl_unroll};
 
@@ -358,10 +358,12 @@ pub trait Workload {
 pub struct BufferArg {
     /// `input`, or the output's name.
     pub name: &'static str,
-    /// `f32` or `u32`.
+    /// `f32`, `u32`, `f16` or `bf16`.
     pub element: &'static str,
     /// Elements the launch reads or writes.
     pub len: u64,
+    /// Bytes the launch reads or writes: what a caller's buffer must hold at least.
+    pub bytes: u64,
     pub output: bool,
     /// Zero-filled before each of its own runs: an output the kernel accumulates into.
     pub zeroed: bool,

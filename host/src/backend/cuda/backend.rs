@@ -73,6 +73,19 @@ impl Backend for CudaBackend {
         box_dims: [u32; 2],
         swizzle: TensorSwizzle,
     ) -> Result<Buffer<Self::Raw, u32>> {
+        let (ptr, _sync) = buf.raw().device_ptr(&self.stream);
+        self.tensor_map_2d_at(ptr, elem_bytes, dims, row_bytes, box_dims, swizzle)
+    }
+
+    fn tensor_map_2d_at(
+        &self,
+        ptr: u64,
+        elem_bytes: u32,
+        dims: [u64; 2],
+        row_bytes: u64,
+        box_dims: [u32; 2],
+        swizzle: TensorSwizzle,
+    ) -> Result<Buffer<Self::Raw, u32>> {
         use sys::CUtensorMapDataType as D;
         // The copy engine moves bytes; only the element size matters (zeros past the edges).
         let data_type = match elem_bytes {
@@ -90,11 +103,10 @@ impl Backend for CudaBackend {
             TensorSwizzle::B64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
             TensorSwizzle::B128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
         };
-        let (ptr, _sync) = buf.raw().device_ptr(&self.stream);
         let mut map = sys::CUtensorMap { opaque: [0; 16] };
         let (strides, element_strides) = ([row_bytes], [1u32, 1]);
         // SAFETY: every array holds `rank` (2) entries, strides `rank - 1`; the map is
-        // written in place; the address stays valid while `buf` lives.
+        // written in place; the address is the caller's to keep valid while the map is used.
         let status = unsafe {
             sys::cuTensorMapEncodeTiled(
                 &mut map,

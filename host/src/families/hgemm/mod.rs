@@ -25,7 +25,9 @@ use crate::backend::AnyBackend;
 use crate::backend::Variant;
 use crate::backend::cuda::CudaBackend;
 use crate::backend::{Arg, Buffer, TensorSwizzle};
-use crate::contract::{FamilyBackend, KernelInfo, Prepared, VendorAnchor, Workload, invalid};
+use crate::contract::{
+    BufferArg, FamilyBackend, KernelInfo, Prepared, VendorAnchor, Workload, check_caller_buffers, invalid,
+};
 pub use crate::element::Half;
 use crate::element::pack_halves;
 use crate::error::{Error, Result};
@@ -255,6 +257,39 @@ fn check_device(backend: AnyBackend<'_>, cfg: &HgemmConfig, entry: &str, variant
 /// The tensor maps (`CUtensorMap`s) of A, of B and (staged stores) of C.
 type TensorMaps<R> = (Buffer<R, u32>, Buffer<R, u32>, Option<Buffer<R, u32>>);
 
+/// The tensor maps the wgmma entries read A and B through (and write C through, with staged
+/// stores), each made by `map(which: 0 A, 1 B, 2 C, element bytes, dims (columns, rows), row
+/// bytes, box (columns, rows), swizzle)`: over the workload's own buffers or a caller's.
+fn tensor_maps<R>(
+    problem: &HgemmProblem,
+    config: &HgemmConfig,
+    map: impl Fn(usize, u32, [u64; 2], u64, [u32; 2], TensorSwizzle) -> Result<Buffer<R, u32>>,
+) -> Result<TensorMaps<R>> {
+    let HgemmProblem { m, n, k, .. } = *problem;
+    // Row-major `rows x k` 16-bit operands, boxes of a k-tile by `box_rows`.
+    let operand = |which: usize, rows: u32, box_rows: u32| {
+        map(which, 2, [k as u64, rows as u64], k as u64 * 2, [config.bk(), box_rows], TensorSwizzle::B128)
+    };
+    // C: `m x n` of the output type, boxes of a staged chunk (a warpgroup's 64 rows), in the
+    // swizzle the kernel's staging writes (`staged_offset`: 128-byte rows of f32, 64-byte rows
+    // of 16-bit).
+    let out = problem.out_bytes() as u32;
+    let c_map = if config.tma_store {
+        let swizzle = if out == 4 { TensorSwizzle::B128 } else { TensorSwizzle::B64 };
+        let (cols, rows) = (dynsmem_kernels::hgemm::STAGE_COLS, dynsmem_kernels::hgemm::ROWS_PER_UNIT);
+        Some(map(2, out, [n as u64, m as u64], (n * out) as u64, [cols, rows], swizzle)?)
+    } else {
+        None
+    };
+    Ok((operand(0, m, config.tile_rows())?, operand(1, n, config.b_box_rows())?, c_map))
+}
+
+/// The addresses of a caller's A, B and C, and the tensor maps over them.
+type CallerMaps<R> = ((u64, u64, u64), TensorMaps<R>);
+
+/// The A, B and C-map arguments of a launch.
+type OperandArgs<'a, R> = (Arg<'a, R>, Arg<'a, R>, Arg<'a, R>);
+
 /// The stream-K workspace: the pieces of split tiles (f32) and their counters.
 type Workspace<R> = (Buffer<R, f32>, Buffer<R, u32>);
 
@@ -276,6 +311,8 @@ pub struct HgemmWorkload<'b, B: FamilyBackend> {
     /// Stream-K: the pieces of split tiles and their counters (zero between launches).
     workspace: Option<Workspace<B::Raw>>,
     host: Arc<HostInputs>,
+    /// The tensor maps of the last caller's A, B and C ([`Workload::run_on`]), by address.
+    caller: std::cell::RefCell<Option<CallerMaps<B::Raw>>>,
 }
 
 /// Validates `config` for `problem`, uploads the inputs, computes the reference entries and
@@ -302,29 +339,10 @@ pub fn prepare<'b, B: FamilyBackend>(
     let b = backend.htod(&pack_halves(&host.b))?;
     let c = backend.alloc::<u32>((mn * problem.out_bytes()).div_ceil(4) as usize)?;
     let maps = if config.kind == MmaKind::Wgmma {
-        // Row-major `rows x k` 16-bit operands, boxes of a k-tile by `box_rows`.
-        let map = |buf: &Buffer<B::Raw, u32>, rows: u32, box_rows: u32| {
-            backend.tensor_map_2d(
-                buf,
-                2,
-                [k as u64, rows as u64],
-                k as u64 * 2,
-                [config.bk(), box_rows],
-                TensorSwizzle::B128,
-            )
-        };
-        // C: `m x n` of the output type, boxes of a staged chunk (a warpgroup's 64 rows), in
-        // the swizzle the kernel's staging writes (`staged_offset`: 128-byte rows of f32,
-        // 64-byte rows of 16-bit).
-        let out = problem.out_bytes() as u32;
-        let c_map = if config.tma_store {
-            let swizzle = if out == 4 { TensorSwizzle::B128 } else { TensorSwizzle::B64 };
-            let (cols, rows) = (dynsmem_kernels::hgemm::STAGE_COLS, dynsmem_kernels::hgemm::ROWS_PER_UNIT);
-            Some(backend.tensor_map_2d(&c, out, [n as u64, m as u64], (n * out) as u64, [cols, rows], swizzle)?)
-        } else {
-            None
-        };
-        Some((map(&a, m, config.tile_rows())?, map(&b, n, config.b_box_rows())?, c_map))
+        let own = [&a, &b, &c];
+        Some(tensor_maps(&problem, &config, |which, e, dims, row, bx, sw| {
+            backend.tensor_map_2d(own[which], e, dims, row, bx, sw)
+        })?)
     } else {
         None
     };
@@ -335,40 +353,56 @@ pub fn prepare<'b, B: FamilyBackend>(
     } else {
         None
     };
-    Ok(HgemmWorkload { backend, kernel, problem, config, grid, a, b, c, maps, workspace, host })
+    Ok(HgemmWorkload {
+        backend,
+        kernel,
+        problem,
+        config,
+        grid,
+        a,
+        b,
+        c,
+        maps,
+        workspace,
+        host,
+        caller: Default::default(),
+    })
 }
 
 impl<B: FamilyBackend> HgemmWorkload<'_, B> {
     fn launch(&self) -> Result<()> {
-        let HgemmProblem { m, n, k, .. } = self.problem;
-        let (a, b, c_map) = match &self.maps {
-            Some((a_map, b_map, c_map)) => (a_map.arg(), b_map.arg(), c_map.as_ref().map_or(Arg::U64(0), |c| c.arg())),
+        let operands = match &self.maps {
+            Some(maps) => map_args(maps),
             None => (self.a.arg(), self.b.arg(), Arg::U64(0)),
         };
+        let dims = self.kernel.dims(self.grid, self.config.threads());
+        self.backend.launch(&self.kernel.built.kernel, dims, &self.args(operands, self.c.arg()))
+    }
+
+    /// The kernel's arguments: A and B (or their tensor maps), C, C's tensor map (or 0), the
+    /// sizes, flags and launch-time parameters, the stream-K workspace.
+    fn args<'a>(&'a self, (a, b, c_map): OperandArgs<'a, B::Raw>, c: Arg<'a, B::Raw>) -> [Arg<'a, B::Raw>; 13] {
+        let HgemmProblem { m, n, k, .. } = self.problem;
         let cfg = &self.config;
         let (partials, counters) = match &self.workspace {
             Some((p, c)) => (p.arg(), c.arg()),
             None => (Arg::U64(0), Arg::U64(0)),
         };
-        self.backend.launch(
-            &self.kernel.built.kernel,
-            self.kernel.dims(self.grid, cfg.threads()),
-            &[
-                a,
-                b,
-                self.c.arg(),
-                c_map,
-                Arg::U32(m),
-                Arg::U32(n),
-                Arg::U32(k),
-                Arg::U32(launch_flags(&self.problem, cfg)),
-                Arg::U32(cfg.bm),
-                Arg::U32(cfg.stages),
-                Arg::U32(cfg.group_m),
-                partials,
-                counters,
-            ],
-        )
+        [
+            a,
+            b,
+            c,
+            c_map,
+            Arg::U32(m),
+            Arg::U32(n),
+            Arg::U32(k),
+            Arg::U32(launch_flags(&self.problem, cfg)),
+            Arg::U32(cfg.bm),
+            Arg::U32(cfg.stages),
+            Arg::U32(cfg.group_m),
+            partials,
+            counters,
+        ]
     }
 
     /// `C` as f32 values, read back.
@@ -400,6 +434,11 @@ impl<B: FamilyBackend> HgemmWorkload<'_, B> {
     }
 }
 
+/// The tensor maps as the kernel's A, B and C-map arguments.
+fn map_args<R>((a, b, c): &TensorMaps<R>) -> OperandArgs<'_, R> {
+    (a.arg(), b.arg(), c.as_ref().map_or(Arg::U64(0), |c| c.arg()))
+}
+
 impl<B: FamilyBackend> Workload for HgemmWorkload<'_, B> {
     fn kernel(&self) -> KernelInfo {
         self.kernel.info()
@@ -418,6 +457,52 @@ impl<B: FamilyBackend> Workload for HgemmWorkload<'_, B> {
         self.backend.fill_zero(&self.c)?;
         self.launch()?;
         self.compare(&self.result()?)
+    }
+    /// A, B and C, row-major (`m x k`, `n x k`, `m x n`): `C = A B^T`.
+    fn buffers(&self) -> Vec<BufferArg> {
+        let HgemmProblem { m, n, k, dtype, out } = self.problem;
+        let half = match dtype {
+            Half::F16 => "f16",
+            Half::Bf16 => "bf16",
+        };
+        let (mk, nk, mn) = (m as u64 * k as u64, n as u64 * k as u64, m as u64 * n as u64);
+        let arg = |name, element, len: u64, bytes, output| BufferArg {
+            name,
+            element,
+            len,
+            bytes: len * bytes,
+            output,
+            zeroed: false,
+        };
+        vec![
+            arg("a", half, mk, 2, false),
+            arg("b", half, nk, 2, false),
+            arg("c", if out == OutType::F32 { "f32" } else { half }, mn, self.problem.out_bytes(), true),
+        ]
+    }
+    /// One launch on the caller's A, B and C (16-byte aligned: the tensor maps' addresses). The
+    /// wgmma entries read through tensor maps of them, made at the first call with these
+    /// addresses and kept for the next (made on the backend's stream, which is waited for).
+    fn run_on(&self, buffers: &[(u64, u64)], stream: u64) -> Result<()> {
+        check_caller_buffers(&self.kernel.name, &Workload::buffers(self), buffers, 16)?;
+        let (a, b, c) = (buffers[0].0, buffers[1].0, buffers[2].0);
+        let dims = self.kernel.dims(self.grid, self.config.threads());
+        if self.config.kind != MmaKind::Wgmma {
+            let args = self.args((Arg::U64(a), Arg::U64(b), Arg::U64(0)), Arg::U64(c));
+            return self.backend.launch_on_stream(&self.kernel.built.kernel, dims, &args, stream);
+        }
+        let mut cached = self.caller.borrow_mut();
+        if cached.as_ref().is_none_or(|(at, _)| *at != (a, b, c)) {
+            let at = [a, b, c];
+            let maps = tensor_maps(&self.problem, &self.config, |which, e, dims, row, bx, sw| {
+                self.backend.tensor_map_2d_at(at[which], e, dims, row, bx, sw)
+            })?;
+            self.backend.synchronize()?;
+            *cached = Some(((a, b, c), maps));
+        }
+        let (_, maps) = cached.as_ref().expect("made above");
+        let args = self.args(map_args(maps), Arg::U64(c));
+        self.backend.launch_on_stream(&self.kernel.built.kernel, dims, &args, stream)
     }
     /// cuBLAS (`cublasGemmEx`, f32 compute) on the same inputs: its `C` compared with ours
     /// entry by entry, then timed alone and interleaved with ours ([`cublas::anchor`]).

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# The CUDA half of the regression gate, on the dynsmem binary of 8f427ed (stripped, xz'd into .device/bin).
+xz -dc .device/bin/dynsmem.xz > /tmp/dynsmem && chmod +x /tmp/dynsmem && mkdir -p /tmp/g && export XDG_RUNTIME_DIR=/tmp && /tmp/dynsmem --version && t0=$(date +%s) && /tmp/dynsmem bench --backend cuda --markdown --json /tmp/g/bench.jsonl --against results/baseline/h200.jsonl > /tmp/g/bench.md 2> /tmp/g/bench.err; rc=$?; echo "bench and gate: $(( $(date +%s) - t0 )) s, exit $rc" | tee -a /tmp/g/bench.err; tail -n 15 /tmp/g/bench.err; tar -cJf $OUT/gate.tar.xz -C /tmp/g .
