@@ -48,11 +48,12 @@ def test_hgemm_is_torchs(m, n, k, dtype, out):
     b = torch.randn(n, k, device="cuda", dtype=dtype, generator=g)
     c = dc.hgemm(a, b, out_dtype=out)
     want = a.double() @ b.double().T
-    # The same 16-bit inputs on both sides; f32 accumulation against f64: within 1e-5 of the
-    # entries' scale (sqrt(k)); a 16-bit C within its own rounding.
+    # The same 16-bit inputs on both sides; f32 accumulation (in the tensor cores' order)
+    # against f64: within 1e-4 of the entries' scale (sqrt(k): 6.4e-3 at k 4096, where one
+    # dropped product a_i b_i is 0.8 on average); a 16-bit C within its own rounding.
     if out == "f32":
         assert c.dtype == torch.float32
-        torch.testing.assert_close(c.double(), want, rtol=1e-5, atol=1e-5 * k**0.5)
+        torch.testing.assert_close(c.double(), want, rtol=1e-5, atol=1e-4 * k**0.5)
     else:
         assert c.dtype == dtype
         torch.testing.assert_close(c, want.to(dtype), rtol=1e-2, atol=1e-2 * k**0.5)
